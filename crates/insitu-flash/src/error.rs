@@ -1,0 +1,47 @@
+//! Errors of the flash layer. Every variant names what went wrong and where, so that the CLI can print it
+//! as is and `fsck` can report it.
+
+use std::path::PathBuf;
+
+/// Result of flash operations.
+pub type Result<T> = std::result::Result<T, FlashError>;
+
+/// What can go wrong in the flash layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlashError {
+    #[error("I/O error on {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("invalid flash geometry: {0}")]
+    InvalidGeometry(String),
+    #[error("corrupted {what} in {path}: {detail}")]
+    Corrupt { what: &'static str, path: PathBuf, detail: String },
+    #[error("page {ppn} ({addr}) holds corrupted data: {detail}")]
+    CorruptPage { ppn: u64, addr: String, detail: String },
+    #[error("NAND rule violated: {0}")]
+    NandViolation(String),
+    #[error("device full: {needed_pages} more pages of {page_size} bytes needed, {free_pages} free")]
+    DeviceFull { needed_pages: u64, free_pages: u64, page_size: u32 },
+    #[error("invalid object name {name:?}: {why}")]
+    InvalidName { name: String, why: &'static str },
+    #[error("an object named {0:?} already exists")]
+    AlreadyExists(String),
+    #[error("no object named {0:?}")]
+    NotFound(String),
+    #[error("unknown write transaction {0}")]
+    UnknownTxn(u64),
+    #[error("read of bytes {offset}..{end} is past the end of {name:?} ({size} bytes)")]
+    ReadPastEnd { name: String, offset: u64, end: u64, size: u64 },
+    #[error("LBA range {start}..{end} is outside the device's {pages} logical pages")]
+    LbaOutOfRange { start: u64, end: u64, pages: u64 },
+    #[error("LBA {lba} belongs to object {owner:?}; raw block writes may not overwrite objects")]
+    LbaOwned { lba: u64, owner: String },
+    #[error("unsupported on-disk format version {found} in {path} (this build reads {expected})")]
+    Version { path: PathBuf, found: u32, expected: u32 },
+}
+
+impl FlashError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        FlashError::Io { path: path.into(), source }
+    }
+}

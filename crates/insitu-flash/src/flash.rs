@@ -1,0 +1,650 @@
+//! [`Flash`]: one device's flash as a whole — NAND + FTL + namespace + block view, persisted in a
+//! directory and recovered after a crash.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FlashError, Result};
+use crate::ftl::{Ftl, FtlStats, WearStats};
+use crate::geometry::{Geometry, Lpn, PhysicalPage};
+use crate::interval::IntervalSet;
+use crate::namespace::{validate_name, Extent, ObjectMeta, Txn};
+use crate::nand::{Nand, NandStats};
+use crate::persist::{self, CheckpointState, Journal, Record, Superblock, FORMAT_VERSION};
+
+/// Journal size past which a checkpoint is taken at the next quiet point.
+const CHECKPOINT_AFTER_BYTES: u64 = 32 << 20;
+/// Logical space is reserved for new objects in chunks of this many bytes (or the size announced).
+const RESERVE_CHUNK_BYTES: u64 = 8 << 20;
+
+/// Handle of an object being written.
+pub type TxnId = u64;
+
+/// What recovery found when the device was opened.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RecoveryReport {
+    pub journal_records: u64,
+    pub torn_journal_bytes: u64,
+    /// Objects whose creation was cut off and rolled back.
+    pub rolled_back: Vec<String>,
+}
+
+/// Space and activity figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlashStats {
+    pub geometry: Geometry,
+    pub capacity_bytes: u64,
+    pub logical_pages: u64,
+    pub object_pages: u64,
+    pub raw_pages: u64,
+    pub free_pages: u64,
+    pub mapped_pages: u64,
+    pub objects: u64,
+    pub free_blocks: u64,
+    pub nand: NandStats,
+    pub ftl: FtlStats,
+    pub write_amplification: f64,
+    pub wear: WearStats,
+}
+
+/// Result of a consistency check.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FsckReport {
+    pub problems: Vec<String>,
+    pub objects: u64,
+    pub pages_scrubbed: u64,
+}
+
+/// One device's flash.
+#[derive(Debug)]
+pub struct Flash {
+    dir: PathBuf,
+    sb: Superblock,
+    ftl: Ftl,
+    objects: BTreeMap<String, ObjectMeta>,
+    txns: HashMap<TxnId, Txn>,
+    next_txn: TxnId,
+    free: IntervalSet,
+    raw: IntervalSet,
+    generation: u64,
+    recovery: RecoveryReport,
+}
+
+impl Flash {
+    /// Formats a new device in `dir` (which must not hold one) with `geometry` sized for `capacity_bytes`.
+    pub fn format(dir: &Path, geometry: Geometry, capacity_bytes: u64) -> Result<Flash> {
+        let geometry = geometry.for_capacity(capacity_bytes)?;
+        std::fs::create_dir_all(dir).map_err(|e| FlashError::io(dir, e))?;
+        if dir.join("superblock").exists() {
+            return Err(FlashError::AlreadyExists(dir.display().to_string()));
+        }
+        let sb = Superblock { version: FORMAT_VERSION, geometry, capacity_bytes };
+        Nand::open(dir, geometry)?;
+        persist::write_checkpoint(dir, &CheckpointState::default())?;
+        Journal::create(dir, 0)?;
+        persist::write_superblock(dir, &sb)?;
+        Self::open(dir)
+    }
+
+    /// Opens the device in `dir`, replaying the journal and rolling back unfinished object creations.
+    pub fn open(dir: &Path) -> Result<Flash> {
+        let sb = persist::read_superblock(dir)?;
+        sb.geometry.validate()?;
+        let ckpt = persist::read_checkpoint(dir)?;
+        let scan = Journal::scan(dir, ckpt.generation)?;
+        let journal = if scan.stale {
+            Journal::create(dir, ckpt.generation)?
+        } else {
+            Journal::reopen(dir, scan.valid_len)?
+        };
+        let mut nand = Nand::open(dir, sb.geometry)?;
+        nand.restore(ckpt.blocks.iter().copied().collect());
+        let mut ftl = Ftl::new(nand, journal);
+        ftl.restore_map(&ckpt.map);
+        let mut flash = Flash {
+            dir: dir.to_path_buf(),
+            sb,
+            ftl,
+            objects: ckpt.objects.into_iter().map(|o| (o.name.clone(), o)).collect(),
+            txns: HashMap::new(),
+            next_txn: ckpt.next_txn,
+            free: IntervalSet::new(),
+            raw: IntervalSet::new(),
+            generation: ckpt.generation,
+            recovery: RecoveryReport {
+                journal_records: scan.records.len() as u64,
+                torn_journal_bytes: scan.torn_bytes,
+                rolled_back: Vec::new(),
+            },
+        };
+        for rec in &scan.records {
+            flash.replay(rec)?;
+        }
+        flash.ftl.finish_recovery();
+        // Object creations that never committed: trim what they wrote.
+        let mut open: Vec<(TxnId, Txn)> = flash.txns.drain().collect();
+        open.sort_by_key(|(id, _)| *id);
+        for (id, txn) in open {
+            for e in &txn.reserved {
+                flash.ftl.trim(e.lpn, e.pages)?;
+            }
+            flash.ftl.journal.append(&Record::Abort { txn: id })?;
+            flash.recovery.rolled_back.push(txn.name);
+        }
+        flash.rebuild_space();
+        if !flash.recovery.rolled_back.is_empty() || flash.recovery.torn_journal_bytes > 0 {
+            flash.ftl.sync()?;
+        }
+        if flash.ftl.journal.len() > CHECKPOINT_AFTER_BYTES {
+            flash.checkpoint()?;
+        }
+        Ok(flash)
+    }
+
+    fn replay(&mut self, rec: &Record) -> Result<()> {
+        let corrupt =
+            |d: String| FlashError::Corrupt { what: "journal", path: self.dir.join("journal"), detail: d };
+        match rec {
+            Record::Reserve { txn, lpn, count } => {
+                let t = self.txns.entry(*txn).or_insert_with(|| Txn {
+                    name: format!("(transaction {txn})"),
+                    kind: String::new(),
+                    attrs: BTreeMap::new(),
+                    reserved: Vec::new(),
+                    written_pages: 0,
+                    size: 0,
+                    tail: Vec::new(),
+                });
+                t.reserved.push(Extent { lpn: *lpn, pages: *count });
+                self.next_txn = self.next_txn.max(txn + 1);
+            }
+            Record::Commit { txn, object } => {
+                self.txns.remove(txn);
+                self.next_txn = self.next_txn.max(txn + 1);
+                self.objects.insert(object.name.clone(), object.clone());
+            }
+            Record::Abort { txn } => {
+                self.txns.remove(txn);
+            }
+            Record::Delete { name } => {
+                let obj = self
+                    .objects
+                    .remove(name)
+                    .ok_or_else(|| corrupt(format!("delete of unknown {name:?}")))?;
+                for e in &obj.extents {
+                    self.ftl.apply(&Record::Trim { lpn: e.lpn, count: e.pages })?;
+                }
+            }
+            other => self.ftl.apply(other)?,
+        }
+        Ok(())
+    }
+
+    /// Recomputes free and raw logical space from the objects and the map.
+    fn rebuild_space(&mut self) {
+        let mut owned = IntervalSet::new();
+        for o in self.objects.values() {
+            for e in &o.extents {
+                owned.insert(e.lpn, e.pages);
+            }
+        }
+        for t in self.txns.values() {
+            for e in &t.reserved {
+                owned.insert(e.lpn, e.pages);
+            }
+        }
+        let mut raw = IntervalSet::new();
+        for (lpn, _, n) in self.ftl.map().runs() {
+            raw.insert(lpn, n);
+        }
+        for (s, l) in owned.iter() {
+            raw.remove(s, l);
+        }
+        let mut free = IntervalSet::new();
+        free.insert(0, self.sb.geometry.logical_pages());
+        for (s, l) in owned.iter().chain(raw.iter()) {
+            free.remove(s, l);
+        }
+        self.free = free;
+        self.raw = raw;
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.sb.geometry
+    }
+
+    pub fn page_size(&self) -> u32 {
+        self.sb.geometry.page_size
+    }
+
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// The FTL (read-only access for stats, tests and fsck).
+    pub fn ftl(&self) -> &Ftl {
+        &self.ftl
+    }
+
+    // ------------------------------------------------------------------------------------------ objects
+
+    /// Starts writing a new object. With `expected_size`, all its space is reserved now, so a device that
+    /// cannot hold it fails before anything is written.
+    pub fn create_object(
+        &mut self,
+        name: &str,
+        kind: &str,
+        attrs: BTreeMap<String, String>,
+        expected_size: Option<u64>,
+    ) -> Result<TxnId> {
+        validate_name(name)?;
+        if self.objects.contains_key(name) || self.txns.values().any(|t| t.name == name) {
+            return Err(FlashError::AlreadyExists(name.to_string()));
+        }
+        let id = self.next_txn;
+        self.next_txn += 1;
+        self.txns.insert(
+            id,
+            Txn {
+                name: name.to_string(),
+                kind: kind.to_string(),
+                attrs,
+                reserved: Vec::new(),
+                written_pages: 0,
+                size: 0,
+                tail: Vec::new(),
+            },
+        );
+        if let Some(size) = expected_size {
+            let pages = size.div_ceil(self.page_size() as u64);
+            if let Err(e) = self.reserve(id, pages) {
+                self.abort(id)?;
+                return Err(e);
+            }
+        }
+        Ok(id)
+    }
+
+    /// Reserves at least `pages` more logical pages for `txn`.
+    fn reserve(&mut self, txn: TxnId, pages: u64) -> Result<()> {
+        if pages > self.free.total() {
+            return Err(FlashError::DeviceFull {
+                needed_pages: pages,
+                free_pages: self.free.total(),
+                page_size: self.page_size(),
+            });
+        }
+        let mut left = pages;
+        while left > 0 {
+            let (lpn, n) = self.free.take(left).expect("free space was checked");
+            self.ftl.journal.append(&Record::Reserve { txn, lpn, count: n })?;
+            self.txns
+                .get_mut(&txn)
+                .ok_or(FlashError::UnknownTxn(txn))?
+                .reserved
+                .push(Extent { lpn, pages: n });
+            left -= n;
+        }
+        Ok(())
+    }
+
+    /// Appends bytes to an object being written.
+    pub fn append(&mut self, txn: TxnId, mut data: &[u8]) -> Result<()> {
+        let ps = self.page_size() as usize;
+        let t = self.txns.get_mut(&txn).ok_or(FlashError::UnknownTxn(txn))?;
+        t.size += data.len() as u64;
+        if !t.tail.is_empty() {
+            let take = (ps - t.tail.len()).min(data.len());
+            t.tail.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if t.tail.len() == ps {
+                let page = std::mem::take(&mut t.tail);
+                self.write_pages(txn, &page)?;
+            }
+        }
+        let whole = data.len() / ps * ps;
+        if whole > 0 {
+            self.write_pages(txn, &data[..whole])?;
+        }
+        if whole < data.len() {
+            let t = self.txns.get_mut(&txn).ok_or(FlashError::UnknownTxn(txn))?;
+            t.tail.extend_from_slice(&data[whole..]);
+        }
+        Ok(())
+    }
+
+    /// Writes whole pages at the transaction's next reserved logical pages, reserving more if needed.
+    fn write_pages(&mut self, txn: TxnId, data: &[u8]) -> Result<()> {
+        let ps = self.page_size() as u64;
+        let pages = data.len() as u64 / ps;
+        let t = self.txns.get(&txn).ok_or(FlashError::UnknownTxn(txn))?;
+        let have = t.reserved_pages() - t.written_pages;
+        if have < pages {
+            let chunk = (RESERVE_CHUNK_BYTES / ps).max(self.geometry().pages_per_block as u64);
+            let want = (pages - have).max(chunk).min(self.free.total().max(pages - have));
+            self.reserve(txn, want)?;
+        }
+        let t = self.txns.get(&txn).ok_or(FlashError::UnknownTxn(txn))?;
+        let meta = ObjectMeta {
+            name: String::new(),
+            kind: String::new(),
+            size: 0,
+            extents: t.reserved.clone(),
+            attrs: BTreeMap::new(),
+        };
+        let runs = meta.runs(t.written_pages, pages);
+        let mut off = 0usize;
+        for (lpn, n) in runs {
+            let len = (n * ps) as usize;
+            self.ftl.write(lpn, &data[off..off + len])?;
+            off += len;
+        }
+        self.txns.get_mut(&txn).ok_or(FlashError::UnknownTxn(txn))?.written_pages += pages;
+        Ok(())
+    }
+
+    /// Makes the object whole and visible: after this returns, it survives a crash; before, a crash
+    /// leaves no trace of it.
+    pub fn commit(&mut self, txn: TxnId) -> Result<ObjectMeta> {
+        let ps = self.page_size() as usize;
+        let t = self.txns.get_mut(&txn).ok_or(FlashError::UnknownTxn(txn))?;
+        if !t.tail.is_empty() {
+            let mut page = std::mem::take(&mut t.tail);
+            page.resize(ps, 0);
+            self.write_pages(txn, &page)?;
+        }
+        let t = self.txns.remove(&txn).ok_or(FlashError::UnknownTxn(txn))?;
+        let extents = t.written_extents(t.written_pages);
+        // Reserved pages past the data go back to free space.
+        let mut skip = t.written_pages;
+        for e in &t.reserved {
+            let used = skip.min(e.pages);
+            skip -= used;
+            if used < e.pages {
+                self.free.insert(e.lpn + used, e.pages - used);
+            }
+        }
+        let object = ObjectMeta { name: t.name, kind: t.kind, size: t.size, extents, attrs: t.attrs };
+        // Data first, then the commit record: the object is never visible without its pages.
+        self.ftl.nand.sync()?;
+        self.ftl.journal.append(&Record::Commit { txn, object: object.clone() })?;
+        self.ftl.journal.sync()?;
+        self.objects.insert(object.name.clone(), object.clone());
+        self.maybe_checkpoint()?;
+        Ok(object)
+    }
+
+    /// Abandons an object being written: its pages are trimmed and its space freed.
+    pub fn abort(&mut self, txn: TxnId) -> Result<()> {
+        let t = self.txns.remove(&txn).ok_or(FlashError::UnknownTxn(txn))?;
+        for e in &t.reserved {
+            self.ftl.trim(e.lpn, e.pages)?;
+            self.free.insert(e.lpn, e.pages);
+        }
+        self.ftl.journal.append(&Record::Abort { txn })?;
+        self.ftl.journal.flush()
+    }
+
+    /// Deletes an object and trims its pages.
+    pub fn delete(&mut self, name: &str) -> Result<()> {
+        let obj = self.objects.remove(name).ok_or_else(|| FlashError::NotFound(name.to_string()))?;
+        // The delete record goes first: on replay it trims the extents itself.
+        self.ftl.journal.append(&Record::Delete { name: name.to_string() })?;
+        for e in &obj.extents {
+            self.ftl.trim(e.lpn, e.pages)?;
+            self.free.insert(e.lpn, e.pages);
+        }
+        self.ftl.journal.sync()?;
+        self.maybe_checkpoint()
+    }
+
+    pub fn stat(&self, name: &str) -> Result<&ObjectMeta> {
+        self.objects.get(name).ok_or_else(|| FlashError::NotFound(name.to_string()))
+    }
+
+    pub fn objects(&self) -> impl Iterator<Item = &ObjectMeta> {
+        self.objects.values()
+    }
+
+    /// Reads `buf.len()` bytes of object `name` from byte `offset`.
+    pub fn read(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let obj = self.stat(name)?;
+        let end = offset + buf.len() as u64;
+        if end > obj.size {
+            return Err(FlashError::ReadPastEnd { name: name.to_string(), offset, end, size: obj.size });
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let ps = self.page_size() as u64;
+        let first_page = offset / ps;
+        let last_page = (end - 1) / ps;
+        let head_skip = (offset % ps) as usize;
+        let mut out = 0usize;
+        let mut page = first_page;
+        let mut scratch = Vec::new();
+        while page <= last_page {
+            // Whole pages straight into `buf` when aligned; partial pages through a scratch page.
+            let aligned = out == 0 && head_skip == 0 || out > 0;
+            let whole_left = ((buf.len() - out) as u64) / ps;
+            if aligned && whole_left > 0 {
+                for (lpn, n) in obj.runs(page, whole_left) {
+                    let len = (n * ps) as usize;
+                    self.ftl.read(lpn, &mut buf[out..out + len])?;
+                    out += len;
+                    page += n;
+                }
+                continue;
+            }
+            scratch.resize(ps as usize, 0);
+            let lpn = obj.lpn_of(page).ok_or_else(|| FlashError::Corrupt {
+                what: "object extents",
+                path: self.dir.clone(),
+                detail: format!("{name:?} has no page {page}"),
+            })?;
+            self.ftl.read(lpn, &mut scratch)?;
+            let from = if out == 0 { head_skip } else { 0 };
+            let n = (ps as usize - from).min(buf.len() - out);
+            buf[out..out + n].copy_from_slice(&scratch[from..from + n]);
+            out += n;
+            page += 1;
+        }
+        Ok(())
+    }
+
+    /// Where each page of an object lives: `(object page index, physical page)`. In-device programs that
+    /// read objects themselves use this (BlueDBM §4: the file system hands physical addresses to the
+    /// in-store processors).
+    pub fn physical_pages(&self, name: &str) -> Result<Vec<(u64, PhysicalPage)>> {
+        let obj = self.stat(name)?;
+        let geo = self.geometry();
+        let mut out = Vec::with_capacity(obj.pages() as usize);
+        for i in 0..obj.pages() {
+            let lpn = obj.lpn_of(i).expect("index below pages()");
+            if let Some(ppn) = self.ftl.map().get(lpn) {
+                out.push((i, geo.physical(ppn)));
+            }
+        }
+        Ok(out)
+    }
+
+    // --------------------------------------------------------------------------------------- block view
+
+    fn check_lba_range(&self, lba: Lpn, pages: u64) -> Result<()> {
+        let n = self.geometry().logical_pages();
+        if lba.checked_add(pages).is_none_or(|e| e > n) {
+            return Err(FlashError::LbaOutOfRange { start: lba, end: lba.saturating_add(pages), pages: n });
+        }
+        Ok(())
+    }
+
+    fn owner_of(&self, lba: Lpn) -> String {
+        let hit = |extents: &[Extent]| extents.iter().any(|e| lba >= e.lpn && lba < e.lpn + e.pages);
+        self.objects
+            .values()
+            .find(|o| hit(&o.extents))
+            .map(|o| o.name.clone())
+            .or_else(|| {
+                self.txns.values().find(|t| hit(&t.reserved)).map(|t| format!("{} (being written)", t.name))
+            })
+            .unwrap_or_else(|| "?".into())
+    }
+
+    /// Reads logical blocks (one per page) for host block I/O. Unwritten blocks read as zeros.
+    pub fn lba_read(&self, lba: Lpn, buf: &mut [u8]) -> Result<()> {
+        let ps = self.page_size() as usize;
+        if buf.len() % ps != 0 {
+            return Err(FlashError::NandViolation(format!("block reads are in whole {ps}-byte blocks")));
+        }
+        self.check_lba_range(lba, (buf.len() / ps) as u64)?;
+        self.ftl.read(lba, buf)
+    }
+
+    /// Writes logical blocks that belong to no object. Like a disk write without FLUSH: it survives the
+    /// process being killed, and [`Flash::sync`] makes it durable.
+    pub fn lba_write(&mut self, lba: Lpn, data: &[u8]) -> Result<()> {
+        let ps = self.page_size() as usize;
+        if data.len() % ps != 0 {
+            return Err(FlashError::NandViolation(format!("block writes are in whole {ps}-byte blocks")));
+        }
+        let pages = (data.len() / ps) as u64;
+        self.check_lba_range(lba, pages)?;
+        for l in lba..lba + pages {
+            if !self.raw.contains(l, 1) && !self.free.contains(l, 1) {
+                return Err(FlashError::LbaOwned { lba: l, owner: self.owner_of(l) });
+            }
+        }
+        let moved = self.free.remove(lba, pages);
+        self.raw.remove(lba, pages);
+        self.raw.insert(lba, pages);
+        debug_assert!(moved <= pages);
+        self.ftl.write(lba, data)?;
+        self.ftl.journal.flush()
+    }
+
+    /// Trims logical blocks written through the block view.
+    pub fn lba_trim(&mut self, lba: Lpn, pages: u64) -> Result<()> {
+        self.check_lba_range(lba, pages)?;
+        for l in lba..lba + pages {
+            if !self.raw.contains(l, 1) && !self.free.contains(l, 1) {
+                return Err(FlashError::LbaOwned { lba: l, owner: self.owner_of(l) });
+            }
+        }
+        self.raw.remove(lba, pages);
+        self.free.remove(lba, pages);
+        self.free.insert(lba, pages);
+        self.ftl.trim(lba, pages)?;
+        self.ftl.journal.flush()
+    }
+
+    // -------------------------------------------------------------------------------------- maintenance
+
+    /// Makes everything written so far durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.ftl.sync()
+    }
+
+    fn maybe_checkpoint(&mut self) -> Result<()> {
+        if self.txns.is_empty() && self.ftl.journal.len() > CHECKPOINT_AFTER_BYTES {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Folds the journal into a new checkpoint. Only between object writes.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        if !self.txns.is_empty() {
+            return Ok(());
+        }
+        self.ftl.sync()?;
+        let st = CheckpointState {
+            generation: self.generation + 1,
+            next_txn: self.next_txn,
+            blocks: self.ftl.block_states(),
+            map: self.ftl.map().runs(),
+            objects: self.objects.values().cloned().collect(),
+        };
+        persist::write_checkpoint(&self.dir, &st)?;
+        self.generation += 1;
+        self.ftl.journal = Journal::create(&self.dir, self.generation)?;
+        Ok(())
+    }
+
+    /// Writes a checkpoint if the journal holds anything, so the next open is quick.
+    pub fn close(mut self) -> Result<()> {
+        if !self.ftl.journal.is_empty() {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    pub fn stats(&self) -> FlashStats {
+        let object_pages = self.objects.values().map(|o| o.pages()).sum();
+        let ftl = self.ftl.stats();
+        FlashStats {
+            geometry: self.sb.geometry,
+            capacity_bytes: self.sb.capacity_bytes,
+            logical_pages: self.geometry().logical_pages(),
+            object_pages,
+            raw_pages: self.raw.total(),
+            free_pages: self.free.total(),
+            mapped_pages: self.ftl.map().mapped(),
+            objects: self.objects.len() as u64,
+            free_blocks: self.ftl.free_blocks(),
+            nand: self.ftl.nand().stats(),
+            ftl,
+            write_amplification: ftl.write_amplification(),
+            wear: self.ftl.wear(),
+        }
+    }
+
+    /// Checks FTL invariants, the namespace against the map, and scrubs every mapped page against its
+    /// spare-area checksum. Reports every problem found; never stops at the first.
+    pub fn fsck(&self) -> FsckReport {
+        let mut problems = self.ftl.check_invariants();
+        let logical = self.geometry().logical_pages();
+        let mut owned = IntervalSet::new();
+        let ps = self.page_size() as u64;
+        for o in self.objects.values() {
+            if o.pages() != o.size.div_ceil(ps) {
+                problems.push(format!("object {:?}: {} bytes but {} pages", o.name, o.size, o.pages()));
+            }
+            for e in &o.extents {
+                if e.lpn + e.pages > logical {
+                    problems.push(format!("object {:?}: extent past the logical capacity", o.name));
+                } else if owned.overlaps(e.lpn, e.pages) {
+                    problems.push(format!(
+                        "object {:?}: extent {}+{} overlaps another object",
+                        o.name, e.lpn, e.pages
+                    ));
+                } else {
+                    owned.insert(e.lpn, e.pages);
+                }
+                for l in e.lpn..e.lpn + e.pages {
+                    if self.ftl.map().get(l).is_none() {
+                        problems
+                            .push(format!("object {:?}: logical page {l} is not mapped (data lost)", o.name));
+                    }
+                }
+            }
+        }
+        let mut scrubbed = 0u64;
+        let geo = *self.geometry();
+        let mut buf = vec![0u8; geo.page_size as usize];
+        for (lpn, ppn, n) in self.ftl.map().runs() {
+            for i in 0..n {
+                match self.ftl.nand().read(ppn + i, &[lpn + i], &mut buf) {
+                    Ok(()) => scrubbed += 1,
+                    Err(e) => problems.push(e.to_string()),
+                }
+            }
+        }
+        FsckReport { problems, objects: self.objects.len() as u64, pages_scrubbed: scrubbed }
+    }
+}

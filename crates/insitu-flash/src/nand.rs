@@ -1,0 +1,339 @@
+//! The NAND array of one device, kept in a sparse image file.
+//!
+//! Page-granular read / program / erase with the rules of real NAND enforced: a page is programmed only
+//! once between erases, and pages of a block are programmed in order (so "erase before write" holds
+//! without a per-page bitmap). Each page has an out-of-band (OOB) spare area, kept in a second sparse file,
+//! holding the logical page it stores and a CRC-32 of its data: reads check it, as the ECC of a real
+//! controller would, and `fsck` uses it to cross-check the FTL map.
+//!
+//! State is sparse: only blocks that were ever programmed have an entry, and blocks at or past
+//! `frontier` are fresh (erased, never used). Memory therefore grows with the data written, not with the
+//! declared capacity.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FlashError, Result};
+use crate::geometry::{BlockId, Geometry, Lpn, Ppn};
+use crate::sys;
+
+/// Bytes of OOB metadata per page.
+pub const OOB_BYTES: usize = 16;
+const OOB_MAGIC: u32 = 0x4F4F_4231; // "OOB1"
+
+/// The spare-area record of one programmed page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Oob {
+    pub lpn: Lpn,
+    pub crc: u32,
+}
+
+impl Oob {
+    fn encode(&self, out: &mut [u8]) {
+        out[0..8].copy_from_slice(&self.lpn.to_le_bytes());
+        out[8..12].copy_from_slice(&self.crc.to_le_bytes());
+        out[12..16].copy_from_slice(&OOB_MAGIC.to_le_bytes());
+    }
+
+    fn decode(b: &[u8]) -> Option<Oob> {
+        let magic = u32::from_le_bytes(b[12..16].try_into().ok()?);
+        if magic != OOB_MAGIC {
+            return None;
+        }
+        Some(Oob {
+            lpn: u64::from_le_bytes(b[0..8].try_into().ok()?),
+            crc: u32::from_le_bytes(b[8..12].try_into().ok()?),
+        })
+    }
+}
+
+/// Program/erase state of one touched block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockState {
+    pub erase_count: u32,
+    /// Pages programmed since the last erase; the next program must target this page.
+    pub write_ptr: u32,
+}
+
+/// Operation counters of the NAND array (monotonic since open).
+#[derive(Debug, Default)]
+pub struct NandCounters {
+    pub pages_read: AtomicU64,
+    pub pages_programmed: AtomicU64,
+    pub blocks_erased: AtomicU64,
+}
+
+/// A plain snapshot of [`NandCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NandStats {
+    pub pages_read: u64,
+    pub pages_programmed: u64,
+    pub blocks_erased: u64,
+}
+
+/// The NAND array: image + OOB files and block states.
+#[derive(Debug)]
+pub struct Nand {
+    geo: Geometry,
+    image: File,
+    oob: File,
+    image_path: PathBuf,
+    blocks: HashMap<BlockId, BlockState>,
+    /// Blocks `>= frontier` have never been programmed.
+    frontier: BlockId,
+    counters: NandCounters,
+}
+
+impl Nand {
+    /// Opens (creating if needed) the image and OOB files under `dir`. The state starts empty; the FTL
+    /// restores it from its checkpoint and journal through [`Nand::restore`].
+    pub fn open(dir: &Path, geo: Geometry) -> Result<Nand> {
+        geo.validate()?;
+        let image_path = dir.join("nand.img");
+        let oob_path = dir.join("nand.oob");
+        let open = |p: &Path| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(p);
+        let image = open(&image_path).map_err(|e| FlashError::io(&image_path, e))?;
+        let oob = open(&oob_path).map_err(|e| FlashError::io(&oob_path, e))?;
+        // Sparse: set_len allocates nothing.
+        let image_len = geo.total_pages() * geo.page_size as u64;
+        image.set_len(image_len).map_err(|e| FlashError::io(&image_path, e))?;
+        oob.set_len(geo.total_pages() * OOB_BYTES as u64).map_err(|e| FlashError::io(&oob_path, e))?;
+        Ok(Nand {
+            geo,
+            image,
+            oob,
+            image_path,
+            blocks: HashMap::new(),
+            frontier: 0,
+            counters: NandCounters::default(),
+        })
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    pub fn image_path(&self) -> &Path {
+        &self.image_path
+    }
+
+    /// Replaces the block states (recovery).
+    pub fn restore(&mut self, blocks: HashMap<BlockId, BlockState>) {
+        self.frontier = blocks.keys().map(|b| b + 1).max().unwrap_or(0);
+        self.blocks = blocks;
+    }
+
+    /// State of `block` (fresh blocks read as default).
+    pub fn block(&self, block: BlockId) -> BlockState {
+        self.blocks.get(&block).copied().unwrap_or_default()
+    }
+
+    /// Touched blocks.
+    pub fn blocks(&self) -> &HashMap<BlockId, BlockState> {
+        &self.blocks
+    }
+
+    /// First never-used block.
+    pub fn frontier(&self) -> BlockId {
+        self.frontier
+    }
+
+    /// Programs `data.len() / page_size` consecutive pages starting at `ppn`, all in one block, with their
+    /// logical page numbers `lpns`. Enforces erase-before-write and in-order programming.
+    pub fn program(&mut self, ppn: Ppn, lpns: &[Lpn], data: &[u8]) -> Result<()> {
+        let ps = self.geo.page_size as usize;
+        let count = lpns.len();
+        debug_assert_eq!(data.len(), count * ps);
+        let block = self.geo.block_of(ppn);
+        let page = self.geo.page_in_block(ppn);
+        if block >= self.geo.total_blocks() {
+            return Err(FlashError::NandViolation(format!("program of block {block} past the array")));
+        }
+        if page as usize + count > self.geo.pages_per_block as usize {
+            return Err(FlashError::NandViolation(format!(
+                "program of {count} pages at page {page} crosses the end of block {block}"
+            )));
+        }
+        let state = self.blocks.entry(block).or_default();
+        if state.write_ptr != page {
+            return Err(FlashError::NandViolation(format!(
+                "program of block {block} page {page}, but the next erased page is {} (erase before write, \
+                 in-order programming)",
+                state.write_ptr
+            )));
+        }
+        let mut oob = vec![0u8; count * OOB_BYTES];
+        for (i, lpn) in lpns.iter().enumerate() {
+            let crc = crc32fast::hash(&data[i * ps..(i + 1) * ps]);
+            Oob { lpn: *lpn, crc }.encode(&mut oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
+        }
+        self.image.write_all_at(data, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
+        self.oob
+            .write_all_at(&oob, ppn * OOB_BYTES as u64)
+            .map_err(|e| FlashError::io(&self.image_path, e))?;
+        state.write_ptr += count as u32;
+        self.frontier = self.frontier.max(block + 1);
+        self.counters.pages_programmed.fetch_add(count as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads `lpns.len()` physically consecutive pages starting at `ppn` into `buf` and checks each page's
+    /// OOB (it must hold the expected logical page and the CRC of the data read).
+    pub fn read(&self, ppn: Ppn, lpns: &[Lpn], buf: &mut [u8]) -> Result<()> {
+        let ps = self.geo.page_size as usize;
+        let count = lpns.len();
+        debug_assert_eq!(buf.len(), count * ps);
+        for i in 0..count as u64 {
+            let p = ppn + i;
+            let st = self.block(self.geo.block_of(p));
+            if self.geo.page_in_block(p) >= st.write_ptr {
+                return Err(FlashError::NandViolation(format!("read of erased page {p}")));
+            }
+        }
+        self.image.read_exact_at(buf, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
+        let mut oob = vec![0u8; count * OOB_BYTES];
+        self.oob
+            .read_exact_at(&mut oob, ppn * OOB_BYTES as u64)
+            .map_err(|e| FlashError::io(&self.image_path, e))?;
+        for (i, want_lpn) in lpns.iter().enumerate() {
+            let p = ppn + i as u64;
+            let rec = Oob::decode(&oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
+            let detail = match rec {
+                None => Some("spare area unreadable".to_string()),
+                Some(r) if r.lpn != *want_lpn => {
+                    Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
+                }
+                Some(r) if r.crc != crc32fast::hash(&buf[i * ps..(i + 1) * ps]) => {
+                    Some("data does not match its checksum".to_string())
+                }
+                Some(_) => None,
+            };
+            if let Some(detail) = detail {
+                return Err(FlashError::CorruptPage {
+                    ppn: p,
+                    addr: self.geo.physical(p).to_string(),
+                    detail,
+                });
+            }
+        }
+        self.counters.pages_read.fetch_add(count as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads the OOB record of one page without reading its data (fsck).
+    pub fn read_oob(&self, ppn: Ppn) -> Result<Option<Oob>> {
+        let mut b = [0u8; OOB_BYTES];
+        self.oob
+            .read_exact_at(&mut b, ppn * OOB_BYTES as u64)
+            .map_err(|e| FlashError::io(&self.image_path, e))?;
+        Ok(Oob::decode(&b))
+    }
+
+    /// Erases `block`: all its pages become programmable again; its erase count grows by one.
+    pub fn erase(&mut self, block: BlockId) -> Result<()> {
+        if block >= self.geo.total_blocks() {
+            return Err(FlashError::NandViolation(format!("erase of block {block} past the array")));
+        }
+        let bytes = self.geo.block_bytes();
+        sys::punch_hole(&self.image, block * bytes, bytes);
+        let ppb = self.geo.pages_per_block as u64;
+        sys::punch_hole(&self.oob, block * ppb * OOB_BYTES as u64, ppb * OOB_BYTES as u64);
+        let st = self.blocks.entry(block).or_default();
+        st.erase_count += 1;
+        st.write_ptr = 0;
+        self.frontier = self.frontier.max(block + 1);
+        self.counters.blocks_erased.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Replays an erase from the journal: state only (the hole may or may not have been punched).
+    pub(crate) fn replay_erase(&mut self, block: BlockId) {
+        let st = self.blocks.entry(block).or_default();
+        st.erase_count += 1;
+        st.write_ptr = 0;
+        self.frontier = self.frontier.max(block + 1);
+    }
+
+    /// Replays a program from the journal: advances the write pointer.
+    pub(crate) fn replay_program(&mut self, ppn: Ppn, count: u32) {
+        let block = self.geo.block_of(ppn);
+        let end = self.geo.page_in_block(ppn) + count;
+        let st = self.blocks.entry(block).or_default();
+        st.write_ptr = st.write_ptr.max(end);
+        self.frontier = self.frontier.max(block + 1);
+    }
+
+    /// Forces written data to stable storage.
+    pub fn sync(&self) -> Result<()> {
+        self.image.sync_data().map_err(|e| FlashError::io(&self.image_path, e))?;
+        self.oob.sync_data().map_err(|e| FlashError::io(&self.image_path, e))
+    }
+
+    pub fn stats(&self) -> NandStats {
+        NandStats {
+            pages_read: self.counters.pages_read.load(Ordering::Relaxed),
+            pages_programmed: self.counters.pages_programmed.load(Ordering::Relaxed),
+            blocks_erased: self.counters.blocks_erased.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nand(dir: &Path) -> Nand {
+        let geo = Geometry {
+            channels: 2,
+            chips_per_channel: 1,
+            blocks_per_chip: 4,
+            pages_per_block: 4,
+            page_size: 512,
+        };
+        Nand::open(dir, geo).unwrap()
+    }
+
+    #[test]
+    fn program_read_erase_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut n = nand(dir.path());
+        let data: Vec<u8> = (0..1024).map(|i| i as u8).collect();
+        n.program(4, &[7, 8], &data).unwrap();
+        let mut buf = vec![0u8; 1024];
+        n.read(4, &[7, 8], &mut buf).unwrap();
+        assert_eq!(buf, data);
+        n.erase(1).unwrap();
+        assert_eq!(n.block(1), BlockState { erase_count: 1, write_ptr: 0 });
+        assert!(n.read(4, &[7], &mut buf[..512]).is_err());
+    }
+
+    #[test]
+    fn erase_before_write_and_in_order_programming_are_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut n = nand(dir.path());
+        let page = vec![1u8; 512];
+        n.program(0, &[0], &page).unwrap();
+        let again = n.program(0, &[0], &page).unwrap_err().to_string();
+        assert!(again.contains("erase before write"), "{again}");
+        assert!(n.program(2, &[0], &page).is_err(), "skipping page 1 must fail");
+        assert!(n.program(3, &[0, 1], &[0u8; 1024]).is_err(), "crossing the block end must fail");
+    }
+
+    #[test]
+    fn corrupted_data_is_detected_by_the_spare_area_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut n = nand(dir.path());
+        n.program(0, &[3], &[9u8; 512]).unwrap();
+        n.image.write_all_at(&[0u8], 100).unwrap();
+        let mut buf = vec![0u8; 512];
+        let err = n.read(0, &[3], &mut buf).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
+        let err = n.read(0, &[4], &mut buf).unwrap_err().to_string();
+        assert!(err.contains("logical page"), "{err}");
+    }
+}

@@ -1,0 +1,98 @@
+//! The FTL's logical-to-physical page map, stored in chunks of 1024 entries that exist only where some
+//! page is mapped: memory follows the data stored (8 bytes a page), not the declared capacity.
+
+use std::collections::BTreeMap;
+
+use crate::geometry::{Lpn, Ppn};
+
+const CHUNK: u64 = 1024;
+const UNMAPPED: Ppn = u64::MAX;
+
+#[derive(Debug, Default, Clone)]
+pub struct PageMap {
+    chunks: BTreeMap<u64, Box<[Ppn]>>,
+    mapped: u64,
+}
+
+impl PageMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of mapped logical pages.
+    pub fn mapped(&self) -> u64 {
+        self.mapped
+    }
+
+    pub fn get(&self, lpn: Lpn) -> Option<Ppn> {
+        let c = self.chunks.get(&(lpn / CHUNK))?;
+        let p = c[(lpn % CHUNK) as usize];
+        (p != UNMAPPED).then_some(p)
+    }
+
+    /// Maps `lpn` to `ppn`; returns the previous physical page.
+    pub fn set(&mut self, lpn: Lpn, ppn: Ppn) -> Option<Ppn> {
+        let c = self.chunks.entry(lpn / CHUNK).or_insert_with(|| vec![UNMAPPED; CHUNK as usize].into());
+        let old = std::mem::replace(&mut c[(lpn % CHUNK) as usize], ppn);
+        if old == UNMAPPED {
+            self.mapped += 1;
+            None
+        } else {
+            Some(old)
+        }
+    }
+
+    /// Unmaps `lpn`; returns the physical page it had.
+    pub fn unset(&mut self, lpn: Lpn) -> Option<Ppn> {
+        let key = lpn / CHUNK;
+        let c = self.chunks.get_mut(&key)?;
+        let old = std::mem::replace(&mut c[(lpn % CHUNK) as usize], UNMAPPED);
+        if old == UNMAPPED {
+            return None;
+        }
+        self.mapped -= 1;
+        if c.iter().all(|p| *p == UNMAPPED) {
+            self.chunks.remove(&key);
+        }
+        Some(old)
+    }
+
+    /// All mappings as maximal runs `(lpn, ppn, len)` of consecutive logical to consecutive physical pages,
+    /// in logical order.
+    pub fn runs(&self) -> Vec<(Lpn, Ppn, u64)> {
+        let mut out: Vec<(Lpn, Ppn, u64)> = Vec::new();
+        for (k, c) in &self.chunks {
+            for (i, p) in c.iter().enumerate() {
+                if *p == UNMAPPED {
+                    continue;
+                }
+                let lpn = k * CHUNK + i as u64;
+                match out.last_mut() {
+                    Some((l, pp, n)) if *l + *n == lpn && *pp + *n == *p => *n += 1,
+                    _ => out.push((lpn, *p, 1)),
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_unset_and_runs() {
+        let mut m = PageMap::new();
+        assert_eq!(m.set(5, 100), None);
+        assert_eq!(m.set(6, 101), None);
+        assert_eq!(m.set(2000, 7), None);
+        assert_eq!(m.set(5, 200), Some(100));
+        assert_eq!(m.runs(), vec![(5, 200, 1), (6, 101, 1), (2000, 7, 1)]);
+        assert_eq!(m.set(5, 100), Some(200));
+        assert_eq!(m.runs(), vec![(5, 100, 2), (2000, 7, 1)]);
+        assert_eq!(m.unset(2000), Some(7));
+        assert_eq!(m.get(2000), None);
+        assert_eq!(m.mapped(), 2);
+    }
+}

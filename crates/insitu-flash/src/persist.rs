@@ -1,0 +1,329 @@
+//! On-disk metadata: the superblock, the checkpoint and the journal. All three are checksummed.
+//!
+//! - `superblock`: format version and geometry, written once at format time.
+//! - `checkpoint`: the whole FTL + namespace state at some generation `g` (written to a temporary file,
+//!   fsynced, then renamed over the old one).
+//! - `journal`: records since the checkpoint of the same generation, each `len | crc32 | postcard payload`.
+//!   Replay stops at the first record that is short or fails its checksum: that is the torn tail of a write
+//!   cut off by a crash, and it is truncated away. A journal whose generation differs from the checkpoint's
+//!   was already folded into it and is ignored.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::error::{FlashError, Result};
+use crate::geometry::{BlockId, Geometry, Lpn, Ppn};
+use crate::namespace::ObjectMeta;
+use crate::nand::BlockState;
+
+pub const FORMAT_VERSION: u32 = 1;
+const SUPER_MAGIC: &[u8; 4] = b"INSB";
+const CKPT_MAGIC: &[u8; 4] = b"INSC";
+const JOURNAL_MAGIC: &[u8; 4] = b"INSJ";
+
+/// Immutable facts about a device, fixed at format time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Superblock {
+    pub version: u32,
+    pub geometry: Geometry,
+    /// Logical capacity requested at `init`, in bytes.
+    pub capacity_bytes: u64,
+}
+
+/// One journaled change.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum Record {
+    /// Logical pages `lpn..lpn+count` were programmed at `ppn..ppn+count` (one block).
+    Program {
+        lpn: Lpn,
+        ppn: Ppn,
+        count: u32,
+    },
+    /// Garbage collection moved the listed logical pages to `ppn..` (one block).
+    Relocate {
+        ppn: Ppn,
+        lpns: Vec<Lpn>,
+    },
+    Trim {
+        lpn: Lpn,
+        count: u64,
+    },
+    Erase {
+        block: BlockId,
+    },
+    /// A write transaction reserved logical pages for a new object.
+    Reserve {
+        txn: u64,
+        lpn: Lpn,
+        count: u64,
+    },
+    /// The transaction's object is complete and visible. The commit point of object creation.
+    Commit {
+        txn: u64,
+        object: ObjectMeta,
+    },
+    Abort {
+        txn: u64,
+    },
+    Delete {
+        name: String,
+    },
+}
+
+/// The state a checkpoint holds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CheckpointState {
+    pub generation: u64,
+    pub next_txn: u64,
+    pub blocks: Vec<(BlockId, BlockState)>,
+    /// `(lpn, ppn, len)` runs.
+    pub map: Vec<(Lpn, Ppn, u64)>,
+    pub objects: Vec<ObjectMeta>,
+}
+
+fn frame(magic: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 16);
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+fn unframe<'a>(magic: &[u8; 4], what: &'static str, path: &Path, bytes: &'a [u8]) -> Result<&'a [u8]> {
+    let corrupt =
+        |detail: &str| FlashError::Corrupt { what, path: path.to_path_buf(), detail: detail.into() };
+    if bytes.len() < 20 || &bytes[0..4] != magic {
+        return Err(corrupt("bad magic or truncated header"));
+    }
+    let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+    if version != FORMAT_VERSION {
+        return Err(FlashError::Version {
+            path: path.to_path_buf(),
+            found: version,
+            expected: FORMAT_VERSION,
+        });
+    }
+    let len = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")) as usize;
+    let crc = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    let payload = bytes.get(20..20usize.saturating_add(len)).ok_or_else(|| corrupt("truncated payload"))?;
+    if crc32fast::hash(payload) != crc {
+        return Err(corrupt("checksum mismatch"));
+    }
+    Ok(payload)
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    postcard::to_stdvec(v).expect("serializing plain data to memory cannot fail")
+}
+
+fn decode<T: DeserializeOwned>(what: &'static str, path: &Path, b: &[u8]) -> Result<T> {
+    postcard::from_bytes(b).map_err(|e| FlashError::Corrupt {
+        what,
+        path: path.to_path_buf(),
+        detail: format!("undecodable: {e}"),
+    })
+}
+
+/// Writes `bytes` to `path` atomically: temporary file, fsync, rename, fsync of the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).map_err(|e| FlashError::io(&tmp, e))?;
+    f.write_all(bytes).map_err(|e| FlashError::io(&tmp, e))?;
+    f.sync_all().map_err(|e| FlashError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| FlashError::io(path, e))?;
+    if let Some(dir) = path.parent() {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| FlashError::io(path, e))
+}
+
+pub fn write_superblock(dir: &Path, sb: &Superblock) -> Result<()> {
+    write_atomic(&dir.join("superblock"), &frame(SUPER_MAGIC, &encode(sb)))
+}
+
+pub fn read_superblock(dir: &Path) -> Result<Superblock> {
+    let path = dir.join("superblock");
+    let bytes = read_file(&path)?;
+    decode("superblock", &path, unframe(SUPER_MAGIC, "superblock", &path, &bytes)?)
+}
+
+pub fn write_checkpoint(dir: &Path, st: &CheckpointState) -> Result<()> {
+    write_atomic(&dir.join("checkpoint"), &frame(CKPT_MAGIC, &encode(st)))
+}
+
+pub fn read_checkpoint(dir: &Path) -> Result<CheckpointState> {
+    let path = dir.join("checkpoint");
+    let bytes = read_file(&path)?;
+    decode("checkpoint", &path, unframe(CKPT_MAGIC, "checkpoint", &path, &bytes)?)
+}
+
+/// What a journal replay found.
+#[derive(Debug, Default, Clone)]
+pub struct JournalScan {
+    pub records: Vec<Record>,
+    /// Bytes of the valid prefix (header included).
+    pub valid_len: u64,
+    /// Bytes after the valid prefix: a torn tail left by a crash.
+    pub torn_bytes: u64,
+    /// The journal belongs to an older generation and was ignored.
+    pub stale: bool,
+}
+
+/// The append side of the journal.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    out: BufWriter<File>,
+    len: u64,
+}
+
+const JOURNAL_HEADER: u64 = 16;
+
+impl Journal {
+    /// Starts an empty journal for `generation` (atomically replacing any old one).
+    pub fn create(dir: &Path, generation: u64) -> Result<Journal> {
+        let path = dir.join("journal");
+        let mut header = Vec::with_capacity(16);
+        header.extend_from_slice(JOURNAL_MAGIC);
+        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(&generation.to_le_bytes());
+        write_atomic(&path, &header)?;
+        Self::open_append(&path, JOURNAL_HEADER)
+    }
+
+    fn open_append(path: &Path, valid_len: u64) -> Result<Journal> {
+        let f = OpenOptions::new().write(true).open(path).map_err(|e| FlashError::io(path, e))?;
+        f.set_len(valid_len).map_err(|e| FlashError::io(path, e))?;
+        let mut out = BufWriter::with_capacity(1 << 16, f);
+        std::io::Seek::seek(&mut out, std::io::SeekFrom::Start(valid_len))
+            .map_err(|e| FlashError::io(path, e))?;
+        Ok(Journal { path: path.to_path_buf(), out, len: valid_len })
+    }
+
+    /// Reads the journal of `dir` for `generation`.
+    pub fn scan(dir: &Path, generation: u64) -> Result<JournalScan> {
+        let path = dir.join("journal");
+        let mut bytes = Vec::new();
+        match File::open(&path) {
+            Ok(mut f) => {
+                f.read_to_end(&mut bytes).map_err(|e| FlashError::io(&path, e))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(JournalScan { stale: true, ..Default::default() })
+            }
+            Err(e) => return Err(FlashError::io(&path, e)),
+        }
+        if bytes.len() < JOURNAL_HEADER as usize || &bytes[0..4] != JOURNAL_MAGIC {
+            return Err(FlashError::Corrupt { what: "journal", path, detail: "bad header".into() });
+        }
+        let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+        if version != FORMAT_VERSION {
+            return Err(FlashError::Version { path, found: version, expected: FORMAT_VERSION });
+        }
+        let gen = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+        if gen != generation {
+            return Ok(JournalScan { stale: true, ..Default::default() });
+        }
+        let mut pos = JOURNAL_HEADER as usize;
+        let mut records = Vec::new();
+        while pos + 8 <= bytes.len() {
+            let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+            let crc = u32::from_le_bytes(bytes[pos + 4..pos + 8].try_into().expect("4 bytes"));
+            let Some(payload) = bytes.get(pos + 8..pos + 8 + len) else { break };
+            if crc32fast::hash(payload) != crc {
+                break;
+            }
+            let Ok(rec) = postcard::from_bytes::<Record>(payload) else { break };
+            records.push(rec);
+            pos += 8 + len;
+        }
+        Ok(JournalScan {
+            records,
+            valid_len: pos as u64,
+            torn_bytes: (bytes.len() - pos) as u64,
+            stale: false,
+        })
+    }
+
+    /// Reopens for appending after a scan, cutting off the torn tail.
+    pub fn reopen(dir: &Path, valid_len: u64) -> Result<Journal> {
+        Self::open_append(&dir.join("journal"), valid_len)
+    }
+
+    /// Appends one record (buffered until [`Journal::sync`]).
+    pub fn append(&mut self, rec: &Record) -> Result<()> {
+        let payload = encode(rec);
+        let mut head = [0u8; 8];
+        head[0..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        head[4..8].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        self.out.write_all(&head).map_err(|e| FlashError::io(&self.path, e))?;
+        self.out.write_all(&payload).map_err(|e| FlashError::io(&self.path, e))?;
+        self.len += 8 + payload.len() as u64;
+        Ok(())
+    }
+
+    /// Flushes buffered records and makes them durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| FlashError::io(&self.path, e))?;
+        self.out.get_ref().sync_data().map_err(|e| FlashError::io(&self.path, e))
+    }
+
+    /// Hands buffered records to the OS without waiting for the disk (enough to survive a killed process).
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| FlashError::io(&self.path, e))
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len <= JOURNAL_HEADER
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torn_tail_is_cut_and_earlier_records_survive() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::create(dir.path(), 3).unwrap();
+        j.append(&Record::Trim { lpn: 1, count: 2 }).unwrap();
+        j.append(&Record::Erase { block: 9 }).unwrap();
+        j.sync().unwrap();
+        let full = std::fs::metadata(dir.path().join("journal")).unwrap().len();
+        // Cut the last record in half, as a crash in the middle of a write would.
+        let f = OpenOptions::new().write(true).open(dir.path().join("journal")).unwrap();
+        f.set_len(full - 2).unwrap();
+        let scan = Journal::scan(dir.path(), 3).unwrap();
+        assert_eq!(scan.records, vec![Record::Trim { lpn: 1, count: 2 }]);
+        assert!(scan.torn_bytes > 0);
+        assert!(Journal::scan(dir.path(), 4).unwrap().stale);
+    }
+
+    #[test]
+    fn corrupted_checkpoint_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        write_checkpoint(dir.path(), &CheckpointState { generation: 2, ..Default::default() }).unwrap();
+        let p = dir.path().join("checkpoint");
+        let mut b = std::fs::read(&p).unwrap();
+        let last = b.len() - 1;
+        b[last] ^= 0xFF;
+        std::fs::write(&p, &b).unwrap();
+        let err = read_checkpoint(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("corrupted checkpoint") && err.contains("checksum"), "{err}");
+    }
+}

@@ -1,0 +1,42 @@
+//! The few system calls std does not wrap. Each `unsafe` block is a plain libc call on a file descriptor we own.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+
+/// Deallocates `len` bytes at `offset` (keeps the file size), so an erased block takes no disk space and
+/// the image stays sparse. Best effort: filesystems without hole punching just keep the old bytes, which
+/// the FTL never reads back (an erased page is unmapped).
+pub fn punch_hole(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: fallocate on a valid, open descriptor with integer arguments; no memory is passed.
+        let _ = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+    }
+}
+
+/// Takes an exclusive, non-blocking advisory lock on `file`. Returns false if another process holds it.
+pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
+    // SAFETY: flock on a valid, open descriptor.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(err)
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the flash layer: FTL invariants under random workloads with restarts and crashes,
+//! object atomicity, space accounting, corruption detection.
+
+mod ftl_props;
+mod objects;

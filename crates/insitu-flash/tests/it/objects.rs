@@ -1,0 +1,169 @@
+use std::collections::BTreeMap;
+
+use insitu_flash::{Flash, FlashError, Geometry};
+
+fn geometry() -> Geometry {
+    Geometry { channels: 2, chips_per_channel: 2, blocks_per_chip: 1, pages_per_block: 16, page_size: 4096 }
+}
+
+fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}
+
+fn put(flash: &mut Flash, name: &str, data: &[u8]) {
+    let txn = flash.create_object(name, "blob", BTreeMap::new(), Some(data.len() as u64)).unwrap();
+    for chunk in data.chunks(10_000) {
+        flash.append(txn, chunk).unwrap();
+    }
+    flash.commit(txn).unwrap();
+}
+
+fn get(flash: &Flash, name: &str) -> Vec<u8> {
+    let size = flash.stat(name).unwrap().size;
+    let mut buf = vec![0u8; size as usize];
+    flash.read(name, 0, &mut buf).unwrap();
+    buf
+}
+
+#[test]
+fn objects_round_trip_across_restarts_and_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 4 << 20).unwrap();
+    let a = bytes(123_457, 1);
+    let b = bytes(4096 * 3, 2);
+    put(&mut flash, "a", &a);
+    put(&mut flash, "b", &b);
+    assert_eq!(get(&flash, "a"), a);
+    let mut part = vec![0u8; 10_000];
+    flash.read("a", 4000, &mut part).unwrap();
+    assert_eq!(part, a[4000..14_000]);
+    flash.close().unwrap();
+    let mut flash = Flash::open(dir.path()).unwrap();
+    assert_eq!(get(&flash, "a"), a);
+    assert_eq!(get(&flash, "b"), b);
+    flash.delete("a").unwrap();
+    std::mem::forget(flash); // crash right after the delete returned
+    let flash = Flash::open(dir.path()).unwrap();
+    assert!(matches!(flash.stat("a"), Err(FlashError::NotFound(_))));
+    assert_eq!(get(&flash, "b"), b);
+    assert!(flash.fsck().problems.is_empty());
+    assert_eq!(flash.physical_pages("b").unwrap().len(), 3);
+}
+
+#[test]
+fn an_object_cut_off_before_commit_is_absent_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 4 << 20).unwrap();
+    put(&mut flash, "kept", &bytes(50_000, 3));
+    let txn = flash.create_object("cut", "blob", BTreeMap::new(), None).unwrap();
+    flash.append(txn, &bytes(300_000, 4)).unwrap();
+    flash.sync().unwrap(); // its pages and reservations are durable, but there is no commit record
+    std::mem::forget(flash);
+    let flash = Flash::open(dir.path()).unwrap();
+    assert_eq!(flash.recovery().rolled_back.len(), 1);
+    assert!(flash.stat("cut").is_err());
+    assert_eq!(get(&flash, "kept"), bytes(50_000, 3));
+    let st = flash.stats();
+    assert_eq!(st.mapped_pages, st.object_pages, "the rolled-back pages are trimmed");
+    assert!(flash.fsck().problems.is_empty());
+}
+
+#[test]
+fn a_full_device_refuses_with_a_clear_error_and_keeps_earlier_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 1 << 20).unwrap();
+    let first = bytes(600_000, 5);
+    put(&mut flash, "first", &first);
+    let err = flash.create_object("second", "blob", BTreeMap::new(), Some(900_000)).unwrap_err();
+    assert!(matches!(err, FlashError::DeviceFull { .. }), "{err}");
+    assert!(err.to_string().contains("device full"));
+    // Without a size hint the failure comes mid-write; aborting leaves the device as it was.
+    let txn = flash.create_object("third", "blob", BTreeMap::new(), None).unwrap();
+    let err = flash.append(txn, &bytes(900_000, 6)).unwrap_err();
+    assert!(matches!(err, FlashError::DeviceFull { .. }), "{err}");
+    flash.abort(txn).unwrap();
+    assert_eq!(get(&flash, "first"), first);
+    put(&mut flash, "small", &bytes(1000, 7));
+    assert!(flash.fsck().problems.is_empty());
+}
+
+#[test]
+fn names_are_validated_and_unique() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 1 << 20).unwrap();
+    for bad in ["", "../etc", "a/b", "nul\0"] {
+        assert!(matches!(
+            flash.create_object(bad, "blob", BTreeMap::new(), None),
+            Err(FlashError::InvalidName { .. })
+        ));
+    }
+    put(&mut flash, "x", b"1");
+    assert!(matches!(
+        flash.create_object("x", "blob", BTreeMap::new(), None),
+        Err(FlashError::AlreadyExists(_))
+    ));
+}
+
+#[test]
+fn the_block_view_cannot_overwrite_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 1 << 20).unwrap();
+    put(&mut flash, "obj", &bytes(8192, 8));
+    let lpn = flash.stat("obj").unwrap().extents[0].lpn;
+    let err = flash.lba_write(lpn, &[0u8; 4096]).unwrap_err();
+    assert!(err.to_string().contains("obj"), "{err}");
+    let mut buf = vec![0u8; 8192];
+    flash.lba_read(lpn, &mut buf).unwrap();
+    assert_eq!(buf, bytes(8192, 8), "objects are readable through the block view");
+    let free_lba = flash.geometry().logical_pages() - 1;
+    flash.lba_write(free_lba, &[7u8; 4096]).unwrap();
+    // Raw blocks are not handed to new objects.
+    put(&mut flash, "big", &bytes(200_000, 9));
+    flash.lba_read(free_lba, &mut buf[..4096]).unwrap();
+    assert!(buf[..4096].iter().all(|b| *b == 7));
+    assert!(flash.lba_write(flash.geometry().logical_pages(), &[0u8; 4096]).is_err());
+}
+
+#[test]
+fn corrupted_image_pages_are_named_by_fsck_and_reads_fail_cleanly() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 1 << 20).unwrap();
+    put(&mut flash, "victim", &bytes(20_000, 10));
+    let ppn = flash.ftl().map().get(flash.stat("victim").unwrap().extents[0].lpn).unwrap();
+    flash.close().unwrap();
+    let img = std::fs::OpenOptions::new().write(true).open(dir.path().join("nand.img")).unwrap();
+    img.write_all_at(b"XXXX", ppn * 4096 + 17).unwrap();
+    let flash = Flash::open(dir.path()).unwrap();
+    let report = flash.fsck();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(report.problems[0].contains("checksum"), "{:?}", report.problems);
+    let mut buf = vec![0u8; 100];
+    assert!(matches!(flash.read("victim", 0, &mut buf), Err(FlashError::CorruptPage { .. })));
+}
+
+#[test]
+fn corrupted_metadata_is_detected_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 1 << 20).unwrap();
+    put(&mut flash, "x", &bytes(5000, 11));
+    flash.close().unwrap();
+    for file in ["superblock", "checkpoint"] {
+        let p = dir.path().join(file);
+        let good = std::fs::read(&p).unwrap();
+        let mut bad = good.clone();
+        let i = bad.len() - 3;
+        bad[i] ^= 0x5A;
+        std::fs::write(&p, &bad).unwrap();
+        let err = Flash::open(dir.path()).unwrap_err().to_string();
+        assert!(err.contains(file) && err.contains("checksum"), "{file}: {err}");
+        std::fs::write(&p, &good).unwrap();
+    }
+    assert_eq!(get(&Flash::open(dir.path()).unwrap(), "x"), bytes(5000, 11));
+}

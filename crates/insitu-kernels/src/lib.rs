@@ -1,0 +1,13 @@
+//! Pure algorithms on in-memory slices. Nothing here knows about flash, devices or hosts: every function
+//! takes slices and returns values, so the device programs and the host baselines share exactly one
+//! implementation of each kernel ("all paths agree" by construction, and checked by tests).
+//!
+//! - [`search`]: literal substring search (BlueDBM §5.1 string search, the device program `search`).
+//!
+//! ```
+//! use insitu_kernels::search::Finder;
+//! let f = Finder::new(b"ab").unwrap();
+//! assert_eq!(f.count(b"xxabyyab"), 2);
+//! ```
+
+pub mod search;
