@@ -1,0 +1,241 @@
+//! Hardware profiles: TOML data describing a device and the host it serves (geometry, bandwidths,
+//! latencies, device memory, compute speed per kernel class, power). The built-in profiles live in
+//! `profiles/` at the repository root and are compiled in; a path to any other TOML file works too.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use insitu_flash::Geometry;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{DeviceError, Result};
+
+/// The profiles shipped with insitu, by name.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("smartssd", include_str!("../../../profiles/smartssd.toml")),
+    ("smartssd-2016", include_str!("../../../profiles/smartssd-2016.toml")),
+    ("jasmine", include_str!("../../../profiles/jasmine.toml")),
+    ("bluedbm", include_str!("../../../profiles/bluedbm.toml")),
+    ("tiny", include_str!("../../../profiles/tiny.toml")),
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NandProfile {
+    pub channels: u32,
+    pub chips_per_channel: u32,
+    pub pages_per_block: u32,
+    pub page_size: u32,
+    pub read_latency_us: f64,
+    pub program_latency_us: f64,
+    pub erase_latency_us: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceProfile {
+    pub memory_bytes: u64,
+    pub compute_units: u32,
+    /// Flash -> device memory, bytes/s (the internal path).
+    pub internal_read_bw: f64,
+    /// Device memory -> flash, bytes/s.
+    pub internal_write_bw: f64,
+    /// Device memory bandwidth, bytes/s.
+    pub memory_bw: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostLinkProfile {
+    /// Device -> host, bytes/s, per device.
+    pub read_bw: f64,
+    /// Host -> device, bytes/s, per device.
+    pub write_bw: f64,
+    pub latency_us: f64,
+    /// What all devices together can move to or from the host, bytes/s (a switch or root complex).
+    pub shared_bw: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkProfile {
+    /// Device <-> device, bytes/s per link.
+    pub link_bw: f64,
+    pub hop_latency_us: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeProfile {
+    /// Host time per second of CPU measured here.
+    pub host_factor: f64,
+    /// Device time per second of CPU measured here, per kernel class; `default` for the others.
+    pub device_factor: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerProfile {
+    pub device_active_w: f64,
+    pub device_idle_w: f64,
+    pub host_active_w: f64,
+    pub host_idle_w: f64,
+}
+
+/// A whole hardware profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub default_capacity_bytes: u64,
+    pub nand: NandProfile,
+    pub device: DeviceProfile,
+    pub host_link: HostLinkProfile,
+    pub network: NetworkProfile,
+    pub compute: ComputeProfile,
+    pub power: PowerProfile,
+}
+
+impl Profile {
+    /// A built-in profile by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<Profile> {
+        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+            return Self::from_toml(text, name_or_path);
+        }
+        let path = Path::new(name_or_path);
+        if name_or_path.ends_with(".toml") || path.exists() {
+            let text = std::fs::read_to_string(path).map_err(|e| DeviceError::InvalidProfile {
+                profile: name_or_path.to_string(),
+                detail: format!("cannot read it: {e}"),
+            })?;
+            return Self::from_toml(&text, name_or_path);
+        }
+        Err(DeviceError::UnknownProfile {
+            name: name_or_path.to_string(),
+            known: BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// Parses and validates a profile.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
+        let p: Profile = toml::from_str(text).map_err(|e| DeviceError::InvalidProfile {
+            profile: origin.to_string(),
+            detail: e.to_string(),
+        })?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Checks every figure: positive bandwidths, latencies and powers, a usable geometry, some memory.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |detail: String| Err(DeviceError::InvalidProfile { profile: self.name.clone(), detail });
+        let positive = [
+            ("nand.read_latency_us", self.nand.read_latency_us),
+            ("nand.program_latency_us", self.nand.program_latency_us),
+            ("nand.erase_latency_us", self.nand.erase_latency_us),
+            ("device.internal_read_bw", self.device.internal_read_bw),
+            ("device.internal_write_bw", self.device.internal_write_bw),
+            ("device.memory_bw", self.device.memory_bw),
+            ("host_link.read_bw", self.host_link.read_bw),
+            ("host_link.write_bw", self.host_link.write_bw),
+            ("host_link.shared_bw", self.host_link.shared_bw),
+            ("network.link_bw", self.network.link_bw),
+            ("compute.host_factor", self.compute.host_factor),
+        ];
+        for (field, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(format!("{field} must be a positive number, got {v}"));
+            }
+        }
+        let non_negative = [
+            ("host_link.latency_us", self.host_link.latency_us),
+            ("network.hop_latency_us", self.network.hop_latency_us),
+            ("power.device_active_w", self.power.device_active_w),
+            ("power.device_idle_w", self.power.device_idle_w),
+            ("power.host_active_w", self.power.host_active_w),
+            ("power.host_idle_w", self.power.host_idle_w),
+        ];
+        for (field, v) in non_negative {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(format!("{field} must be zero or more, got {v}"));
+            }
+        }
+        for (class, v) in &self.compute.device_factor {
+            if !(v.is_finite() && *v >= 0.0) {
+                return bad(format!("compute.device_factor.{class} must be zero or more, got {v}"));
+            }
+        }
+        if !self.compute.device_factor.contains_key("default") {
+            return bad("compute.device_factor needs a `default` entry".into());
+        }
+        if self.device.memory_bytes < 1 << 20 {
+            return bad(format!(
+                "device.memory_bytes must be at least 1 MiB, got {}",
+                self.device.memory_bytes
+            ));
+        }
+        if self.device.compute_units == 0 || self.device.compute_units > 256 {
+            return bad(format!("device.compute_units must be 1..=256, got {}", self.device.compute_units));
+        }
+        if self.default_capacity_bytes == 0 {
+            return bad("default_capacity_bytes must be positive".into());
+        }
+        self.base_geometry().validate().or_else(|e| bad(format!("nand: {e}")))?;
+        Ok(())
+    }
+
+    /// The NAND geometry before sizing for a capacity (one block per chip).
+    pub fn base_geometry(&self) -> Geometry {
+        Geometry {
+            channels: self.nand.channels,
+            chips_per_channel: self.nand.chips_per_channel,
+            blocks_per_chip: 1,
+            pages_per_block: self.nand.pages_per_block,
+            page_size: self.nand.page_size,
+        }
+    }
+
+    /// Device time per second of CPU measured here for a kernel class.
+    pub fn device_factor(&self, class: &str) -> f64 {
+        self.compute
+            .device_factor
+            .get(class)
+            .or_else(|| self.compute.device_factor.get("default"))
+            .copied()
+            .unwrap_or(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_loads_and_validates() {
+        for (name, _) in BUILTIN {
+            let p = Profile::load(name).unwrap();
+            assert_eq!(&p.name, name);
+        }
+        let p = Profile::load("smartssd").unwrap();
+        assert_eq!(p.device.memory_bytes, 4 << 30);
+        assert_eq!(p.device.internal_read_bw, 3.0e9);
+        assert_eq!(Profile::load("smartssd-2016").unwrap().host_link.read_bw, 550e6);
+        assert_eq!(Profile::load("jasmine").unwrap().nand.page_size, 16384);
+        assert_eq!(Profile::load("bluedbm").unwrap().network.hop_latency_us, 0.48);
+    }
+
+    #[test]
+    fn unknown_and_invalid_profiles_are_named() {
+        let err = Profile::load("nope").unwrap_err().to_string();
+        assert!(err.contains("nope") && err.contains("smartssd"), "{err}");
+        let text = BUILTIN[4].1.replace("read_bw = 0.5e9", "read_bw = -1.0");
+        let err = Profile::from_toml(&text, "bad.toml").unwrap_err().to_string();
+        assert!(err.contains("host_link.read_bw"), "{err}");
+        let text = BUILTIN[4].1.replace("page_size = 4096", "page_size = 1000");
+        assert!(Profile::from_toml(&text, "bad.toml").unwrap_err().to_string().contains("page_size"));
+        let text = BUILTIN[4].1.replace("compute_units = 2", "compute_units = 0");
+        assert!(Profile::from_toml(&text, "bad.toml").is_err());
+        assert!(Profile::from_toml("name = 3", "x").unwrap_err().to_string().contains("x"));
+    }
+}

@@ -1,0 +1,114 @@
+//! Programs: code that runs on a device's compute units, registered by id (NVMe Computational Programs'
+//! device-defined programs). A program gets a [`ProgramContext`]: it may reserve device memory, read
+//! objects from flash over the internal path (indirect usage), and use host-passed buffers (direct usage).
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use insitu_flash::ObjectMeta;
+
+use crate::command::{Args, ProgramInfo};
+use crate::device::Inner;
+use crate::error::{DeviceError, Result};
+use crate::memory::{Buffer, MemHandle, MemReservation};
+use crate::meters::Meters;
+
+/// A device program.
+pub trait Program: Send + Sync + std::fmt::Debug {
+    /// The id the host names it by.
+    fn id(&self) -> &'static str;
+    /// The kernel class the timing model prices its CPU time by (`search`, `sort`, ...).
+    fn kernel_class(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// Runs the program.
+    fn run(&self, ctx: &ProgramContext<'_>, args: &Args) -> Result<Args>;
+}
+
+/// What a running program can touch.
+#[derive(Debug)]
+pub struct ProgramContext<'a> {
+    pub(crate) inner: &'a Inner,
+    pub(crate) buffers: &'a [MemHandle],
+    pub(crate) program: &'static str,
+    pub(crate) bytes_in: Cell<u64>,
+}
+
+impl ProgramContext<'_> {
+    /// Reserves device memory for scratch space (fails past the profile's bound).
+    pub fn reserve(&self, bytes: u64) -> Result<MemReservation> {
+        self.inner.memory.reserve(bytes)
+    }
+
+    /// Device memory not yet in use.
+    pub fn memory_available(&self) -> u64 {
+        self.inner.memory.available()
+    }
+
+    /// Metadata of an object on this device.
+    pub fn object(&self, name: &str) -> Result<ObjectMeta> {
+        Ok(self.inner.flash_read().stat(name)?.clone())
+    }
+
+    /// Reads object bytes from flash into device memory (the internal path).
+    pub fn read_object(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.inner.flash_read().read(name, offset, buf)?;
+        Meters::add(&self.inner.meters.flash_to_device_mem, buf.len() as u64);
+        self.bytes_in.set(self.bytes_in.get() + buf.len() as u64);
+        Ok(())
+    }
+
+    /// The `i`-th buffer the host passed to this run.
+    pub fn buffer(&self, i: usize) -> Result<Arc<Buffer>> {
+        let h = self
+            .buffers
+            .get(i)
+            .ok_or_else(|| self.bad(format!("expects at least {} memory buffer(s)", i + 1)))?;
+        self.inner.memory.buffer(*h)
+    }
+
+    /// Number of buffers passed.
+    pub fn buffer_count(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// An argument error naming this program.
+    pub fn bad(&self, detail: impl Into<String>) -> DeviceError {
+        DeviceError::BadArgument { program: self.program.to_string(), detail: detail.into() }
+    }
+}
+
+/// The programs a device can run.
+#[derive(Debug, Default)]
+pub struct ProgramRegistry {
+    programs: BTreeMap<&'static str, Arc<dyn Program>>,
+}
+
+impl ProgramRegistry {
+    /// The device-defined programs every device ships.
+    pub fn builtin() -> ProgramRegistry {
+        let mut r = ProgramRegistry::default();
+        r.register(Arc::new(crate::programs::search::Search));
+        r.register(Arc::new(crate::programs::search::Heads));
+        r
+    }
+
+    pub fn register(&mut self, p: Arc<dyn Program>) {
+        self.programs.insert(p.id(), p);
+    }
+
+    pub fn get(&self, id: &str) -> Result<Arc<dyn Program>> {
+        self.programs.get(id).cloned().ok_or_else(|| DeviceError::UnknownProgram(id.to_string()))
+    }
+
+    pub fn list(&self) -> Vec<ProgramInfo> {
+        self.programs
+            .values()
+            .map(|p| ProgramInfo {
+                id: p.id().to_string(),
+                kernel_class: p.kernel_class().to_string(),
+                description: p.description().to_string(),
+            })
+            .collect()
+    }
+}
