@@ -1,1 +1,263 @@
-fn main() {}
+//! `insitu`: the command-line front of the insitu computational-storage runtime.
+
+mod demo;
+mod output;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use insitu_device::Profile;
+use insitu_host::blob::{self, Placement};
+use insitu_host::search::{self, SearchPlacement};
+use insitu_host::units::parse_size;
+use insitu_host::{Array, FaultPlan};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "insitu",
+    version,
+    about = "Computational storage runtime and emulator: run operators inside (emulated) smart SSDs"
+)]
+struct Cli {
+    /// The array's data directory.
+    #[arg(long, global = true, env = "INSITU_DATA", default_value = "./insitu-data")]
+    data: PathBuf,
+    /// Print one JSON object (result, measured cost, modeled cost) instead of a summary.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Create an array of emulated computational storage devices.
+    Init {
+        #[arg(long, default_value_t = 4)]
+        devices: u32,
+        /// Built-in profile name (see `insitu profiles`) or path to a TOML profile.
+        #[arg(long, default_value = "smartssd")]
+        profile: String,
+        /// Logical capacity per device (e.g. 64GiB, 4TB); the image is sparse. Default: the profile's.
+        #[arg(long)]
+        capacity: Option<String>,
+        /// Stripe unit for objects spread over all devices (default 1MiB).
+        #[arg(long)]
+        stripe_unit: Option<String>,
+    },
+    /// Store a file as an object (striped over all devices unless --device is given).
+    Put {
+        file: PathBuf,
+        #[arg(long)]
+        name: Option<String>,
+        /// Keep the object whole on this device.
+        #[arg(long)]
+        device: Option<u32>,
+    },
+    /// Read an object back (to stdout unless -o is given; the report then goes to stderr).
+    Get {
+        name: String,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// List objects.
+    Ls,
+    /// Remove an object.
+    Rm { name: String },
+    /// Count (and locate) a literal byte string in an object.
+    Search {
+        name: String,
+        pattern: String,
+        #[arg(long, value_enum, default_value = "device")]
+        placement: PlacementArg,
+        /// Also return the byte offset of every match.
+        #[arg(long)]
+        offsets: bool,
+    },
+    /// Space, wear, write amplification and counters of every device.
+    Stats,
+    /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
+    Fsck,
+    /// List the built-in hardware profiles.
+    Profiles,
+    /// Build a demo array, store a text corpus, search it in the devices and on the host, compare.
+    Demo {
+        /// Size of the generated corpus.
+        #[arg(long, default_value = "256MiB")]
+        size: String,
+        #[arg(long, default_value_t = 4)]
+        devices: u32,
+        #[arg(long, default_value = "smartssd")]
+        profile: String,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum PlacementArg {
+    Device,
+    Host,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let msg = format!("{e:#}");
+            if json {
+                println!("{}", serde_json::json!({ "error": msg }));
+            }
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open(data: &Path) -> Result<Array> {
+    let array = Array::open(data, FaultPlan::from_env())?;
+    let r = array.open_report();
+    if !r.removed_orphans.is_empty() {
+        eprintln!(
+            "recovered: removed {} part(s) of interrupted writes: {}",
+            r.removed_orphans.len(),
+            r.removed_orphans.join(", ")
+        );
+    }
+    Ok(array)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let out = output::Output { json: cli.json };
+    match cli.cmd {
+        Cmd::Init { devices, profile, capacity, stripe_unit } => {
+            let profile = Profile::load(&profile)?;
+            let capacity = capacity.as_deref().map(parse_size).transpose()?;
+            let unit = stripe_unit.as_deref().map(parse_size).transpose()?;
+            let array = Array::init(&cli.data, devices, profile, capacity, unit)?;
+            let c = array.config().clone();
+            array.close()?;
+            out.plain(
+                "init",
+                serde_json::json!({
+                    "data": cli.data, "devices": c.devices, "profile": c.profile.name,
+                    "capacity_bytes": c.capacity_bytes, "stripe_unit": c.stripe_unit,
+                }),
+                &format!(
+                    "created an array of {} {} device(s) of {} each at {}",
+                    c.devices,
+                    c.profile.name,
+                    insitu_host::units::human_bytes(c.capacity_bytes),
+                    cli.data.display()
+                ),
+            );
+        }
+        Cmd::Put { file, name, device } => {
+            let name = match name {
+                Some(n) => n,
+                None => file.file_name().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
+                    format!("cannot derive an object name from {}; give --name", file.display())
+                })?,
+            };
+            let mut array = open(&cli.data)?;
+            let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+            let bar = output::progress(size, "put");
+            let placement = device.map_or(Placement::Striped, Placement::Device);
+            let report = blob::put(&mut array, &file, &name, placement, &|d, _| bar.set_position(d))?;
+            bar.finish_and_clear();
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::Get { name, output: path } => {
+            let array = open(&cli.data)?;
+            let size = array.entry(&name)?.size;
+            let bar = output::progress(size, "get");
+            let report = match &path {
+                Some(p) if p.as_os_str() != "-" => {
+                    let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
+                    let mut w = BufWriter::with_capacity(1 << 20, f);
+                    let r = blob::get(&array, &name, &mut w, &|d, _| bar.set_position(d))?;
+                    w.flush()?;
+                    r
+                }
+                _ => {
+                    let stdout = std::io::stdout();
+                    let mut lock = stdout.lock();
+                    blob::get(&array, &name, &mut lock, &|d, _| bar.set_position(d))?
+                }
+            };
+            bar.finish_and_clear();
+            array.close()?;
+            if path.as_ref().is_some_and(|p| p.as_os_str() != "-") {
+                out.report(&report);
+            } else {
+                out.report_to_stderr(&report);
+            }
+        }
+        Cmd::Ls => {
+            let array = open(&cli.data)?;
+            let report = blob::ls(&array)?;
+            array.close()?;
+            out.listing(&report);
+        }
+        Cmd::Rm { name } => {
+            let mut array = open(&cli.data)?;
+            let report = blob::rm(&mut array, &name)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::Search { name, pattern, placement, offsets } => {
+            let array = open(&cli.data)?;
+            let p = match placement {
+                PlacementArg::Device => SearchPlacement::Device,
+                PlacementArg::Host => SearchPlacement::Host,
+            };
+            let report = search::search(&array, &name, pattern.as_bytes(), p, offsets)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::Stats => {
+            let array = open(&cli.data)?;
+            let stats = output::stats(&array)?;
+            array.close()?;
+            out.plain("stats", stats.0, &stats.1);
+        }
+        Cmd::Fsck => {
+            let problems = Array::fsck_dir(&cli.data)?;
+            let ok = problems.is_empty();
+            let text = if ok {
+                format!("{}: clean", cli.data.display())
+            } else {
+                format!("{}: {} problem(s)\n  {}", cli.data.display(), problems.len(), problems.join("\n  "))
+            };
+            out.plain("fsck", serde_json::json!({ "ok": ok, "problems": problems }), &text);
+            if !ok {
+                return Ok(ExitCode::from(2));
+            }
+        }
+        Cmd::Profiles => {
+            let mut list = Vec::new();
+            let mut text = String::new();
+            for (name, _) in insitu_device::profile::BUILTIN {
+                let p = Profile::load(name)?;
+                text.push_str(&format!("{:<14} {}\n", p.name, p.description));
+                list.push(serde_json::json!({ "name": p.name, "description": p.description }));
+            }
+            out.plain("profiles", serde_json::json!(list), text.trim_end());
+        }
+        Cmd::Demo { size, devices, profile } => {
+            if cli.data.join("array.json").exists() && !cli.data.join(".insitu-demo").exists() {
+                bail!(
+                    "{} holds an array that the demo did not create; give the demo another --data",
+                    cli.data.display()
+                );
+            }
+            demo::run(&cli.data, parse_size(&size)?, devices, &profile, &out)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

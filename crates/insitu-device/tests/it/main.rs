@@ -1,4 +1,5 @@
 //! Device integration tests: the command set end to end on a real (temporary) device.
+#![allow(clippy::unwrap_used)]
 
 use insitu_device::{Args, Command, Device, DeviceError, Profile, Response, Value};
 

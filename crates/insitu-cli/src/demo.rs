@@ -1,0 +1,205 @@
+//! `insitu demo`: the tour a newcomer runs first. It builds an array, stores a generated text corpus
+//! (striped over the devices), searches it inside the devices and on the host, checks both give the same
+//! answer, reads the object back and verifies it byte for byte, and checks the array.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{ensure, Context, Result};
+use insitu_device::Profile;
+use insitu_host::blob::{self, Placement};
+use insitu_host::search::{self, SearchPlacement};
+use insitu_host::units::human_bytes;
+use insitu_host::{Array, FaultPlan, Report};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::output::{self, Output};
+
+const WORDS: &[&str] = &[
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "data",
+    "storage",
+    "flash",
+    "page",
+    "block",
+    "device",
+    "host",
+    "sort",
+    "shuffle",
+    "table",
+    "key",
+    "index",
+    "query",
+    "memory",
+    "bandwidth",
+    "latency",
+    "energy",
+    "kernel",
+    "partition",
+    "list",
+    "intersection",
+    "search",
+    "network",
+    "node",
+    "controller",
+    "firmware",
+    "program",
+    "write",
+    "read",
+    "erase",
+    "garbage",
+    "collection",
+    "wear",
+    "leveling",
+    "computational",
+    "accelerator",
+];
+/// The demo searches for a phrase that the generator plants now and then, so the count is non-trivial.
+const NEEDLE: &str = "in-storage computing";
+
+/// Writes `size` bytes of Zipf-ish English-like text with the needle planted, deterministically (seed 42);
+/// returns the CRC-32 of what it wrote.
+pub fn generate_corpus(path: &Path, size: u64) -> Result<u32> {
+    let mut rng = SmallRng::seed_from_u64(42);
+    let f = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let mut crc = crc32fast::Hasher::new();
+    let mut written = 0u64;
+    let mut line = String::with_capacity(256);
+    while written < size {
+        line.clear();
+        for _ in 0..12 {
+            let r: f64 = rng.gen();
+            let i = ((r * r * r) * WORDS.len() as f64) as usize;
+            if rng.gen_ratio(1, 997) {
+                line.push_str(NEEDLE);
+            } else {
+                line.push_str(WORDS[i.min(WORDS.len() - 1)]);
+            }
+            line.push(' ');
+        }
+        line.push('\n');
+        let take = (line.len() as u64).min(size - written) as usize;
+        w.write_all(&line.as_bytes()[..take])?;
+        crc.update(&line.as_bytes()[..take]);
+        written += take as u64;
+    }
+    w.flush()?;
+    Ok(crc.finalize())
+}
+
+pub fn run(data: &Path, size: u64, devices: u32, profile: &str, out: &Output) -> Result<()> {
+    if data.exists() {
+        std::fs::remove_dir_all(data)
+            .with_context(|| format!("cannot clear the old demo at {}", data.display()))?;
+    }
+    let profile = Profile::load(profile)?;
+    let capacity = (size * 2 / devices as u64).max(256 << 20);
+    let array = Array::init(data, devices, profile, Some(capacity), None)?;
+    std::fs::write(data.join(".insitu-demo"), b"made by `insitu demo`\n")?;
+    array.close()?;
+    let mut array = Array::open(data, FaultPlan::none())?;
+
+    let corpus = data.join("corpus.txt");
+    eprintln!("generating a {} text corpus ...", human_bytes(size));
+    let want_crc = format!("{:08x}", generate_corpus(&corpus, size)?);
+
+    let bar = output::progress(size, "put");
+    let put = blob::put(&mut array, &corpus, "corpus", Placement::Striped, &|d, _| bar.set_position(d))?;
+    bar.finish_and_clear();
+    std::fs::remove_file(&corpus)?;
+    let dev = search::search(&array, "corpus", NEEDLE.as_bytes(), SearchPlacement::Device, false)?;
+    let host = search::search(&array, "corpus", NEEDLE.as_bytes(), SearchPlacement::Host, false)?;
+    ensure!(dev.result["count"] == host.result["count"], "device and host placements disagree");
+    let mut sink = CrcWriter::default();
+    let get = blob::get(&array, "corpus", &mut sink, &|_, _| {})?;
+    ensure!(get.result["crc32"] == want_crc.as_str(), "the object read back differs from the file stored");
+    let problems = array.fsck()?;
+    ensure!(problems.is_empty(), "fsck found problems: {problems:?}");
+
+    if out.json {
+        println!(
+            "{}",
+            serde_json::json!({ "op": "demo", "result": { "put": put, "search_device": dev, "search_host": host, "get": get, "fsck": "clean" } })
+        );
+    } else {
+        println!(
+            "insitu demo: {} devices ({}), a {} corpus striped over them\n",
+            devices,
+            array.profile().name,
+            human_bytes(size)
+        );
+        println!("{}\n", output::summary(&put));
+        println!("{}\n", output::summary(&dev));
+        println!("{}\n", output::summary(&host));
+        println!("{}", side_by_side(&dev, &host));
+        println!(
+            "\nread back: {} bytes, crc32 {} matches the file; fsck: clean",
+            get.result["size"], want_crc
+        );
+        println!(
+            "the array stays at {}: try `insitu --data {} search corpus flash --placement host`",
+            data.display(),
+            data.display()
+        );
+    }
+    array.close()?;
+    Ok(())
+}
+
+fn side_by_side(dev: &Report, host: &Report) -> String {
+    let ratio = |a: f64, b: f64| if a > 0.0 { b / a } else { f64::NAN };
+    format!(
+        "search {:?}: {} matches either way\n\
+         {:<28}{:>14}{:>14}{:>10}\n\
+         {:<28}{:>14.4}{:>14.4}{:>9.1}x\n\
+         {:<28}{:>14.4}{:>14.4}{:>9.1}x\n\
+         {:<28}{:>14}{:>14}\n\
+         {:<28}{:>14.5}{:>14.5}{:>9.1}x\n\
+         {:<28}{:>14.3}{:>14.3}{:>9.1}x",
+        NEEDLE,
+        dev.result["count"],
+        "",
+        "device",
+        "host",
+        "host/dev",
+        "measured wall (s)",
+        dev.wall_s,
+        host.wall_s,
+        ratio(dev.wall_s, host.wall_s),
+        "host cpu (s)",
+        dev.host_cpu_s,
+        host.host_cpu_s,
+        ratio(dev.host_cpu_s, host.host_cpu_s),
+        "bytes over the host link",
+        human_bytes(dev.bytes.device_to_host),
+        human_bytes(host.bytes.device_to_host),
+        "modeled time (s)",
+        dev.modeled.time_s,
+        host.modeled.time_s,
+        ratio(dev.modeled.time_s, host.modeled.time_s),
+        "modeled energy (J)",
+        dev.modeled.energy_j,
+        host.modeled.energy_j,
+        ratio(dev.modeled.energy_j, host.modeled.energy_j),
+    )
+}
+
+#[derive(Default)]
+struct CrcWriter(crc32fast::Hasher);
+
+impl Write for CrcWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

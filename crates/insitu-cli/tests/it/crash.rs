@@ -1,0 +1,101 @@
+//! Processes killed with SIGKILL in the middle of writes: after restart every object is whole or absent,
+//! earlier objects are intact and fsck is clean.
+
+use std::time::Duration;
+
+use crate::{s, text, Env};
+
+fn setup() -> (Env, Vec<u8>) {
+    let env = Env::new();
+    env.init(&["--devices", "3", "--profile", "tiny", "--capacity", "32MiB", "--stripe-unit", "64KiB"]);
+    let earlier = text(200_000, 10, b"earlier");
+    let f = env.write("earlier", &earlier);
+    env.ok(&["put", s(&f)]);
+    (env, earlier)
+}
+
+fn killed(o: &std::process::Output) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    o.status.signal() == Some(9)
+}
+
+fn check_after_restart(
+    env: &Env,
+    earlier: &[u8],
+    victim: &str,
+    victim_data: &[u8],
+    must_exist: Option<bool>,
+) {
+    let ls = env.json(&["ls"]);
+    let names: Vec<String> = ls["result"]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"earlier".to_string()), "{names:?}");
+    assert_eq!(env.run(&["get", "earlier"]).stdout, earlier, "the earlier object is intact");
+    let exists = names.contains(&victim.to_string());
+    if let Some(want) = must_exist {
+        assert_eq!(exists, want, "{victim}: {names:?}");
+    }
+    if exists {
+        assert_eq!(env.run(&["get", victim]).stdout, victim_data, "{victim} is whole");
+    }
+    let fsck = env.json(&["fsck"]);
+    assert_eq!(fsck["result"]["ok"], true, "{fsck}");
+    // The array takes new writes after recovery.
+    let f = env.write("after", b"after the crash");
+    let name = format!("after-{victim}");
+    env.ok(&["put", s(&f), "--name", &name]);
+    env.ok(&["rm", &name]);
+}
+
+#[test]
+fn sigkill_at_several_points_of_put_leaves_objects_whole_or_absent() {
+    let data = text(1_000_000, 11, b"victim");
+    for (point, exists) in [
+        ("put-stripe:1", false),
+        ("put-stripe:7", false),
+        ("put-part-committed:1", false),
+        ("put-part-committed:3", false), // every part committed, catalog not yet written
+        ("put-catalog:1", true),         // the catalog entry is the commit point
+    ] {
+        let (env, earlier) = setup();
+        let f = env.write("victim", &data);
+        let o = env.cmd().args(["put", s(&f)]).env("INSITU_CRASH_AT", point).output().unwrap();
+        assert!(killed(&o), "{point}: the process should have been killed: {o:?}");
+        check_after_restart(&env, &earlier, "victim", &data, Some(exists));
+    }
+}
+
+#[test]
+fn sigkill_during_rm_leaves_no_half_object() {
+    let (env, earlier) = setup();
+    let data = text(300_000, 12, b"gone");
+    let f = env.write("gone", &data);
+    env.ok(&["put", s(&f)]);
+    let o = env.cmd().args(["rm", "gone"]).env("INSITU_CRASH_AT", "rm-catalog:1").output().unwrap();
+    assert!(killed(&o));
+    check_after_restart(&env, &earlier, "gone", &data, Some(false));
+}
+
+#[test]
+fn sigkill_from_outside_at_random_moments_of_a_large_put() {
+    let (env, earlier) = setup();
+    let data = text(24 << 20, 13, b"big");
+    let f = env.write("big", &data);
+    for (i, delay_ms) in [3u64, 10, 20, 35].into_iter().enumerate() {
+        let mut child = env
+            .cmd()
+            .args(["put", s(&f), "--name", &format!("big{i}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        check_after_restart(&env, &earlier, &format!("big{i}"), &data, None);
+    }
+}

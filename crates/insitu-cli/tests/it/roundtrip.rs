@@ -1,0 +1,139 @@
+use insitu_kernels::search::naive_offsets;
+
+use crate::{s, text, Env};
+
+#[test]
+fn put_get_ls_rm_round_trip_striped_and_on_one_device() {
+    let env = Env::new();
+    env.init(&["--devices", "3", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    let data = text(100_003, 1, b"abcdefgh");
+    let f = env.write("in.bin", &data);
+    let put = env.json(&["put", s(&f), "--name", "striped"]);
+    assert_eq!(put["result"]["devices"], serde_json::json!([0, 1, 2]));
+    assert_eq!(put["bytes"]["host_to_device"], 100_003);
+    env.ok(&["put", s(&f), "--name", "single", "--device", "2"]);
+    for name in ["striped", "single"] {
+        let out = env.path(&format!("{name}.out"));
+        let get = env.json(&["get", name, "-o", s(&out)]);
+        assert_eq!(std::fs::read(&out).unwrap(), data, "{name}");
+        assert_eq!(get["bytes"]["device_to_host"], 100_003);
+    }
+    // get to stdout writes the bytes and nothing else there.
+    let o = env.run(&["get", "striped"]);
+    assert!(o.status.success());
+    assert_eq!(o.stdout, data);
+    let ls = env.json(&["ls"]);
+    let names: Vec<_> =
+        ls["result"]["objects"].as_array().unwrap().iter().map(|o| o["name"].clone()).collect();
+    assert_eq!(names, vec!["single", "striped"]);
+    env.ok(&["rm", "striped"]);
+    assert!(env.fails(&["get", "striped"]).contains("no object named \"striped\""));
+    let fsck = env.json(&["fsck"]);
+    assert_eq!(fsck["result"]["ok"], true);
+}
+
+#[test]
+fn every_report_has_result_measured_and_modeled_cost() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    let f = env.write("x", &text(50_000, 2, b"ab"));
+    env.ok(&["put", s(&f)]);
+    for args in [
+        vec!["search", "x", "abba"],
+        vec!["search", "x", "abba", "--placement", "host"],
+        vec!["ls"],
+        vec!["rm", "x"],
+    ] {
+        let r = env.json(&args);
+        for key in ["result", "wall_s", "host_cpu_s", "device_cpu_s", "bytes", "modeled"] {
+            assert!(r.get(key).is_some(), "{args:?}: no {key} in {r}");
+        }
+        for path in [
+            "flash_read",
+            "flash_program",
+            "flash_to_device_mem",
+            "device_mem_to_flash",
+            "host_to_device",
+            "device_to_host",
+            "device_to_device",
+        ] {
+            assert!(r["bytes"][path].is_u64(), "{args:?}: bytes.{path}");
+        }
+        assert_eq!(r["modeled"]["profile"], "tiny");
+        assert!(r["modeled"]["time_s"].is_f64() && r["modeled"]["energy_j"].is_f64());
+    }
+}
+
+#[test]
+fn search_placements_agree_with_a_naive_scan_across_stripe_boundaries() {
+    let env = Env::new();
+    env.init(&["--devices", "4", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    // A small alphabet makes matches frequent, so many straddle the 4 KiB stripe boundaries.
+    let data = text(200_001, 3, b"abc");
+    let f = env.write("hay", &data);
+    env.ok(&["put", s(&f)]);
+    for pattern in ["a", "abc", "cabca", "abcabcabcab"] {
+        let want = naive_offsets(&data, pattern.as_bytes());
+        let dev = env.json(&["search", "hay", pattern, "--offsets"]);
+        let host = env.json(&["search", "hay", pattern, "--offsets", "--placement", "host"]);
+        assert_eq!(dev["result"]["count"], want.len() as u64, "device count of {pattern}");
+        assert_eq!(host["result"]["count"], want.len() as u64, "host count of {pattern}");
+        let offsets: Vec<u64> = serde_json::from_value(dev["result"]["offsets"].clone()).unwrap();
+        assert_eq!(offsets, want, "device offsets of {pattern}");
+        let offsets: Vec<u64> = serde_json::from_value(host["result"]["offsets"].clone()).unwrap();
+        assert_eq!(offsets, want, "host offsets of {pattern}");
+        // Only results cross the host link on the device path; everything does on the host path.
+        assert_eq!(dev["bytes"]["device_to_host"], 0);
+        assert_eq!(host["bytes"]["device_to_host"], 200_001);
+        if pattern.len() > 1 {
+            assert!(dev["bytes"]["device_to_device"].as_u64().unwrap() > 0, "halos travel between devices");
+        }
+    }
+    // Counting without offsets gives the same count.
+    let dev = env.json(&["search", "hay", "cabca"]);
+    assert_eq!(dev["result"]["count"], naive_offsets(&data, b"cabca").len() as u64);
+}
+
+#[test]
+fn stats_and_profiles_describe_the_array() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    let st = env.json(&["stats"]);
+    assert_eq!(st["result"]["devices"].as_array().unwrap().len(), 2);
+    assert!(env.ok(&["stats"]).contains("WA"));
+    let p = env.json(&["profiles"]);
+    let names: Vec<_> =
+        p["result"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap().to_string()).collect();
+    for want in ["smartssd", "smartssd-2016", "jasmine", "bluedbm", "tiny"] {
+        assert!(names.contains(&want.to_string()), "{names:?}");
+    }
+}
+
+#[test]
+fn a_four_terabyte_smartssd_can_be_declared() {
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "smartssd", "--capacity", "4TB"]);
+    let st = env.json(&["stats"]);
+    let cap = st["result"]["devices"][0]["properties"]["flash"]["capacity_bytes"].as_u64().unwrap();
+    assert_eq!(cap, 4_000_000_000_000);
+    let f = env.write("small", b"hello");
+    env.ok(&["put", s(&f)]);
+    assert_eq!(env.run(&["get", "small"]).stdout, b"hello");
+}
+
+#[test]
+fn demo_runs_end_to_end() {
+    let env = Env::new();
+    let out = env.ok(&[
+        "demo",
+        "--size",
+        "8MiB",
+        "--devices",
+        "2",
+        "--profile",
+        "tiny",
+        "--data",
+        s(&env.path("demo")),
+    ]);
+    assert!(out.contains("matches either way") && out.contains("fsck: clean"), "{out}");
+}

@@ -1,0 +1,51 @@
+//! Errors of the host layer.
+
+use std::path::PathBuf;
+
+use insitu_device::DeviceError;
+use insitu_flash::FlashError;
+
+pub type Result<T> = std::result::Result<T, HostError>;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    #[error("device {device}: {source}")]
+    Device { device: u32, source: DeviceError },
+    #[error(transparent)]
+    DeviceSetup(#[from] DeviceError),
+    #[error(transparent)]
+    Flash(#[from] FlashError),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("no array at {0} (create one with `insitu init`)")]
+    NoArray(PathBuf),
+    #[error("an array already exists at {0}")]
+    ArrayExists(PathBuf),
+    #[error(
+        "the array at {0} is in use by another insitu process (its lock is held); wait for it to finish"
+    )]
+    Locked(PathBuf),
+    #[error("corrupted {what} at {path}: {detail}")]
+    Corrupt { what: &'static str, path: PathBuf, detail: String },
+    #[error("no object named {0:?}")]
+    NotFound(String),
+    #[error("an object named {0:?} already exists")]
+    AlreadyExists(String),
+    #[error("no device {device} (the array has devices 0..{count})")]
+    NoSuchDevice { device: u32, count: u32 },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("object {name:?} is damaged: {detail}")]
+    Damaged { name: String, detail: String },
+}
+
+impl HostError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        HostError::Io { path: path.into(), source }
+    }
+
+    pub(crate) fn device(device: u32) -> impl FnOnce(DeviceError) -> HostError {
+        move |source| HostError::Device { device, source }
+    }
+}

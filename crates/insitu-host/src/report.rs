@@ -1,0 +1,124 @@
+//! Reports: every operation returns its result, what it cost here (wall time, host CPU vs device CPU, bytes
+//! on every path) and what it would cost on the profile (the [`crate::model`]).
+
+use std::time::Instant;
+
+use insitu_device::cputime::process_cpu_ns;
+use insitu_device::DeviceCounters;
+use serde::Serialize;
+
+use crate::array::Array;
+use crate::model::{model, HostWork, Modeled, PhaseUsage};
+
+/// Bytes moved on each path, summed over devices.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct PathBytes {
+    pub flash_read: u64,
+    pub flash_program: u64,
+    pub flash_to_device_mem: u64,
+    pub device_mem_to_flash: u64,
+    pub host_to_device: u64,
+    pub device_to_host: u64,
+    pub device_to_device: u64,
+}
+
+/// Operation counts, summed over devices.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct PathOps {
+    pub flash_read_pages: u64,
+    pub flash_program_pages: u64,
+    pub flash_erase_blocks: u64,
+    pub commands: u64,
+}
+
+/// The full account of one operation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub op: String,
+    pub result: serde_json::Value,
+    pub wall_s: f64,
+    pub host_cpu_s: f64,
+    pub device_cpu_s: f64,
+    pub bytes: PathBytes,
+    pub ops: PathOps,
+    pub modeled: Modeled,
+}
+
+impl PathBytes {
+    pub fn sum(devices: &[DeviceCounters]) -> PathBytes {
+        let mut b = PathBytes::default();
+        for c in devices {
+            b.flash_read += c.flash_read_bytes;
+            b.flash_program += c.flash_program_bytes;
+            b.flash_to_device_mem += c.flash_to_device_mem;
+            b.device_mem_to_flash += c.device_mem_to_flash;
+            b.host_to_device += c.host_to_device;
+            b.device_to_host += c.device_to_host;
+            b.device_to_device += c.device_to_device_out;
+        }
+        b
+    }
+}
+
+/// Measures an operation: start it before, add phases as they end, finish with the result.
+#[derive(Debug)]
+pub struct Measure {
+    op: String,
+    t0: Instant,
+    cpu0: u64,
+    start: Vec<DeviceCounters>,
+    phase_start: Vec<DeviceCounters>,
+    phases: Vec<PhaseUsage>,
+}
+
+impl Measure {
+    pub fn start(op: &str, array: &Array) -> Measure {
+        let start = array.counters();
+        Measure {
+            op: op.to_string(),
+            t0: Instant::now(),
+            cpu0: process_cpu_ns(),
+            phase_start: start.clone(),
+            start,
+            phases: Vec::new(),
+        }
+    }
+
+    /// Closes the current phase: device activity since the previous phase, plus the host work given.
+    pub fn phase(&mut self, name: &str, array: &Array, host: HostWork) {
+        let now = array.counters();
+        let devices = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
+        self.phases.push(PhaseUsage { name: name.to_string(), devices, host });
+        self.phase_start = now;
+    }
+
+    /// Ends the measurement; device activity after the last phase forms a final phase named like the op.
+    pub fn finish(mut self, array: &Array, result: serde_json::Value) -> Report {
+        let now = array.counters();
+        let tail: Vec<DeviceCounters> = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
+        if self.phases.is_empty() || tail.iter().any(|c| c.commands > 0) {
+            let name = self.op.clone();
+            self.phases.push(PhaseUsage { name, devices: tail, host: HostWork::default() });
+        }
+        let total: Vec<DeviceCounters> = now.iter().zip(&self.start).map(|(n, s)| n.since(s)).collect();
+        let device_cpu_ns: u64 = total.iter().map(|c| c.device_cpu_ns).sum();
+        let process_ns = process_cpu_ns().saturating_sub(self.cpu0);
+        let mut ops = PathOps::default();
+        for c in &total {
+            ops.flash_read_pages += c.flash_read_pages;
+            ops.flash_program_pages += c.flash_program_pages;
+            ops.flash_erase_blocks += c.flash_erase_blocks;
+            ops.commands += c.commands;
+        }
+        Report {
+            op: self.op,
+            result,
+            wall_s: self.t0.elapsed().as_secs_f64(),
+            host_cpu_s: process_ns.saturating_sub(device_cpu_ns) as f64 * 1e-9,
+            device_cpu_s: device_cpu_ns as f64 * 1e-9,
+            bytes: PathBytes::sum(&total),
+            ops,
+            modeled: model(array.profile(), &self.phases),
+        }
+    }
+}

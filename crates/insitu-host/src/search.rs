@@ -1,0 +1,218 @@
+//! String search over an object (BlueDBM §5.1), in two placements that must agree:
+//!
+//! - `device`: every device holding a part runs the `search` program over its own pages, in parallel;
+//!   only counts (and match offsets, if asked) cross the host link. Matches that straddle the end of a
+//!   stripe are counted once, by the device holding the stripe where they start: each device first gets
+//!   the first `len - 1` bytes of the stripes that follow its own, from the next device (`heads` program
+//!   plus a device-to-device copy).
+//! - `host`: the conventional system; every byte crosses the host link and the host CPU searches it.
+
+use std::time::Instant;
+
+use insitu_device::cputime::thread_cpu_ns;
+use insitu_device::{Args, Command, MemHandle, Response, Value};
+use insitu_kernels::search::Finder;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::array::Array;
+use crate::blob::for_each_piece;
+use crate::catalog::ObjectEntry;
+use crate::error::{HostError, Result};
+use crate::model::HostWork;
+use crate::report::{Measure, Report};
+
+/// Where the search runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SearchPlacement {
+    Device,
+    Host,
+}
+
+/// The answer of a search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchResult {
+    pub count: u64,
+    pub offsets: Option<Vec<u64>>,
+}
+
+/// Searches object `name` for `pattern`.
+pub fn search(
+    array: &Array,
+    name: &str,
+    pattern: &[u8],
+    placement: SearchPlacement,
+    offsets: bool,
+) -> Result<Report> {
+    let entry = array.entry(name)?.clone();
+    let finder = Finder::new(pattern).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    let op = match placement {
+        SearchPlacement::Device => "search (device)",
+        SearchPlacement::Host => "search (host)",
+    };
+    let mut measure = Measure::start(op, array);
+    let t0 = Instant::now();
+    let (found, host) = match placement {
+        SearchPlacement::Device => (search_device(array, &entry, pattern, offsets)?, HostWork::default()),
+        SearchPlacement::Host => search_host(array, &entry, &finder, offsets)?,
+    };
+    measure.phase("search", array, host);
+    let secs = t0.elapsed().as_secs_f64();
+    let mut result = json!({
+        "name": name,
+        "pattern": String::from_utf8_lossy(pattern),
+        "placement": placement,
+        "count": found.count,
+        "bytes_searched": entry.size,
+        "throughput_gb_s": entry.size as f64 / secs.max(1e-9) / 1e9,
+    });
+    if let Some(o) = &found.offsets {
+        result["offsets"] = json!(o);
+    }
+    Ok(measure.finish(array, result))
+}
+
+fn stripe_args(entry: &ObjectEntry, i: usize) -> Args {
+    let l = entry.layout(i);
+    Args::new()
+        .with("object", Value::Str(entry.name.clone()))
+        .with("total_size", Value::U64(l.total_size))
+        .with("stripe_unit", Value::U64(l.unit))
+        .with("device_index", Value::U64(l.index as u64))
+        .with("device_count", Value::U64(l.count as u64))
+}
+
+fn alloc(array: &Array, dev: u32, bytes: u64) -> Result<MemHandle> {
+    match array.device(dev)?.call(Command::AllocMemory { bytes }).map_err(HostError::device(dev))? {
+        Response::Handle(h) => Ok(h),
+        _ => unreachable!("AllocMemory answers with a handle"),
+    }
+}
+
+fn search_device(
+    array: &Array,
+    entry: &ObjectEntry,
+    pattern: &[u8],
+    want_offsets: bool,
+) -> Result<SearchResult> {
+    let n = entry.devices.len();
+    let width = pattern.len() as u64 - 1;
+    // Halos: device i needs the heads of part (i + 1) % n.
+    let mut halos: Vec<Option<MemHandle>> = vec![None; n];
+    if n > 1 && width > 0 {
+        if entry.stripe_unit < pattern.len() as u64 {
+            return Err(HostError::InvalidArgument(format!(
+                "the pattern ({} bytes) is longer than the stripe unit ({} bytes)",
+                pattern.len(),
+                entry.stripe_unit
+            )));
+        }
+        let mut heads = Vec::with_capacity(n);
+        for i in 0..n {
+            let dev = entry.devices[i];
+            let bytes = entry.layout(i).chunks().len() as u64 * width;
+            let h = alloc(array, dev, bytes.max(1))?;
+            let args = stripe_args(entry, i).with("width", Value::U64(width));
+            let id = array
+                .device(dev)?
+                .submit(Command::Execute { program: "heads".into(), args, buffers: vec![h] })
+                .map_err(HostError::device(dev))?;
+            heads.push((dev, h, bytes, id));
+        }
+        for (dev, _, _, id) in &heads {
+            array.device(*dev)?.wait(*id).result.map_err(HostError::device(*dev))?;
+        }
+        for i in 0..n {
+            let (src_dev, src_h, bytes, _) = heads[(i + 1) % n];
+            let dst_dev = entry.devices[i];
+            let dst = alloc(array, dst_dev, bytes.max(1))?;
+            let peer = array.device(dst_dev)?.peer();
+            array
+                .device(src_dev)?
+                .call(Command::CopyToPeer { src: src_h, offset: 0, len: bytes, peer, dst, dst_offset: 0 })
+                .map_err(HostError::device(src_dev))?;
+            halos[i] = Some(dst);
+        }
+        for (dev, h, _, _) in heads {
+            array.device(dev)?.call(Command::FreeMemory { handle: h }).map_err(HostError::device(dev))?;
+        }
+    }
+    let mut ids = Vec::with_capacity(n);
+    for (i, (dev, halo)) in entry.devices.iter().copied().zip(&halos).enumerate() {
+        let args = stripe_args(entry, i)
+            .with("pattern", Value::Bytes(pattern.to_vec()))
+            .with("offsets", Value::Bool(want_offsets));
+        let buffers = halo.iter().copied().collect();
+        let id = array
+            .device(dev)?
+            .submit(Command::Execute { program: "search".into(), args, buffers })
+            .map_err(HostError::device(dev))?;
+        ids.push((dev, id));
+    }
+    let mut count = 0u64;
+    let mut offsets = want_offsets.then(Vec::new);
+    let mut first_err = None;
+    for (dev, id) in ids {
+        match array.device(dev)?.wait(id).result.map_err(HostError::device(dev)) {
+            Ok(Response::Output(out)) => {
+                count += out.u64("count").unwrap_or(0);
+                if let (Some(all), Some(o)) = (offsets.as_mut(), out.u64_list("offsets")) {
+                    all.extend_from_slice(o);
+                }
+            }
+            Ok(_) => unreachable!("Execute answers with output"),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    for (i, h) in halos.iter().enumerate() {
+        if let Some(h) = h {
+            let dev = entry.devices[i];
+            array.device(dev)?.call(Command::FreeMemory { handle: *h }).map_err(HostError::device(dev))?;
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if let Some(o) = offsets.as_mut() {
+        o.sort_unstable();
+    }
+    Ok(SearchResult { count, offsets })
+}
+
+fn search_host(
+    array: &Array,
+    entry: &ObjectEntry,
+    finder: &Finder,
+    want_offsets: bool,
+) -> Result<(SearchResult, HostWork)> {
+    let keep = finder.len() - 1;
+    let mut window: Vec<u8> = Vec::with_capacity(entry.stripe_unit as usize + keep);
+    let mut window_start = 0u64;
+    let mut count = 0u64;
+    let mut offsets = want_offsets.then(Vec::new);
+    let mut cpu_ns = 0u64;
+    for_each_piece(array, entry, |global, data| {
+        let c0 = thread_cpu_ns();
+        // The window is the carried tail of the previous piece (too short to hold a match) + this piece.
+        if window.is_empty() {
+            window_start = global;
+        }
+        window.extend_from_slice(data);
+        match offsets.as_mut() {
+            Some(o) => finder.offsets_starting_before(&window, window.len(), window_start, o),
+            None => count += finder.count(&window),
+        }
+        let cut = window.len().saturating_sub(keep);
+        window.drain(..cut);
+        window_start += cut as u64;
+        cpu_ns += thread_cpu_ns().saturating_sub(c0);
+        Ok(())
+    })?;
+    if let Some(o) = &offsets {
+        count = o.len() as u64;
+    }
+    Ok((SearchResult { count, offsets }, HostWork::single("search", cpu_ns)))
+}
