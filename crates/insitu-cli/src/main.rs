@@ -84,6 +84,9 @@ enum Cmd {
     Fsck,
     /// List the built-in hardware profiles.
     Profiles,
+    /// Generate data sets (deterministic, seeded).
+    #[command(subcommand)]
+    Gen(GenCmd),
     /// Build a demo array, store a text corpus, search it in the devices and on the host, compare.
     Demo {
         /// Size of the generated corpus.
@@ -93,6 +96,19 @@ enum Cmd {
         devices: u32,
         #[arg(long, default_value = "smartssd")]
         profile: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum GenCmd {
+    /// English-like text with the phrase "in-storage computing" planted about once per 1000 words.
+    Text {
+        #[arg(long, default_value = "1GiB")]
+        size: String,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
     },
 }
 
@@ -248,6 +264,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 list.push(serde_json::json!({ "name": p.name, "description": p.description }));
             }
             out.plain("profiles", serde_json::json!(list), text.trim_end());
+        }
+        Cmd::Gen(GenCmd::Text { size, output, seed }) => {
+            let size = parse_size(&size)?;
+            let crc = demo::generate_corpus(&output, size, seed)?;
+            out.plain(
+                "gen",
+                serde_json::json!({ "output": output, "size": size, "crc32": format!("{crc:08x}") }),
+                &format!("wrote {} of text to {}", insitu_host::units::human_bytes(size), output.display()),
+            );
         }
         Cmd::Demo { size, devices, profile } => {
             if cli.data.join("array.json").exists() && !cli.data.join(".insitu-demo").exists() {

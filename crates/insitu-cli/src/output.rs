@@ -86,10 +86,9 @@ fn headline(r: &Report) -> String {
             res["devices"]
         ),
         "get" => format!(
-            "got {} ({}, crc32 {})",
+            "got {} ({})",
             res["name"].as_str().unwrap_or("?"),
-            human_bytes(res["size"].as_u64().unwrap_or(0)),
-            res["crc32"].as_str().unwrap_or("?")
+            human_bytes(res["size"].as_u64().unwrap_or(0))
         ),
         "rm" => format!("removed {}", res["removed"].as_str().unwrap_or("?")),
         op if op.starts_with("search") => {

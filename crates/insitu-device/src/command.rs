@@ -196,11 +196,14 @@ pub enum Command {
     PhysicalPages {
         name: String,
     },
-    /// Storage -> host: a conventional read of object bytes over the host link.
+    /// Storage -> host: a conventional read of object bytes over the host link. `buf` is a host buffer to
+    /// fill and return (its old contents are overwritten), so a streaming reader can recycle its buffers
+    /// instead of faulting in fresh memory for every request; pass `Vec::new()` when there is none.
     Read {
         name: String,
         offset: u64,
         len: u64,
+        buf: Vec<u8>,
     },
     ReadLba {
         lba: u64,

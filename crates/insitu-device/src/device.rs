@@ -306,10 +306,11 @@ fn execute(inner: &Inner, cmd: Command) -> Result<Response> {
         Command::List => Ok(Response::Objects(inner.flash_read().objects().cloned().collect())),
         Command::Stat { name } => Ok(Response::Object(inner.flash_read().stat(&name)?.clone())),
         Command::PhysicalPages { name } => Ok(Response::Pages(inner.flash_read().physical_pages(&name)?)),
-        Command::Read { name, offset, len } => {
+        Command::Read { name, offset, len, buf } => {
             // Conventional read: flash -> controller DRAM -> host link.
             let _staging = inner.memory.reserve(len.min(inner.memory.capacity()))?;
-            let mut data = vec![0u8; len as usize];
+            let mut data = buf;
+            data.resize(len as usize, 0);
             inner.flash_read().read(&name, offset, &mut data)?;
             Meters::add(&m.flash_to_device_mem, len);
             Meters::add(&m.device_to_host, len);
