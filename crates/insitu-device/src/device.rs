@@ -166,10 +166,10 @@ impl Device {
         self.inner.counters()
     }
 
-    /// Stops the workers and checkpoints the flash so the next open is quick.
+    /// Stops the workers and checkpoints the flash (if anything changed) so the next open is quick.
     pub fn close(mut self) -> Result<()> {
         self.stop();
-        self.inner.flash_write().checkpoint()?;
+        self.inner.flash_write().checkpoint_if_dirty()?;
         Ok(())
     }
 

@@ -58,6 +58,20 @@ impl ProgramContext<'_> {
         Ok(())
     }
 
+    /// Streams object bytes from flash to `f` as slices of the pages themselves (the internal path without
+    /// a staging copy, as a flash engine streams pages past its logic). The caller should hold a
+    /// reservation of [`insitu_flash::ftl::MAX_RUN_BYTES`] for the bytes in flight.
+    pub fn read_object_with(&self, name: &str, offset: u64, len: u64, f: impl FnMut(&[u8])) -> Result<()> {
+        let mut f = f;
+        self.inner.flash_read().read_with(name, offset, len, |d| {
+            f(d);
+            Ok(())
+        })?;
+        Meters::add(&self.inner.meters.flash_to_device_mem, len);
+        self.bytes_in.set(self.bytes_in.get() + len);
+        Ok(())
+    }
+
     /// The `i`-th buffer the host passed to this run.
     pub fn buffer(&self, i: usize) -> Result<Arc<Buffer>> {
         let h = self

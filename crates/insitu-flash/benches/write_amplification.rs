@@ -12,7 +12,13 @@ use std::time::Instant;
 use insitu_flash::{Flash, Geometry};
 
 fn main() {
-    let geo = Geometry { channels: 4, chips_per_channel: 2, blocks_per_chip: 1, pages_per_block: 64, page_size: 4096 };
+    let geo = Geometry {
+        channels: 4,
+        chips_per_channel: 2,
+        blocks_per_chip: 1,
+        pages_per_block: 64,
+        page_size: 4096,
+    };
     let capacity: u64 = 256 << 20; // 64 Ki pages, 1024 logical blocks
     println!("| fill | host pages written | GC pages written | write amplification | erases | erase count min/mean/max | time |");
     println!("|---:|---:|---:|---:|---:|---|---:|");

@@ -414,46 +414,48 @@ impl Flash {
 
     /// Reads `buf.len()` bytes of object `name` from byte `offset`.
     pub fn read(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mut at = 0usize;
+        self.read_with(name, offset, buf.len() as u64, |data| {
+            buf[at..at + data.len()].copy_from_slice(data);
+            at += data.len();
+            Ok(())
+        })
+    }
+
+    /// Hands bytes `offset..offset + len` of object `name` to `f` in order, as slices of the flash pages
+    /// themselves (checked against their checksums, no copy). How in-device programs scan objects.
+    pub fn read_with(
+        &self,
+        name: &str,
+        offset: u64,
+        len: u64,
+        mut f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         let obj = self.stat(name)?;
-        let end = offset + buf.len() as u64;
-        if end > obj.size {
-            return Err(FlashError::ReadPastEnd { name: name.to_string(), offset, end, size: obj.size });
-        }
-        if buf.is_empty() {
+        let end =
+            offset.checked_add(len).filter(|e| *e <= obj.size).ok_or_else(|| FlashError::ReadPastEnd {
+                name: name.to_string(),
+                offset,
+                end: offset.saturating_add(len),
+                size: obj.size,
+            })?;
+        if len == 0 {
             return Ok(());
         }
         let ps = self.page_size() as u64;
         let first_page = offset / ps;
         let last_page = (end - 1) / ps;
-        let head_skip = (offset % ps) as usize;
-        let mut out = 0usize;
-        let mut page = first_page;
-        let mut scratch = Vec::new();
-        while page <= last_page {
-            // Whole pages straight into `buf` when aligned; partial pages through a scratch page.
-            let aligned = out == 0 && head_skip == 0 || out > 0;
-            let whole_left = ((buf.len() - out) as u64) / ps;
-            if aligned && whole_left > 0 {
-                for (lpn, n) in obj.runs(page, whole_left) {
-                    let len = (n * ps) as usize;
-                    self.ftl.read(lpn, &mut buf[out..out + len])?;
-                    out += len;
-                    page += n;
+        // Byte position (in the object) of the next byte the runs will deliver.
+        let mut pos = first_page * ps;
+        for (lpn, n) in obj.runs(first_page, last_page - first_page + 1) {
+            self.ftl.read_with(lpn, n, |data| {
+                let (lo, hi) = (pos.max(offset), (pos + data.len() as u64).min(end));
+                if lo < hi {
+                    f(&data[(lo - pos) as usize..(hi - pos) as usize])?;
                 }
-                continue;
-            }
-            scratch.resize(ps as usize, 0);
-            let lpn = obj.lpn_of(page).ok_or_else(|| FlashError::Corrupt {
-                what: "object extents",
-                path: self.dir.clone(),
-                detail: format!("{name:?} has no page {page}"),
+                pos += data.len() as u64;
+                Ok(())
             })?;
-            self.ftl.read(lpn, &mut scratch)?;
-            let from = if out == 0 { head_skip } else { 0 };
-            let n = (ps as usize - from).min(buf.len() - out);
-            buf[out..out + n].copy_from_slice(&scratch[from..from + n]);
-            out += n;
-            page += 1;
         }
         Ok(())
     }
@@ -578,10 +580,15 @@ impl Flash {
 
     /// Writes a checkpoint if the journal holds anything, so the next open is quick.
     pub fn close(mut self) -> Result<()> {
-        if !self.ftl.journal.is_empty() {
-            self.checkpoint()?;
+        self.checkpoint_if_dirty()
+    }
+
+    /// Checkpoints only if something was journaled since the last checkpoint.
+    pub fn checkpoint_if_dirty(&mut self) -> Result<()> {
+        if self.ftl.journal.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.checkpoint()
     }
 
     pub fn stats(&self) -> FlashStats {

@@ -23,6 +23,9 @@ use crate::pagemap::PageMap;
 use crate::persist::{Journal, Record};
 
 const INVALID: Lpn = u64::MAX;
+/// Longest run [`Ftl::read_with`] hands out at once: small enough that a checksum pass and the caller's
+/// pass over the same bytes both hit the CPU cache.
+pub const MAX_RUN_BYTES: u64 = 64 << 10;
 
 /// Reverse map of one touched block.
 #[derive(Debug, Clone)]
@@ -212,11 +215,26 @@ impl Ftl {
         Ok(())
     }
 
-    /// Restores mappings from checkpoint runs.
+    /// Restores mappings from checkpoint runs (into an empty map), a block segment at a time.
     pub(crate) fn restore_map(&mut self, runs: &[(Lpn, Ppn, u64)]) {
+        let geo = *self.nand.geometry();
+        let ppb = geo.pages_per_block as u64;
         for (lpn, ppn, n) in runs {
-            for i in 0..*n {
-                self.map_page(lpn + i, ppn + i);
+            let mut done = 0;
+            while done < *n {
+                let p = ppn + done;
+                let block = geo.block_of(p);
+                let first = geo.page_in_block(p) as usize;
+                let seg = (ppb - first as u64).min(n - done);
+                let rev = self.rev_mut(block);
+                for i in 0..seg as usize {
+                    if rev.lpns[first + i] == INVALID {
+                        rev.valid += 1;
+                    }
+                    rev.lpns[first + i] = lpn + done + i as u64;
+                }
+                self.map.set_run(lpn + done, p, seg);
+                done += seg;
             }
         }
     }
@@ -305,28 +323,41 @@ impl Ftl {
         Ok(())
     }
 
-    /// Reads `buf.len() / page_size` logical pages from `lpn`; unmapped pages read as zeros. Physically
-    /// consecutive pages are read with one I/O.
+    /// Reads `buf.len() / page_size` logical pages from `lpn`; unmapped pages read as zeros.
     pub fn read(&self, lpn: Lpn, buf: &mut [u8]) -> Result<()> {
-        let ps = self.geometry().page_size as usize;
-        let pages = buf.len() / ps;
-        let mut i = 0usize;
-        let mut lpns: Vec<Lpn> = Vec::new();
+        let ps = self.geometry().page_size as u64;
+        let mut at = 0usize;
+        self.read_with(lpn, buf.len() as u64 / ps, |data| {
+            buf[at..at + data.len()].copy_from_slice(data);
+            at += data.len();
+            Ok(())
+        })
+    }
+
+    /// Hands the `pages` logical pages from `lpn` to `f` in order, as slices of at most
+    /// [`MAX_RUN_BYTES`]: physically consecutive pages go together, in place (no copy); unmapped pages
+    /// come as zeros.
+    pub fn read_with(&self, lpn: Lpn, pages: u64, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let ps = self.geometry().page_size as u64;
+        let max_run = (MAX_RUN_BYTES / ps).max(1);
+        let zeros = vec![0u8; ps as usize];
+        let mut lpns: Vec<Lpn> = Vec::with_capacity(max_run as usize);
+        let mut i = 0u64;
         while i < pages {
-            let l = lpn + i as u64;
+            let l = lpn + i;
             let Some(ppn) = self.map.get(l) else {
-                buf[i * ps..(i + 1) * ps].fill(0);
+                f(&zeros)?;
                 i += 1;
                 continue;
             };
             lpns.clear();
             lpns.push(l);
             let mut j = i + 1;
-            while j < pages && self.map.get(lpn + j as u64) == Some(ppn + (j - i) as u64) {
-                lpns.push(lpn + j as u64);
+            while j < pages && j - i < max_run && self.map.get(lpn + j) == Some(ppn + (j - i)) {
+                lpns.push(lpn + j);
                 j += 1;
             }
-            self.nand.read(ppn, &lpns, &mut buf[i * ps..j * ps])?;
+            self.nand.with_pages(ppn, &lpns, &mut f)??;
             i = j;
         }
         Ok(())

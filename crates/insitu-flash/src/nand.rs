@@ -6,6 +6,10 @@
 //! holding the logical page it stores and a CRC-32 of its data: reads check it, as the ECC of a real
 //! controller would, and `fsck` uses it to cross-check the FTL map.
 //!
+//! Reads go through a read-only memory map of the image, so in-device programs can scan pages in place
+//! (zero-copy, like a flash engine streaming pages past its logic) and a copy, when wanted, is one memcpy.
+//! Programs and erases use the file descriptor.
+//!
 //! State is sparse: only blocks that were ever programmed have an entry, and blocks at or past
 //! `frontier` are fresh (erased, never used). Memory therefore grows with the data written, not with the
 //! declared capacity.
@@ -15,6 +19,8 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use memmap2::Mmap;
 
 use serde::{Deserialize, Serialize};
 
@@ -83,6 +89,8 @@ pub struct Nand {
     image: File,
     oob: File,
     image_path: PathBuf,
+    image_map: Mmap,
+    oob_map: Mmap,
     blocks: HashMap<BlockId, BlockState>,
     /// Blocks `>= frontier` have never been programmed.
     frontier: BlockId,
@@ -103,11 +111,15 @@ impl Nand {
         let image_len = geo.total_pages() * geo.page_size as u64;
         image.set_len(image_len).map_err(|e| FlashError::io(&image_path, e))?;
         oob.set_len(geo.total_pages() * OOB_BYTES as u64).map_err(|e| FlashError::io(&oob_path, e))?;
+        let image_map = sys::map_readonly(&image).map_err(|e| FlashError::io(&image_path, e))?;
+        let oob_map = sys::map_readonly(&oob).map_err(|e| FlashError::io(&oob_path, e))?;
         Ok(Nand {
             geo,
             image,
             oob,
             image_path,
+            image_map,
+            oob_map,
             blocks: HashMap::new(),
             frontier: 0,
             counters: NandCounters::default(),
@@ -185,21 +197,26 @@ impl Nand {
     /// Reads `lpns.len()` physically consecutive pages starting at `ppn` into `buf` and checks each page's
     /// OOB (it must hold the expected logical page and the CRC of the data read).
     pub fn read(&self, ppn: Ppn, lpns: &[Lpn], buf: &mut [u8]) -> Result<()> {
+        self.with_pages(ppn, lpns, |data| buf.copy_from_slice(data))
+    }
+
+    /// Checks `lpns.len()` physically consecutive pages from `ppn` (programmed, spare area naming the
+    /// expected logical pages, checksums matching) and hands their bytes to `f` in place, without a copy.
+    pub fn with_pages<R>(&self, ppn: Ppn, lpns: &[Lpn], f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let ps = self.geo.page_size as usize;
         let count = lpns.len();
-        debug_assert_eq!(buf.len(), count * ps);
-        for i in 0..count as u64 {
-            let p = ppn + i;
+        let end =
+            ppn.checked_add(count as u64).filter(|e| *e <= self.geo.total_pages()).ok_or_else(|| {
+                FlashError::NandViolation(format!("read of pages {ppn}+{count} past the array"))
+            })?;
+        for p in ppn..end {
             let st = self.block(self.geo.block_of(p));
             if self.geo.page_in_block(p) >= st.write_ptr {
                 return Err(FlashError::NandViolation(format!("read of erased page {p}")));
             }
         }
-        self.image.read_exact_at(buf, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
-        let mut oob = vec![0u8; count * OOB_BYTES];
-        self.oob
-            .read_exact_at(&mut oob, ppn * OOB_BYTES as u64)
-            .map_err(|e| FlashError::io(&self.image_path, e))?;
+        let data = &self.image_map[ppn as usize * ps..end as usize * ps];
+        let oob = &self.oob_map[ppn as usize * OOB_BYTES..end as usize * OOB_BYTES];
         for (i, want_lpn) in lpns.iter().enumerate() {
             let p = ppn + i as u64;
             let rec = Oob::decode(&oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
@@ -208,7 +225,7 @@ impl Nand {
                 Some(r) if r.lpn != *want_lpn => {
                     Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
                 }
-                Some(r) if r.crc != crc32fast::hash(&buf[i * ps..(i + 1) * ps]) => {
+                Some(r) if r.crc != crc32fast::hash(&data[i * ps..(i + 1) * ps]) => {
                     Some("data does not match its checksum".to_string())
                 }
                 Some(_) => None,
@@ -222,16 +239,13 @@ impl Nand {
             }
         }
         self.counters.pages_read.fetch_add(count as u64, Ordering::Relaxed);
-        Ok(())
+        Ok(f(data))
     }
 
     /// Reads the OOB record of one page without reading its data (fsck).
-    pub fn read_oob(&self, ppn: Ppn) -> Result<Option<Oob>> {
-        let mut b = [0u8; OOB_BYTES];
-        self.oob
-            .read_exact_at(&mut b, ppn * OOB_BYTES as u64)
-            .map_err(|e| FlashError::io(&self.image_path, e))?;
-        Ok(Oob::decode(&b))
+    pub fn read_oob(&self, ppn: Ppn) -> Option<Oob> {
+        let at = ppn as usize * OOB_BYTES;
+        self.oob_map.get(at..at + OOB_BYTES).and_then(Oob::decode)
     }
 
     /// Erases `block`: all its pages become programmable again; its erase count grows by one.

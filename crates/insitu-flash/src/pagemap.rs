@@ -42,6 +42,26 @@ impl PageMap {
         }
     }
 
+    /// Maps `lpn + i` to `ppn + i` for `i < n`, over pages that are not mapped yet (checkpoint restore).
+    pub fn set_run(&mut self, lpn: Lpn, ppn: Ppn, n: u64) {
+        let mut i = 0;
+        while i < n {
+            let l = lpn + i;
+            let key = l / CHUNK;
+            let c = self.chunks.entry(key).or_insert_with(|| vec![UNMAPPED; CHUNK as usize].into());
+            let start = (l % CHUNK) as usize;
+            let take = ((CHUNK - l % CHUNK).min(n - i)) as usize;
+            for (k, slot) in c[start..start + take].iter_mut().enumerate() {
+                debug_assert_eq!(*slot, UNMAPPED, "set_run over a mapped page");
+                if *slot == UNMAPPED {
+                    self.mapped += 1;
+                }
+                *slot = ppn + i + k as u64;
+            }
+            i += take as u64;
+        }
+    }
+
     /// Unmaps `lpn`; returns the physical page it had.
     pub fn unset(&mut self, lpn: Lpn) -> Option<Ppn> {
         let key = lpn / CHUNK;
@@ -94,5 +114,9 @@ mod tests {
         assert_eq!(m.unset(2000), Some(7));
         assert_eq!(m.get(2000), None);
         assert_eq!(m.mapped(), 2);
+        let mut r = PageMap::new();
+        r.set_run(1020, 50, 10);
+        assert_eq!(r.runs(), vec![(1020, 50, 10)]);
+        assert_eq!((r.get(1029), r.mapped()), (Some(59), 10));
     }
 }

@@ -40,3 +40,15 @@ pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
         Err(err)
     }
 }
+
+/// Maps `file` read-only, whole.
+///
+/// SAFETY argument for the callers: the image and spare-area files belong to one device of an array whose
+/// lock (flock on `LOCK`) this process holds, so no other process writes them; inside the process they
+/// are written (pwrite, hole punching) only through `&mut Nand`, i.e. under the device's flash write lock,
+/// while every slice of the map lives only inside a `&Nand` borrow (the read lock). No byte a slice shows
+/// changes while the slice exists.
+pub fn map_readonly(file: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: see above; the mapping is read-only and the file is never truncated below the mapped size.
+    unsafe { memmap2::MmapOptions::new().map(file) }
+}

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use insitu_device::cputime::thread_cpu_ns;
 use insitu_device::{Args, Command, MemHandle, Response, Value};
-use insitu_kernels::search::Finder;
+use insitu_kernels::search::{Finder, StreamSearch};
 use serde::Serialize;
 use serde_json::json;
 
@@ -188,31 +188,14 @@ fn search_host(
     finder: &Finder,
     want_offsets: bool,
 ) -> Result<(SearchResult, HostWork)> {
-    let keep = finder.len() - 1;
-    let mut window: Vec<u8> = Vec::with_capacity(entry.stripe_unit as usize + keep);
-    let mut window_start = 0u64;
-    let mut count = 0u64;
-    let mut offsets = want_offsets.then(Vec::new);
+    let mut stream = StreamSearch::new(finder, 0, want_offsets);
     let mut cpu_ns = 0u64;
-    for_each_piece(array, entry, |global, data| {
+    for_each_piece(array, entry, |_, data| {
         let c0 = thread_cpu_ns();
-        // The window is the carried tail of the previous piece (too short to hold a match) + this piece.
-        if window.is_empty() {
-            window_start = global;
-        }
-        window.extend_from_slice(data);
-        match offsets.as_mut() {
-            Some(o) => finder.offsets_starting_before(&window, window.len(), window_start, o),
-            None => count += finder.count(&window),
-        }
-        let cut = window.len().saturating_sub(keep);
-        window.drain(..cut);
-        window_start += cut as u64;
+        stream.feed(data);
         cpu_ns += thread_cpu_ns().saturating_sub(c0);
         Ok(())
     })?;
-    if let Some(o) = &offsets {
-        count = o.len() as u64;
-    }
+    let (count, offsets) = stream.finish();
     Ok((SearchResult { count, offsets }, HostWork::single("search", cpu_ns)))
 }

@@ -91,6 +91,94 @@ impl Finder {
     }
 }
 
+/// Searches a stream that arrives in slices of any size (pages in place, network pieces), counting or
+/// locating every match exactly once, including matches that straddle slice boundaries (the *seams*).
+///
+/// Only the last `len - 1` bytes are carried between slices: a match wholly inside a slice is found in the
+/// slice itself; one that starts in the carried bytes is found at the seam, and never both.
+#[derive(Debug, Clone)]
+pub struct StreamSearch<'f> {
+    finder: &'f Finder,
+    /// Up to `len - 1` bytes preceding the next slice.
+    carry: Vec<u8>,
+    /// Stream position of `carry[0]`.
+    carry_pos: u64,
+    /// Stream position of the next byte fed.
+    pos: u64,
+    seam: Vec<u8>,
+    count: u64,
+    offsets: Option<Vec<u64>>,
+}
+
+impl<'f> StreamSearch<'f> {
+    /// A stream starting at position `base`; collects offsets if `want_offsets`.
+    pub fn new(finder: &'f Finder, base: u64, want_offsets: bool) -> Self {
+        StreamSearch {
+            finder,
+            carry: Vec::with_capacity(finder.len()),
+            carry_pos: base,
+            pos: base,
+            seam: Vec::with_capacity(2 * finder.len()),
+            count: 0,
+            offsets: want_offsets.then(Vec::new),
+        }
+    }
+
+    /// Feeds the next slice of the stream.
+    pub fn feed(&mut self, s: &[u8]) {
+        self.seam_matches(s);
+        match self.offsets.as_mut() {
+            Some(o) => self.finder.offsets_starting_before(s, s.len(), self.pos, o),
+            None => self.count += self.finder.count(s),
+        }
+        self.pos += s.len() as u64;
+        // New carry: the last len - 1 bytes of (carry ++ s).
+        let keep = self.finder.len() - 1;
+        if s.len() >= keep {
+            self.carry.clear();
+            self.carry.extend_from_slice(&s[s.len() - keep..]);
+        } else {
+            self.carry.extend_from_slice(s);
+            let cut = self.carry.len().saturating_sub(keep);
+            self.carry.drain(..cut);
+        }
+        self.carry_pos = self.pos - self.carry.len() as u64;
+    }
+
+    /// Counts matches that start in the carried bytes and end inside `s` (without feeding `s`).
+    fn seam_matches(&mut self, s: &[u8]) {
+        if self.carry.is_empty() || s.is_empty() {
+            return;
+        }
+        self.seam.clear();
+        self.seam.extend_from_slice(&self.carry);
+        self.seam.extend_from_slice(&s[..s.len().min(self.finder.len() - 1)]);
+        let limit = self.carry.len();
+        match self.offsets.as_mut() {
+            Some(o) => self.finder.offsets_starting_before(&self.seam, limit, self.carry_pos, o),
+            None => self.count += self.finder.count_starting_before(&self.seam, limit),
+        }
+    }
+
+    /// Ends the stream with a *halo*: bytes that follow it but belong to someone else. Matches that start
+    /// in the stream and end in the halo are counted; matches wholly inside the halo are not.
+    pub fn finish_with_halo(mut self, halo: &[u8]) -> (u64, Option<Vec<u64>>) {
+        self.seam_matches(halo);
+        self.finish()
+    }
+
+    /// Ends the stream: `(count, offsets if asked)`. Offsets are in increasing order.
+    pub fn finish(self) -> (u64, Option<Vec<u64>>) {
+        match self.offsets {
+            Some(mut o) => {
+                o.sort_unstable();
+                (o.len() as u64, Some(o))
+            }
+            None => (self.count, None),
+        }
+    }
+}
+
 /// Naive reference: every start position `i` with `hay[i..i + pat.len()] == pat`. For tests.
 pub fn naive_offsets(hay: &[u8], pat: &[u8]) -> Vec<u64> {
     if pat.is_empty() || pat.len() > hay.len() {
@@ -135,6 +223,33 @@ mod tests {
             let want = naive_offsets(&hay, &pat);
             prop_assert_eq!(f.count(&hay), want.len() as u64);
             prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn streams_split_anywhere_find_every_match_once(
+            hay in proptest::collection::vec(0u8..2, 0..300),
+            pat in proptest::collection::vec(0u8..2, 1..7),
+            cuts in proptest::collection::vec(0usize..300, 0..12),
+            halo_len in 0usize..8,
+            offsets in any::<bool>(),
+        ) {
+            let f = Finder::new(&pat).unwrap();
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|c| *c <= hay.len()).collect();
+            cuts.sort_unstable();
+            // The last `halo_len` bytes are a halo: matches starting there belong to the next stream.
+            let body = hay.len().saturating_sub(halo_len);
+            let mut st = StreamSearch::new(&f, 100, offsets);
+            let mut prev = 0;
+            for c in cuts.into_iter().map(|c| c.min(body)).chain([body]) {
+                st.feed(&hay[prev..c]);
+                prev = c;
+            }
+            let (count, got) = st.finish_with_halo(&hay[body..]);
+            let want: Vec<u64> = naive_offsets(&hay, &pat).into_iter().filter(|p| (*p as usize) < body).map(|p| p + 100).collect();
+            prop_assert_eq!(count, want.len() as u64);
+            if offsets {
+                prop_assert_eq!(got.unwrap(), want);
+            }
         }
 
         #[test]

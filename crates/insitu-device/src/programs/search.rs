@@ -8,15 +8,13 @@
 //! the first `len - 1` bytes of every following stripe. The host builds it with the `heads` program on the
 //! next device and a device-to-device copy.
 
-use insitu_kernels::search::Finder;
+use insitu_kernels::search::{Finder, StreamSearch};
 
 use crate::command::{Args, Value};
 use crate::error::Result;
 use crate::program::{Program, ProgramContext};
 use crate::stripe::StripeLayout;
 
-/// Bytes scanned per tile when device memory allows.
-pub const DEFAULT_TILE_BYTES: u64 = 8 << 20;
 /// Longest pattern accepted (a match then spans at most two stripes of the default unit).
 pub const MAX_PATTERN_BYTES: usize = 64 << 10;
 
@@ -75,56 +73,28 @@ impl Program for Search {
         let halo_width = pattern.len() - 1;
         let halo = if layout.count > 1 && halo_width > 0 { Some(ctx.buffer(0)?) } else { None };
         let halo_shift = (layout.index as usize + 1) / layout.count as usize;
-
-        // Tile to fit device memory: a tile plus its overlap must be reservable.
-        let tile = DEFAULT_TILE_BYTES.min(ctx.memory_available().saturating_sub(halo_width as u64) / 2);
-        if tile < (halo_width as u64 + 1).max(4096) {
-            return Err(crate::DeviceError::MemoryExhausted {
-                requested: (halo_width as u64 + 1).max(4096) * 2,
-                available: ctx.memory_available(),
-                capacity: ctx.inner.memory.capacity(),
-            });
-        }
-        let _mem = ctx.reserve(tile + halo_width as u64)?;
-        let mut buf = vec![0u8; (tile as usize) + halo_width];
+        // Pages stream through in runs of at most MAX_RUN_BYTES; that much device memory must be free.
+        let _staging = ctx.reserve(insitu_flash::ftl::MAX_RUN_BYTES + 2 * pattern.len() as u64)?;
         let mut count = 0u64;
         let mut offsets = Vec::new();
         for (k, chunk) in layout.chunks().iter().enumerate() {
-            let mut pos = 0u64;
-            while pos < chunk.len {
-                let n = tile.min(chunk.len - pos);
-                let extra_inside = (halo_width as u64).min(chunk.len - pos - n);
-                let mut have = (n + extra_inside) as usize;
-                ctx.read_object(object, chunk.local_offset + pos, &mut buf[..have])?;
-                if pos + n == chunk.len {
-                    // Last tile of the stripe: append the head of the next stripe, if there is one.
-                    let next = chunk.global_offset + chunk.len;
-                    let h = (halo_width as u64).min(layout.total_size.saturating_sub(next)) as usize;
-                    if h > 0 {
-                        if let Some(halo) = &halo {
-                            let src = halo.lock();
-                            let at = (k + halo_shift) * halo_width;
-                            let slot = src.get(at..at + h).ok_or_else(|| ctx.bad("halo buffer too short"))?;
-                            buf[have..have + h].copy_from_slice(slot);
-                            have += h;
-                        }
-                    }
+            // Stripes of one device are not contiguous in the object: each is its own stream, ended by the
+            // head of the stripe that follows it (the halo), if there is one.
+            let mut stream = StreamSearch::new(&finder, chunk.global_offset, want_offsets);
+            ctx.read_object_with(object, chunk.local_offset, chunk.len, |s| stream.feed(s))?;
+            let next = chunk.global_offset + chunk.len;
+            let h = (halo_width as u64).min(layout.total_size.saturating_sub(next)) as usize;
+            let (n, o) = match &halo {
+                Some(halo) if h > 0 => {
+                    let src = halo.lock();
+                    let at = (k + halo_shift) * halo_width;
+                    let slot = src.get(at..at + h).ok_or_else(|| ctx.bad("halo buffer too short"))?;
+                    stream.finish_with_halo(slot)
                 }
-                if want_offsets {
-                    finder.offsets_starting_before(
-                        &buf[..have],
-                        n as usize,
-                        chunk.global_offset + pos,
-                        &mut offsets,
-                    );
-                } else {
-                    count += finder.count_starting_before(&buf[..have], n as usize);
-                }
-                pos += n;
-            }
-        }
-        if want_offsets {
-            count = offsets.len() as u64;
+                _ => stream.finish(),
+            };
+            count += n;
+            offsets.extend(o.into_iter().flatten());
         }
         let mut out =
             Args::new().with("count", Value::U64(count)).with("bytes_scanned", Value::U64(part.size));

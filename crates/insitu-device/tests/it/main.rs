@@ -129,7 +129,8 @@ fn commands_complete_as_polled_events_in_fifo_order() {
         c.unwrap().result.unwrap();
     }
     dev.call(Command::Commit { txn }).unwrap();
-    let Response::Data(all) = dev.call(Command::Read { name: "seq".into(), offset: 0, len: 50_000, buf: vec![7; 10] }).unwrap()
+    let Response::Data(all) =
+        dev.call(Command::Read { name: "seq".into(), offset: 0, len: 50_000, buf: vec![7; 10] }).unwrap()
     else {
         panic!()
     };
