@@ -45,7 +45,7 @@ enum Cmd {
         /// Logical capacity per device (e.g. 64GiB, 4TB); the image is sparse. Default: the profile's.
         #[arg(long)]
         capacity: Option<String>,
-        /// Stripe unit for objects spread over all devices (default 1MiB).
+        /// Stripe unit for objects spread over all devices (default 4MiB).
         #[arg(long)]
         stripe_unit: Option<String>,
     },

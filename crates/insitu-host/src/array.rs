@@ -20,7 +20,7 @@ use crate::error::{HostError, Result};
 use crate::fault::FaultPlan;
 
 /// Default stripe unit: large extents, so each device streams long runs (BlueDBM-style global space).
-pub const DEFAULT_STRIPE_UNIT: u64 = 1 << 20;
+pub const DEFAULT_STRIPE_UNIT: u64 = 4 << 20;
 
 /// What opening the array cleaned up.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -21,7 +21,7 @@ use crate::report::{Measure, Report};
 /// Commands kept in flight per device while streaming.
 const WINDOW_PER_DEVICE: usize = 4;
 /// Reads are issued in pieces of this size: small enough that the recycled buffers stay in cache.
-const READ_PIECE_BYTES: u64 = 1024 << 10;
+const READ_PIECE_BYTES: u64 = 2048 << 10;
 /// Reads kept in flight per device.
 const READ_WINDOW_PER_DEVICE: usize = 2;
 

@@ -100,7 +100,7 @@ fn a_corrupted_image_page_is_named_by_fsck_and_get_fails_cleanly() {
     env.init(&["--devices", "2", "--profile", "tiny"]);
     let f = env.write("victim", &text(300_000, 6, b"abcdef"));
     env.ok(&["put", s(&f)]);
-    // Flip bytes in the first programmed block of device 0 (a 300 KB object fits in its first 1 MiB stripe).
+    // Flip bytes in the first programmed block of device 0 (a 300 KB object fits in its first 4 MiB stripe).
     let img = std::fs::OpenOptions::new().write(true).open(env.data().join("dev0/nand.img")).unwrap();
     img.write_all_at(b"garbage!", 5000).unwrap();
     let o = env.run(&["fsck"]);

@@ -172,3 +172,48 @@ fn search_needs_device_memory_for_a_tile() {
     let err = dev.call(Command::Execute { program: "search".into(), args, buffers: vec![] }).unwrap_err();
     assert!(matches!(err, DeviceError::MemoryExhausted { .. }), "{err}");
 }
+
+#[test]
+fn device_memory_round_trips_to_storage_over_the_internal_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = tiny(dir.path(), 0);
+    let h = handle(dev.call(Command::AllocMemory { bytes: 10_000 }).unwrap());
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    dev.call(Command::WriteMemory { dst: h, offset: 0, data: data.clone() }).unwrap();
+    let Response::Txn(txn) = dev
+        .call(Command::CreateObject {
+            name: "out".into(),
+            kind: "blob".into(),
+            attrs: Default::default(),
+            expected_size: None,
+        })
+        .unwrap()
+    else {
+        panic!()
+    };
+    dev.call(Command::StoreToObject { src: h, offset: 1000, len: 9000, txn }).unwrap();
+    dev.call(Command::Commit { txn }).unwrap();
+    let c = dev.counters();
+    assert_eq!((c.host_to_device, c.device_mem_to_flash), (10_000, 9000));
+    let Response::Data(back) =
+        dev.call(Command::Read { name: "out".into(), offset: 0, len: 9000, buf: Vec::new() }).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(back, data[1000..]);
+}
+
+#[test]
+fn block_commands_read_write_trim_and_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = tiny(dir.path(), 0);
+    dev.call(Command::WriteLba { lba: 10, data: vec![3u8; 8192] }).unwrap();
+    dev.call(Command::Flush).unwrap();
+    let Response::Data(d) = dev.call(Command::ReadLba { lba: 9, blocks: 4 }).unwrap() else { panic!() };
+    assert!(d[..4096].iter().all(|b| *b == 0) && d[4096..12288].iter().all(|b| *b == 3));
+    dev.call(Command::TrimLba { lba: 10, blocks: 1 }).unwrap();
+    let Response::Data(d) = dev.call(Command::ReadLba { lba: 10, blocks: 2 }).unwrap() else { panic!() };
+    assert!(d[..4096].iter().all(|b| *b == 0) && d[4096..].iter().all(|b| *b == 3));
+    let Response::Fsck(r) = dev.call(Command::Fsck).unwrap() else { panic!() };
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+}
