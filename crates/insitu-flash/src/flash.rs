@@ -10,7 +10,7 @@ use crate::error::{FlashError, Result};
 use crate::ftl::{Ftl, FtlStats, WearStats};
 use crate::geometry::{Geometry, Lpn, PhysicalPage};
 use crate::interval::IntervalSet;
-use crate::namespace::{validate_name, Extent, ObjectMeta, Txn};
+use crate::namespace::{self, validate_name, Extent, ObjectMeta, Txn};
 use crate::nand::{Nand, NandStats};
 use crate::persist::{self, CheckpointState, Journal, Record, Superblock, FORMAT_VERSION};
 
@@ -147,18 +147,16 @@ impl Flash {
         let corrupt =
             |d: String| FlashError::Corrupt { what: "journal", path: self.dir.join("journal"), detail: d };
         match rec {
-            Record::Reserve { txn, lpn, count } => {
-                let t = self.txns.entry(*txn).or_insert_with(|| Txn {
-                    name: format!("(transaction {txn})"),
-                    kind: String::new(),
-                    attrs: BTreeMap::new(),
-                    reserved: Vec::new(),
-                    written_pages: 0,
-                    size: 0,
-                    tail: Vec::new(),
-                });
-                t.reserved.push(Extent { lpn: *lpn, pages: *count });
+            Record::Begin { txn, name } => {
+                self.txns.insert(*txn, Txn::new(name, "", BTreeMap::new()));
                 self.next_txn = self.next_txn.max(txn + 1);
+            }
+            Record::Reserve { txn, lpn, count } => {
+                let t = self
+                    .txns
+                    .get_mut(txn)
+                    .ok_or_else(|| corrupt(format!("reserve for unknown transaction {txn}")))?;
+                t.reserved.push(Extent { lpn: *lpn, pages: *count });
             }
             Record::Commit { txn, object } => {
                 self.txns.remove(txn);
@@ -249,18 +247,8 @@ impl Flash {
         }
         let id = self.next_txn;
         self.next_txn += 1;
-        self.txns.insert(
-            id,
-            Txn {
-                name: name.to_string(),
-                kind: kind.to_string(),
-                attrs,
-                reserved: Vec::new(),
-                written_pages: 0,
-                size: 0,
-                tail: Vec::new(),
-            },
-        );
+        self.ftl.journal.append(&Record::Begin { txn: id, name: name.to_string() })?;
+        self.txns.insert(id, Txn::new(name, kind, attrs));
         if let Some(size) = expected_size {
             let pages = size.div_ceil(self.page_size() as u64);
             if let Err(e) = self.reserve(id, pages) {
@@ -331,14 +319,7 @@ impl Flash {
             self.reserve(txn, want)?;
         }
         let t = self.txns.get(&txn).ok_or(FlashError::UnknownTxn(txn))?;
-        let meta = ObjectMeta {
-            name: String::new(),
-            kind: String::new(),
-            size: 0,
-            extents: t.reserved.clone(),
-            attrs: BTreeMap::new(),
-        };
-        let runs = meta.runs(t.written_pages, pages);
+        let runs = namespace::runs(&t.reserved, t.written_pages, pages);
         let mut off = 0usize;
         for (lpn, n) in runs {
             let len = (n * ps) as usize;

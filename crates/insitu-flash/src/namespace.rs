@@ -51,23 +51,28 @@ impl ObjectMeta {
 
     /// Logical runs `(lpn, pages)` covering object pages `first..first + count`, in object order.
     pub fn runs(&self, first: u64, count: u64) -> Vec<(Lpn, u64)> {
-        let mut out = Vec::new();
-        let (mut skip, mut left) = (first, count);
-        for e in &self.extents {
-            if left == 0 {
-                break;
-            }
-            if skip >= e.pages {
-                skip -= e.pages;
-                continue;
-            }
-            let n = (e.pages - skip).min(left);
-            out.push((e.lpn + skip, n));
-            left -= n;
-            skip = 0;
-        }
-        out
+        runs(&self.extents, first, count)
     }
+}
+
+/// Logical runs `(lpn, pages)` covering pages `first..first + count` of a list of extents.
+pub(crate) fn runs(extents: &[Extent], first: u64, count: u64) -> Vec<(Lpn, u64)> {
+    let mut out = Vec::new();
+    let (mut skip, mut left) = (first, count);
+    for e in extents {
+        if left == 0 {
+            break;
+        }
+        if skip >= e.pages {
+            skip -= e.pages;
+            continue;
+        }
+        let n = (e.pages - skip).min(left);
+        out.push((e.lpn + skip, n));
+        left -= n;
+        skip = 0;
+    }
+    out
 }
 
 /// Checks an object name: non-empty, at most [`MAX_NAME_BYTES`], no `/`, no `..`, no NUL or other control
@@ -111,6 +116,18 @@ pub(crate) struct Txn {
 }
 
 impl Txn {
+    pub fn new(name: &str, kind: &str, attrs: BTreeMap<String, String>) -> Txn {
+        Txn {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            attrs,
+            reserved: Vec::new(),
+            written_pages: 0,
+            size: 0,
+            tail: Vec::new(),
+        }
+    }
+
     pub fn reserved_pages(&self) -> u64 {
         self.reserved.iter().map(|e| e.pages).sum()
     }

@@ -54,6 +54,11 @@ pub enum Record {
     Erase {
         block: BlockId,
     },
+    /// A write transaction started creating object `name`.
+    Begin {
+        txn: u64,
+        name: String,
+    },
     /// A write transaction reserved logical pages for a new object.
     Reserve {
         txn: u64,

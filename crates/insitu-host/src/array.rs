@@ -11,7 +11,7 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use insitu_device::{Command, Device, DeviceCounters, Profile, Response};
+use insitu_device::{Command, Device, DeviceCounters, MemHandle, Profile, Response};
 use insitu_flash::FsckReport;
 use serde::Serialize;
 
@@ -21,6 +21,30 @@ use crate::fault::FaultPlan;
 
 /// Default stripe unit: large extents, so each device streams long runs (BlueDBM-style global space).
 pub const DEFAULT_STRIPE_UNIT: u64 = 4 << 20;
+
+/// A buffer in one device's memory, freed when dropped (also when an operator fails half-way).
+#[derive(Debug)]
+pub struct DeviceBuffer<'a> {
+    pub device: &'a Device,
+    pub handle: MemHandle,
+    pub bytes: u64,
+}
+
+impl<'a> DeviceBuffer<'a> {
+    pub fn alloc(array: &'a Array, device: u32, bytes: u64) -> Result<DeviceBuffer<'a>> {
+        let d = array.device(device)?;
+        match d.call(Command::AllocMemory { bytes }).map_err(HostError::device(device))? {
+            Response::Handle(handle) => Ok(DeviceBuffer { device: d, handle, bytes }),
+            _ => unreachable!("AllocMemory answers with a handle"),
+        }
+    }
+}
+
+impl Drop for DeviceBuffer<'_> {
+    fn drop(&mut self) {
+        let _ = self.device.call(Command::FreeMemory { handle: self.handle });
+    }
+}
 
 /// What opening the array cleaned up.
 #[derive(Debug, Clone, Default, Serialize)]

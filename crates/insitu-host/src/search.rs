@@ -10,12 +10,12 @@
 use std::time::Instant;
 
 use insitu_device::cputime::thread_cpu_ns;
-use insitu_device::{Args, Command, MemHandle, Response, Value};
+use insitu_device::{Args, Command, Response, Value};
 use insitu_kernels::search::{Finder, StreamSearch};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::array::Array;
+use crate::array::{Array, DeviceBuffer};
 use crate::blob::for_each_piece;
 use crate::catalog::ObjectEntry;
 use crate::error::{HostError, Result};
@@ -83,13 +83,6 @@ fn stripe_args(entry: &ObjectEntry, i: usize) -> Args {
         .with("device_count", Value::U64(l.count as u64))
 }
 
-fn alloc(array: &Array, dev: u32, bytes: u64) -> Result<MemHandle> {
-    match array.device(dev)?.call(Command::AllocMemory { bytes }).map_err(HostError::device(dev))? {
-        Response::Handle(h) => Ok(h),
-        _ => unreachable!("AllocMemory answers with a handle"),
-    }
-}
-
 fn search_device(
     array: &Array,
     entry: &ObjectEntry,
@@ -98,8 +91,8 @@ fn search_device(
 ) -> Result<SearchResult> {
     let n = entry.devices.len();
     let width = pattern.len() as u64 - 1;
-    // Halos: device i needs the heads of part (i + 1) % n.
-    let mut halos: Vec<Option<MemHandle>> = vec![None; n];
+    // Halos: device i needs the heads of part (i + 1) % n. Buffers are freed when dropped, errors included.
+    let mut halos: Vec<Option<DeviceBuffer<'_>>> = (0..n).map(|_| None).collect();
     if n > 1 && width > 0 {
         if entry.stripe_unit < pattern.len() as u64 {
             return Err(HostError::InvalidArgument(format!(
@@ -109,33 +102,30 @@ fn search_device(
             )));
         }
         let mut heads = Vec::with_capacity(n);
-        for i in 0..n {
-            let dev = entry.devices[i];
+        for (i, dev) in entry.devices.iter().copied().enumerate() {
             let bytes = entry.layout(i).chunks().len() as u64 * width;
-            let h = alloc(array, dev, bytes.max(1))?;
+            let buf = DeviceBuffer::alloc(array, dev, bytes.max(1))?;
             let args = stripe_args(entry, i).with("width", Value::U64(width));
-            let id = array
-                .device(dev)?
-                .submit(Command::Execute { program: "heads".into(), args, buffers: vec![h] })
-                .map_err(HostError::device(dev))?;
-            heads.push((dev, h, bytes, id));
+            let cmd = Command::Execute { program: "heads".into(), args, buffers: vec![buf.handle] };
+            let id = array.device(dev)?.submit(cmd).map_err(HostError::device(dev))?;
+            heads.push((buf, bytes, id));
         }
-        for (dev, _, _, id) in &heads {
-            array.device(*dev)?.wait(*id).result.map_err(HostError::device(*dev))?;
+        for (buf, _, id) in &heads {
+            buf.device.wait(*id).result.map_err(HostError::device(buf.device.id()))?;
         }
-        for i in 0..n {
-            let (src_dev, src_h, bytes, _) = heads[(i + 1) % n];
-            let dst_dev = entry.devices[i];
-            let dst = alloc(array, dst_dev, bytes.max(1))?;
-            let peer = array.device(dst_dev)?.peer();
-            array
-                .device(src_dev)?
-                .call(Command::CopyToPeer { src: src_h, offset: 0, len: bytes, peer, dst, dst_offset: 0 })
-                .map_err(HostError::device(src_dev))?;
+        for (i, dev) in entry.devices.iter().copied().enumerate() {
+            let (src, bytes, _) = &heads[(i + 1) % n];
+            let dst = DeviceBuffer::alloc(array, dev, (*bytes).max(1))?;
+            let cmd = Command::CopyToPeer {
+                src: src.handle,
+                offset: 0,
+                len: *bytes,
+                peer: dst.device.peer(),
+                dst: dst.handle,
+                dst_offset: 0,
+            };
+            src.device.call(cmd).map_err(HostError::device(src.device.id()))?;
             halos[i] = Some(dst);
-        }
-        for (dev, h, _, _) in heads {
-            array.device(dev)?.call(Command::FreeMemory { handle: h }).map_err(HostError::device(dev))?;
         }
     }
     let mut ids = Vec::with_capacity(n);
@@ -143,7 +133,7 @@ fn search_device(
         let args = stripe_args(entry, i)
             .with("pattern", Value::Bytes(pattern.to_vec()))
             .with("offsets", Value::Bool(want_offsets));
-        let buffers = halo.iter().copied().collect();
+        let buffers = halo.iter().map(|b| b.handle).collect();
         let id = array
             .device(dev)?
             .submit(Command::Execute { program: "search".into(), args, buffers })
@@ -165,12 +155,6 @@ fn search_device(
             Err(e) => {
                 first_err.get_or_insert(e);
             }
-        }
-    }
-    for (i, h) in halos.iter().enumerate() {
-        if let Some(h) = h {
-            let dev = entry.devices[i];
-            array.device(dev)?.call(Command::FreeMemory { handle: *h }).map_err(HostError::device(dev))?;
         }
     }
     if let Some(e) = first_err {

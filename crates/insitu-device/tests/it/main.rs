@@ -7,18 +7,21 @@ fn tiny(dir: &std::path::Path, id: u32) -> Device {
     Device::format(dir, id, Profile::load("tiny").unwrap(), 8 << 20).unwrap()
 }
 
-fn put(dev: &Device, name: &str, data: &[u8]) {
-    let Response::Txn(txn) = dev
-        .call(Command::CreateObject {
-            name: name.into(),
-            kind: "blob".into(),
-            attrs: Default::default(),
-            expected_size: Some(data.len() as u64),
-        })
-        .unwrap()
-    else {
-        panic!("expected a txn")
+fn create(dev: &Device, name: &str, expected_size: Option<u64>) -> u64 {
+    let cmd = Command::CreateObject {
+        name: name.into(),
+        kind: "blob".into(),
+        attrs: Default::default(),
+        expected_size,
     };
+    match dev.call(cmd).unwrap() {
+        Response::Txn(txn) => txn,
+        other => panic!("expected a txn, got {other:?}"),
+    }
+}
+
+fn put(dev: &Device, name: &str, data: &[u8]) {
+    let txn = create(dev, name, Some(data.len() as u64));
     dev.call(Command::Append { txn, data: data.to_vec() }).unwrap();
     dev.call(Command::Commit { txn }).unwrap();
 }
@@ -107,17 +110,7 @@ fn search_program_agrees_with_a_naive_scan_and_records_stats() {
 fn commands_complete_as_polled_events_in_fifo_order() {
     let dir = tempfile::tempdir().unwrap();
     let dev = tiny(dir.path(), 0);
-    let Response::Txn(txn) = dev
-        .call(Command::CreateObject {
-            name: "seq".into(),
-            kind: "blob".into(),
-            attrs: Default::default(),
-            expected_size: None,
-        })
-        .unwrap()
-    else {
-        panic!()
-    };
+    let txn = create(&dev, "seq", None);
     let ids =
         dev.submit_batch((0..50u8).map(|i| Command::Append { txn, data: vec![i; 1000] }).collect()).unwrap();
     for id in ids {
@@ -180,17 +173,7 @@ fn device_memory_round_trips_to_storage_over_the_internal_path() {
     let h = handle(dev.call(Command::AllocMemory { bytes: 10_000 }).unwrap());
     let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
     dev.call(Command::WriteMemory { dst: h, offset: 0, data: data.clone() }).unwrap();
-    let Response::Txn(txn) = dev
-        .call(Command::CreateObject {
-            name: "out".into(),
-            kind: "blob".into(),
-            attrs: Default::default(),
-            expected_size: None,
-        })
-        .unwrap()
-    else {
-        panic!()
-    };
+    let txn = create(&dev, "out", None);
     dev.call(Command::StoreToObject { src: h, offset: 1000, len: 9000, txn }).unwrap();
     dev.call(Command::Commit { txn }).unwrap();
     let c = dev.counters();
