@@ -139,6 +139,23 @@ pub fn run(data: &Path, size: u64, devices: u32, profile: &str, out: &Output) ->
         println!("{}\n", output::summary(&dev));
         println!("{}\n", output::summary(&host));
         println!("{}", side_by_side(&dev, &host));
+        println!("\nthe same search priced on every built-in profile ({devices} devices):");
+        println!(
+            "{:<16}{:>16}{:>16}{:>12}{:>16}",
+            "profile", "device (s)", "host (s)", "speed-up", "energy saved"
+        );
+        for (name, _) in insitu_device::profile::BUILTIN {
+            let p = Profile::load(name)?;
+            let (d, h) = (dev.remodel(&p), host.remodel(&p));
+            println!(
+                "{:<16}{:>16.5}{:>16.5}{:>11.2}x{:>15.2}x",
+                name,
+                d.time_s,
+                h.time_s,
+                h.time_s / d.time_s,
+                h.energy_j / d.energy_j
+            );
+        }
         println!(
             "\nread back: {} bytes, crc32 {} matches the file; fsck: clean",
             get.result["size"], want_crc

@@ -42,6 +42,16 @@ pub struct Report {
     pub bytes: PathBytes,
     pub ops: PathOps,
     pub modeled: Modeled,
+    /// The measured usage behind `modeled`, kept so the same run can be priced on other profiles.
+    #[serde(skip)]
+    pub phases: Vec<PhaseUsage>,
+}
+
+impl Report {
+    /// What this same run (same bytes, same CPU work) would take on another profile.
+    pub fn remodel(&self, profile: &insitu_device::Profile) -> Modeled {
+        model(profile, &self.phases)
+    }
 }
 
 impl PathBytes {
@@ -119,6 +129,7 @@ impl Measure {
             bytes: PathBytes::sum(&total),
             ops,
             modeled: model(array.profile(), &self.phases),
+            phases: self.phases,
         }
     }
 }
