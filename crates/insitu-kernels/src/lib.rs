@@ -3,6 +3,8 @@
 //! implementation of each kernel ("all paths agree" by construction, and checked by tests).
 //!
 //! - [`search`]: literal substring search (BlueDBM §5.1 string search, the device program `search`).
+//! - [`sort`]: key column -> sorted indices, radix (fast) and bitonic network (NASCENT §3.3-3.4).
+//! - [`merge`]: k-way merge of sorted runs.
 //!
 //! ```
 //! use insitu_kernels::search::Finder;
@@ -10,4 +12,6 @@
 //! assert_eq!(f.count(b"xxabyyab"), 2);
 //! ```
 
+pub mod merge;
 pub mod search;
+pub mod sort;
