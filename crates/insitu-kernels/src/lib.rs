@@ -5,6 +5,8 @@
 //! - [`search`]: literal substring search (BlueDBM §5.1 string search, the device program `search`).
 //! - [`sort`]: key column -> sorted indices, radix (fast) and bitonic network (NASCENT §3.3-3.4).
 //! - [`merge`]: k-way merge of sorted runs.
+//! - [`dict`]: dictionary encoding with 8/16-bit codes and run-time output widths (NASCENT §3.6).
+//! - [`gather`]: the shuffle, rows in sorted-index order (NASCENT §3.5).
 //!
 //! ```
 //! use insitu_kernels::search::Finder;
@@ -12,6 +14,8 @@
 //! assert_eq!(f.count(b"xxabyyab"), 2);
 //! ```
 
+pub mod dict;
+pub mod gather;
 pub mod merge;
 pub mod search;
 pub mod sort;
