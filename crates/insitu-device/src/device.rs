@@ -38,7 +38,7 @@ impl Inner {
         self.flash.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn flash_write(&self) -> RwLockWriteGuard<'_, Flash> {
+    pub(crate) fn flash_write(&self) -> RwLockWriteGuard<'_, Flash> {
         self.flash.write().unwrap_or_else(|p| p.into_inner())
     }
 

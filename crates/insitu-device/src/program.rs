@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use insitu_flash::ObjectMeta;
+use insitu_flash::{ObjectMeta, TxnId};
 
 use crate::command::{Args, ProgramInfo};
 use crate::device::Inner;
@@ -72,6 +72,37 @@ impl ProgramContext<'_> {
         Ok(())
     }
 
+    /// Starts writing a new object on this device's flash (a program's output, or a temporary run of an
+    /// out-of-core sort). Atomic like every object: invisible until [`ProgramContext::commit`].
+    pub fn create_object(
+        &self,
+        name: &str,
+        kind: &str,
+        attrs: BTreeMap<String, String>,
+        expected_size: Option<u64>,
+    ) -> Result<TxnId> {
+        Ok(self.inner.flash_write().create_object(name, kind, attrs, expected_size)?)
+    }
+
+    /// Appends device-memory bytes to an object being written (device memory -> flash).
+    pub fn append(&self, txn: TxnId, data: &[u8]) -> Result<()> {
+        self.inner.flash_write().append(txn, data)?;
+        Meters::add(&self.inner.meters.device_mem_to_flash, data.len() as u64);
+        Ok(())
+    }
+
+    pub fn commit(&self, txn: TxnId) -> Result<ObjectMeta> {
+        Ok(self.inner.flash_write().commit(txn)?)
+    }
+
+    pub fn abort(&self, txn: TxnId) -> Result<()> {
+        Ok(self.inner.flash_write().abort(txn)?)
+    }
+
+    pub fn delete(&self, name: &str) -> Result<()> {
+        Ok(self.inner.flash_write().delete(name)?)
+    }
+
     /// The `i`-th buffer the host passed to this run.
     pub fn buffer(&self, i: usize) -> Result<Arc<Buffer>> {
         let h = self
@@ -104,6 +135,9 @@ impl ProgramRegistry {
         let mut r = ProgramRegistry::default();
         r.register(Arc::new(crate::programs::search::Search));
         r.register(Arc::new(crate::programs::search::Heads));
+        r.register(Arc::new(crate::programs::nascent::DictDecode));
+        r.register(Arc::new(crate::programs::nascent::Sort));
+        r.register(Arc::new(crate::programs::nascent::Gather));
         r
     }
 

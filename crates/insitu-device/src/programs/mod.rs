@@ -2,5 +2,8 @@
 //!
 //! - [`search`]: literal string search over an object (BlueDBM §5.1), and `heads`, its helper that exports
 //!   the first bytes of each stripe so matches straddling two devices are found once.
+//! - [`nascent`]: `dict-decode`, `sort` (in memory or out of core through flash) and `gather` (the
+//!   shuffle), NASCENT §3.3-3.6.
 
+pub mod nascent;
 pub mod search;

@@ -1,9 +1,11 @@
 //! Device integration tests: the command set end to end on a real (temporary) device.
 #![allow(clippy::unwrap_used)]
 
+mod nascent;
+
 use insitu_device::{Args, Command, Device, DeviceError, Profile, Response, Value};
 
-fn tiny(dir: &std::path::Path, id: u32) -> Device {
+pub fn tiny(dir: &std::path::Path, id: u32) -> Device {
     Device::format(dir, id, Profile::load("tiny").unwrap(), 8 << 20).unwrap()
 }
 
@@ -20,13 +22,13 @@ fn create(dev: &Device, name: &str, expected_size: Option<u64>) -> u64 {
     }
 }
 
-fn put(dev: &Device, name: &str, data: &[u8]) {
+pub fn put(dev: &Device, name: &str, data: &[u8]) {
     let txn = create(dev, name, Some(data.len() as u64));
     dev.call(Command::Append { txn, data: data.to_vec() }).unwrap();
     dev.call(Command::Commit { txn }).unwrap();
 }
 
-fn handle(r: Response) -> u64 {
+pub fn handle(r: Response) -> u64 {
     match r {
         Response::Handle(h) => h,
         other => panic!("expected a handle, got {other:?}"),
