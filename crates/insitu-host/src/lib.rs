@@ -15,6 +15,7 @@ pub mod fault;
 pub mod model;
 pub mod report;
 pub mod search;
+pub mod table;
 pub mod units;
 
 pub use array::{Array, OpenReport, DEFAULT_STRIPE_UNIT};

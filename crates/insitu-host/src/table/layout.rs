@@ -1,0 +1,505 @@
+//! NASCENT's hybrid table layout (§3.5, Fig. 6c) for one device's part of a table: the key column stored
+//! column-wise (plain, dictionary-encoded, or strings with offsets), every other column stored row-wise so
+//! the shuffle reads each row with one sequential access.
+//!
+//! Row format (little-endian): `[null bitmap if any non-key column is nullable] field*`, where a
+//! fixed-width field takes its width (bool 1 byte, decimal 16) and a variable one (`Utf8`, `Binary`) is
+//! `u32 length | bytes`. Rows are back to back; when any field is variable, a row-offsets array (`u64`,
+//! rows + 1 entries) locates them.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryBuilder, BooleanBuilder, FixedSizeBinaryBuilder, PrimitiveBuilder,
+    StringBuilder,
+};
+use arrow::compute::cast;
+use arrow::datatypes::*;
+use arrow::record_batch::RecordBatch;
+use insitu_device::programs::nascent::KeyType;
+use insitu_kernels::dict::{self, Codes};
+
+use crate::error::{HostError, Result};
+use crate::table::schema::{ColType, KeyKind, TableSchema};
+
+/// The key column of a part.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EncodedKey {
+    /// Little-endian values of the device key type.
+    Plain { key_type: KeyType, data: Vec<u8> },
+    /// Dictionary page (raw value bits) and data page.
+    Dict { key_type: KeyType, dictionary: Vec<u64>, codes: Codes },
+    /// Byte strings: concatenated bytes and `rows + 1` offsets.
+    Bytes { data: Vec<u8>, offsets: Vec<u64> },
+}
+
+/// One device's part of a table, encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncodedPart {
+    pub rows: u64,
+    pub key: EncodedKey,
+    pub row_data: Vec<u8>,
+    /// `Some(offsets)` when rows vary in size.
+    pub row_offsets: Option<Vec<u64>>,
+    /// The size of every row when they are all alike.
+    pub row_size: Option<u64>,
+}
+
+/// Casts every column to its stored Arrow type (e.g. Utf8View -> Utf8).
+pub fn normalize(batch: &RecordBatch, schema: &TableSchema) -> Result<RecordBatch> {
+    let cols = batch
+        .columns()
+        .iter()
+        .zip(&schema.columns)
+        .map(|(a, c)| {
+            let want = c.ty.to_arrow();
+            if a.data_type() == &want {
+                Ok(a.clone())
+            } else {
+                cast(a, &want).map_err(|e| HostError::InvalidArgument(format!("column {:?}: {e}", c.name)))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(Arc::new(schema.to_arrow()), cols)
+        .map_err(|e| HostError::InvalidArgument(e.to_string()))
+}
+
+/// Raw bits (zero-extended to u64) of each key value as its device key type; errors on nulls.
+fn key_bits(a: &ArrayRef, kt: KeyType, column: &str) -> Result<Vec<u64>> {
+    if let Some(i) = (0..a.len()).find(|i| a.is_null(*i)) {
+        return Err(HostError::InvalidArgument(format!("key column {column:?} has a null at row {i}")));
+    }
+    macro_rules! prim {
+        ($t:ty, $f:expr) => {
+            a.as_primitive::<$t>().values().iter().map($f).collect()
+        };
+    }
+    Ok(match a.data_type() {
+        DataType::Boolean => a.as_boolean().iter().map(|b| b.unwrap_or(false) as u64).collect(),
+        DataType::UInt8 => prim!(UInt8Type, |v| *v as u64),
+        DataType::UInt16 => prim!(UInt16Type, |v| *v as u64),
+        DataType::UInt32 => prim!(UInt32Type, |v| *v as u64),
+        DataType::UInt64 => prim!(UInt64Type, |v| *v),
+        DataType::Int8 => prim!(Int8Type, |v| *v as i32 as u32 as u64),
+        DataType::Int16 => prim!(Int16Type, |v| *v as i32 as u32 as u64),
+        DataType::Int32 => prim!(Int32Type, |v| *v as u32 as u64),
+        DataType::Date32 => prim!(Date32Type, |v| *v as u32 as u64),
+        DataType::Int64 => prim!(Int64Type, |v| *v as u64),
+        DataType::Date64 => prim!(Date64Type, |v| *v as u64),
+        DataType::Timestamp(TimeUnit::Second, _) => prim!(TimestampSecondType, |v| *v as u64),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => prim!(TimestampMillisecondType, |v| *v as u64),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => prim!(TimestampMicrosecondType, |v| *v as u64),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => prim!(TimestampNanosecondType, |v| *v as u64),
+        DataType::Float32 => prim!(Float32Type, |v| v.to_bits() as u64),
+        DataType::Float64 => prim!(Float64Type, |v| v.to_bits()),
+        other => {
+            return Err(HostError::InvalidArgument(format!(
+                "key column {column:?} of type {other} is not a {} key",
+                kt.name()
+            )))
+        }
+    })
+}
+
+fn bits_to_le(bits: &[u64], kt: KeyType) -> Vec<u8> {
+    if kt.width() == 4 {
+        bits.iter().flat_map(|b| (*b as u32).to_le_bytes()).collect()
+    } else {
+        bits.iter().flat_map(|b| b.to_le_bytes()).collect()
+    }
+}
+
+/// Encodes a (normalized) batch as one device part. With `dict`, the key column is dictionary-encoded
+/// when it has at most 65,536 distinct values; the second value says whether that happened.
+pub fn encode_part(
+    batch: &RecordBatch,
+    schema: &TableSchema,
+    key: usize,
+    dict: bool,
+) -> Result<(EncodedPart, bool)> {
+    let rows = batch.num_rows() as u64;
+    let kc = &schema.columns[key];
+    let ka = batch.column(key);
+    let mut dict_used = false;
+    let key_enc = match kc.ty.key_kind(&kc.name)? {
+        KeyKind::Fixed(kt) => {
+            let bits = key_bits(ka, kt, &kc.name)?;
+            match dict.then(|| dict::encode(&bits)).flatten() {
+                Some(e) => {
+                    dict_used = true;
+                    EncodedKey::Dict { key_type: kt, dictionary: e.dictionary, codes: e.codes }
+                }
+                None => EncodedKey::Plain { key_type: kt, data: bits_to_le(&bits, kt) },
+            }
+        }
+        KeyKind::Bytes => {
+            if let Some(i) = (0..ka.len()).find(|i| ka.is_null(*i)) {
+                return Err(HostError::InvalidArgument(format!(
+                    "key column {:?} has a null at row {i}",
+                    kc.name
+                )));
+            }
+            let mut data = Vec::new();
+            let mut offsets = vec![0u64];
+            for i in 0..ka.len() {
+                data.extend_from_slice(value_bytes(ka, i));
+                offsets.push(data.len() as u64);
+            }
+            EncodedKey::Bytes { data, offsets }
+        }
+    };
+    let (row_data, row_offsets, row_size) = encode_rows(batch, schema, key);
+    Ok((EncodedPart { rows, key: key_enc, row_data, row_offsets, row_size }, dict_used))
+}
+
+/// Bytes of a string / binary / fixed-binary value.
+fn value_bytes(a: &ArrayRef, i: usize) -> &[u8] {
+    match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().value(i).as_bytes(),
+        DataType::Binary => a.as_binary::<i32>().value(i),
+        DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().value(i),
+        _ => &[],
+    }
+}
+
+fn row_columns(schema: &TableSchema, key: usize) -> Vec<usize> {
+    (0..schema.columns.len()).filter(|c| *c != key).collect()
+}
+
+fn has_bitmap(schema: &TableSchema, key: usize) -> bool {
+    row_columns(schema, key).iter().any(|c| schema.columns[*c].nullable)
+}
+
+/// Writes the fixed-width little-endian bytes of value `i` of a primitive-like array.
+fn put_fixed(a: &ArrayRef, i: usize, out: &mut [u8]) {
+    macro_rules! p {
+        ($t:ty) => {{
+            let v = a.as_primitive::<$t>().value(i).to_le_bytes();
+            out.copy_from_slice(&v);
+        }};
+    }
+    match a.data_type() {
+        DataType::Boolean => out[0] = a.as_boolean().value(i) as u8,
+        DataType::Int8 => p!(Int8Type),
+        DataType::Int16 => p!(Int16Type),
+        DataType::Int32 => p!(Int32Type),
+        DataType::Int64 => p!(Int64Type),
+        DataType::UInt8 => p!(UInt8Type),
+        DataType::UInt16 => p!(UInt16Type),
+        DataType::UInt32 => p!(UInt32Type),
+        DataType::UInt64 => p!(UInt64Type),
+        DataType::Float32 => p!(Float32Type),
+        DataType::Float64 => p!(Float64Type),
+        DataType::Date32 => p!(Date32Type),
+        DataType::Date64 => p!(Date64Type),
+        DataType::Timestamp(TimeUnit::Second, _) => p!(TimestampSecondType),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => p!(TimestampMillisecondType),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => p!(TimestampMicrosecondType),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => p!(TimestampNanosecondType),
+        DataType::Decimal128(..) => p!(Decimal128Type),
+        DataType::FixedSizeBinary(_) => out.copy_from_slice(a.as_fixed_size_binary().value(i)),
+        _ => {}
+    }
+}
+
+fn encode_rows(
+    batch: &RecordBatch,
+    schema: &TableSchema,
+    key: usize,
+) -> (Vec<u8>, Option<Vec<u64>>, Option<u64>) {
+    let n = batch.num_rows();
+    let cols = row_columns(schema, key);
+    let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
+    let fixed: usize =
+        bitmap + cols.iter().map(|c| schema.columns[*c].ty.fixed_width().unwrap_or(4)).sum::<usize>();
+    let var: Vec<usize> =
+        cols.iter().copied().filter(|c| schema.columns[*c].ty.fixed_width().is_none()).collect();
+    // Row sizes and offsets.
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(0u64);
+    for i in 0..n {
+        let extra: usize = var.iter().map(|c| value_bytes(batch.column(*c), i).len()).sum();
+        offsets.push(offsets[i] + (fixed + extra) as u64);
+    }
+    let mut data = vec![0u8; offsets[n] as usize];
+    let mut cursor: Vec<usize> = offsets[..n].iter().map(|o| *o as usize + bitmap).collect();
+    for (j, c) in cols.iter().enumerate() {
+        let a = batch.column(*c);
+        let ty = &schema.columns[*c].ty;
+        for (i, cur) in cursor.iter_mut().enumerate() {
+            if bitmap > 0 && a.is_null(i) {
+                data[offsets[i] as usize + j / 8] |= 1 << (j % 8);
+            }
+            match ty.fixed_width() {
+                Some(w) => {
+                    if !a.is_null(i) {
+                        put_fixed(a, i, &mut data[*cur..*cur + w]);
+                    }
+                    *cur += w;
+                }
+                None => {
+                    let v = if a.is_null(i) { &[][..] } else { value_bytes(a, i) };
+                    data[*cur..*cur + 4].copy_from_slice(&(v.len() as u32).to_le_bytes());
+                    data[*cur + 4..*cur + 4 + v.len()].copy_from_slice(v);
+                    *cur += 4 + v.len();
+                }
+            }
+        }
+    }
+    if var.is_empty() {
+        (data, None, Some(fixed as u64))
+    } else {
+        (data, Some(offsets), None)
+    }
+}
+
+/// Rebuilds a batch from a part: key column values and row bytes (rows given by offsets or a fixed size).
+pub fn decode_part(
+    schema: &TableSchema,
+    key: usize,
+    key_col: ArrayRef,
+    row_data: &[u8],
+    row_offsets: &[u64],
+) -> Result<RecordBatch> {
+    let n = row_offsets.len().saturating_sub(1);
+    let cols = row_columns(schema, key);
+    let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
+    let mut cursor: Vec<usize> = row_offsets[..n].iter().map(|o| *o as usize + bitmap).collect();
+    let mut arrays: Vec<Option<ArrayRef>> = vec![None; schema.columns.len()];
+    arrays[key] = Some(key_col);
+    let corrupt = || HostError::Damaged {
+        name: "table part".into(),
+        detail: "row bytes are shorter than the schema".into(),
+    };
+    for (j, c) in cols.iter().enumerate() {
+        let ty = &schema.columns[*c].ty;
+        let is_null =
+            |i: usize| bitmap > 0 && row_data[row_offsets[i] as usize + j / 8] & (1 << (j % 8)) != 0;
+        let field = |cur: &mut usize, w: usize| -> Result<&[u8]> {
+            let s = row_data.get(*cur..*cur + w).ok_or_else(corrupt)?;
+            *cur += w;
+            Ok(s)
+        };
+        macro_rules! prim {
+            ($t:ty, $w:expr) => {{
+                let mut b = PrimitiveBuilder::<$t>::with_capacity(n);
+                for (i, cur) in cursor.iter_mut().enumerate() {
+                    let bytes = field(cur, $w)?;
+                    if is_null(i) {
+                        b.append_null();
+                    } else {
+                        b.append_value(<$t as ArrowPrimitiveType>::Native::from_le_bytes(
+                            bytes.try_into().map_err(|_| corrupt())?,
+                        ));
+                    }
+                }
+                Arc::new(b.finish()) as ArrayRef
+            }};
+        }
+        let a: ArrayRef = match ty {
+            ColType::Bool => {
+                let mut b = BooleanBuilder::with_capacity(n);
+                for (i, cur) in cursor.iter_mut().enumerate() {
+                    let v = field(cur, 1)?[0] != 0;
+                    if is_null(i) {
+                        b.append_null()
+                    } else {
+                        b.append_value(v)
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            ColType::I8 => prim!(Int8Type, 1),
+            ColType::I16 => prim!(Int16Type, 2),
+            ColType::I32 => prim!(Int32Type, 4),
+            ColType::I64 => prim!(Int64Type, 8),
+            ColType::U8 => prim!(UInt8Type, 1),
+            ColType::U16 => prim!(UInt16Type, 2),
+            ColType::U32 => prim!(UInt32Type, 4),
+            ColType::U64 => prim!(UInt64Type, 8),
+            ColType::F32 => prim!(Float32Type, 4),
+            ColType::F64 => prim!(Float64Type, 8),
+            ColType::Date32 => prim!(Date32Type, 4),
+            ColType::Date64 => prim!(Date64Type, 8),
+            ColType::Timestamp(..) | ColType::Decimal128(..) => {
+                let raw: ArrayRef = if let ColType::Decimal128(..) = ty {
+                    prim!(Decimal128Type, 16)
+                } else {
+                    prim!(Int64Type, 8)
+                };
+                cast_stored(&raw, &ty.to_arrow())?
+            }
+            ColType::FixedBinary(w) => {
+                let mut b = FixedSizeBinaryBuilder::with_capacity(n, *w);
+                for (i, cur) in cursor.iter_mut().enumerate() {
+                    let v = field(cur, *w as usize)?;
+                    if is_null(i) {
+                        b.append_null();
+                    } else {
+                        b.append_value(v).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            ColType::Utf8 | ColType::Binary => {
+                let mut strs = StringBuilder::new();
+                let mut bins = BinaryBuilder::new();
+                for (i, cur) in cursor.iter_mut().enumerate() {
+                    let len = u32::from_le_bytes(field(cur, 4)?.try_into().map_err(|_| corrupt())?) as usize;
+                    let v = field(cur, len)?;
+                    match (ty, is_null(i)) {
+                        (ColType::Utf8, true) => strs.append_null(),
+                        (ColType::Utf8, false) => {
+                            strs.append_value(std::str::from_utf8(v).map_err(|_| corrupt())?)
+                        }
+                        (_, true) => bins.append_null(),
+                        (_, false) => bins.append_value(v),
+                    }
+                }
+                if *ty == ColType::Utf8 {
+                    Arc::new(strs.finish())
+                } else {
+                    Arc::new(bins.finish())
+                }
+            }
+        };
+        arrays[*c] = Some(a);
+    }
+    let arrays: Vec<ArrayRef> = arrays.into_iter().map(|a| a.expect("every column decoded")).collect();
+    RecordBatch::try_new(Arc::new(schema.to_arrow()), arrays)
+        .map_err(|e| HostError::InvalidArgument(e.to_string()))
+}
+
+fn cast_stored(raw: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    if let DataType::Decimal128(p, s) = to {
+        let d = raw.as_primitive::<Decimal128Type>().clone().with_precision_and_scale(*p, *s);
+        return d.map(|d| Arc::new(d) as ArrayRef).map_err(|e| HostError::InvalidArgument(e.to_string()));
+    }
+    cast(raw, to).map_err(|e| HostError::InvalidArgument(e.to_string()))
+}
+
+/// Rebuilds the key column from raw key bits (device key type) in the column's Arrow type.
+pub fn key_from_bits(bits: &[u64], ty: &ColType) -> Result<ArrayRef> {
+    let a: ArrayRef = match ty {
+        ColType::Bool => {
+            Arc::new(arrow::array::BooleanArray::from(bits.iter().map(|b| *b != 0).collect::<Vec<_>>()))
+        }
+        ColType::U8 | ColType::U16 | ColType::U32 => {
+            Arc::new(arrow::array::UInt32Array::from(bits.iter().map(|b| *b as u32).collect::<Vec<_>>()))
+        }
+        ColType::I8 | ColType::I16 | ColType::I32 | ColType::Date32 => Arc::new(
+            arrow::array::Int32Array::from(bits.iter().map(|b| *b as u32 as i32).collect::<Vec<_>>()),
+        ),
+        ColType::I64 | ColType::Date64 | ColType::Timestamp(..) => {
+            Arc::new(arrow::array::Int64Array::from(bits.iter().map(|b| *b as i64).collect::<Vec<_>>()))
+        }
+        ColType::U64 => Arc::new(arrow::array::UInt64Array::from(bits.to_vec())),
+        ColType::F32 => Arc::new(arrow::array::Float32Array::from(
+            bits.iter().map(|b| f32::from_bits(*b as u32)).collect::<Vec<_>>(),
+        )),
+        ColType::F64 => Arc::new(arrow::array::Float64Array::from(
+            bits.iter().map(|b| f64::from_bits(*b)).collect::<Vec<_>>(),
+        )),
+        other => return Err(HostError::InvalidArgument(format!("{other:?} is not a fixed-width key"))),
+    };
+    cast(&a, &ty.to_arrow()).map_err(|e| HostError::InvalidArgument(e.to_string()))
+}
+
+/// Rebuilds a bytes key column.
+pub fn key_from_bytes(data: &[u8], offsets: &[u64], ty: &ColType) -> Result<ArrayRef> {
+    let vals = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]);
+    Ok(match ty {
+        ColType::Utf8 => {
+            let v: Vec<&str> =
+                vals.map(std::str::from_utf8).collect::<std::result::Result<_, _>>().map_err(|_| {
+                    HostError::Damaged { name: "key column".into(), detail: "invalid UTF-8".into() }
+                })?;
+            Arc::new(arrow::array::StringArray::from(v))
+        }
+        ColType::FixedBinary(w) => {
+            let mut b = FixedSizeBinaryBuilder::with_capacity(offsets.len() - 1, *w);
+            for v in vals {
+                b.append_value(v).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+            }
+            Arc::new(b.finish())
+        }
+        _ => Arc::new(arrow::array::BinaryArray::from(vals.collect::<Vec<_>>())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{BooleanArray, Date32Array, Decimal128Array, Float64Array, Int64Array, StringArray};
+    use arrow::datatypes::{Field, Schema};
+
+    fn batch() -> RecordBatch {
+        let schema = Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("price", DataType::Decimal128(15, 2), false),
+            Field::new("day", DataType::Date32, false),
+            Field::new("flag", DataType::Boolean, false),
+            Field::new("f", DataType::Float64, true),
+        ]);
+        RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                Arc::new(Int64Array::from(vec![5, -3, 9, 0])),
+                Arc::new(StringArray::from(vec![Some("alpha"), None, Some(""), Some("δέλτα")])),
+                Arc::new(
+                    Decimal128Array::from(vec![12345, -1, 0, 99]).with_precision_and_scale(15, 2).unwrap(),
+                ),
+                Arc::new(Date32Array::from(vec![1, 2, 3, 19000])),
+                Arc::new(BooleanArray::from(vec![true, false, true, false])),
+                Arc::new(Float64Array::from(vec![Some(1.5), Some(-0.0), None, Some(f64::MAX)])),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn parts_round_trip_through_the_hybrid_layout() {
+        let b = batch();
+        let schema = TableSchema::from_arrow(&b.schema()).unwrap();
+        for (key, dict) in [(0, false), (0, true), (1, false), (3, true)] {
+            if key == 1 {
+                // a string key with a null is refused, naming the row
+                let err = encode_part(&b, &schema, key, dict).unwrap_err().to_string();
+                assert!(err.contains("null at row 1"), "{err}");
+                continue;
+            }
+            let (part, used) = encode_part(&b, &schema, key, dict).unwrap();
+            assert_eq!(used, dict);
+            let bits: Vec<u64> = match &part.key {
+                EncodedKey::Plain { key_type, data } => {
+                    if key_type.width() == 4 {
+                        data.chunks_exact(4)
+                            .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as u64)
+                            .collect()
+                    } else {
+                        data.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+                    }
+                }
+                EncodedKey::Dict { dictionary, codes, .. } => match codes {
+                    Codes::U8(c) => c.iter().map(|c| dictionary[*c as usize]).collect(),
+                    Codes::U16(c) => c.iter().map(|c| dictionary[*c as usize]).collect(),
+                },
+                EncodedKey::Bytes { .. } => unreachable!(),
+            };
+            assert!(part.row_offsets.is_some(), "a string column makes rows variable");
+            let key_col = key_from_bits(&bits, &schema.columns[key].ty).unwrap();
+            let back = decode_part(&schema, key, key_col, &part.row_data, part.row_offsets.as_ref().unwrap())
+                .unwrap();
+            assert_eq!(back, b, "key {key} dict {dict}");
+        }
+    }
+
+    #[test]
+    fn decimal_keys_are_refused_with_a_reason() {
+        let b = batch();
+        let schema = TableSchema::from_arrow(&b.schema()).unwrap();
+        let err = encode_part(&b, &schema, 2, false).unwrap_err().to_string();
+        assert!(err.contains("128-bit decimal"), "{err}");
+    }
+}
