@@ -78,6 +78,49 @@ enum Cmd {
         #[arg(long)]
         offsets: bool,
     },
+    /// Load a Parquet or CSV table, spreading its rows over the devices in NASCENT's hybrid layout.
+    PutTable {
+        file: PathBuf,
+        #[arg(long)]
+        name: Option<String>,
+        /// The column stored column-wise, the one `sort` sorts by (default: the first column).
+        #[arg(long)]
+        key: Option<String>,
+        /// How rows are spread: round-robin or hash:COLUMN.
+        #[arg(long, default_value = "round-robin")]
+        partition: String,
+        /// Dictionary-encode this column (the key column; 8- or 16-bit codes).
+        #[arg(long)]
+        dict: Option<String>,
+    },
+    /// Write a table back as Parquet (parts in device order).
+    GetTable {
+        name: String,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Sort a table by its key column on every device at once (NASCENT), or on the host.
+    Sort {
+        name: String,
+        #[arg(long)]
+        key: String,
+        #[arg(long, value_enum, default_value = "device")]
+        placement: SortPlacementArg,
+        /// fast (radix) or bitonic (NASCENT's sorting network).
+        #[arg(long, default_value = "fast")]
+        algo: String,
+        /// Name of the sorted table (default NAME.sorted).
+        #[arg(long)]
+        out: Option<String>,
+        /// Also k-way merge the sorted parts into one globally sorted Parquet file (needs -o).
+        #[arg(long, requires = "output")]
+        merge: bool,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Device memory the sort program may use, e.g. 64MiB (default: all that is free).
+        #[arg(long)]
+        memory_budget: Option<String>,
+    },
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -110,6 +153,12 @@ enum GenCmd {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum SortPlacementArg {
+    Device,
+    Host,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -233,6 +282,47 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 PlacementArg::Host => SearchPlacement::Host,
             };
             let report = search::search(&array, &name, pattern.as_bytes(), p, offsets)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::PutTable { file, name, key, partition, dict } => {
+            let name = match name {
+                Some(n) => n,
+                None => file.file_stem().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
+                    format!("cannot derive a table name from {}; give --name", file.display())
+                })?,
+            };
+            let mut array = open(&cli.data)?;
+            let opts = insitu_host::table::import::PutTable {
+                name,
+                key,
+                partition: insitu_host::table::import::Partitioning::parse(&partition)?,
+                dict,
+            };
+            let report = insitu_host::table::import::put_table(&mut array, &file, &opts)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::GetTable { name, output: path } => {
+            let array = open(&cli.data)?;
+            let report = insitu_host::table::export::get_table(&array, &name, &path)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::Sort { name, key, placement, algo, out: out_name, merge, output: path, memory_budget } => {
+            let mut array = open(&cli.data)?;
+            let opts = insitu_host::table::sort::SortOptions {
+                key,
+                placement: match placement {
+                    SortPlacementArg::Device => insitu_host::table::sort::SortPlacement::Device,
+                    SortPlacementArg::Host => insitu_host::table::sort::SortPlacement::Host,
+                },
+                algo,
+                out: out_name,
+                merge: if merge { path } else { None },
+                memory_budget: memory_budget.as_deref().map(parse_size).transpose()?,
+            };
+            let report = insitu_host::table::sort::sort_table(&mut array, &name, &opts)?;
             array.close()?;
             out.report(&report);
         }

@@ -91,6 +91,45 @@ fn headline(r: &Report) -> String {
             human_bytes(res["size"].as_u64().unwrap_or(0))
         ),
         "rm" => format!("removed {}", res["removed"].as_str().unwrap_or("?")),
+        "put-table" => {
+            let mut s = format!(
+                "put-table {}: {} rows, {} columns, key {} ({}), rows per device {}",
+                res["name"].as_str().unwrap_or("?"),
+                res["rows"],
+                res["columns"],
+                res["key"].as_str().unwrap_or("?"),
+                res["key_encoding"],
+                res["rows_per_device"]
+            );
+            if let Some(n) = res.get("note").and_then(|n| n.as_str()) {
+                s.push_str(&format!("\n  note: {n}"));
+            }
+            s
+        }
+        "get-table" => format!(
+            "get-table {}: {} rows to {}",
+            res["name"].as_str().unwrap_or("?"),
+            res["rows"],
+            res["output"].as_str().unwrap_or("?")
+        ),
+        op if op.starts_with("sort") => {
+            let mut s = format!(
+                "{op}: {} rows of {} by {} ({}) into {}",
+                res["rows"],
+                res["table"].as_str().unwrap_or("?"),
+                res["key"].as_str().unwrap_or("?"),
+                res["algo"].as_str().unwrap_or("?"),
+                res["out"].as_str().unwrap_or("?")
+            );
+            if let Some(m) = res.get("merged") {
+                s.push_str(&format!(
+                    "\n  merged {} rows into {}",
+                    m["rows"],
+                    m["output"].as_str().unwrap_or("?")
+                ));
+            }
+            s
+        }
         op if op.starts_with("search") => {
             let mut s = format!(
                 "{op}: {} match(es) of {:?} in {} ({})",

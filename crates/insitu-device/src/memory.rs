@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{DeviceError, Result};
 
@@ -36,17 +36,22 @@ impl Drop for MemReservation {
     }
 }
 
-/// A host-addressable buffer in device memory.
+/// A host-addressable buffer in device memory. Several programs may read it at once.
 #[derive(Debug)]
 pub struct Buffer {
-    data: Mutex<Vec<u8>>,
+    data: RwLock<Vec<u8>>,
     _reservation: MemReservation,
 }
 
 impl Buffer {
-    /// Locks the buffer's bytes.
-    pub fn lock(&self) -> MutexGuard<'_, Vec<u8>> {
-        self.data.lock().unwrap_or_else(|p| p.into_inner())
+    /// Locks the buffer's bytes for writing.
+    pub fn lock(&self) -> RwLockWriteGuard<'_, Vec<u8>> {
+        self.data.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Locks the buffer's bytes for reading (shared with other readers).
+    pub fn read(&self) -> RwLockReadGuard<'_, Vec<u8>> {
+        self.data.read().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -111,7 +116,8 @@ impl DeviceMemory {
     pub fn alloc(&self, bytes: u64) -> Result<MemHandle> {
         let reservation = self.reserve(bytes)?;
         let handle = self.next.fetch_add(1, Ordering::Relaxed);
-        let buf = Arc::new(Buffer { data: Mutex::new(vec![0u8; bytes as usize]), _reservation: reservation });
+        let buf =
+            Arc::new(Buffer { data: RwLock::new(vec![0u8; bytes as usize]), _reservation: reservation });
         self.lock_buffers().insert(handle, buf);
         Ok(handle)
     }

@@ -22,6 +22,18 @@ use crate::fault::FaultPlan;
 /// Default stripe unit: large extents, so each device streams long runs (BlueDBM-style global space).
 pub const DEFAULT_STRIPE_UNIT: u64 = 4 << 20;
 
+/// Checks a name users give an object or table: the flash rules, and no `#` (it separates a table's name
+/// from the names of its parts on the devices).
+pub fn validate_user_name(name: &str) -> Result<()> {
+    insitu_flash::validate_name(name)?;
+    if name.contains('#') {
+        return Err(HostError::InvalidArgument(format!(
+            "invalid name {name:?}: '#' is reserved for table parts"
+        )));
+    }
+    Ok(())
+}
+
 /// A buffer in one device's memory, freed when dropped (also when an operator fails half-way).
 #[derive(Debug)]
 pub struct DeviceBuffer<'a> {
@@ -172,13 +184,20 @@ impl Array {
 
     /// Removes device parts that the catalog does not know (an interrupted `put` or `rm`).
     fn reconcile(&mut self) -> Result<()> {
+        let mut known = std::collections::HashSet::new();
+        for e in self.catalog.objects.values() {
+            for (i, dev) in e.devices.iter().enumerate() {
+                for name in e.device_objects(i) {
+                    known.insert((*dev, name));
+                }
+            }
+        }
         for d in &self.devices {
             let Response::Objects(objs) = d.call(Command::List).map_err(HostError::device(d.id()))? else {
                 continue;
             };
             for o in objs {
-                let known = self.catalog.objects.get(&o.name).is_some_and(|e| e.devices.contains(&d.id()));
-                if !known {
+                if !known.contains(&(d.id(), o.name.clone())) {
                     d.call(Command::Delete { name: o.name.clone() }).map_err(HostError::device(d.id()))?;
                     self.open_report.removed_orphans.push(format!("dev{}:{}", d.id(), o.name));
                 }
@@ -230,6 +249,26 @@ impl Array {
         self.catalog.objects.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))
     }
 
+    /// The entry of a plain object (not a table).
+    pub fn blob_entry(&self, name: &str) -> Result<&ObjectEntry> {
+        let e = self.entry(name)?;
+        if e.table.is_some() {
+            return Err(HostError::InvalidArgument(format!(
+                "{name:?} is a table: use get-table, sort or rm"
+            )));
+        }
+        Ok(e)
+    }
+
+    /// The entry of a table.
+    pub fn table_entry(&self, name: &str) -> Result<&ObjectEntry> {
+        let e = self.entry(name)?;
+        if e.table.is_none() {
+            return Err(HostError::InvalidArgument(format!("{name:?} is a plain object, not a table")));
+        }
+        Ok(e)
+    }
+
     /// Adds an entry and makes the catalog durable (the commit point of a write).
     pub(crate) fn commit_entry(&mut self, entry: ObjectEntry) -> Result<()> {
         self.catalog.objects.insert(entry.name.clone(), entry);
@@ -270,6 +309,14 @@ impl Array {
                     problems.push(format!("object {:?}: part {i} on missing device {dev}", e.name));
                     continue;
                 };
+                if e.table.is_some() {
+                    for name in e.device_objects(i) {
+                        if let Err(err) = d.call(Command::Stat { name: name.clone() }) {
+                            problems.push(format!("table {:?}: part {i} on dev{dev}: {err}", e.name));
+                        }
+                    }
+                    continue;
+                }
                 match d.call(Command::Stat { name: e.name.clone() }) {
                     Ok(Response::Object(o)) => {
                         let want = e.layout(i).part_size();

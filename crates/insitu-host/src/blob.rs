@@ -49,7 +49,7 @@ pub fn put(
     placement: Placement,
     progress: Progress<'_>,
 ) -> Result<Report> {
-    insitu_flash::validate_name(name)?;
+    crate::array::validate_user_name(name)?;
     if array.catalog().objects.contains_key(name) {
         return Err(HostError::AlreadyExists(name.to_string()));
     }
@@ -72,6 +72,7 @@ pub fn put(
         size,
         stripe_unit: array.config().stripe_unit,
         devices,
+        table: None,
     };
     let measure = Measure::start("put", array);
     let txns = create_parts(array, &entry)?;
@@ -173,7 +174,7 @@ fn stream_parts(
 
 /// Streams object `name` to `out` in order, reading from all its devices in parallel.
 pub fn get(array: &Array, name: &str, out: &mut dyn Write, progress: Progress<'_>) -> Result<Report> {
-    let entry = array.entry(name)?.clone();
+    let entry = array.blob_entry(name)?.clone();
     let measure = Measure::start("get", array);
     let mut written = 0u64;
     for_each_piece(array, &entry, |_, data| {

@@ -33,9 +33,21 @@ pub struct ObjectEntry {
     pub stripe_unit: u64,
     /// The devices holding its parts, in stripe order (part `i` is on `devices[i]`).
     pub devices: Vec<u32>,
+    /// For tables: schema, key column and the encoding of each part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<crate::table::TableInfo>,
 }
 
 impl ObjectEntry {
+    /// Names of the device objects that make up part `i` (a blob part is one object named like the
+    /// entry; a table part is several, `NAME#key`, `NAME#rows`, ...).
+    pub fn device_objects(&self, i: usize) -> Vec<String> {
+        match &self.table {
+            None => vec![self.name.clone()],
+            Some(t) => t.parts[i].objects(&self.name),
+        }
+    }
+
     /// The layout of the part on `devices[i]`.
     pub fn layout(&self, i: usize) -> StripeLayout {
         if self.devices.len() == 1 {
@@ -137,6 +149,7 @@ mod tests {
             size: 25,
             stripe_unit: 10,
             devices: vec![3, 1],
+            table: None,
         };
         assert_eq!(e.pieces(100), vec![(0, 0, 0, 10), (1, 0, 10, 10), (0, 10, 20, 5)]);
         assert_eq!(e.pieces(4)[..3], [(0, 0, 0, 4), (0, 4, 4, 4), (0, 8, 8, 2)]);
@@ -150,7 +163,14 @@ mod tests {
         let mut c = Catalog::default();
         c.objects.insert(
             "x".into(),
-            ObjectEntry { name: "x".into(), kind: "blob".into(), size: 1, stripe_unit: 1, devices: vec![0] },
+            ObjectEntry {
+                name: "x".into(),
+                kind: "blob".into(),
+                size: 1,
+                stripe_unit: 1,
+                devices: vec![0],
+                table: None,
+            },
         );
         c.save(dir.path()).unwrap();
         assert_eq!(Catalog::load(dir.path()).unwrap().objects.len(), 1);

@@ -45,7 +45,7 @@ pub fn search(
     placement: SearchPlacement,
     offsets: bool,
 ) -> Result<Report> {
-    let entry = array.entry(name)?.clone();
+    let entry = array.blob_entry(name)?.clone();
     let finder = Finder::new(pattern).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
     let op = match placement {
         SearchPlacement::Device => "search (device)",

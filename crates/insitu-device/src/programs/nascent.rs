@@ -121,6 +121,11 @@ pub fn sorted_to_bytes(s: &SortedIndices) -> Vec<u8> {
     }
 }
 
+/// Parses the `rows` layout (u32 rows only, for byte-string keys) into sorted indices with zero keys.
+pub fn rows_from_bytes(b: &[u8]) -> SortedIndices {
+    SortedIndices::Narrow(le::<4>(b).map(|c| u32::from_le_bytes(c) as u64).collect())
+}
+
 /// Parses sorted indices.
 pub fn sorted_from_bytes(b: &[u8], narrow: bool) -> SortedIndices {
     if narrow {
@@ -308,6 +313,9 @@ impl Program for Sort {
     }
 
     fn run(&self, ctx: &ProgramContext<'_>, args: &Args) -> Result<Args> {
+        if args.str("key_type") == Some("bytes") {
+            return sort_bytes(ctx, args);
+        }
         let kt = key_type(ctx, args)?;
         let algo = match args.str("algo").unwrap_or("fast") {
             "fast" => Algo::Fast,
@@ -360,6 +368,38 @@ impl Program for Sort {
         merged?;
         Ok(Args::new().with("rows", Value::U64(rows)).with("runs", Value::U64(runs.len() as u64)))
     }
+}
+
+/// Byte-string keys (`key` bytes + `keyoff` u64 offsets): sorted in device memory into the `rows` layout.
+fn sort_bytes(ctx: &ProgramContext<'_>, args: &Args) -> Result<Args> {
+    let key = args.str("key").ok_or_else(|| ctx.bad("missing string argument key"))?;
+    let keyoff = args.str("keyoff").ok_or_else(|| ctx.bad("missing string argument keyoff"))?;
+    let out = args.str("out").ok_or_else(|| ctx.bad("missing string argument out"))?;
+    let (dsize, osize) = (ctx.object(key)?.size, ctx.object(keyoff)?.size);
+    let rows = (osize / 8).saturating_sub(1);
+    // Keys, offsets, row ids and the sort's scratch all live in device memory; string keys are not
+    // sorted out of core yet.
+    let _mem = ctx.reserve(dsize + osize + rows * 8)?;
+    let mut data = vec![0u8; dsize as usize];
+    ctx.read_object(key, 0, &mut data)?;
+    let mut raw = vec![0u8; osize as usize];
+    ctx.read_object(keyoff, 0, &mut raw)?;
+    let offs: Vec<u64> = le::<8>(&raw).map(u64::from_le_bytes).collect();
+    if offs.windows(2).any(|w| w[0] > w[1]) || offs.last().copied().unwrap_or(0) > dsize {
+        return Err(ctx.bad(format!("{keyoff:?} does not hold offsets into {key:?}")));
+    }
+    let keys: Vec<&[u8]> = offs.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+    let order = match args.str("algo").unwrap_or("fast") {
+        "bitonic" => insitu_kernels::sort::argsort_strings_bitonic(&keys, 0),
+        _ => insitu_kernels::sort::argsort_strings(&keys, 0),
+    };
+    let mut attrs = BTreeMap::new();
+    attrs.insert("key_type".to_string(), "bytes".to_string());
+    attrs.insert("layout".to_string(), "rows".to_string());
+    attrs.insert("rows".to_string(), rows.to_string());
+    let bytes: Vec<u8> = order.iter().flat_map(|r| r.to_le_bytes()).collect();
+    write_object(ctx, out, "sorted-indices", attrs, &bytes)?;
+    Ok(Args::new().with("rows", Value::U64(rows)).with("runs", Value::U64(1)))
 }
 
 fn write_object(
@@ -460,7 +500,8 @@ impl Program for Gather {
     }
 
     fn description(&self) -> &'static str {
-        "gather rows in sorted-index order into buffer 0; args: rows, row_size | rowoff, order, start, count"
+        "gather rows in sorted-index order into buffer 0; args: rows, row_size | rowoff, order, start, count; \
+         optional buffers 1 and 2: the rows and row offsets already in device memory"
     }
 
     fn run(&self, ctx: &ProgramContext<'_>, args: &Args) -> Result<Args> {
@@ -468,8 +509,12 @@ impl Program for Gather {
         let order_obj = args.str("order").ok_or_else(|| ctx.bad("missing string argument order"))?;
         let start = args.u64("start").unwrap_or(0);
         let order_meta = ctx.object(order_obj)?;
-        let narrow = order_meta.attrs.get("layout").map(String::as_str) != Some("wide");
-        let eb = entry_bytes(narrow);
+        let layout = order_meta.attrs.get("layout").map(String::as_str).unwrap_or("narrow");
+        let eb = match layout {
+            "rows" => 4,
+            "wide" => 12,
+            _ => 8,
+        };
         let total = order_meta.size / eb;
         let count = args.u64("count").unwrap_or(total.saturating_sub(start));
         if start + count > total {
@@ -477,7 +522,29 @@ impl Program for Gather {
         }
         let mut raw = vec![0u8; (count * eb) as usize];
         ctx.read_object(order_obj, start * eb, &mut raw)?;
-        let order = sorted_from_bytes(&raw, narrow);
+        let order = match layout {
+            "rows" => rows_from_bytes(&raw),
+            l => sorted_from_bytes(&raw, l != "wide"),
+        };
+        // Rows come from flash (page-granular random reads), or from device memory when the host loaded
+        // the part there (buffer 1: rows, buffer 2: row offsets), as NASCENT's shuffle reads DRAM.
+        let rows_mem = if ctx.buffer_count() > 1 { Some(ctx.buffer(1)?) } else { None };
+        let off_mem = if ctx.buffer_count() > 2 { Some(ctx.buffer(2)?) } else { None };
+        let rows_guard = rows_mem.as_ref().map(|b| b.read());
+        let off_guard = off_mem.as_ref().map(|b| b.read());
+        let from_mem = |mem: &[u8], at: u64, dst: &mut [u8]| -> Result<()> {
+            let src = mem
+                .get(at as usize..at as usize + dst.len())
+                .ok_or_else(|| ctx.bad("row past the loaded buffer"))?;
+            dst.copy_from_slice(src);
+            Ok(())
+        };
+        let read_rows = |at: u64, dst: &mut [u8]| -> Result<()> {
+            match &rows_guard {
+                Some(g) => from_mem(g, at, dst),
+                None => ctx.read_object(rows_obj, at, dst),
+            }
+        };
         let out = ctx.buffer(0)?;
         let mut dst = out.lock();
         let mut written = 0usize;
@@ -493,7 +560,7 @@ impl Program for Gather {
             }
             for i in 0..order.len() {
                 let r = order.row(i) as u64;
-                ctx.read_object(rows_obj, r * row_size, &mut dst[written..written + rs])?;
+                read_rows(r * row_size, &mut dst[written..written + rs])?;
                 written += rs;
             }
         } else {
@@ -502,14 +569,17 @@ impl Program for Gather {
             for i in 0..order.len() {
                 let r = order.row(i) as u64;
                 let mut b = [0u8; 16];
-                ctx.read_object(rowoff, r * 8, &mut b)?;
+                match &off_guard {
+                    Some(g) => from_mem(g, r * 8, &mut b)?,
+                    None => ctx.read_object(rowoff, r * 8, &mut b)?,
+                }
                 let a = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
                 let e = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
-                let len = (e - a) as usize;
+                let len = e.checked_sub(a).ok_or_else(|| ctx.bad("row offsets go backwards"))? as usize;
                 if written + len > dst.len() {
                     return Err(ctx.bad("buffer 0 is too small for the gathered rows"));
                 }
-                ctx.read_object(rows_obj, a, &mut dst[written..written + len])?;
+                read_rows(a, &mut dst[written..written + len])?;
                 written += len;
                 offsets.push(written as u64);
             }

@@ -2,6 +2,8 @@
 //! reference, and resource hygiene.
 #![allow(clippy::unwrap_used)]
 
+mod tables;
+
 use insitu_device::{Command, Profile, Response};
 use insitu_host::blob::{self, Placement};
 use insitu_host::search::{search, SearchPlacement};

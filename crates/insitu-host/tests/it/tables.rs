@@ -1,0 +1,293 @@
+//! Tables (NASCENT): load, sort on the devices and on the host, read back, merge; bad input.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, AsArray, Date32Array, Decimal128Array, Float64Array, Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use arrow::record_batch::RecordBatch;
+use insitu_device::Profile;
+use insitu_host::table::export::get_table;
+use insitu_host::table::import::{put_table, read_table_file, Partitioning, PutTable};
+use insitu_host::table::sort::{sort_table, SortOptions, SortPlacement};
+use insitu_host::{Array as InsituArray, FaultPlan};
+
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// A lineitem-like table: int key with many ties, strings, decimals, dates, nullable floats.
+fn table(n: usize, seed: u64) -> RecordBatch {
+    let mut r = rng(seed);
+    let schema = Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("comment", DataType::Utf8, false),
+        Field::new("price", DataType::Decimal128(15, 2), false),
+        Field::new("ship", DataType::Date32, false),
+        Field::new("tax", DataType::Float64, true),
+    ]);
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from((0..n).map(|_| (r() % 500) as i64 - 250).collect::<Vec<_>>())),
+        Arc::new(StringArray::from(
+            (0..n).map(|i| format!("c{}-{}", i, "x".repeat(i % 7))).collect::<Vec<_>>(),
+        )),
+        Arc::new(
+            Decimal128Array::from((0..n).map(|_| (r() % 100_000) as i128).collect::<Vec<_>>())
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+        ),
+        Arc::new(Date32Array::from((0..n).map(|_| (r() % 3000) as i32).collect::<Vec<_>>())),
+        Arc::new(Float64Array::from(
+            (0..n).map(|i| if i % 11 == 0 { None } else { Some(i as f64 / 3.0) }).collect::<Vec<_>>(),
+        )),
+    ];
+    RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+}
+
+fn write_parquet(path: &Path, b: &RecordBatch) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, b.schema(), None).unwrap();
+    w.write(b).unwrap();
+    w.close().unwrap();
+}
+
+fn array(dir: &Path, devices: u32) -> InsituArray {
+    InsituArray::init(&dir.join("a"), devices, Profile::load("tiny").unwrap(), Some(64 << 20), None).unwrap();
+    InsituArray::open(&dir.join("a"), FaultPlan::none()).unwrap()
+}
+
+fn put(a: &mut InsituArray, path: &Path, name: &str, key: &str, dict: bool) -> insitu_host::Report {
+    let opts = PutTable {
+        name: name.into(),
+        key: Some(key.into()),
+        partition: Partitioning::RoundRobin,
+        dict: dict.then(|| key.to_string()),
+    };
+    put_table(a, path, &opts).unwrap()
+}
+
+fn sort(a: &mut InsituArray, name: &str, key: &str, placement: SortPlacement, algo: &str, out: &str) {
+    let opts = SortOptions {
+        key: key.into(),
+        placement,
+        algo: algo.into(),
+        out: Some(out.into()),
+        merge: None,
+        memory_budget: None,
+    };
+    sort_table(a, name, &opts).unwrap();
+}
+
+/// Rows as strings, for multiset comparisons.
+fn row_strings(b: &RecordBatch) -> Vec<String> {
+    let cols: Vec<_> = b
+        .columns()
+        .iter()
+        .map(|c| arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default()).unwrap())
+        .collect();
+    (0..b.num_rows())
+        .map(|i| cols.iter().map(|c| c.value(i).to_string()).collect::<Vec<_>>().join("|"))
+        .collect()
+}
+
+#[test]
+fn device_and_host_sorts_give_identical_tables_and_every_part_is_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 3);
+    let input = table(4000, 1);
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &input);
+    for (name, key, dict) in
+        [("t", "k", false), ("td", "k", true), ("ts", "comment", false), ("tdate", "ship", true)]
+    {
+        put(&mut a, &src, name, key, dict);
+        let mut outs = Vec::new();
+        for (placement, algo) in [
+            (SortPlacement::Device, "fast"),
+            (SortPlacement::Device, "bitonic"),
+            (SortPlacement::Host, "fast"),
+        ] {
+            let out = format!("{name}.{placement:?}.{algo}");
+            sort(&mut a, name, key, placement, algo, &out);
+            let path = dir.path().join(format!("{out}.parquet"));
+            get_table(&a, &out, &path).unwrap();
+            outs.push(read_table_file(&path).unwrap());
+        }
+        assert_eq!(outs[0], outs[1], "{name}: fast vs bitonic on the device");
+        assert_eq!(outs[0], outs[2], "{name}: device vs host");
+        let mut got = row_strings(&outs[0]);
+        let mut want = row_strings(&input);
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{name}: the sorted table holds the same rows");
+        // Each device part is sorted by the key; parts are in device order with 4000/3 rows each.
+        let kc = input.schema().index_of(key).unwrap();
+        let conv = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(
+            outs[0].column(kc).data_type().clone(),
+        )])
+        .unwrap();
+        let rows = conv.convert_columns(&[outs[0].column(kc).clone()]).unwrap();
+        for (lo, hi) in [(0, 1334), (1334, 2667), (2667, 4000)] {
+            for i in lo + 1..hi {
+                assert!(rows.row(i - 1) <= rows.row(i), "{name}: part rows {} and {i} out of order", i - 1);
+            }
+        }
+    }
+    assert!(a.fsck().unwrap().is_empty());
+}
+
+#[test]
+fn merge_gives_one_globally_sorted_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 4);
+    let input = table(3000, 2);
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &input);
+    put(&mut a, &src, "t", "k", false);
+    let merged = dir.path().join("m.parquet");
+    let opts = SortOptions {
+        key: "k".into(),
+        placement: SortPlacement::Device,
+        algo: "fast".into(),
+        out: None,
+        merge: Some(merged.clone()),
+        memory_budget: None,
+    };
+    let r = sort_table(&mut a, "t", &opts).unwrap();
+    assert_eq!(r.result["merged"]["rows"], 3000);
+    let m = read_table_file(&merged).unwrap();
+    let k = m.column(0).as_primitive::<Int64Type>();
+    assert!(k.values().windows(2).all(|w| w[0] <= w[1]));
+    let (mut got, mut want) = (row_strings(&m), row_strings(&input));
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(a.entry("t.sorted").is_ok(), "the default output name is T.sorted");
+}
+
+#[test]
+fn a_table_larger_than_device_memory_is_sorted_out_of_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2);
+    let input = table(20_000, 3);
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &input);
+    put(&mut a, &src, "t", "k", false);
+    sort(&mut a, "t", "k", SortPlacement::Host, "fast", "host");
+    let opts = SortOptions {
+        key: "k".into(),
+        placement: SortPlacement::Device,
+        algo: "fast".into(),
+        out: Some("dev".into()),
+        merge: None,
+        memory_budget: Some(60_000), // 10,000 rows a device at 40 bytes a row: several runs
+    };
+    sort_table(&mut a, "t", &opts).unwrap();
+    let (p1, p2) = (dir.path().join("h.parquet"), dir.path().join("d.parquet"));
+    get_table(&a, "host", &p1).unwrap();
+    get_table(&a, "dev", &p2).unwrap();
+    assert_eq!(read_table_file(&p1).unwrap(), read_table_file(&p2).unwrap());
+}
+
+#[test]
+fn bad_tables_and_arguments_are_refused_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2);
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &table(100, 4));
+    let opts = |key: &str| PutTable {
+        name: "t".into(),
+        key: Some(key.into()),
+        partition: Partitioning::RoundRobin,
+        dict: None,
+    };
+    let err = put_table(&mut a, &src, &opts("nope")).unwrap_err().to_string();
+    assert!(err.contains("no column \"nope\"") && err.contains("comment"), "{err}");
+    let err = put_table(&mut a, &src, &opts("price")).unwrap_err().to_string();
+    assert!(err.contains("128-bit decimal"), "{err}");
+    // Ragged and badly typed CSV: the error names the line; nothing is stored.
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "a,b\n1,2\n3\n").unwrap();
+    let err = put_table(
+        &mut a,
+        &csv,
+        &PutTable { name: "c".into(), key: None, partition: Partitioning::RoundRobin, dict: None },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("line"), "{err}");
+    let csv2 = dir.path().join("bad2.csv");
+    let mut text = String::from("a,b\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("{i},{i}\n"));
+    }
+    text.push_str("oops,5\n");
+    std::fs::write(&csv2, text).unwrap();
+    let err = put_table(
+        &mut a,
+        &csv2,
+        &PutTable { name: "c".into(), key: None, partition: Partitioning::RoundRobin, dict: None },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("oops") && err.contains("line"), "{err}");
+    assert!(a.catalog().objects.is_empty(), "nothing is stored after a failed load");
+    // Too many distinct values for a dictionary: stored plain, and the report says so.
+    let big = dir.path().join("big.parquet");
+    let keys: Vec<i64> = (0..140_000).collect();
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)])),
+        vec![Arc::new(Int64Array::from(keys)) as ArrayRef],
+    )
+    .unwrap();
+    write_parquet(&big, &b);
+    let r = put(&mut a, &big, "big", "k", true);
+    assert!(r.result["note"].as_str().unwrap().contains("65,536"), "{}", r.result);
+    // Empty table.
+    let empty = dir.path().join("empty.parquet");
+    write_parquet(&empty, &table(0, 5));
+    put(&mut a, &empty, "empty", "k", false);
+    sort(&mut a, "empty", "k", SortPlacement::Device, "fast", "empty.s");
+    let p = dir.path().join("e.parquet");
+    get_table(&a, "empty.s", &p).unwrap();
+    assert_eq!(read_table_file(&p).unwrap().num_rows(), 0);
+    // Sorting by a column that is not the stored key, and an output name already taken.
+    put(&mut a, &src, "t", "k", false);
+    let err = sort_table(
+        &mut a,
+        "t",
+        &SortOptions {
+            key: "ship".into(),
+            placement: SortPlacement::Device,
+            algo: "fast".into(),
+            out: None,
+            merge: None,
+            memory_budget: None,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("stored with key column \"k\""), "{err}");
+    let err = sort_table(
+        &mut a,
+        "t",
+        &SortOptions {
+            key: "k".into(),
+            placement: SortPlacement::Device,
+            algo: "fast".into(),
+            out: Some("big".into()),
+            merge: None,
+            memory_budget: None,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("already exists"), "{err}");
+    assert!(a.fsck().unwrap().is_empty());
+}
