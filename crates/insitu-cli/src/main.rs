@@ -153,12 +153,36 @@ enum GenCmd {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// TPC-C ORDER-LINE (10 districts x 3,000 orders x 5-15 lines per warehouse) as Parquet.
+    TpccOrderline {
+        #[arg(long, default_value_t = 1)]
+        warehouses: u32,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// NASCENT Fig. 12/13's synthetic table: ROWS x COLUMNS 4-byte values, key column c0.
+    Synthetic {
+        #[arg(long, default_value_t = 1024)]
+        rows: u64,
+        #[arg(long, default_value_t = 1024)]
+        columns: u32,
+        /// Distinct values of the key column (at most 65,536 for 16-bit dictionary codes).
+        #[arg(long, default_value_t = 65_536)]
+        distinct: u64,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum SortPlacementArg {
     Device,
     Host,
+    HostAccel,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -316,6 +340,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 placement: match placement {
                     SortPlacementArg::Device => insitu_host::table::sort::SortPlacement::Device,
                     SortPlacementArg::Host => insitu_host::table::sort::SortPlacement::Host,
+                    SortPlacementArg::HostAccel => insitu_host::table::sort::SortPlacement::HostAccel,
                 },
                 algo,
                 out: out_name,
@@ -362,6 +387,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 "gen",
                 serde_json::json!({ "output": output, "size": size, "crc32": format!("{crc:08x}") }),
                 &format!("wrote {} of text to {}", insitu_host::units::human_bytes(size), output.display()),
+            );
+        }
+        Cmd::Gen(GenCmd::TpccOrderline { warehouses, output, seed }) => {
+            let rows = insitu_host::table::generate::tpcc_orderline(&output, warehouses, seed)?;
+            out.plain(
+                "gen",
+                serde_json::json!({ "output": output, "rows": rows }),
+                &format!("wrote {rows} ORDER-LINE rows ({warehouses} warehouse(s)) to {}", output.display()),
+            );
+        }
+        Cmd::Gen(GenCmd::Synthetic { rows, columns, distinct, output, seed }) => {
+            insitu_host::table::generate::synthetic(&output, rows, columns, distinct, seed)?;
+            out.plain(
+                "gen",
+                serde_json::json!({ "output": output, "rows": rows, "columns": columns }),
+                &format!("wrote a {rows} x {columns} table of 4-byte values to {}", output.display()),
             );
         }
         Cmd::Demo { size, devices, profile } => {

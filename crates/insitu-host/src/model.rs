@@ -18,12 +18,17 @@ use std::collections::BTreeMap;
 use insitu_device::{DeviceCounters, Profile};
 use serde::Serialize;
 
-/// Work the host CPU did in a phase.
+/// Work the host side did in a phase: on the host CPU, or on an accelerator beside the host (NASCENT's
+/// "FPGA baseline": one accelerator on the host's bus, serving the devices one at a time).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HostWork {
     pub cpu_ns_by_class: BTreeMap<String, u64>,
     /// Threads the host work was spread over (at least 1).
     pub threads: u32,
+    /// The work ran on the accelerator: priced with the profile's device factors and device power.
+    pub accelerator: bool,
+    /// Bytes moved between host memory and the accelerator, over the shared host bus.
+    pub accel_bytes: u64,
 }
 
 impl HostWork {
@@ -32,7 +37,15 @@ impl HostWork {
         if cpu_ns > 0 {
             m.insert(class.to_string(), cpu_ns);
         }
-        HostWork { cpu_ns_by_class: m, threads: 1 }
+        HostWork { cpu_ns_by_class: m, threads: 1, ..Default::default() }
+    }
+
+    /// The same work, done by the accelerator beside the host, which also received and returned
+    /// `accel_bytes` over the shared bus.
+    pub fn on_accelerator(mut self, accel_bytes: u64) -> HostWork {
+        self.accelerator = true;
+        self.accel_bytes = accel_bytes;
+        self
     }
 }
 
@@ -129,10 +142,22 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
     };
     for ph in phases {
         let devices: Vec<DeviceBusy> = ph.devices.iter().map(|c| device_busy(p, c)).collect();
-        let host_bytes: u64 = ph.devices.iter().map(|c| c.device_to_host + c.host_to_device).sum();
+        let host_bytes: u64 =
+            ph.devices.iter().map(|c| c.device_to_host + c.host_to_device).sum::<u64>() + ph.host.accel_bytes;
         let shared_link_s = host_bytes as f64 / p.host_link.shared_bw;
-        let host_cpu_s: f64 = ph.host.cpu_ns_by_class.values().map(|ns| *ns as f64 * 1e-9).sum();
-        let host_s = host_cpu_s * p.compute.host_factor / ph.host.threads.max(1) as f64;
+        let (mut host_s, mut accel_s) = (0.0, 0.0);
+        if ph.host.accelerator {
+            accel_s = ph
+                .host
+                .cpu_ns_by_class
+                .iter()
+                .map(|(c, ns)| *ns as f64 * 1e-9 * p.device_factor(c))
+                .sum::<f64>()
+                / ph.host.threads.max(1) as f64;
+        } else {
+            let cpu_s: f64 = ph.host.cpu_ns_by_class.values().map(|ns| *ns as f64 * 1e-9).sum();
+            host_s = cpu_s * p.compute.host_factor / ph.host.threads.max(1) as f64;
+        }
 
         let mut time_s = 0.0;
         let mut bottleneck = String::from("idle");
@@ -151,13 +176,22 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             time_s = host_s;
             bottleneck = "host cpu".into();
         }
+        if accel_s > time_s {
+            time_s = accel_s;
+            bottleneck = "accelerator".into();
+        }
         let dev_energy: f64 = devices
             .iter()
             .map(|b| {
                 p.power.device_active_w * b.busy_s + p.power.device_idle_w * (time_s - b.busy_s).max(0.0)
             })
             .sum();
-        let host_energy = p.power.host_active_w * host_s + p.power.host_idle_w * (time_s - host_s).max(0.0);
+        let mut host_energy =
+            p.power.host_active_w * host_s + p.power.host_idle_w * (time_s - host_s).max(0.0);
+        if ph.host.accelerator {
+            host_energy +=
+                p.power.device_active_w * accel_s + p.power.device_idle_w * (time_s - accel_s).max(0.0);
+        }
         out.time_s += time_s;
         out.device_energy_j += dev_energy;
         out.host_energy_j += host_energy;
@@ -166,7 +200,7 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             name: ph.name.clone(),
             time_s,
             bottleneck,
-            host_s,
+            host_s: host_s + accel_s,
             shared_link_s,
             devices,
             energy_j: dev_energy + host_energy,
@@ -233,6 +267,21 @@ mod tests {
         // host: 50 W x 0.5 s + 10 W x 0.5 s; devices: 2 x (5 W x 0.8 s + 1 W x 0.2 s).
         assert!(approx(m.host_energy_j, 30.0));
         assert!(approx(m.device_energy_j, 2.0 * (4.0 + 0.2)));
+    }
+
+    #[test]
+    fn an_accelerator_beside_the_host_is_priced_as_a_device_by_hand() {
+        // tiny: default device factor 4.0, device 5 W active / 1 W idle, shared bus 0.8 GB/s.
+        // 0.1 s of CPU here -> 0.4 s on the accelerator; 0.4 GB to and from it -> 0.5 s on the bus.
+        let c = DeviceCounters { device_to_host: 200_000_000, ..Default::default() };
+        let host = HostWork::single("sort", 100_000_000).on_accelerator(200_000_000);
+        let m = model(&tiny(), &[PhaseUsage { name: "dev0".into(), devices: vec![c], host }]);
+        assert!(approx(m.phases[0].shared_link_s, 0.5));
+        assert!(approx(m.phases[0].host_s, 0.4));
+        assert!(approx(m.time_s, 0.5));
+        assert_eq!(m.phases[0].bottleneck, "shared host link");
+        // host idle 10 W x 0.5 s; accelerator 5 W x 0.4 s + 1 W x 0.1 s; device 5 W x 0.4 s + 1 W x 0.1 s.
+        assert!(approx(m.energy_j, 5.0 + 2.1 + 2.1), "{}", m.energy_j);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! vary in size). The catalog entry records the schema and how each part is encoded.
 
 pub mod export;
+pub mod generate;
 pub mod import;
 pub mod layout;
 pub mod schema;

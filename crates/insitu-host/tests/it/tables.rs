@@ -112,6 +112,7 @@ fn device_and_host_sorts_give_identical_tables_and_every_part_is_sorted() {
             (SortPlacement::Device, "fast"),
             (SortPlacement::Device, "bitonic"),
             (SortPlacement::Host, "fast"),
+            (SortPlacement::HostAccel, "fast"),
         ] {
             let out = format!("{name}.{placement:?}.{algo}");
             sort(&mut a, name, key, placement, algo, &out);
@@ -121,6 +122,7 @@ fn device_and_host_sorts_give_identical_tables_and_every_part_is_sorted() {
         }
         assert_eq!(outs[0], outs[1], "{name}: fast vs bitonic on the device");
         assert_eq!(outs[0], outs[2], "{name}: device vs host");
+        assert_eq!(outs[0], outs[3], "{name}: device vs host-accel");
         let mut got = row_strings(&outs[0]);
         let mut want = row_strings(&input);
         got.sort();

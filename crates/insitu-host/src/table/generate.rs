@@ -1,0 +1,194 @@
+//! Table generators: TPC-C order-line and the synthetic table of NASCENT's Fig. 12/13. Deterministic
+//! (seeded), written as Parquet.
+//!
+//! TPC-C ORDER-LINE follows the TPC-C specification (v5.11) §4.3.3.1 for the initial population: per
+//! warehouse 10 districts of 3,000 orders, each order with OL_CNT uniform in [5, 15] lines; OL_I_ID uniform
+//! in [1, 100,000]; OL_SUPPLY_W_ID = W_ID; OL_QUANTITY = 5; orders with O_ID < 2,101 are delivered
+//! (OL_DELIVERY_D = the entry date, OL_AMOUNT = 0.00), the rest are not (OL_DELIVERY_D null, OL_AMOUNT
+//! uniform in [0.01, 9,999.99]); OL_DIST_INFO a random 24-letter string. Simplifications: the entry date
+//! is one fixed timestamp (the load time in the spec), and random strings use letters only.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, Decimal128Array, Int32Array, StringArray, TimestampMicrosecondArray, UInt32Array,
+};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::ArrowWriter;
+
+use crate::error::{HostError, Result};
+
+/// A small deterministic generator (xorshift64*), so no global RNG state is involved.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+}
+
+fn write(path: &Path, batches: &[RecordBatch]) -> Result<()> {
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .ok_or_else(|| HostError::InvalidArgument("nothing to write".into()))?;
+    let tmp = path.with_extension("parquet.tmp");
+    let f = std::fs::File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
+    let mut w =
+        ArrowWriter::try_new(f, schema, None).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    for b in batches {
+        w.write(b).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    }
+    w.close().map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    std::fs::rename(&tmp, path).map_err(|e| HostError::io(path, e))
+}
+
+/// TPC-C ORDER-LINE for `warehouses` warehouses; returns the number of rows written.
+pub fn tpcc_orderline(path: &Path, warehouses: u32, seed: u64) -> Result<u64> {
+    if warehouses == 0 {
+        return Err(HostError::InvalidArgument("--warehouses must be at least 1".into()));
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ol_o_id", DataType::Int32, false),
+        Field::new("ol_d_id", DataType::Int32, false),
+        Field::new("ol_w_id", DataType::Int32, false),
+        Field::new("ol_number", DataType::Int32, false),
+        Field::new("ol_i_id", DataType::Int32, false),
+        Field::new("ol_supply_w_id", DataType::Int32, false),
+        Field::new("ol_delivery_d", DataType::Timestamp(TimeUnit::Microsecond, None), true),
+        Field::new("ol_quantity", DataType::Int32, false),
+        Field::new("ol_amount", DataType::Decimal128(6, 2), false),
+        Field::new("ol_dist_info", DataType::Utf8, false),
+    ]));
+    let entry_us: i64 = 1_700_000_000_000_000; // the load time (fixed for reproducibility)
+    let mut rng = Rng::new(seed);
+    let mut batches = Vec::new();
+    let mut total = 0u64;
+    for w in 1..=warehouses as i32 {
+        let (mut o, mut d, mut num, mut item, mut deliv, mut amount, mut info) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for dist in 1..=10 {
+            for oid in 1..=3000 {
+                let lines = rng.range(5, 15) as i32;
+                for n in 1..=lines {
+                    o.push(oid);
+                    d.push(dist);
+                    num.push(n);
+                    item.push(rng.range(1, 100_000) as i32);
+                    let delivered = oid < 2101;
+                    deliv.push(delivered.then_some(entry_us));
+                    amount.push(if delivered { 0 } else { rng.range(1, 999_999) as i128 });
+                    info.push((0..24).map(|_| (b'a' + rng.range(0, 25) as u8) as char).collect::<String>());
+                }
+            }
+        }
+        let n = o.len();
+        total += n as u64;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(o)),
+            Arc::new(Int32Array::from(d)),
+            Arc::new(Int32Array::from(vec![w; n])),
+            Arc::new(Int32Array::from(num)),
+            Arc::new(Int32Array::from(item)),
+            Arc::new(Int32Array::from(vec![w; n])),
+            Arc::new(TimestampMicrosecondArray::from(deliv)),
+            Arc::new(Int32Array::from(vec![5; n])),
+            Arc::new(
+                Decimal128Array::from(amount)
+                    .with_precision_and_scale(6, 2)
+                    .map_err(|e| HostError::InvalidArgument(e.to_string()))?,
+            ),
+            Arc::new(StringArray::from(info)),
+        ];
+        batches.push(
+            RecordBatch::try_new(schema.clone(), cols)
+                .map_err(|e| HostError::InvalidArgument(e.to_string()))?,
+        );
+    }
+    write(path, &batches)?;
+    Ok(total)
+}
+
+/// NASCENT Fig. 12/13's synthetic table: `rows` rows of `columns` 4-byte unsigned values; column `c0` is
+/// the key, with values below `distinct` (so it dictionary-encodes to 16-bit codes when `distinct <=
+/// 65,536`).
+pub fn synthetic(path: &Path, rows: u64, columns: u32, distinct: u64, seed: u64) -> Result<()> {
+    if columns == 0 || distinct == 0 {
+        return Err(HostError::InvalidArgument("--columns and --distinct must be at least 1".into()));
+    }
+    let schema = Arc::new(Schema::new(
+        (0..columns).map(|c| Field::new(format!("c{c}"), DataType::UInt32, false)).collect::<Vec<_>>(),
+    ));
+    let mut rng = Rng::new(seed);
+    let mut batches = Vec::new();
+    let mut left = rows;
+    while left > 0 || batches.is_empty() {
+        let n = left.min(8192);
+        let cols: Vec<ArrayRef> = (0..columns)
+            .map(|c| {
+                let v: Vec<u32> = (0..n)
+                    .map(|_| if c == 0 { rng.range(0, distinct - 1) as u32 } else { rng.next_u64() as u32 })
+                    .collect();
+                Arc::new(UInt32Array::from(v)) as ArrayRef
+            })
+            .collect();
+        batches.push(
+            RecordBatch::try_new(schema.clone(), cols)
+                .map_err(|e| HostError::InvalidArgument(e.to_string()))?,
+        );
+        left -= n;
+        if n == 0 {
+            break;
+        }
+    }
+    write(path, &batches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::AsArray;
+    use arrow::datatypes::Int32Type;
+
+    #[test]
+    fn tpcc_orderline_follows_the_population_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ol.parquet");
+        let n = tpcc_orderline(&p, 1, 7).unwrap();
+        // 30,000 orders of 5..15 lines: about 300,000 lines.
+        assert!((270_000..=330_000).contains(&n), "{n}");
+        let b = crate::table::import::read_table_file(&p).unwrap();
+        assert_eq!(b.num_rows() as u64, n);
+        let o = b.column(0).as_primitive::<Int32Type>();
+        let deliv = b.column(6);
+        for i in (0..b.num_rows()).step_by(997) {
+            assert_eq!(deliv.is_null(i), o.value(i) >= 2101, "row {i}");
+        }
+        let lines = b.column(3).as_primitive::<Int32Type>();
+        assert!(lines.values().iter().all(|l| (1..=15).contains(l)));
+    }
+
+    #[test]
+    fn synthetic_tables_have_the_asked_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.parquet");
+        synthetic(&p, 1024, 1024, 60_000, 1).unwrap();
+        let b = crate::table::import::read_table_file(&p).unwrap();
+        assert_eq!((b.num_rows(), b.num_columns()), (1024, 1024));
+    }
+}
