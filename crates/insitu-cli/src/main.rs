@@ -127,6 +127,9 @@ enum Cmd {
     Fsck,
     /// List the built-in hardware profiles.
     Profiles,
+    /// Reproduce a seed paper's headline experiment.
+    #[command(subcommand)]
+    Repro(ReproCmd),
     /// Generate data sets (deterministic, seeded).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -139,6 +142,23 @@ enum Cmd {
         devices: u32,
         #[arg(long, default_value = "smartssd")]
         profile: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ReproCmd {
+    /// NASCENT Fig. 13: sort on 1 to 12 SmartSSDs vs the host CPU vs one accelerator beside the host.
+    Nascent {
+        /// Device counts to run (default 1 to 12).
+        #[arg(long, value_delimiter = ',')]
+        devices: Option<Vec<u32>>,
+        #[arg(long, default_value = "smartssd")]
+        profile: String,
+        #[arg(long, default_value = "fast")]
+        algo: String,
+        /// Working directory for the temporary arrays (default: a folder beside --data).
+        #[arg(long)]
+        work: Option<PathBuf>,
     },
 }
 
@@ -404,6 +424,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 serde_json::json!({ "output": output, "rows": rows, "columns": columns }),
                 &format!("wrote a {rows} x {columns} table of 4-byte values to {}", output.display()),
             );
+        }
+        Cmd::Repro(ReproCmd::Nascent { devices, profile, algo, work }) => {
+            let counts = devices.unwrap_or_else(|| (1..=12).collect());
+            if counts.is_empty() || counts.iter().any(|n| *n == 0 || *n > 64) {
+                bail!("--devices takes counts from 1 to 64");
+            }
+            let work = work.unwrap_or_else(|| PathBuf::from("target/insitu-repro"));
+            let quiet = cli.json;
+            let rows = insitu_host::table::repro::repro_nascent(&work, &counts, &profile, &algo, &|m| {
+                if !quiet {
+                    eprintln!("{m}");
+                }
+            })?;
+            let text = insitu_host::table::repro::render(&rows, &profile);
+            out.plain("repro nascent", serde_json::json!(rows), text.trim_end());
         }
         Cmd::Demo { size, devices, profile } => {
             if cli.data.join("array.json").exists() && !cli.data.join(".insitu-demo").exists() {

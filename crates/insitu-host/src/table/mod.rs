@@ -10,6 +10,7 @@ pub mod export;
 pub mod generate;
 pub mod import;
 pub mod layout;
+pub mod repro;
 pub mod schema;
 pub mod sort;
 pub mod store;

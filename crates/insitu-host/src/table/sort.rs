@@ -15,12 +15,14 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::UInt32Array;
-use arrow::compute::{interleave_record_batch, take_record_batch};
+use arrow::compute::interleave_record_batch;
 use arrow::record_batch::RecordBatch;
 use insitu_device::cputime::thread_cpu_ns;
+use insitu_device::programs::nascent::{sort_key_bytes, Algo, KeyType};
 use insitu_device::{Args, Command, Response, Value};
-use insitu_kernels::sort::{argsort_fast, argsort_strings};
+use insitu_kernels::dict::{self, Codes, Decoded};
+use insitu_kernels::gather::{gather_fixed, gather_var};
+use insitu_kernels::sort::argsort_strings;
 use serde::Serialize;
 use serde_json::json;
 
@@ -29,8 +31,7 @@ use crate::catalog::ObjectEntry;
 use crate::error::{HostError, Result};
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
-use crate::table::layout::encode_part;
-use crate::table::store::{read_key_bits, read_part, write_object, write_part};
+use crate::table::store::{read_object, read_part, write_object};
 use crate::table::{PartInfo, TableInfo};
 
 /// Where the sort runs.
@@ -462,8 +463,10 @@ fn copy_inside(array: &Array, dev: u32, src: &str, dst: &str) -> Result<()> {
     Ok(())
 }
 
-/// Host (or accelerator) placement. The CPU placement reads every part at once (one phase); the
-/// accelerator serves one device after another (a phase per device).
+/// Host (or accelerator) placement: the conventional system. Each part's objects cross the host link, the
+/// host runs the same kernels as the devices (sort of the key column, gather of rows and keys), and the
+/// sorted objects cross back. The CPU placement reads every part at once (one phase); the accelerator
+/// serves one device after another (a phase per device).
 fn sort_on_host(
     array: &Array,
     table: &str,
@@ -473,27 +476,80 @@ fn sort_on_host(
     accel: bool,
     measure: &mut Measure,
 ) -> Result<Vec<PartInfo>> {
-    let mut parts = Vec::new();
     let mut cpu = 0u64;
     for (i, dev) in entry.devices.iter().enumerate() {
         let p = &info.parts[i];
-        let batch = read_part(array, *dev, table, &info.schema, info.key, p)?;
-        let c0 = thread_cpu_ns();
-        let order: Vec<u32> = if p.key_encoding == "bytes" {
-            // Byte order of the values themselves, as the device sorts them.
-            let vals: Vec<Vec<u8>> = (0..batch.num_rows()).map(|j| key_bytes(&batch, info.key, j)).collect();
-            argsort_strings(&vals, 0)
-        } else {
-            let bits = read_key_bits(array, *dev, table, p)?;
-            sorted_rows_of_bits(&bits, p.key_type.as_deref().unwrap_or("u64"))
+        let dev = *dev;
+        let obj = |s: &str| read_object(array, dev, &format!("{table}#{s}"));
+        let rows = obj("rows")?;
+        let rowoff = if p.row_size.is_none() { Some(le_u64s(&obj("rowoff")?)) } else { None };
+        let key = match p.key_encoding.as_str() {
+            "dict" => HostKey::Dict(obj("dict")?, obj("codes")?),
+            "bytes" => HostKey::Bytes(obj("key")?, le_u64s(&obj("keyoff")?)),
+            _ => HostKey::Plain(obj("key")?),
         };
-        let sorted = take_record_batch(&batch, &UInt32Array::from(order))
-            .map_err(|e| HostError::InvalidArgument(e.to_string()))?;
-        let (enc, _) = encode_part(&sorted, &info.schema, info.key, p.key_encoding == "dict")?;
+        let c0 = thread_cpu_ns();
+        let kt = p.key_type.as_deref().and_then(KeyType::parse);
+        let order: Vec<u32> = match (&key, kt) {
+            (HostKey::Plain(k), Some(kt)) => sort_key_bytes(k, kt, 0, Algo::Fast).rows(),
+            (HostKey::Dict(d, c), Some(kt)) => {
+                let codes = Codes::from_bytes(p.code_bits.unwrap_or(16), c).ok_or_else(|| {
+                    HostError::Damaged { name: table.into(), detail: "bad data page".into() }
+                })?;
+                let decoded = dict::decode(&le_u64s(d), &codes, kt.width() as u32 * 8)
+                    .map_err(|e| HostError::Damaged { name: table.into(), detail: e.to_string() })?;
+                let bytes: Vec<u8> = match decoded {
+                    Decoded::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                    Decoded::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                    Decoded::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                };
+                sort_key_bytes(&bytes, kt, 0, Algo::Fast).rows()
+            }
+            (HostKey::Bytes(k, o), _) => {
+                let keys: Vec<&[u8]> = o.windows(2).map(|w| &k[w[0] as usize..w[1] as usize]).collect();
+                argsort_strings(&keys, 0)
+            }
+            _ => {
+                return Err(HostError::Damaged {
+                    name: table.into(),
+                    detail: "part without a key type".into(),
+                })
+            }
+        };
+        let mut objects: Vec<(String, Vec<u8>)> = Vec::new();
+        match (&rowoff, p.row_size) {
+            (Some(off), _) => {
+                let (d, o) = gather_var(&rows, off, &order);
+                objects.push((format!("{out}#rows"), d));
+                objects.push((format!("{out}#rowoff"), u64s_le(&o)));
+            }
+            (None, Some(rs)) => {
+                objects.push((format!("{out}#rows"), gather_fixed(&rows, rs as usize, &order)))
+            }
+            (None, None) => unreachable!("a part has a row size or offsets"),
+        }
+        match &key {
+            HostKey::Plain(k) => {
+                let w = kt.map_or(8, |k| k.width());
+                objects.push((format!("{out}#key"), gather_fixed(k, w, &order)));
+            }
+            HostKey::Dict(d, c) => {
+                let cw = p.code_bits.unwrap_or(16) as usize / 8;
+                objects.push((format!("{out}#dict"), d.clone()));
+                objects.push((format!("{out}#codes"), gather_fixed(c, cw, &order)));
+            }
+            HostKey::Bytes(k, o) => {
+                let (d, offs) = gather_var(k, o, &order);
+                objects.push((format!("{out}#key"), d));
+                objects.push((format!("{out}#keyoff"), u64s_le(&offs)));
+            }
+        }
         let part_cpu = thread_cpu_ns() - c0;
         cpu += part_cpu;
-        let moved = enc.row_data.len() as u64 * 2;
-        parts.push(write_part(array, *dev, out, &enc)?);
+        let moved: u64 = objects.iter().map(|(_, d)| d.len() as u64).sum::<u64>() * 2;
+        for (name, data) in &objects {
+            write_object(array, dev, name, "table-part", data)?;
+        }
         if accel {
             measure.phase(
                 &format!("dev{dev}"),
@@ -505,32 +561,18 @@ fn sort_on_host(
     if !accel {
         measure.phase("sort", array, HostWork::single("sort", cpu));
     }
-    Ok(parts)
+    Ok(info.parts.clone())
 }
 
-fn key_bytes(batch: &RecordBatch, key: usize, j: usize) -> Vec<u8> {
-    use arrow::array::AsArray;
-    use arrow::datatypes::DataType;
-    let a = batch.column(key);
-    match a.data_type() {
-        DataType::Utf8 => a.as_string::<i32>().value(j).as_bytes().to_vec(),
-        DataType::Binary => a.as_binary::<i32>().value(j).to_vec(),
-        DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().value(j).to_vec(),
-        _ => Vec::new(),
-    }
+/// A part's key column as read by the host.
+enum HostKey {
+    Plain(Vec<u8>),
+    Dict(Vec<u8>, Vec<u8>),
+    Bytes(Vec<u8>, Vec<u64>),
 }
 
-/// Host-side sort of raw key bits (as stored) into row order, with the same key mapping as the device.
-fn sorted_rows_of_bits(bits: &[u64], key_type: &str) -> Vec<u32> {
-    let s = match key_type {
-        "u32" => argsort_fast(&bits.iter().map(|b| *b as u32).collect::<Vec<_>>(), 0),
-        "i32" => argsort_fast(&bits.iter().map(|b| *b as u32 as i32).collect::<Vec<_>>(), 0),
-        "f32" => argsort_fast(&bits.iter().map(|b| f32::from_bits(*b as u32)).collect::<Vec<_>>(), 0),
-        "i64" => argsort_fast(&bits.iter().map(|b| *b as i64).collect::<Vec<_>>(), 0),
-        "f64" => argsort_fast(&bits.iter().map(|b| f64::from_bits(*b)).collect::<Vec<_>>(), 0),
-        _ => argsort_fast(bits, 0),
-    };
-    s.rows()
+fn le_u64s(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
 }
 
 /// K-way merges the sorted parts of `table` into one Parquet file; returns the rows written.
