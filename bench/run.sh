@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
 # Whole-system benchmarks of insitu against peer tools, side by side in one run. Appends dated results to
-# bench/RESULTS.md. Installs what it needs (ripgrep) and builds the release binary first.
+# bench/RESULTS.md. Installs what it needs (ripgrep via apt; Python peers into target/bench/venv) and builds
+# the release binary first.
+#   bench/run.sh [storage|sort-kernel|table-sort|nascent|all] [options of that suite]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v rg >/dev/null; then
-  echo "installing ripgrep (apt)"
-  (apt-get update -qq && apt-get install -y -qq ripgrep) >/dev/null
-fi
+suite="${1:-all}"
+[ $# -gt 0 ] && shift
 cargo build --release -p insitu-cli
-python3 bench/bench.py "$@"
+case "$suite" in
+  storage)
+    if ! command -v rg >/dev/null; then
+      echo "installing ripgrep (apt)"
+      (apt-get update -qq && apt-get install -y -qq ripgrep) >/dev/null
+    fi
+    python3 bench/bench.py "$@" ;;
+  sort-kernel) python3 bench/sort_kernel.py "$@" ;;
+  table-sort) python3 bench/table_sort.py "$@" ;;
+  nascent)
+    out=$(./target/release/insitu repro nascent "$@")
+    echo "$out"
+    printf '\n## %s — commit %s — insitu repro nascent (issue 3)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
+  all)
+    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent ;;
+  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, all)"; exit 2 ;;
+esac
