@@ -10,8 +10,8 @@ pub type Result<T> = std::result::Result<T, FlashError>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FlashError {
-    #[error("I/O error on {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("I/O error on {path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("invalid flash geometry: {0}")]
     InvalidGeometry(String),
     #[error("corrupted {what} in {path}: {detail}")]
@@ -41,7 +41,7 @@ pub enum FlashError {
 }
 
 impl FlashError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        FlashError::Io { path: path.into(), source }
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        FlashError::Io { path: path.into(), error }
     }
 }

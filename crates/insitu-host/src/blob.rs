@@ -228,11 +228,10 @@ pub fn rm(array: &mut Array, name: &str) -> Result<Report> {
     let measure = Measure::start("rm", array);
     let entry = array.remove_entry(name)?;
     array.faults.hit("rm-catalog");
-    for dev in &entry.devices {
-        array
-            .device(*dev)?
-            .call(Command::Delete { name: name.to_string() })
-            .map_err(HostError::device(*dev))?;
+    for (i, dev) in entry.devices.iter().enumerate() {
+        for obj in entry.device_objects(i) {
+            array.device(*dev)?.call(Command::Delete { name: obj }).map_err(HostError::device(*dev))?;
+        }
     }
     Ok(measure.finish(array, json!({ "removed": name, "size": entry.size })))
 }

@@ -10,14 +10,14 @@ pub type Result<T> = std::result::Result<T, HostError>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HostError {
-    #[error("device {device}: {source}")]
-    Device { device: u32, source: DeviceError },
+    #[error("device {device}: {error}")]
+    Device { device: u32, error: DeviceError },
     #[error(transparent)]
     DeviceSetup(#[from] DeviceError),
     #[error(transparent)]
     Flash(#[from] FlashError),
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("no array at {0} (create one with `insitu init`)")]
     NoArray(PathBuf),
     #[error("an array already exists at {0}")]
@@ -41,11 +41,11 @@ pub enum HostError {
 }
 
 impl HostError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        HostError::Io { path: path.into(), source }
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        HostError::Io { path: path.into(), error }
     }
 
     pub(crate) fn device(device: u32) -> impl FnOnce(DeviceError) -> HostError {
-        move |source| HostError::Device { device, source }
+        move |error| HostError::Device { device, error }
     }
 }

@@ -39,7 +39,7 @@ pub fn write_object(array: &Array, dev: u32, name: &str, kind: &str, data: &[u8]
     }
     if let Some(e) = failed {
         let _ = d.call(Command::Abort { txn });
-        return Err(HostError::Device { device: dev, source: e });
+        return Err(HostError::Device { device: dev, error: e });
     }
     d.call(Command::Commit { txn }).map_err(HostError::device(dev))?;
     Ok(())

@@ -171,6 +171,19 @@ fn merge_gives_one_globally_sorted_file() {
     want.sort();
     assert_eq!(got, want);
     assert!(a.entry("t.sorted").is_ok(), "the default output name is T.sorted");
+    // Removing a table removes every part object on every device.
+    insitu_host::blob::rm(&mut a, "t.sorted").unwrap();
+    for d in a.devices() {
+        let insitu_device::Response::Objects(objs) = d.call(insitu_device::Command::List).unwrap() else {
+            panic!()
+        };
+        assert!(
+            objs.iter().all(|o| o.name.starts_with("t#")),
+            "{:?}",
+            objs.iter().map(|o| &o.name).collect::<Vec<_>>()
+        );
+    }
+    assert!(a.fsck().unwrap().is_empty());
 }
 
 #[test]
