@@ -27,11 +27,11 @@ PEERS = r'''
 import sys, time, duckdb, polars as pl
 src, which, db = sys.argv[1], sys.argv[2], sys.argv[3]
 if which == "duckdb-load":
-    con = duckdb.connect(db); con.execute("SET threads=2")
+    con = duckdb.connect(db); con.execute("SET threads=2"); con.execute("SET enable_progress_bar=false")
     con.execute("DROP TABLE IF EXISTS lineitem"); con.execute("DROP TABLE IF EXISTS s")
     con.execute(f"CREATE TABLE lineitem AS SELECT * FROM read_parquet('{src}')"); con.execute("CHECKPOINT")
 elif which == "duckdb":
-    con = duckdb.connect(db); con.execute("SET threads=2")
+    con = duckdb.connect(db); con.execute("SET threads=2"); con.execute("SET enable_progress_bar=false")
     con.execute("DROP TABLE IF EXISTS s"); con.execute("CHECKPOINT")
     t = time.perf_counter()
     con.execute("CREATE TABLE s AS SELECT * FROM lineitem ORDER BY l_partkey"); con.execute("CHECKPOINT")
@@ -92,8 +92,8 @@ def main():
             times[label].append(time.perf_counter() - t)
             modeled[label] = (r["modeled"]["time_s"], r["host_cpu_s"], r["device_cpu_s"])
             run([INSITU, "--data", data, "rm", out])
-        times["DuckDB CTAS ORDER BY"].append(float(run([PY, "-c", PEERS, src, "duckdb", db]).strip()))
-        times["Polars read+sort+write"].append(float(run([PY, "-c", PEERS, src, "polars", os.path.join(WORK, "pl.parquet")]).strip()))
+        times["DuckDB CTAS ORDER BY"].append(float(run([PY, "-c", PEERS, src, "duckdb", db]).strip().splitlines()[-1]))
+        times["Polars read+sort+write"].append(float(run([PY, "-c", PEERS, src, "polars", os.path.join(WORK, "pl.parquet")]).strip().splitlines()[-1]))
     med = {k: statistics.median(v) for k, v in times.items()}
     best_peer = min(med["DuckDB CTAS ORDER BY"], med["Polars read+sort+write"])
     rows = ["| contender | median s | best s | vs best peer | host / device CPU s | modeled s (smartssd x4) |", "|---|---:|---:|---:|---:|---:|"]

@@ -4,6 +4,7 @@
 mod crash;
 mod errors;
 mod roundtrip;
+mod tables;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -168,7 +168,10 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
     let mut parts = Vec::with_capacity(n);
     for (dev, enc) in encoded.iter().enumerate() {
         match write_part(array, dev as u32, &opts.name, enc) {
-            Ok(info) => parts.push(info),
+            Ok(info) => {
+                parts.push(info);
+                array.faults.hit("put-table-part");
+            }
             Err(e) => {
                 for (d, info) in parts.iter().enumerate() {
                     for obj in crate::table::PartInfo::objects(info, &opts.name) {
