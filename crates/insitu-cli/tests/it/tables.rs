@@ -7,21 +7,38 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
     let env = Env::new();
     env.init(&["--devices", "3", "--profile", "tiny", "--capacity", "64MiB"]);
     let src = env.path("ol.parquet");
-    let g = env.json(&["gen", "synthetic", "--rows", "3000", "--columns", "8", "--distinct", "500", "-o", s(&src)]);
+    let g = env.json(&[
+        "gen",
+        "synthetic",
+        "--rows",
+        "3000",
+        "--columns",
+        "8",
+        "--distinct",
+        "500",
+        "-o",
+        s(&src),
+    ]);
     assert_eq!(g["result"]["rows"], 3000);
     let put = env.json(&["put-table", s(&src), "--name", "t", "--key", "c0", "--dict", "c0"]);
     assert_eq!(put["result"]["rows_per_device"], serde_json::json!([1000, 1000, 1000]));
     assert_eq!(put["result"]["key_encoding"], serde_json::json!(["dict", "dict", "dict"]));
     let mut outputs = Vec::new();
-    for (placement, algo) in [("device", "fast"), ("device", "bitonic"), ("host", "fast"), ("host-accel", "fast")] {
+    for (placement, algo) in
+        [("device", "fast"), ("device", "bitonic"), ("host", "fast"), ("host-accel", "fast")]
+    {
         let out = format!("t-{placement}-{algo}");
-        let r = env.json(&["sort", "t", "--key", "c0", "--placement", placement, "--algo", algo, "--out", &out]);
+        let r =
+            env.json(&["sort", "t", "--key", "c0", "--placement", placement, "--algo", algo, "--out", &out]);
         assert_eq!(r["result"]["rows"], 3000);
         assert!(r["modeled"]["time_s"].as_f64().unwrap() > 0.0);
         if placement == "device" {
             assert_eq!(r["bytes"]["device_to_host"], 0, "only commands cross the host link");
         } else {
-            assert!(r["bytes"]["device_to_host"].as_u64().unwrap() > 3000 * 32, "every part crosses the host link");
+            assert!(
+                r["bytes"]["device_to_host"].as_u64().unwrap() > 3000 * 32,
+                "every part crosses the host link"
+            );
         }
         let file = env.path(&format!("{out}.parquet"));
         env.ok(&["get-table", &out, "-o", s(&file)]);
@@ -47,7 +64,12 @@ fn a_killed_put_table_leaves_no_half_table() {
     env.ok(&["gen", "synthetic", "--rows", "2000", "--columns", "4", "-o", s(&src)]);
     for (point, exists) in [("put-table-part:2", false), ("put-table-catalog:1", true)] {
         let name = format!("t{}", point.len());
-        let o = env.cmd().args(["put-table", s(&src), "--name", &name]).env("INSITU_CRASH_AT", point).output().unwrap();
+        let o = env
+            .cmd()
+            .args(["put-table", s(&src), "--name", &name])
+            .env("INSITU_CRASH_AT", point)
+            .output()
+            .unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(o.status.signal(), Some(9), "{point}");
         let ls = env.json(&["ls"]);
@@ -63,7 +85,16 @@ fn tpcc_orderline_loads_and_repro_nascent_runs() {
     let ol = env.path("ol.parquet");
     let g = env.json(&["gen", "tpcc-orderline", "--warehouses", "1", "-o", s(&ol)]);
     assert!(g["result"]["rows"].as_u64().unwrap() > 250_000);
-    let r = env.json(&["repro", "nascent", "--devices", "1,2", "--profile", "tiny", "--work", s(&env.path("work"))]);
+    let r = env.json(&[
+        "repro",
+        "nascent",
+        "--devices",
+        "1,2",
+        "--profile",
+        "tiny",
+        "--work",
+        s(&env.path("work")),
+    ]);
     let rows = r["result"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|x| x["speedup_vs_accel"].as_f64().unwrap() > 0.0));
