@@ -308,9 +308,37 @@ pub fn argsort_bitonic<K: RadixKey>(keys: &[K], first_row: u32, cfg: BitonicConf
     kway_merge_runs(&runs)
 }
 
-/// Sorts `(key, row)` pairs ascending by the bitonic network: P-sorter stages (`k <= p`, alternating
-/// direction per P-element array), then the bitonic merges of sorted arrays (`k > p`). Pads to a power of
-/// two with `(u64::MAX, u32::MAX)` sentinels, which sort last and are dropped.
+/// Runs the stages `k = k_from, 2 k_from, ..., k_to` of the bitonic network over items `lo..lo + len`
+/// (`len` a power of two, `lo` a multiple of it). For each compared pair `(i, l)`, `i < l`,
+/// `compare_swap(i, l, ascending)` puts them in order. Directions depend on the global index, so the
+/// P-sorter run block by block and the merge stages run over everything compose into one network.
+fn bitonic_stages(
+    lo: usize,
+    len: usize,
+    k_from: usize,
+    k_to: usize,
+    mut compare_swap: impl FnMut(usize, usize, bool),
+) {
+    let mut k = k_from;
+    while k <= k_to {
+        let mut j = k / 2;
+        while j > 0 {
+            for i in lo..lo + len {
+                let l = i ^ j;
+                if l > i {
+                    compare_swap(i, l, i & k == 0);
+                }
+            }
+            j /= 2;
+        }
+        k *= 2;
+    }
+}
+
+/// Sorts `(key, row)` pairs ascending with NASCENT's network: the P-sorter sorts each P-element array
+/// (ascending and descending in turn, so neighbours form bitonic sequences), then bitonic merges of sorted
+/// arrays double their length until one remains (§3.4, Fig. 4). Pads to a power of two with
+/// `(u64::MAX, u32::MAX)` sentinels, which sort last and are dropped.
 pub fn bitonic_sort_pairs(a: &mut Vec<(u64, u32)>, p: usize) {
     let n = a.len();
     if n < 2 {
@@ -318,26 +346,16 @@ pub fn bitonic_sort_pairs(a: &mut Vec<(u64, u32)>, p: usize) {
     }
     let size = n.next_power_of_two();
     a.resize(size, (u64::MAX, u32::MAX));
-    let mut k = 2;
-    // Stages with k <= p are the P-sorter (each P-element array leaves sorted, ascending and descending in
-    // turn); stages with k > p merge those sorted arrays pairwise (NASCENT Fig. 4). The network is the same.
-    let _ = p;
-    while k <= size {
-        let mut j = k / 2;
-        while j > 0 {
-            for i in 0..size {
-                let l = i ^ j;
-                if l > i {
-                    let ascending = i & k == 0;
-                    if (a[i] > a[l]) == ascending {
-                        a.swap(i, l);
-                    }
-                }
-            }
-            j /= 2;
+    let p = p.clamp(2, size);
+    let mut cas = |i: usize, l: usize, ascending: bool| {
+        if (a[i] > a[l]) == ascending {
+            a.swap(i, l);
         }
-        k *= 2;
+    };
+    for block in (0..size).step_by(p) {
+        bitonic_stages(block, p, 2, p, &mut cas);
     }
+    bitonic_stages(0, size, 2 * p, size, &mut cas);
     a.truncate(n);
 }
 
@@ -366,23 +384,11 @@ pub fn argsort_strings_bitonic<S: AsRef<[u8]>>(keys: &[S], first_row: u32) -> Ve
             (false, false) => (keys[a as usize].as_ref(), a) < (keys[b as usize].as_ref(), b),
         }
     };
-    let mut k = 2;
-    while k <= size {
-        let mut j = k / 2;
-        while j > 0 {
-            for i in 0..size {
-                let l = i ^ j;
-                if l > i {
-                    let ascending = i & k == 0;
-                    if less(idx[l], idx[i]) == ascending {
-                        idx.swap(i, l);
-                    }
-                }
-            }
-            j /= 2;
+    bitonic_stages(0, size, 2, size, |i, l, ascending| {
+        if less(idx[l], idx[i]) == ascending {
+            idx.swap(i, l);
         }
-        k *= 2;
-    }
+    });
     idx.truncate(n);
     idx.iter().map(|i| i + first_row).collect()
 }

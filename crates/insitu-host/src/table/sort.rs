@@ -31,7 +31,7 @@ use crate::catalog::ObjectEntry;
 use crate::error::{HostError, Result};
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
-use crate::table::store::{read_object, read_part, write_object};
+use crate::table::store::{begin_object, read_object, read_part, write_object};
 use crate::table::{PartInfo, TableInfo};
 
 /// Where the sort runs.
@@ -249,18 +249,7 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             _ => unreachable!(),
         },
     };
-    let txn = match d
-        .call(Command::CreateObject {
-            name: dst.into(),
-            kind: "table-part".into(),
-            attrs: Default::default(),
-            expected_size: Some(total_bytes),
-        })
-        .map_err(HostError::device(dev))?
-    {
-        Response::Txn(t) => t,
-        _ => unreachable!(),
-    };
+    let txn = begin_object(array, dev, dst, "table-part", total_bytes)?;
     let result = (|| {
         let item = max_item.max(1);
         let mut budget = match d.call(Command::Identify).map_err(HostError::device(dev))? {
@@ -445,18 +434,7 @@ fn copy_inside(array: &Array, dev: u32, src: &str, dst: &str) -> Result<()> {
     let buf = DeviceBuffer::alloc(array, dev, size.max(1))?;
     d.call(Command::LoadObject { name: src.into(), offset: 0, len: size, dst: buf.handle, dst_offset: 0 })
         .map_err(HostError::device(dev))?;
-    let txn = match d
-        .call(Command::CreateObject {
-            name: dst.into(),
-            kind: "table-part".into(),
-            attrs: Default::default(),
-            expected_size: Some(size),
-        })
-        .map_err(HostError::device(dev))?
-    {
-        Response::Txn(t) => t,
-        _ => unreachable!(),
-    };
+    let txn = begin_object(array, dev, dst, "table-part", size)?;
     d.call(Command::StoreToObject { src: buf.handle, offset: 0, len: size, txn })
         .map_err(HostError::device(dev))?;
     d.call(Command::Commit { txn }).map_err(HostError::device(dev))?;

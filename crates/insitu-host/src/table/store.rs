@@ -3,6 +3,7 @@
 use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
 use insitu_device::{Command, Response};
+use insitu_flash::TxnId;
 use insitu_kernels::dict::Codes;
 
 use crate::array::Array;
@@ -13,19 +14,24 @@ use crate::table::PartInfo;
 
 const CHUNK: usize = 4 << 20;
 
-/// Writes `data` as a new object on device `dev` (host -> device over the host link).
-pub fn write_object(array: &Array, dev: u32, name: &str, kind: &str, data: &[u8]) -> Result<()> {
-    let d = array.device(dev)?;
+/// Starts a new object of `size` bytes on device `dev`; returns its write transaction.
+pub fn begin_object(array: &Array, dev: u32, name: &str, kind: &str, size: u64) -> Result<TxnId> {
     let cmd = Command::CreateObject {
         name: name.to_string(),
         kind: kind.to_string(),
         attrs: Default::default(),
-        expected_size: Some(data.len() as u64),
+        expected_size: Some(size),
     };
-    let txn = match d.call(cmd).map_err(HostError::device(dev))? {
-        Response::Txn(t) => t,
+    match array.device(dev)?.call(cmd).map_err(HostError::device(dev))? {
+        Response::Txn(t) => Ok(t),
         _ => unreachable!("CreateObject answers with a transaction"),
-    };
+    }
+}
+
+/// Writes `data` as a new object on device `dev` (host -> device over the host link).
+pub fn write_object(array: &Array, dev: u32, name: &str, kind: &str, data: &[u8]) -> Result<()> {
+    let d = array.device(dev)?;
+    let txn = begin_object(array, dev, name, kind, data.len() as u64)?;
     let ids: Vec<_> = data
         .chunks(CHUNK)
         .map(|c| d.submit(Command::Append { txn, data: c.to_vec() }))
