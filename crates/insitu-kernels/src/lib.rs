@@ -7,6 +7,8 @@
 //! - [`merge`]: k-way merge of sorted runs.
 //! - [`dict`]: dictionary encoding with 8/16-bit codes and run-time output widths (NASCENT §3.6).
 //! - [`gather`]: the shuffle, rows in sorted-index order (NASCENT §3.5).
+//! - [`partition`]: zigzag-fold and xxh3 partitioning, sort-based grouping (PSACS §III).
+//! - [`columnar`]: records <-> column chunks, LZ4 chunks (PSACS §IV-E).
 //!
 //! ```
 //! use insitu_kernels::search::Finder;
@@ -14,8 +16,10 @@
 //! assert_eq!(f.count(b"xxabyyab"), 2);
 //! ```
 
+pub mod columnar;
 pub mod dict;
 pub mod gather;
 pub mod merge;
+pub mod partition;
 pub mod search;
 pub mod sort;
