@@ -121,6 +121,40 @@ enum Cmd {
         #[arg(long)]
         memory_budget: Option<String>,
     },
+    /// Shuffle write (PSACS): hash-partition every device's part of a table into P partitions, in storage.
+    Shuffle {
+        name: String,
+        /// Shuffle key column(s), comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        key: Vec<String>,
+        #[arg(long, default_value_t = 1024)]
+        partitions: u32,
+        #[arg(long, value_enum, default_value = "device")]
+        placement: ShufflePlacementArg,
+        /// Host threads for the host-sort and host-bucket baselines.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// zigzag-fold (the paper's) or xxh3.
+        #[arg(long, default_value = "zigzag-fold")]
+        hash: String,
+        /// column (PSACS, LZ4 per column chunk) or row.
+        #[arg(long, default_value = "column")]
+        layout: String,
+        /// Name of the output (default NAME.shuffled).
+        #[arg(long)]
+        out: Option<String>,
+        /// Device memory a shuffle may use, e.g. 64MiB (default: all that is free).
+        #[arg(long)]
+        memory_budget: Option<String>,
+    },
+    /// Shuffle read: gather partition p of a shuffle output from every device, as Parquet.
+    ShuffleRead {
+        name: String,
+        #[arg(long)]
+        partition: u32,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -203,6 +237,13 @@ enum SortPlacementArg {
     Device,
     Host,
     HostAccel,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ShufflePlacementArg {
+    Device,
+    HostSort,
+    HostBucket,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -368,6 +409,48 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 memory_budget: memory_budget.as_deref().map(parse_size).transpose()?,
             };
             let report = insitu_host::table::sort::sort_table(&mut array, &name, &opts)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::Shuffle {
+            name,
+            key,
+            partitions,
+            placement,
+            threads,
+            hash,
+            layout,
+            out: out_name,
+            memory_budget,
+        } => {
+            use insitu_host::psacs::{shuffle_table, ShuffleOptions, ShufflePlacement};
+            let mut array = open(&cli.data)?;
+            let opts = ShuffleOptions {
+                keys: key,
+                partitions,
+                placement: match placement {
+                    ShufflePlacementArg::Device => ShufflePlacement::Device,
+                    ShufflePlacementArg::HostSort => ShufflePlacement::HostSort,
+                    ShufflePlacementArg::HostBucket => ShufflePlacement::HostBucket,
+                },
+                threads,
+                hash: insitu_kernels::partition::PartitionHash::parse(&hash)
+                    .with_context(|| format!("--hash {hash:?}: use zigzag-fold or xxh3"))?,
+                layout: match layout.as_str() {
+                    "column" => insitu_device::programs::psacs::Layout::Column,
+                    "row" => insitu_device::programs::psacs::Layout::Row,
+                    other => bail!("--layout {other:?}: use column or row"),
+                },
+                out: out_name,
+                memory_budget: memory_budget.as_deref().map(parse_size).transpose()?,
+            };
+            let report = shuffle_table(&mut array, &name, &opts)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::ShuffleRead { name, partition, output: path } => {
+            let array = open(&cli.data)?;
+            let report = insitu_host::psacs::shuffle_read(&array, &name, partition, &path)?;
             array.close()?;
             out.report(&report);
         }

@@ -112,6 +112,24 @@ fn headline(r: &Report) -> String {
             res["rows"],
             res["output"].as_str().unwrap_or("?")
         ),
+        op if op.starts_with("shuffle (") => format!(
+            "{op}: {} rows of {} into {} partitions by {} ({}), {} stored ({:.2}x compression) as {}",
+            res["rows"],
+            res["table"].as_str().unwrap_or("?"),
+            res["partitions"],
+            res["keys"],
+            res["hash"].as_str().unwrap_or("?"),
+            human_bytes(res["stored_bytes"].as_u64().unwrap_or(0)),
+            res["compression_ratio"].as_f64().unwrap_or(0.0),
+            res["out"].as_str().unwrap_or("?")
+        ),
+        "shuffle-read" => format!(
+            "shuffle-read {} partition {}: {} rows to {}",
+            res["name"].as_str().unwrap_or("?"),
+            res["partition"],
+            res["rows"],
+            res["output"].as_str().unwrap_or("?")
+        ),
         op if op.starts_with("sort") => {
             let mut s = format!(
                 "{op}: {} rows of {} by {} ({}) into {}",

@@ -138,6 +138,7 @@ impl ProgramRegistry {
         r.register(Arc::new(crate::programs::nascent::DictDecode));
         r.register(Arc::new(crate::programs::nascent::Sort));
         r.register(Arc::new(crate::programs::nascent::Gather));
+        r.register(Arc::new(crate::programs::psacs::PsacsShuffle));
         r
     }
 

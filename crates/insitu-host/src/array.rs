@@ -309,10 +309,10 @@ impl Array {
                     problems.push(format!("object {:?}: part {i} on missing device {dev}", e.name));
                     continue;
                 };
-                if e.table.is_some() {
+                if e.table.is_some() || e.shuffle.is_some() {
                     for name in e.device_objects(i) {
                         if let Err(err) = d.call(Command::Stat { name: name.clone() }) {
-                            problems.push(format!("table {:?}: part {i} on dev{dev}: {err}", e.name));
+                            problems.push(format!("{} {:?}: part {i} on dev{dev}: {err}", e.kind, e.name));
                         }
                     }
                     continue;

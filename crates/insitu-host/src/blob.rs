@@ -73,6 +73,7 @@ pub fn put(
         stripe_unit: array.config().stripe_unit,
         devices,
         table: None,
+        shuffle: None,
     };
     let measure = Measure::start("put", array);
     let txns = create_parts(array, &entry)?;

@@ -36,15 +36,19 @@ pub struct ObjectEntry {
     /// For tables: schema, key column and the encoding of each part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<crate::table::TableInfo>,
+    /// For shuffle outputs (PSACS): the partitioning and how to rebuild rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shuffle: Option<crate::psacs::ShuffleInfo>,
 }
 
 impl ObjectEntry {
     /// Names of the device objects that make up part `i` (a blob part is one object named like the
     /// entry; a table part is several, `NAME#key`, `NAME#rows`, ...).
     pub fn device_objects(&self, i: usize) -> Vec<String> {
-        match &self.table {
-            None => vec![self.name.clone()],
-            Some(t) => t.parts[i].objects(&self.name),
+        match (&self.table, &self.shuffle) {
+            (Some(t), _) => t.parts[i].objects(&self.name),
+            (None, Some(_)) => vec![format!("{}#data", self.name), format!("{}#index", self.name)],
+            (None, None) => vec![self.name.clone()],
         }
     }
 
@@ -150,6 +154,7 @@ mod tests {
             stripe_unit: 10,
             devices: vec![3, 1],
             table: None,
+            shuffle: None,
         };
         assert_eq!(e.pieces(100), vec![(0, 0, 0, 10), (1, 0, 10, 10), (0, 10, 20, 5)]);
         assert_eq!(e.pieces(4)[..3], [(0, 0, 0, 4), (0, 4, 4, 4), (0, 8, 8, 2)]);
@@ -170,6 +175,7 @@ mod tests {
                 stripe_unit: 1,
                 devices: vec![0],
                 table: None,
+                shuffle: None,
             },
         );
         c.save(dir.path()).unwrap();

@@ -5,6 +5,8 @@
 //!
 //! - [`blob`]: put / get / rm / ls of plain objects, striped over the array or on one device.
 //! - [`search`]: string search, device vs host placement (BlueDBM §5.1).
+//! - [`table`]: tables on devices and NASCENT's sort (FPGA '21).
+//! - [`psacs`]: PSACS's shuffle write inside the devices, its host baselines, shuffle read (ICCD '21).
 //! - [`model`]: counters -> modeled time and energy on a profile.
 
 pub mod array;
@@ -13,6 +15,7 @@ pub mod catalog;
 pub mod error;
 pub mod fault;
 pub mod model;
+pub mod psacs;
 pub mod report;
 pub mod search;
 pub mod table;

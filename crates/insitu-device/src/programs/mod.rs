@@ -4,6 +4,8 @@
 //!   the first bytes of each stripe so matches straddling two devices are found once.
 //! - [`nascent`]: `dict-decode`, `sort` (in memory or out of core through flash) and `gather` (the
 //!   shuffle), NASCENT §3.3-3.6.
+//! - [`psacs`]: `psacs-shuffle`, the map side of a distributed shuffle (PSACS §III-IV).
 
 pub mod nascent;
+pub mod psacs;
 pub mod search;

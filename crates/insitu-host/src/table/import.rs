@@ -196,6 +196,7 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
             parts: parts.clone(),
             sorted: false,
         }),
+        shuffle: None,
     };
     array.commit_entry(entry)?;
     array.faults.hit("put-table-catalog");

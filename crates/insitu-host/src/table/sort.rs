@@ -114,6 +114,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         stripe_unit: 0,
         devices: entry.devices.clone(),
         table: Some(TableInfo { parts, sorted: true, ..info.clone() }),
+        shuffle: None,
     };
     array.commit_entry(out_entry)?;
     let mut result = json!({

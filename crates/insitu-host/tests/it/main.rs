@@ -2,6 +2,7 @@
 //! reference, and resource hygiene.
 #![allow(clippy::unwrap_used)]
 
+mod psacs;
 mod tables;
 
 use insitu_device::{Command, Profile, Response};

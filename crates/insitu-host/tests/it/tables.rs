@@ -23,7 +23,7 @@ fn rng(seed: u64) -> impl FnMut() -> u64 {
 }
 
 /// A lineitem-like table: int key with many ties, strings, decimals, dates, nullable floats.
-fn table(n: usize, seed: u64) -> RecordBatch {
+pub fn table(n: usize, seed: u64) -> RecordBatch {
     let mut r = rng(seed);
     let schema = Schema::new(vec![
         Field::new("k", DataType::Int64, false),
@@ -50,14 +50,14 @@ fn table(n: usize, seed: u64) -> RecordBatch {
     RecordBatch::try_new(Arc::new(schema), cols).unwrap()
 }
 
-fn write_parquet(path: &Path, b: &RecordBatch) {
+pub fn write_parquet(path: &Path, b: &RecordBatch) {
     let f = std::fs::File::create(path).unwrap();
     let mut w = parquet::arrow::ArrowWriter::try_new(f, b.schema(), None).unwrap();
     w.write(b).unwrap();
     w.close().unwrap();
 }
 
-fn array(dir: &Path, devices: u32) -> InsituArray {
+pub fn array(dir: &Path, devices: u32) -> InsituArray {
     InsituArray::init(&dir.join("a"), devices, Profile::load("tiny").unwrap(), Some(64 << 20), None).unwrap();
     InsituArray::open(&dir.join("a"), FaultPlan::none()).unwrap()
 }
@@ -85,7 +85,7 @@ fn sort(a: &mut InsituArray, name: &str, key: &str, placement: SortPlacement, al
 }
 
 /// Rows as strings, for multiset comparisons.
-fn row_strings(b: &RecordBatch) -> Vec<String> {
+pub fn row_strings(b: &RecordBatch) -> Vec<String> {
     let cols: Vec<_> = b
         .columns()
         .iter()

@@ -1,0 +1,157 @@
+//! PSACS: every placement puts the same rows in every partition; tiling, many partitions, bad input.
+
+use insitu_device::programs::psacs::Layout;
+use insitu_host::psacs::{read_partition, shuffle_table, ShuffleOptions, ShufflePlacement};
+use insitu_host::table::import::{put_table, Partitioning, PutTable};
+use insitu_kernels::partition::PartitionHash;
+
+use crate::tables::{array, row_strings, table, write_parquet};
+
+fn opts(keys: &[&str], p: u32, placement: ShufflePlacement, threads: usize, out: &str) -> ShuffleOptions {
+    ShuffleOptions {
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        partitions: p,
+        placement,
+        threads,
+        hash: PartitionHash::ZigzagFold,
+        layout: Layout::Column,
+        out: Some(out.into()),
+        memory_budget: None,
+    }
+}
+
+fn partitions(a: &insitu_host::Array, name: &str, p: u32) -> Vec<Vec<String>> {
+    (0..p)
+        .map(|i| {
+            let mut rows = row_strings(&read_partition(a, name, i).unwrap());
+            rows.sort();
+            rows
+        })
+        .collect()
+}
+
+#[test]
+fn every_placement_puts_the_same_rows_in_every_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 3);
+    let input = table(3000, 11);
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &input);
+    put_table(
+        &mut a,
+        &src,
+        &PutTable {
+            name: "t".into(),
+            key: Some("k".into()),
+            partition: Partitioning::RoundRobin,
+            dict: Some("k".into()),
+        },
+    )
+    .unwrap();
+    let mut want_all = row_strings(&input);
+    want_all.sort();
+    for keys in [&["k"][..], &["comment", "ship"][..]] {
+        let mut results = Vec::new();
+        for (i, (placement, threads, layout, hash)) in [
+            (ShufflePlacement::Device, 1, Layout::Column, PartitionHash::ZigzagFold),
+            (ShufflePlacement::HostSort, 1, Layout::Column, PartitionHash::ZigzagFold),
+            (ShufflePlacement::HostSort, 3, Layout::Row, PartitionHash::ZigzagFold),
+            (ShufflePlacement::HostBucket, 2, Layout::Column, PartitionHash::ZigzagFold),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let out = format!("s{}-{i}", keys.len());
+            let mut o = opts(keys, 16, placement, threads, &out);
+            o.layout = layout;
+            o.hash = hash;
+            let r = shuffle_table(&mut a, "t", &o).unwrap();
+            assert_eq!(r.result["rows"], 3000);
+            results.push(partitions(&a, &out, 16));
+        }
+        for r in &results[1..] {
+            assert_eq!(r, &results[0], "keys {keys:?}: placements disagree");
+        }
+        let mut all: Vec<String> = results[0].iter().flatten().cloned().collect();
+        all.sort();
+        assert_eq!(all, want_all, "every row lands in exactly one partition");
+        assert!(results[0].iter().filter(|p| !p.is_empty()).count() > 8, "rows spread over the partitions");
+    }
+    // The same key always goes to the same partition.
+    let parts = partitions(&a, "s1-0", 16);
+    let mut seen = std::collections::HashMap::new();
+    for (p, rows) in parts.iter().enumerate() {
+        for r in rows {
+            let k = r.split('|').next().unwrap().to_string();
+            assert_eq!(*seen.entry(k).or_insert(p), p);
+        }
+    }
+    assert!(a.fsck().unwrap().is_empty());
+}
+
+#[test]
+fn a_part_larger_than_device_memory_is_tiled_and_many_partitions_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2);
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &table(5000, 12));
+    put_table(
+        &mut a,
+        &src,
+        &PutTable {
+            name: "t".into(),
+            key: Some("k".into()),
+            partition: Partitioning::RoundRobin,
+            dict: None,
+        },
+    )
+    .unwrap();
+    shuffle_table(&mut a, "t", &opts(&["k"], 64, ShufflePlacement::HostSort, 2, "ref")).unwrap();
+    let mut o = opts(&["k"], 64, ShufflePlacement::Device, 1, "tiled");
+    o.memory_budget = Some(200_000);
+    shuffle_table(&mut a, "t", &o).unwrap();
+    assert_eq!(partitions(&a, "tiled", 64), partitions(&a, "ref", 64));
+    let r = shuffle_table(&mut a, "t", &opts(&["k"], 65_536, ShufflePlacement::Device, 1, "wide")).unwrap();
+    assert_eq!(r.result["partitions"], 65_536);
+    let total: usize =
+        [0u32, 1, 65_535].iter().map(|p| read_partition(&a, "wide", *p).unwrap().num_rows()).sum();
+    assert!(total <= 5000);
+}
+
+#[test]
+fn bad_shuffles_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2);
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &table(100, 13));
+    put_table(
+        &mut a,
+        &src,
+        &PutTable {
+            name: "t".into(),
+            key: Some("k".into()),
+            partition: Partitioning::RoundRobin,
+            dict: None,
+        },
+    )
+    .unwrap();
+    let err = shuffle_table(&mut a, "t", &opts(&["nope"], 8, ShufflePlacement::Device, 1, "x"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no column \"nope\""), "{err}");
+    for p in [0u32, (1 << 24) + 1] {
+        let err = shuffle_table(&mut a, "t", &opts(&["k"], p, ShufflePlacement::Device, 1, "x"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--partitions"), "{err}");
+    }
+    shuffle_table(&mut a, "t", &opts(&["k"], 8, ShufflePlacement::Device, 1, "x")).unwrap();
+    let err = read_partition(&a, "x", 8).unwrap_err().to_string();
+    assert!(err.contains("partitions 0..8"), "{err}");
+    let err = shuffle_table(&mut a, "t", &opts(&["k"], 8, ShufflePlacement::Device, 1, "x"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("already exists"), "{err}");
+    insitu_host::blob::rm(&mut a, "x").unwrap();
+    assert!(a.fsck().unwrap().is_empty());
+}
