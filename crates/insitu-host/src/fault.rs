@@ -1,7 +1,7 @@
 //! Crash injection for tests: `INSITU_CRASH_AT=POINT:N` makes the process kill itself with SIGKILL the
 //! N-th time it passes POINT (N counts from 1). This is a real SIGKILL: no destructor, flush or checkpoint
 //! runs, exactly as when an operator's process is killed. The points are named where they are placed
-//! (`put-stripe`, `put-part-committed`, `put-catalog`, `rm-catalog`, `put-table-part`, `put-table-catalog`).
+//! (`put-stripe`, `put-part-committed`, `put-catalog`, `rm-catalog`, `put-table-part`, `put-table-catalog`, `shuffle-before-catalog`).
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -162,6 +162,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
             return Err(e);
         }
     };
+    array.faults.hit("shuffle-before-catalog");
     let sinfo = ShuffleInfo {
         source: name.into(),
         schema: info.schema.clone(),

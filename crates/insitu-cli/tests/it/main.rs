@@ -3,6 +3,7 @@
 
 mod crash;
 mod errors;
+mod psacs;
 mod roundtrip;
 mod tables;
 
