@@ -2,7 +2,7 @@
 # Whole-system benchmarks of insitu against peer tools, side by side in one run. Appends dated results to
 # bench/RESULTS.md. Installs what it needs (ripgrep via apt; Python peers into target/bench/venv) and builds
 # the release binary first.
-#   bench/run.sh [storage|sort-kernel|table-sort|nascent|all] [options of that suite]
+#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|all] [options of that suite]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite="${1:-all}"
@@ -17,11 +17,18 @@ case "$suite" in
     python3 bench/bench.py "$@" ;;
   sort-kernel) python3 bench/sort_kernel.py "$@" ;;
   table-sort) python3 bench/table_sort.py "$@" ;;
+  shuffle) python3 bench/shuffle.py "$@" ;;
+  psacs)
+    [ -f target/bench/tpch-psacs/customer.parquet ] || target/bench/venv/bin/tpchgen-cli parquet -s 1 \
+      --tables=lineitem,partsupp,orders,customer --output-dir=target/bench/tpch-psacs
+    out=$(./target/release/insitu repro psacs --tpch target/bench/tpch-psacs "$@")
+    echo "$out"
+    printf '\n## %s — commit %s — insitu repro psacs (issue 4)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   nascent)
     out=$(./target/release/insitu repro nascent "$@")
     echo "$out"
     printf '\n## %s — commit %s — insitu repro nascent (issue 3)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   all)
-    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent ;;
-  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, all)"; exit 2 ;;
+    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs ;;
+  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, all)"; exit 2 ;;
 esac

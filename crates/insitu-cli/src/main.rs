@@ -181,6 +181,20 @@ enum Cmd {
 
 #[derive(Subcommand, Debug)]
 enum ReproCmd {
+    /// PSACS §V: shuffle of TPC-H tables in one SmartSSD vs the host baselines with 1..32 threads.
+    Psacs {
+        /// Directory with lineitem, partsupp, orders and customer as Parquet (from tpchgen-cli).
+        #[arg(long)]
+        tpch: PathBuf,
+        #[arg(long, default_value_t = 1024)]
+        partitions: u32,
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+        threads: Vec<usize>,
+        #[arg(long, default_value = "smartssd")]
+        profile: String,
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
     /// NASCENT Fig. 13: sort on 1 to 12 SmartSSDs vs the host CPU vs one accelerator beside the host.
     Nascent {
         /// Device counts to run (default 1 to 12).
@@ -507,6 +521,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 serde_json::json!({ "output": output, "rows": rows, "columns": columns }),
                 &format!("wrote a {rows} x {columns} table of 4-byte values to {}", output.display()),
             );
+        }
+        Cmd::Repro(ReproCmd::Psacs { tpch, partitions, threads, profile, work }) => {
+            let work = work.unwrap_or_else(|| PathBuf::from("target/insitu-repro"));
+            let quiet = cli.json;
+            let ws =
+                insitu_host::psacs::repro::repro_psacs(&tpch, &work, partitions, &threads, &profile, &|m| {
+                    if !quiet {
+                        eprintln!("{m}");
+                    }
+                })?;
+            let text = insitu_host::psacs::repro::render(&ws, partitions, &profile);
+            out.plain("repro psacs", serde_json::json!(ws), text.trim_end());
         }
         Cmd::Repro(ReproCmd::Nascent { devices, profile, algo, work }) => {
             let counts = devices.unwrap_or_else(|| (1..=12).collect());

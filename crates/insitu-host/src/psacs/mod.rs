@@ -545,3 +545,4 @@ pub fn shuffle_read(array: &Array, name: &str, p: u32, out: &Path) -> Result<Rep
     Ok(measure
         .finish(array, json!({ "name": name, "partition": p, "rows": batch.num_rows(), "output": out })))
 }
+pub mod repro;
