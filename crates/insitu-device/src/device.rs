@@ -2,6 +2,7 @@
 //! and transfer commands in order, and a pool of compute units that run programs in FIFO order, with
 //! completion events the host polls or waits for.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -196,9 +197,16 @@ fn spawn_worker(name: String, inner: Arc<Inner>, rx: Arc<Mutex<Receiver<Job>>>) 
             let Ok((id, cmd)) = job else { return };
             let class = command_class(&inner, &cmd);
             let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
-            let result = execute(&inner, cmd);
+            let io_ns = Cell::new(0u64);
+            let result = execute(&inner, cmd, &io_ns);
             let (cpu_ns, wall_ns) = (thread_cpu_ns().saturating_sub(cpu0), t0.elapsed().as_nanos() as u64);
-            inner.meters.charge_cpu(&class, cpu_ns);
+            // A program's own flash I/O (page reads and checks, programming) is data movement, priced by
+            // bandwidth like every transfer; only the rest is its kernel's compute.
+            let io = io_ns.get().min(cpu_ns);
+            inner.meters.charge_cpu(&class, cpu_ns - io);
+            if io > 0 {
+                inner.meters.charge_cpu("transfer", io);
+            }
             Meters::add(&inner.meters.commands, 1);
             let mut done = inner.completions.lock().unwrap_or_else(|p| p.into_inner());
             done.insert(id, Completion { id, result, cpu_ns, wall_ns });
@@ -218,7 +226,7 @@ fn command_class(inner: &Inner, cmd: &Command) -> String {
     }
 }
 
-fn execute(inner: &Inner, cmd: Command) -> Result<Response> {
+fn execute(inner: &Inner, cmd: Command, io_ns: &Cell<u64>) -> Result<Response> {
     let m = &inner.meters;
     match cmd {
         Command::Identify => Ok(Response::Properties(Box::new(Properties {
@@ -278,13 +286,22 @@ fn execute(inner: &Inner, cmd: Command) -> Result<Response> {
         }
         Command::Execute { program, args, buffers } => {
             let p = inner.programs.get(&program)?;
-            let ctx = ProgramContext { inner, buffers: &buffers, program: p.id(), bytes_in: 0.into() };
+            let ctx = ProgramContext {
+                inner,
+                buffers: &buffers,
+                program: p.id(),
+                bytes_in: 0.into(),
+                io_ns: 0.into(),
+            };
             let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
-            let out = p.run(&ctx, &args)?;
+            let out = p.run(&ctx, &args);
+            let io = ctx.io_ns.get();
+            io_ns.set(io);
+            let out = out?;
             inner.meters.record_program(
                 p.id(),
                 p.kernel_class(),
-                thread_cpu_ns().saturating_sub(cpu0),
+                thread_cpu_ns().saturating_sub(cpu0).saturating_sub(io),
                 t0.elapsed().as_nanos() as u64,
                 ctx.bytes_in.get(),
             );
