@@ -68,6 +68,34 @@ impl RecordFormat {
         self.fields.len() + usize::from(self.bitmap > 0)
     }
 
+    /// Calls `f(field, value range)` for each field of one record, without allocating (the hot path of
+    /// partitioning and transposing).
+    pub fn for_each_field(
+        &self,
+        rec: &[u8],
+        mut f: impl FnMut(usize, std::ops::Range<usize>),
+    ) -> Result<(), FormatError> {
+        let mut at = self.bitmap;
+        let short = || FormatError("record shorter than its format".into());
+        for (j, k) in self.fields.iter().enumerate() {
+            let r = match k {
+                FieldKind::Fixed(w) => at..at + w,
+                FieldKind::Var => {
+                    let b = rec.get(at..at + 4).ok_or_else(short)?;
+                    let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+                    at += 4;
+                    at..at + len
+                }
+            };
+            if r.end > rec.len() {
+                return Err(short());
+            }
+            at = r.end;
+            f(j, r);
+        }
+        Ok(())
+    }
+
     /// Byte ranges of each field's value (without the length prefix) inside one record.
     pub fn field_ranges(&self, rec: &[u8]) -> Result<Vec<std::ops::Range<usize>>, FormatError> {
         let mut at = self.bitmap;
@@ -110,12 +138,12 @@ pub fn records_to_columns(
                 rec.get(..fmt.bitmap).ok_or_else(|| FormatError("record shorter than its bitmap".into()))?,
             );
         }
-        for (j, (r, f)) in fmt.field_ranges(rec)?.into_iter().zip(&fmt.fields).enumerate() {
-            if let FieldKind::Var = f {
+        fmt.for_each_field(rec, |j, r| {
+            if let FieldKind::Var = fmt.fields[j] {
                 cols[first + j].extend_from_slice(&(r.len() as u32).to_le_bytes());
             }
             cols[first + j].extend_from_slice(&rec[r]);
-        }
+        })?;
     }
     Ok(cols)
 }

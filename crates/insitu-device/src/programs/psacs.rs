@@ -135,21 +135,31 @@ pub fn compose_records(
     Ok((data, offs))
 }
 
+/// The shuffle key of one record: its key fields' value bytes, in `spec.key_fields` order.
+pub fn record_key(
+    rec: &[u8],
+    spec: &ShuffleSpec,
+    key: &mut Vec<u8>,
+    ranges: &mut Vec<std::ops::Range<usize>>,
+) -> Result<()> {
+    ranges.clear();
+    spec.format
+        .for_each_field(rec, |_, r| ranges.push(r))
+        .map_err(|e| DeviceError::ProgramFailed { program: "psacs-shuffle".into(), detail: e.to_string() })?;
+    key.clear();
+    for f in &spec.key_fields {
+        key.extend_from_slice(&rec[ranges[*f].clone()]);
+    }
+    Ok(())
+}
+
 /// Partitioner: the partition of every record.
 pub fn partition_ids(records: &[u8], offsets: &[u64], spec: &ShuffleSpec) -> Result<Vec<u32>> {
-    let mut key = Vec::with_capacity(64);
+    let (mut key, mut ranges) = (Vec::with_capacity(64), Vec::with_capacity(spec.format.fields.len()));
     offsets
         .windows(2)
         .map(|w| {
-            let rec = &records[w[0] as usize..w[1] as usize];
-            let ranges = spec.format.field_ranges(rec).map_err(|e| DeviceError::ProgramFailed {
-                program: "psacs-shuffle".into(),
-                detail: e.to_string(),
-            })?;
-            key.clear();
-            for f in &spec.key_fields {
-                key.extend_from_slice(&rec[ranges[*f].clone()]);
-            }
+            record_key(&records[w[0] as usize..w[1] as usize], spec, &mut key, &mut ranges)?;
             Ok(partition_of(spec.hash, &key, spec.partitions))
         })
         .collect()
@@ -421,10 +431,13 @@ fn merge_and_write(
                 if lo == hi {
                     continue;
                 }
-                let (d, o): (Vec<u8>, Vec<u64>) = match batches {
+                let base = recs.len() as u64;
+                match batches {
                     Batches::Memory(g) => {
+                        // The single batch stays in device memory: copy its extent straight in.
                         let o = &g.1[lo..=hi];
-                        (g.0[o[0] as usize..o[hi - lo] as usize].to_vec(), o.to_vec())
+                        recs.extend_from_slice(&g.0[o[0] as usize..o[hi - lo] as usize]);
+                        offs.extend(o[1..].iter().map(|x| x - o[0] + base));
                     }
                     Batches::Flash(_) => {
                         let o = le_u64s(&read_range(
@@ -433,12 +446,15 @@ fn merge_and_write(
                             lo as u64 * 8,
                             (hi - lo + 1) as u64 * 8,
                         )?);
-                        (read_range(ctx, &format!("{out}.batch{i}#rec"), o[0], o[hi - lo] - o[0])?, o)
+                        recs.extend_from_slice(&read_range(
+                            ctx,
+                            &format!("{out}.batch{i}#rec"),
+                            o[0],
+                            o[hi - lo] - o[0],
+                        )?);
+                        offs.extend(o[1..].iter().map(|x| x - o[0] + base));
                     }
-                };
-                let base = recs.len() as u64;
-                recs.extend_from_slice(&d);
-                offs.extend(o[1..].iter().map(|x| x - o[0] + base));
+                }
             }
             raw += recs.len() as u64;
             let chunks = encode_partition(&recs, &offs, spec)?;

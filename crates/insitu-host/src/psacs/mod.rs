@@ -20,8 +20,8 @@ use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
 use insitu_device::cputime::process_cpu_ns;
 use insitu_device::programs::psacs::{
-    compose_records, encode_partition, group_records, index_entry, record_format, Layout, ShuffleSpec,
-    StoredKey,
+    compose_records, encode_partition, group_records, index_entry, record_format, record_key, Layout,
+    ShuffleSpec, StoredKey,
 };
 use insitu_device::{Args, Command, Response, Value};
 use insitu_kernels::columnar::{columns_to_records, decompress, FieldKind, RecordFormat};
@@ -292,17 +292,11 @@ type EncodedPartition = (u64, Vec<Vec<u8>>, u64);
 /// Bucket-based grouping: one growing buffer per partition (memory grows with P).
 fn bucket_group(records: &[u8], offsets: &[u64], spec: &ShuffleSpec) -> Result<Grouped> {
     let mut buckets: Vec<(Vec<u8>, Vec<u64>)> = vec![(Vec::new(), Vec::new()); spec.partitions as usize];
-    let mut key = Vec::new();
+    let (mut key, mut ranges) = (Vec::new(), Vec::new());
     for w in offsets.windows(2) {
         let rec = &records[w[0] as usize..w[1] as usize];
-        let ranges = spec
-            .format
-            .field_ranges(rec)
-            .map_err(|e| HostError::Damaged { name: "record".into(), detail: e.to_string() })?;
-        key.clear();
-        for f in &spec.key_fields {
-            key.extend_from_slice(&rec[ranges[*f].clone()]);
-        }
+        record_key(rec, spec, &mut key, &mut ranges)
+            .map_err(|e| HostError::Device { device: 0, error: e })?;
         let b = &mut buckets[partition_of(spec.hash, &key, spec.partitions) as usize];
         b.0.extend_from_slice(rec);
         b.1.push(b.0.len() as u64);
