@@ -266,7 +266,17 @@ enum PlacementArg {
     Host,
 }
 
+/// Dies quietly on a closed pipe (`insitu ls | head`), as Unix tools do, instead of panicking in `println!`.
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    // SAFETY: resetting one signal's disposition to its default at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     let json = cli.json;
     match run(cli) {

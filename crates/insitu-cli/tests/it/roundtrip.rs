@@ -137,3 +137,21 @@ fn demo_runs_end_to_end() {
     ]);
     assert!(out.contains("matches either way") && out.contains("fsck: clean"), "{out}");
 }
+
+#[test]
+fn a_closed_pipe_ends_the_process_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "tiny"]);
+    let f = env.write("big", &text(3 << 20, 9, b"xyz"));
+    env.ok(&["put", s(&f)]);
+    let mut child =
+        env.cmd().args(["get", "big"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe closes
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -211,6 +211,9 @@ fn le_u64s(b: &[u8]) -> Vec<u64> {
 #[derive(Debug)]
 pub struct PsacsShuffle;
 
+/// Bytes the Writer gathers before one append to flash.
+const WRITE_BUFFER: usize = 4 << 20;
+
 fn spec_from(ctx: &ProgramContext<'_>, args: &Args, key_kind: FieldKind) -> Result<ShuffleSpec> {
     let partitions = args.u64("partitions").ok_or_else(|| ctx.bad("missing u64 argument partitions"))?;
     if partitions == 0 || partitions > 1 << 24 {
@@ -413,6 +416,7 @@ fn merge_and_write(
     let txn = ctx.create_object(&format!("{out}#data"), "shuffle-data", BTreeMap::new(), None)?;
     let mut index = Vec::with_capacity(spec.partitions as usize * spec.index_entry_bytes());
     let (mut written, mut raw) = (0u64, 0u64);
+    let mut pending = Vec::with_capacity(WRITE_BUFFER + (64 << 10));
     let r = (|| {
         let extents: Vec<Vec<u64>> = match batches {
             Batches::Memory(g) => vec![g.2.clone()],
@@ -460,9 +464,17 @@ fn merge_and_write(
             let chunks = encode_partition(&recs, &offs, spec)?;
             index_entry(&mut index, offs.len() as u64 - 1, written, &chunks);
             for c in &chunks {
-                ctx.append(txn, c)?;
+                pending.extend_from_slice(c);
                 written += c.len() as u64;
             }
+            // The Writer's buffer: flash sees large appends, however small the partitions.
+            if pending.len() >= WRITE_BUFFER {
+                ctx.append(txn, &pending)?;
+                pending.clear();
+            }
+        }
+        if !pending.is_empty() {
+            ctx.append(txn, &pending)?;
         }
         Ok(())
     })();
