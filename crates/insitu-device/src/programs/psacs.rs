@@ -280,12 +280,13 @@ impl Program for PsacsShuffle {
         };
         let n = row_offsets.len() as u64 - 1;
         let budget = args.u64("memory_budget").unwrap_or(u64::MAX).min(ctx.memory_available());
-        // A batch holds its rows, the composed records (rows + keys) and the grouped copy: ~3.5x the rows.
+        // A batch holds the composed records (rows + keys) and their grouped copy, plus 24 bytes a row of
+        // offsets, PIDs and sort scratch; the raw rows are freed once composed. Budget 3x the rows.
         let avg = (rows_size / n.max(1)).max(1) + 16;
-        let batch_rows = (budget / (avg * 4 + 24)).min(n.max(1));
+        let batch_rows = (budget / (avg * 3 + 24)).min(n.max(1));
         if batch_rows < 64.min(n.max(1)) {
             return Err(DeviceError::MemoryExhausted {
-                requested: avg * 4 * 64,
+                requested: avg * 3 * 64,
                 available: ctx.memory_available(),
                 capacity: ctx.memory_available(),
             });
@@ -314,13 +315,15 @@ impl Program for PsacsShuffle {
         loop {
             let count = batch_rows.min(n - first);
             let (lo, hi) = (row_offsets[first as usize], row_offsets[(first + count) as usize]);
-            let _mem = ctx.reserve((hi - lo) * 4 + count * 24)?;
-            let mut rows = vec![0u8; (hi - lo) as usize];
-            ctx.read_object(&obj("rows"), lo, &mut rows)?;
-            let offs: Vec<u64> =
-                row_offsets[first as usize..=(first + count) as usize].iter().map(|o| o - lo).collect();
-            let key_part = slice_key(&key, first as usize, count as usize);
-            let (records, rec_offs) = compose_records(&rows, &offs, spec.format.bitmap, &key_part)?;
+            let _mem = ctx.reserve((hi - lo) * 3 + count * 24)?;
+            let (records, rec_offs) = {
+                let mut rows = vec![0u8; (hi - lo) as usize];
+                ctx.read_object(&obj("rows"), lo, &mut rows)?;
+                let offs: Vec<u64> =
+                    row_offsets[first as usize..=(first + count) as usize].iter().map(|o| o - lo).collect();
+                let key_part = slice_key(&key, first as usize, count as usize);
+                compose_records(&rows, &offs, spec.format.bitmap, &key_part)?
+            };
             let grouped = group_records(&records, &rec_offs, &spec)?;
             if tiled {
                 let name = format!("{out}.batch{batches}");
