@@ -161,6 +161,9 @@ enum Cmd {
     Fsck,
     /// List the built-in hardware profiles.
     Profiles,
+    /// Analytical models: predict host vs device cost before running anything.
+    #[command(subcommand)]
+    Model(ModelCmd),
     /// Reproduce a seed paper's headline experiment.
     #[command(subcommand)]
     Repro(ReproCmd),
@@ -175,6 +178,29 @@ enum Cmd {
         #[arg(long, default_value_t = 4)]
         devices: u32,
         #[arg(long, default_value = "smartssd")]
+        profile: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ModelCmd {
+    /// The list-intersection model (DaMoN '16 §4): load, copy, intersect, send results, host vs device.
+    Intersect {
+        /// Size of the first list in bytes (decimal suffixes as in the paper: 50MB).
+        #[arg(long)]
+        size1: String,
+        #[arg(long)]
+        size2: String,
+        /// Entry size s in bytes (a 4-byte ID plus the payload).
+        #[arg(long, default_value_t = 256)]
+        entry_size: u32,
+        /// Intersection ratio r: the fraction of the shorter list in the result.
+        #[arg(long, default_value_t = 0.01)]
+        ratio: f64,
+        /// Bytes per result entry sent to the host (4: IDs only).
+        #[arg(long, default_value_t = 4)]
+        result_entry_size: u32,
+        #[arg(long, default_value = "smartssd-2016")]
         profile: String,
     },
 }
@@ -531,6 +557,40 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 serde_json::json!({ "output": output, "rows": rows, "columns": columns }),
                 &format!("wrote a {rows} x {columns} table of 4-byte values to {}", output.display()),
             );
+        }
+        Cmd::Model(ModelCmd::Intersect { size1, size2, entry_size, ratio, result_entry_size, profile }) => {
+            use insitu_host::intersect::model::{predict, Workload};
+            let profile = Profile::load(&profile)?;
+            let w = Workload::from_sizes(
+                parse_size(&size1)? as f64,
+                parse_size(&size2)? as f64,
+                entry_size as f64,
+                ratio,
+                result_entry_size as f64,
+            )?;
+            let m = predict(&profile, &w)?;
+            let mut text = format!(
+                "list intersection on {}: |L1| = {:.0}, |L2| = {:.0} entries of {} B, theta = {:.1}, r = {}, {} search ({:.3e} memory accesses)\n",
+                profile.name, m.l1, m.l2, entry_size, w.theta, ratio, m.method, m.memory_accesses
+            );
+            text.push_str(&format!("{:<14}{:>14}{:>14}\n", "stage", "host (ms)", "device (ms)"));
+            let cell = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.4}"));
+            for st in &m.stages {
+                text.push_str(&format!(
+                    "{:<14}{:>14}{:>14}\n",
+                    st.name,
+                    cell(st.host_ms),
+                    cell(st.device_ms)
+                ));
+            }
+            text.push_str(&format!("{:<14}{:>14.4}{:>14.4}\n", "total", m.host_ms, m.device_ms));
+            text.push_str(&format!("{:<14}{:>14.4}{:>14.4}\n", "energy (J)", m.host_j, m.device_j));
+            text.push_str(&format!(
+                "faster: {} ({:.2}x)",
+                m.faster,
+                (m.host_ms / m.device_ms).max(m.device_ms / m.host_ms)
+            ));
+            out.plain("model intersect", serde_json::json!(m), &text);
         }
         Cmd::Repro(ReproCmd::Psacs { tpch, partitions, threads, profile, work }) => {
             let work = work.unwrap_or_else(|| PathBuf::from("target/insitu-repro"));

@@ -82,6 +82,25 @@ pub struct PowerProfile {
     pub host_idle_w: f64,
 }
 
+/// Processor and memory figures the list-intersection cost model needs (DaMoN '16 Table 1). Optional:
+/// only profiles that describe a CPU inside the device carry them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuProfile {
+    /// Host DRAM read of 4 bytes, ns (`t`).
+    pub host_mem_access_ns: f64,
+    /// Device DRAM read of 4 bytes, ns (`t'`).
+    pub device_mem_access_ns: f64,
+    /// Device DRAM copy of 4 bytes, ns (`tau`).
+    pub device_copy_ns: f64,
+    pub host_hz: f64,
+    pub host_ipc: f64,
+    pub device_hz: f64,
+    pub device_ipc: f64,
+    /// The staging buffer ("core memory") flash pages pass through, bytes.
+    pub core_memory_bytes: u64,
+}
+
 /// A whole hardware profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +114,8 @@ pub struct Profile {
     pub network: NetworkProfile,
     pub compute: ComputeProfile,
     pub power: PowerProfile,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuProfile>,
 }
 
 impl Profile {

@@ -14,6 +14,7 @@ pub mod blob;
 pub mod catalog;
 pub mod error;
 pub mod fault;
+pub mod intersect;
 pub mod model;
 pub mod psacs;
 pub mod report;

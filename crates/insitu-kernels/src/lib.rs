@@ -9,6 +9,7 @@
 //! - [`gather`]: the shuffle, rows in sorted-index order (NASCENT §3.5).
 //! - [`partition`]: zigzag-fold and xxh3 partitioning, sort-based grouping (PSACS §III).
 //! - [`columnar`]: records <-> column chunks, LZ4 chunks (PSACS §IV-E).
+//! - [`intersect`]: SvS intersection of sorted ID lists, linear merge or galloping (DaMoN '16 §3.2).
 //!
 //! ```
 //! use insitu_kernels::search::Finder;
@@ -19,6 +20,7 @@
 pub mod columnar;
 pub mod dict;
 pub mod gather;
+pub mod intersect;
 pub mod merge;
 pub mod partition;
 pub mod search;

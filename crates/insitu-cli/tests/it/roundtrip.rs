@@ -155,3 +155,20 @@ fn a_closed_pipe_ends_the_process_quietly() {
     child.wait().unwrap();
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn the_intersection_model_reproduces_the_papers_numbers_from_the_cli() {
+    let env = Env::new();
+    let m = env.json(&["model", "intersect", "--size1", "0.1MB", "--size2", "100MB", "--entry-size", "256"]);
+    let r = &m["result"];
+    assert_eq!(r["method"], "binary");
+    let load = &r["stages"][0];
+    assert!((load["host_ms"].as_f64().unwrap() - 182.0).abs() < 1.0, "{load}");
+    assert!((r["stages"][1]["device_ms"].as_f64().unwrap() - 58.6).abs() < 0.5);
+    assert_eq!(r["faster"], "device");
+    let err = env.fails(&["model", "intersect", "--size1", "1MB", "--size2", "1MB", "--entry-size", "6"]);
+    assert!(err.contains("multiple of 4"), "{err}");
+    assert!(env
+        .fails(&["model", "intersect", "--size1", "1MB", "--size2", "1MB", "--profile", "smartssd"])
+        .contains("[cpu]"));
+}

@@ -1,0 +1,187 @@
+//! The paper's analytical model (§4) of intersecting two lists on a regular SSD (the host reads both lists
+//! and intersects them) and on a Smart SSD (the device loads them into its DRAM through the core memory,
+//! intersects with its ARM core, and sends the result).
+//!
+//! Stages (ms): (1) load: `D/b` on the host, `D/b'` on the device; (2) copy from the core memory to device
+//! DRAM, device only: `D/s * tau`; (3) intersect: `N_m (t + 3/(c f))`, with `N_m = 2(|L1| + |L2|)` for a
+//! linear merge and `2 |L1| log2 |L2|` for binary search, the cheaper of the two as in §5; (4) send results,
+//! device only: `|L1| r s' / b`. Energy is time x power (`E = T P`, `E' = T' P'`). Sizes are decimal (MB =
+//! 10^6 bytes) as in the paper.
+
+use insitu_device::Profile;
+use serde::Serialize;
+
+use crate::error::{HostError, Result};
+
+/// The workload: total size `D`, entry size `s`, size ratio `theta = |L2| / |L1|`, intersection ratio `r`
+/// (of |L1|) and result entry size `s'`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Workload {
+    pub total_bytes: f64,
+    pub entry_size: f64,
+    pub theta: f64,
+    pub r: f64,
+    pub result_entry_size: f64,
+}
+
+impl Workload {
+    /// From the two list sizes in bytes.
+    pub fn from_sizes(
+        size1: f64,
+        size2: f64,
+        entry_size: f64,
+        r: f64,
+        result_entry_size: f64,
+    ) -> Result<Workload> {
+        if !(entry_size >= 4.0 && entry_size % 4.0 == 0.0) {
+            return Err(HostError::InvalidArgument(format!(
+                "entry size must be a multiple of 4, at least 4, not {entry_size}"
+            )));
+        }
+        if !(size1 > 0.0 && size2 > 0.0) {
+            return Err(HostError::InvalidArgument("list sizes must be positive".into()));
+        }
+        if !(0.0..=1.0).contains(&r) {
+            return Err(HostError::InvalidArgument(format!(
+                "the intersection ratio must be in 0..1, not {r}"
+            )));
+        }
+        let (small, large) = if size1 <= size2 { (size1, size2) } else { (size2, size1) };
+        Ok(Workload { total_bytes: small + large, entry_size, theta: large / small, r, result_entry_size })
+    }
+
+    pub fn l1(&self) -> f64 {
+        self.total_bytes / (self.entry_size * (1.0 + self.theta))
+    }
+
+    pub fn l2(&self) -> f64 {
+        self.total_bytes * self.theta / (self.entry_size * (1.0 + self.theta))
+    }
+}
+
+/// One stage's cost on each side (ms); `None` where a stage does not apply.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage {
+    pub name: &'static str,
+    pub host_ms: Option<f64>,
+    pub device_ms: Option<f64>,
+}
+
+/// The model's prediction.
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    pub workload: Workload,
+    pub l1: f64,
+    pub l2: f64,
+    /// `linear` or `binary`: the cheaper membership check.
+    pub method: &'static str,
+    pub memory_accesses: f64,
+    pub stages: Vec<Stage>,
+    pub host_ms: f64,
+    pub device_ms: f64,
+    pub host_j: f64,
+    pub device_j: f64,
+    /// `device` if offloading is faster, else `host`.
+    pub faster: &'static str,
+}
+
+/// Predicts host and device cost on `profile` (which needs its `[cpu]` figures).
+pub fn predict(profile: &Profile, w: &Workload) -> Result<Prediction> {
+    let c = profile.cpu.as_ref().ok_or_else(|| HostError::InvalidArgument(format!(
+        "profile {} has no [cpu] section (memory access times, clock, IPC), which the intersection model needs; \
+         smartssd-2016 has one",
+        profile.name
+    )))?;
+    let (l1, l2) = (w.l1(), w.l2());
+    let linear = 2.0 * (l1 + l2);
+    let binary = 2.0 * l1 * l2.max(2.0).log2();
+    let (method, n_m) = if linear <= binary { ("linear", linear) } else { ("binary", binary) };
+    let ms = 1e3;
+    let t1 = w.total_bytes / profile.host_link.read_bw * ms;
+    let t1d = w.total_bytes / profile.device.internal_read_bw * ms;
+    let t2d = w.total_bytes / w.entry_size * c.device_copy_ns * 1e-6;
+    let t3 = n_m * (c.host_mem_access_ns + 3.0 / (c.host_ipc * c.host_hz) * 1e9) * 1e-6;
+    let t3d = n_m * (c.device_mem_access_ns + 3.0 / (c.device_ipc * c.device_hz) * 1e9) * 1e-6;
+    let t4d = l1 * w.r * w.result_entry_size / profile.host_link.read_bw * ms;
+    let host_ms = t1 + t3;
+    let device_ms = t1d + t2d + t3d + t4d;
+    Ok(Prediction {
+        workload: *w,
+        l1,
+        l2,
+        method,
+        memory_accesses: n_m,
+        stages: vec![
+            Stage { name: "load", host_ms: Some(t1), device_ms: Some(t1d) },
+            Stage { name: "copy", host_ms: None, device_ms: Some(t2d) },
+            Stage { name: "intersect", host_ms: Some(t3), device_ms: Some(t3d) },
+            Stage { name: "send results", host_ms: None, device_ms: Some(t4d) },
+        ],
+        host_ms,
+        device_ms,
+        host_j: host_ms * 1e-3 * profile.power.host_active_w,
+        device_j: device_ms * 1e-3 * profile.power.device_active_w,
+        faster: if device_ms < host_ms { "device" } else { "host" },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> Profile {
+        Profile::load("smartssd-2016").unwrap()
+    }
+
+    fn w(s: f64, theta: f64) -> Workload {
+        Workload { total_bytes: 100e6, entry_size: s, theta, r: 0.01, result_entry_size: 4.0 }
+    }
+
+    fn close(got: f64, want: f64, tol: f64) -> bool {
+        (got - want).abs() <= tol * want.abs()
+    }
+
+    #[test]
+    fn table_2_of_the_paper_comes_out() {
+        // (s, theta, N_m, T3 ms, T3' ms, method) from Table 2.
+        for (s, theta, n_m, t3, t3d, method) in [
+            (4.0, 1.0, 5e7, 261.0, 1087.0, "linear"),
+            (256.0, 1.0, 7.8e5, 4.07, 16.96, "linear"),
+            (4.0, 1000.0, 1.2e6, 6.41, 26.72, "binary"),
+            (256.0, 1000.0, 14_512.0, 0.075, 0.31, "binary"),
+        ] {
+            let m = predict(&p(), &w(s, theta)).unwrap();
+            assert_eq!(m.method, method, "s={s} theta={theta}");
+            assert!(close(m.memory_accesses, n_m, 0.03), "s={s} theta={theta}: N_m {}", m.memory_accesses);
+            assert!(close(m.stages[2].host_ms.unwrap(), t3, 0.03), "T3 {}", m.stages[2].host_ms.unwrap());
+            assert!(
+                close(m.stages[2].device_ms.unwrap(), t3d, 0.03),
+                "T3' {}",
+                m.stages[2].device_ms.unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn load_copy_and_send_follow_section_4() {
+        let m = predict(&p(), &w(256.0, 1000.0)).unwrap();
+        assert!(close(m.stages[0].host_ms.unwrap(), 182.0, 0.01)); // 100 MB / 550 MB/s
+        assert!(close(m.stages[0].device_ms.unwrap(), 66.7, 0.01)); // 100 MB / 1500 MB/s
+        assert!(close(m.stages[1].device_ms.unwrap(), 58.6, 0.01)); // 100 MB / 256 B x 150 ns
+        assert!(close(m.stages[3].device_ms.unwrap(), 2.8e-5, 0.05)); // §4.4
+        assert_eq!(m.faster, "device", "at s = 256 and theta = 1000 offloading pays");
+        let small = predict(&p(), &w(4.0, 1.0)).unwrap();
+        assert_eq!(small.faster, "host", "at s = 4 the copy stage alone costs 3750 ms");
+        assert!(close(small.stages[1].device_ms.unwrap(), 3750.0, 0.01));
+    }
+
+    #[test]
+    fn bad_workloads_and_profiles_are_refused() {
+        assert!(Workload::from_sizes(1.0, 2.0, 6.0, 0.1, 4.0).is_err());
+        assert!(Workload::from_sizes(1.0, 2.0, 8.0, 1.5, 4.0).is_err());
+        let w = Workload::from_sizes(50e6, 50e6, 256.0, 0.01, 4.0).unwrap();
+        assert_eq!(w.theta, 1.0);
+        let err = predict(&Profile::load("smartssd").unwrap(), &w).unwrap_err().to_string();
+        assert!(err.contains("[cpu]"), "{err}");
+    }
+}
