@@ -155,6 +155,30 @@ enum Cmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Store a sorted list of u32 IDs (binary little-endian or text) as entries of ENTRY_SIZE bytes.
+    PutList {
+        file: PathBuf,
+        #[arg(long)]
+        name: Option<String>,
+        /// Bytes per entry: a 4-byte ID plus a payload (filled deterministically).
+        #[arg(long, default_value_t = 4)]
+        entry_size: u32,
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+    },
+    /// Intersect lists (SvS) in the device that holds them, on the host, or where the cost model says.
+    Intersect {
+        #[arg(num_args = 2.., required = true)]
+        lists: Vec<String>,
+        #[arg(long, value_enum, default_value = "device")]
+        placement: IntersectPlacementArg,
+        /// Return only the number of common IDs.
+        #[arg(long, conflicts_with = "ids_only")]
+        count_only: bool,
+        /// Return the common IDs (default: whole entries of the first list).
+        #[arg(long)]
+        ids_only: bool,
+    },
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -247,6 +271,22 @@ enum GenCmd {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// Two sorted ID lists (uniform over [0, 2^32)) with a planted common fraction, as u32 files.
+    Lists {
+        #[arg(long)]
+        size1: u64,
+        #[arg(long)]
+        size2: u64,
+        /// Fraction of the shorter list planted in the longer.
+        #[arg(long, default_value_t = 0.01)]
+        ratio: f64,
+        #[arg(long)]
+        out1: PathBuf,
+        #[arg(long)]
+        out2: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// TPC-C ORDER-LINE (10 districts x 3,000 orders x 5-15 lines per warehouse) as Parquet.
     TpccOrderline {
         #[arg(long, default_value_t = 1)]
@@ -277,6 +317,13 @@ enum SortPlacementArg {
     Device,
     Host,
     HostAccel,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum IntersectPlacementArg {
+    Device,
+    Host,
+    Auto,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -504,6 +551,38 @@ fn run(cli: Cli) -> Result<ExitCode> {
             array.close()?;
             out.report(&report);
         }
+        Cmd::PutList { file, name, entry_size, device } => {
+            let name = match name {
+                Some(n) => n,
+                None => file.file_stem().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
+                    format!("cannot derive a list name from {}; give --name", file.display())
+                })?,
+            };
+            let mut array = open(&cli.data)?;
+            let report =
+                insitu_host::intersect::lists::put_list(&mut array, &file, &name, entry_size, device)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::Intersect { lists, placement, count_only, ids_only } => {
+            use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
+            let array = open(&cli.data)?;
+            let placement = match placement {
+                IntersectPlacementArg::Device => IntersectPlacement::Device,
+                IntersectPlacementArg::Host => IntersectPlacement::Host,
+                IntersectPlacementArg::Auto => IntersectPlacement::Auto,
+            };
+            let output = if count_only {
+                Output::Count
+            } else if ids_only {
+                Output::Ids
+            } else {
+                Output::Entries
+            };
+            let (report, _) = intersect(&array, &lists, placement, output)?;
+            array.close()?;
+            out.report(&report);
+        }
         Cmd::Stats => {
             let array = open(&cli.data)?;
             let stats = output::stats(&array)?;
@@ -540,6 +619,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 "gen",
                 serde_json::json!({ "output": output, "size": size, "crc32": format!("{crc:08x}") }),
                 &format!("wrote {} of text to {}", insitu_host::units::human_bytes(size), output.display()),
+            );
+        }
+        Cmd::Gen(GenCmd::Lists { size1, size2, ratio, out1, out2, seed }) => {
+            let (n1, n2, common) =
+                insitu_host::intersect::lists::gen_lists(size1, size2, ratio, seed, &out1, &out2)?;
+            out.plain(
+                "gen",
+                serde_json::json!({ "size1": n1, "size2": n2, "common": common }),
+                &format!(
+                    "wrote lists of {n1} and {n2} IDs with {common} in common to {} and {}",
+                    out1.display(),
+                    out2.display()
+                ),
             );
         }
         Cmd::Gen(GenCmd::TpccOrderline { warehouses, output, seed }) => {

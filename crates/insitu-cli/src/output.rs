@@ -123,6 +123,17 @@ fn headline(r: &Report) -> String {
             res["compression_ratio"].as_f64().unwrap_or(0.0),
             res["out"].as_str().unwrap_or("?")
         ),
+        "put-list" => format!(
+            "put-list {}: {} entries of {} B on device {}",
+            res["name"].as_str().unwrap_or("?"),
+            res["entries"],
+            res["entry_size"],
+            res["device"]
+        ),
+        op if op.starts_with("intersect") => format!(
+            "{op}: {} common of {} ({} partition(s), {} poll(s))",
+            res["count"], res["lists"], res["partitions"], res["polls"]
+        ),
         "shuffle-read" => format!(
             "shuffle-read {} partition {}: {} rows to {}",
             res["name"].as_str().unwrap_or("?"),

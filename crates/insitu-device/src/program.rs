@@ -156,6 +156,7 @@ impl ProgramRegistry {
         r.register(Arc::new(crate::programs::nascent::Sort));
         r.register(Arc::new(crate::programs::nascent::Gather));
         r.register(Arc::new(crate::programs::psacs::PsacsShuffle));
+        r.register(Arc::new(crate::programs::svs::Svs));
         r
     }
 

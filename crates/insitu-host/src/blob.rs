@@ -74,6 +74,7 @@ pub fn put(
         devices,
         table: None,
         shuffle: None,
+        list: None,
     };
     let measure = Measure::start("put", array);
     let txns = create_parts(array, &entry)?;

@@ -39,6 +39,9 @@ pub struct ObjectEntry {
     /// For shuffle outputs (PSACS): the partitioning and how to rebuild rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shuffle: Option<crate::psacs::ShuffleInfo>,
+    /// For ID lists (list intersection): the entry size and count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<crate::intersect::lists::ListInfo>,
 }
 
 impl ObjectEntry {
@@ -155,6 +158,7 @@ mod tests {
             devices: vec![3, 1],
             table: None,
             shuffle: None,
+            list: None,
         };
         assert_eq!(e.pieces(100), vec![(0, 0, 0, 10), (1, 0, 10, 10), (0, 10, 20, 5)]);
         assert_eq!(e.pieces(4)[..3], [(0, 0, 0, 4), (0, 4, 4, 4), (0, 8, 8, 2)]);
@@ -176,6 +180,7 @@ mod tests {
                 devices: vec![0],
                 table: None,
                 shuffle: None,
+                list: None,
             },
         );
         c.save(dir.path()).unwrap();

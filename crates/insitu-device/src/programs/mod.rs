@@ -5,7 +5,9 @@
 //! - [`nascent`]: `dict-decode`, `sort` (in memory or out of core through flash) and `gather` (the
 //!   shuffle), NASCENT §3.3-3.6.
 //! - [`psacs`]: `psacs-shuffle`, the map side of a distributed shuffle (PSACS §III-IV).
+//! - [`svs`]: `svs`, list intersection as the 2016 Smart SSD's SSDlet runs it (DaMoN '16 §3).
 
 pub mod nascent;
 pub mod psacs;
 pub mod search;
+pub mod svs;

@@ -185,6 +185,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         devices: entry.devices.clone(),
         table: None,
         shuffle: Some(sinfo),
+        list: None,
     })?;
     let rows: u64 = info.parts.iter().map(|p| p.rows).sum();
     let result = json!({

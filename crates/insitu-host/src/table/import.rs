@@ -197,6 +197,7 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
             sorted: false,
         }),
         shuffle: None,
+        list: None,
     };
     array.commit_entry(entry)?;
     array.faults.hit("put-table-catalog");

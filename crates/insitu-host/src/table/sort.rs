@@ -115,6 +115,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         devices: entry.devices.clone(),
         table: Some(TableInfo { parts, sorted: true, ..info.clone() }),
         shuffle: None,
+        list: None,
     };
     array.commit_entry(out_entry)?;
     let mut result = json!({

@@ -2,6 +2,7 @@
 //! reference, and resource hygiene.
 #![allow(clippy::unwrap_used)]
 
+mod intersect;
 mod psacs;
 mod tables;
 

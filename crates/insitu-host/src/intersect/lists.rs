@@ -1,0 +1,163 @@
+//! Lists on devices (DaMoN '16 §3.2): entries of `s` bytes, a 4-byte little-endian ID then `s - 4` bytes of
+//! payload, sorted by ID without duplicates. `put-list` loads IDs from a binary file of little-endian u32
+//! or a text file of integers; `gen lists` makes the paper's synthetic pairs.
+
+use std::path::Path;
+
+use insitu_kernels::intersect::first_unsorted;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::array::{validate_user_name, Array};
+use crate::catalog::ObjectEntry;
+use crate::error::{HostError, Result};
+use crate::report::{Measure, Report};
+use crate::table::generate::Rng;
+use crate::table::store::write_object;
+
+/// A list's description in the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListInfo {
+    pub entry_size: u32,
+    pub entries: u64,
+}
+
+/// Checks an entry size.
+pub fn check_entry_size(s: u32) -> Result<()> {
+    if s < 4 || s % 4 != 0 {
+        return Err(HostError::InvalidArgument(format!(
+            "--entry-size must be a multiple of 4 and at least 4, not {s}"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads IDs: text (integers separated by white space or commas) when the file is valid UTF-8 text,
+/// little-endian u32 otherwise (and for `.bin`/`.u32` files).
+pub fn read_ids(path: &Path) -> Result<Vec<u32>> {
+    let bytes = std::fs::read(path).map_err(|e| HostError::io(path, e))?;
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let text = !matches!(ext, "bin" | "u32")
+        && std::str::from_utf8(&bytes)
+            .is_ok_and(|t| t.chars().all(|c| c.is_ascii_digit() || c.is_ascii_whitespace() || c == ','));
+    if text {
+        let t = std::str::from_utf8(&bytes).expect("checked above");
+        t.split(|c: char| c.is_ascii_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+            .enumerate()
+            .map(|(i, w)| {
+                w.parse::<u32>().map_err(|_| {
+                    HostError::InvalidArgument(format!(
+                        "{}: value {i} ({w:?}) is not a 32-bit unsigned ID",
+                        path.display()
+                    ))
+                })
+            })
+            .collect()
+    } else {
+        if bytes.len() % 4 != 0 {
+            return Err(HostError::InvalidArgument(format!(
+                "{}: {} bytes is not a whole number of 4-byte IDs",
+                path.display(),
+                bytes.len()
+            )));
+        }
+        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    }
+}
+
+/// The payload of an entry: deterministic bytes derived from its ID.
+pub fn payload_byte(id: u32, k: usize) -> u8 {
+    (id as u64).wrapping_mul(0x9E37_79B9).wrapping_add(k as u64 * 31) as u8
+}
+
+/// Entries of `entry_size` bytes for sorted IDs.
+pub fn entries(ids: &[u32], entry_size: u32) -> Vec<u8> {
+    let s = entry_size as usize;
+    let mut out = Vec::with_capacity(ids.len() * s);
+    for id in ids {
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend((4..s).map(|k| payload_byte(*id, k)));
+    }
+    out
+}
+
+/// `put-list`: stores the IDs of `path` as list `name` on device `dev`.
+pub fn put_list(array: &mut Array, path: &Path, name: &str, entry_size: u32, dev: u32) -> Result<Report> {
+    validate_user_name(name)?;
+    check_entry_size(entry_size)?;
+    array.device(dev)?;
+    if array.catalog().objects.contains_key(name) {
+        return Err(HostError::AlreadyExists(name.to_string()));
+    }
+    let ids = read_ids(path)?;
+    if let Some(i) = first_unsorted(&ids) {
+        let what = if ids[i] == ids[i - 1] { "a duplicate of" } else { "smaller than" };
+        return Err(HostError::InvalidArgument(format!(
+            "{}: the list must be sorted without duplicates; ID {} at position {i} is {what} the ID before it ({})",
+            path.display(),
+            ids[i],
+            ids[i - 1]
+        )));
+    }
+    let measure = Measure::start("put-list", array);
+    let data = entries(&ids, entry_size);
+    write_object(array, dev, name, "list", &data)?;
+    array.commit_entry(ObjectEntry {
+        name: name.to_string(),
+        kind: "list".into(),
+        size: data.len() as u64,
+        stripe_unit: 0,
+        devices: vec![dev],
+        table: None,
+        shuffle: None,
+        list: Some(ListInfo { entry_size, entries: ids.len() as u64 }),
+    })?;
+    Ok(measure.finish(
+        array,
+        json!({ "name": name, "entries": ids.len(), "entry_size": entry_size, "device": dev }),
+    ))
+}
+
+/// The paper's synthetic pair (§5.1): two sorted lists of IDs uniform over `[0, 2^32)`, with the fraction
+/// `ratio` of the shorter list planted in the longer; written as little-endian u32 files.
+pub fn gen_lists(
+    n1: u64,
+    n2: u64,
+    ratio: f64,
+    seed: u64,
+    out1: &Path,
+    out2: &Path,
+) -> Result<(u64, u64, u64)> {
+    if !(0.0..=1.0).contains(&ratio) {
+        return Err(HostError::InvalidArgument(format!("--ratio must be in 0..1, not {ratio}")));
+    }
+    let mut rng = Rng::new(seed);
+    let draw = |n: u64, rng: &mut Rng| -> Vec<u32> {
+        let mut v: Vec<u32> = (0..n + n / 64 + 16).map(|_| rng.next_u64() as u32).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.truncate(n as usize);
+        v
+    };
+    let a = draw(n1, &mut rng);
+    let b = draw(n2, &mut rng);
+    // Plant `ratio` of the shorter list in the longer one.
+    let plant = |short: &[u32], mut long: Vec<u32>| {
+        let planted = (short.len() as f64 * ratio).round() as usize;
+        let step = (short.len() / planted.max(1)).max(1);
+        long.extend(short.iter().step_by(step).take(planted));
+        long.sort_unstable();
+        long.dedup();
+        long
+    };
+    let (l1, l2) = if a.len() <= b.len() { (a.clone(), plant(&a, b)) } else { (plant(&b, a), b) };
+    let write = |p: &Path, v: &[u32]| {
+        std::fs::write(p, v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+            .map_err(|e| HostError::io(p, e))
+    };
+    write(out1, &l1)?;
+    write(out2, &l2)?;
+    let common = insitu_kernels::intersect::intersect2(&l1, &l2).len() as u64;
+    Ok((l1.len() as u64, l2.len() as u64, common))
+}

@@ -1,0 +1,252 @@
+//! `insitu intersect L1 L2 [L3...] [--placement device|host|auto] [--count-only|--ids-only]`.
+//!
+//! - `device`: a session on the device holding the lists runs `svs`; lists that do not fit the session's
+//!   memory are intersected partition by partition over ID ranges.
+//! - `host`: the lists cross the host link and the host CPU intersects them (same kernel).
+//! - `auto`: the cost model (§4) picks, for the lists' sizes on the array's profile.
+
+use insitu_device::cputime::thread_cpu_ns;
+use insitu_device::{Args, Command, Response, Value};
+use insitu_kernels::intersect::intersect_k;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::array::Array;
+use crate::error::{HostError, Result};
+use crate::intersect::model::{predict, Workload};
+use crate::intersect::session::{Session, POLL_INTERVAL};
+use crate::model::HostWork;
+use crate::report::{Measure, Report};
+
+/// Where the intersection runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntersectPlacement {
+    Device,
+    Host,
+    Auto,
+}
+
+/// What comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Output {
+    Entries,
+    Ids,
+    Count,
+}
+
+/// The answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    pub count: u64,
+    pub ids: Vec<u32>,
+    /// Entries (ID + payload) of the first list, when asked.
+    #[serde(skip)]
+    pub entries: Vec<u8>,
+}
+
+/// Intersects lists `names`.
+pub fn intersect(
+    array: &Array,
+    names: &[String],
+    placement: IntersectPlacement,
+    output: Output,
+) -> Result<(Report, Answer)> {
+    if names.len() < 2 {
+        return Err(HostError::InvalidArgument("intersect needs at least two lists".into()));
+    }
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(HostError::InvalidArgument(format!(
+                "list {n:?} is given twice: intersecting a list with itself is the list"
+            )));
+        }
+    }
+    let entries: Vec<_> = names.iter().map(|n| array.entry(n).cloned()).collect::<Result<_>>()?;
+    let mut infos = Vec::new();
+    for e in &entries {
+        infos.push(
+            e.list
+                .clone()
+                .ok_or_else(|| HostError::InvalidArgument(format!("{:?} is not a list", e.name)))?,
+        );
+    }
+    let s = infos[0].entry_size;
+    if infos.iter().any(|i| i.entry_size != s) {
+        return Err(HostError::InvalidArgument("the lists have different entry sizes".into()));
+    }
+    let chosen = match placement {
+        IntersectPlacement::Auto => {
+            let mut sizes: Vec<f64> = infos.iter().map(|i| (i.entries * s as u64) as f64).collect();
+            sizes.sort_by(f64::total_cmp);
+            let w = Workload::from_sizes(
+                sizes[0].max(1.0),
+                sizes[sizes.len() - 1].max(1.0),
+                s as f64,
+                0.01,
+                4.0,
+            )?;
+            match predict(array.profile(), &w) {
+                Ok(m) if m.faster == "host" => IntersectPlacement::Host,
+                _ => IntersectPlacement::Device,
+            }
+        }
+        p => p,
+    };
+    let op = if chosen == IntersectPlacement::Device { "intersect (device)" } else { "intersect (host)" };
+    let mut measure = Measure::start(op, array);
+    let (answer, partitions, polls) = match chosen {
+        IntersectPlacement::Device => {
+            let dev = entries[0].devices[0];
+            if let Some(e) = entries.iter().find(|e| e.devices[0] != dev) {
+                return Err(HostError::InvalidArgument(format!(
+                    "{:?} is on device {} and {:?} on device {dev}: put the lists on one device (--device) to intersect them there",
+                    e.name, e.devices[0], entries[0].name
+                )));
+            }
+            on_device(array, dev, names, s, &infos.iter().map(|i| i.entries).collect::<Vec<_>>(), output)?
+        }
+        _ => {
+            let a = on_host(
+                array,
+                &entries.iter().map(|e| (e.name.clone(), e.devices[0])).collect::<Vec<_>>(),
+                s,
+                output,
+                &mut measure,
+            )?;
+            (a, 1, 0)
+        }
+    };
+    let mut result = json!({
+        "lists": names, "placement": if chosen == IntersectPlacement::Device { "device" } else { "host" },
+        "requested_placement": placement, "output": output, "count": answer.count, "entry_size": s,
+        "partitions": partitions, "polls": polls,
+    });
+    if output == Output::Ids {
+        result["ids"] = json!(answer.ids);
+    }
+    Ok((measure.finish(array, result), answer))
+}
+
+fn on_device(
+    array: &Array,
+    dev: u32,
+    names: &[String],
+    s: u32,
+    sizes: &[u64],
+    output: Output,
+) -> Result<(Answer, u64, u64)> {
+    let free = match array.device(dev)?.call(Command::Identify).map_err(HostError::device(dev))? {
+        Response::Properties(p) => p.memory_available,
+        _ => unreachable!(),
+    };
+    let width = match output {
+        Output::Entries => s as u64,
+        _ => 4,
+    };
+    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    // IDs in device DRAM (12 bytes each with their positions), the staging buffer and the results.
+    let working: u64 = sizes.iter().sum::<u64>() * 12 + crate::intersect::STAGING;
+    let mut parts =
+        working.div_ceil(free.saturating_sub(smallest * width + crate::intersect::STAGING).max(1) / 2).max(1);
+    loop {
+        match run_partitions(array, dev, names, s, smallest, width, output, parts) {
+            Err(HostError::Device { error: insitu_device::DeviceError::MemoryExhausted { .. }, .. })
+                if parts < 1 << 16 =>
+            {
+                parts *= 2
+            }
+            other => return other.map(|(a, polls)| (a, parts, polls)),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_partitions(
+    array: &Array,
+    dev: u32,
+    names: &[String],
+    s: u32,
+    smallest: u64,
+    width: u64,
+    output: Output,
+    parts: u64,
+) -> Result<(Answer, u64)> {
+    let mut answer = Answer { count: 0, ids: Vec::new(), entries: Vec::new() };
+    let mut polls = 0;
+    let span = (1u64 << 32).div_ceil(parts);
+    for p in 0..parts {
+        let (lo, hi) = (p * span, ((p + 1) * span).min(1 << 32));
+        let result_bytes = if output == Output::Count { 0 } else { smallest * width };
+        let mut session = Session::open(array, dev, result_bytes, 0)?;
+        let args = Args::new()
+            .with("lists", Value::Str(names.join("\n")))
+            .with("entry_size", Value::U64(s as u64))
+            .with(
+                "output",
+                Value::Str(
+                    match output {
+                        Output::Entries => "entries",
+                        Output::Ids => "ids",
+                        Output::Count => "count",
+                    }
+                    .into(),
+                ),
+            )
+            .with("lo", Value::U64(lo))
+            .with("hi", Value::U64(hi))
+            .with("staging", Value::U64(crate::intersect::STAGING));
+        session.start("svs", args)?;
+        let r = session.wait(POLL_INTERVAL, |o| o.u64("bytes").unwrap_or(0));
+        polls += session.polls;
+        let close = session.close();
+        let (out, results) = r?;
+        close?;
+        answer.count += out.u64("count").unwrap_or(0);
+        match output {
+            Output::Ids => answer
+                .ids
+                .extend(results.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+            Output::Entries => answer.entries.extend(results),
+            Output::Count => {}
+        }
+    }
+    Ok((answer, polls))
+}
+
+fn on_host(
+    array: &Array,
+    lists: &[(String, u32)],
+    s: u32,
+    output: Output,
+    measure: &mut Measure,
+) -> Result<Answer> {
+    let mut datas = Vec::new();
+    for (name, dev) in lists {
+        datas.push(crate::table::store::read_object(array, *dev, name)?);
+    }
+    let c0 = thread_cpu_ns();
+    let ids: Vec<Vec<u32>> = datas
+        .iter()
+        .map(|d| d.chunks_exact(s as usize).map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]])).collect())
+        .collect();
+    let refs: Vec<&[u32]> = ids.iter().map(|v| v.as_slice()).collect();
+    let result = intersect_k(&refs);
+    let mut answer = Answer { count: result.len() as u64, ids: Vec::new(), entries: Vec::new() };
+    match output {
+        Output::Ids => answer.ids = result,
+        Output::Entries => {
+            let mut j = 0;
+            for id in &result {
+                while ids[0][j] != *id {
+                    j += 1;
+                }
+                answer.entries.extend_from_slice(&datas[0][j * s as usize..(j + 1) * s as usize]);
+            }
+        }
+        Output::Count => {}
+    }
+    measure.phase("intersect", array, HostWork::single("intersect", thread_cpu_ns() - c0));
+    Ok(answer)
+}

@@ -1,0 +1,121 @@
+//! List intersection: placements agree with a naive intersection, partitions, sessions, bad input.
+
+use insitu_device::Profile;
+use insitu_host::intersect::lists::{entries, gen_lists, put_list};
+use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
+use insitu_host::intersect::session::Session;
+use insitu_host::{Array, FaultPlan};
+use insitu_kernels::intersect::intersect_naive;
+
+fn array(dir: &std::path::Path, profile: &str, devices: u32) -> Array {
+    Array::init(&dir.join("a"), devices, Profile::load(profile).unwrap(), Some(256 << 20), None).unwrap();
+    Array::open(&dir.join("a"), FaultPlan::none()).unwrap()
+}
+
+fn read_u32(p: &std::path::Path) -> Vec<u32> {
+    std::fs::read(p).unwrap().chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+#[test]
+fn placements_agree_with_a_naive_intersection() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), "tiny", 1);
+    let (p1, p2, p3) = (dir.path().join("1.bin"), dir.path().join("2.bin"), dir.path().join("3.bin"));
+    gen_lists(2_000, 200_000, 0.3, 1, &p1, &p2).unwrap();
+    gen_lists(50_000, 60_000, 0.5, 2, &p3, &dir.path().join("x.bin")).unwrap();
+    let (l1, l2) = (read_u32(&p1), read_u32(&p2));
+    for (p, n) in [(&p1, "l1"), (&p2, "l2")] {
+        put_list(&mut a, p, n, 16, 0).unwrap();
+    }
+    let want = intersect_naive(&[&l1, &l2]);
+    assert!(want.len() >= 600, "the planted fraction is there");
+    let names = vec!["l1".to_string(), "l2".to_string()];
+    let mut got = Vec::new();
+    for placement in [IntersectPlacement::Device, IntersectPlacement::Host, IntersectPlacement::Auto] {
+        let (r, ids) = intersect(&a, &names, placement, Output::Ids).unwrap();
+        assert_eq!(ids.ids, want, "{placement:?}");
+        assert_eq!(r.result["count"], want.len() as u64);
+        let (_, e) = intersect(&a, &names, placement, Output::Entries).unwrap();
+        got.push(e.entries);
+        let (_, c) = intersect(&a, &names, placement, Output::Count).unwrap();
+        assert_eq!(c.count, want.len() as u64);
+    }
+    assert_eq!(got[0], entries(&want, 16), "whole entries of the first list come back");
+    assert!(got.iter().all(|g| *g == got[0]));
+    // Three lists, shortest first.
+    put_list(&mut a, &p3, "l3", 16, 0).unwrap();
+    let l3 = read_u32(&p3);
+    let names3 = vec!["l2".to_string(), "l3".to_string(), "l1".to_string()];
+    let (_, r) = intersect(&a, &names3, IntersectPlacement::Device, Output::Ids).unwrap();
+    let mut w3 = intersect_naive(&[&l1, &l2, &l3]);
+    w3.sort_unstable();
+    assert_eq!(r.ids, w3);
+}
+
+#[test]
+fn lists_larger_than_session_memory_are_split_on_id_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), "tiny", 1); // 8 MiB of device memory
+    let (p1, p2) = (dir.path().join("1.bin"), dir.path().join("2.bin"));
+    gen_lists(400_000, 600_000, 0.1, 3, &p1, &p2).unwrap(); // 12 MB of IDs and positions
+    put_list(&mut a, &p1, "a", 4, 0).unwrap();
+    put_list(&mut a, &p2, "b", 4, 0).unwrap();
+    let (r, got) = intersect(&a, &["a".into(), "b".into()], IntersectPlacement::Device, Output::Ids).unwrap();
+    assert!(r.result["partitions"].as_u64().unwrap() >= 2, "{}", r.result);
+    // A hash-set reference: the quadratic naive one is too slow for lists this long.
+    let set: std::collections::HashSet<u32> = read_u32(&p2).into_iter().collect();
+    let want: Vec<u32> = read_u32(&p1).into_iter().filter(|x| set.contains(x)).collect();
+    assert!(want.len() > 30_000);
+    assert_eq!(got.ids, want);
+}
+
+#[test]
+fn bad_lists_and_requests_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), "tiny", 2);
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "1 4 9 9 12").unwrap();
+    let err = put_list(&mut a, &bad, "bad", 4, 0).unwrap_err().to_string();
+    assert!(err.contains("position 3") && err.contains("duplicate"), "{err}");
+    std::fs::write(&bad, "1\n4\n2\n").unwrap();
+    let err = put_list(&mut a, &bad, "bad", 4, 0).unwrap_err().to_string();
+    assert!(err.contains("position 2") && err.contains("smaller"), "{err}");
+    assert!(a.catalog().objects.is_empty(), "nothing is stored");
+    let good = dir.path().join("good.txt");
+    std::fs::write(&good, "1 2 3 10").unwrap();
+    for s in [0u32, 2, 6] {
+        assert!(put_list(&mut a, &good, "g", s, 0).unwrap_err().to_string().contains("multiple of 4"));
+    }
+    put_list(&mut a, &good, "g", 8, 0).unwrap();
+    put_list(&mut a, &good, "h", 8, 1).unwrap();
+    let err = intersect(&a, &["g".into(), "g".into()], IntersectPlacement::Device, Output::Ids)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("given twice"), "{err}");
+    assert!(intersect(&a, &["g".into(), "nope".into()], IntersectPlacement::Host, Output::Ids)
+        .unwrap_err()
+        .to_string()
+        .contains("nope"));
+    let err = intersect(&a, &["g".into(), "h".into()], IntersectPlacement::Device, Output::Ids)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("on one device"), "{err}");
+    let (_, r) = intersect(&a, &["g".into(), "h".into()], IntersectPlacement::Host, Output::Ids).unwrap();
+    assert_eq!(r.ids, vec![1, 2, 3, 10], "the host placement reads lists from any device");
+    // OPEN beyond the device's session memory.
+    let err = Session::open(&a, 0, 64 << 20, 0).unwrap_err().to_string();
+    assert!(err.contains("OPEN needs"), "{err}");
+}
+
+#[test]
+fn a_session_left_open_by_a_killed_client_is_reclaimed_on_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = array(dir.path(), "tiny", 1);
+    let s = Session::open(&a, 0, 4096, 0).unwrap();
+    std::mem::forget(s); // the client dies without CLOSE
+    a.close().unwrap();
+    let a = Array::open(&dir.path().join("a"), FaultPlan::none()).unwrap();
+    let reclaimed = &a.open_report().removed_orphans;
+    assert!(reclaimed.iter().any(|o| o.contains("#session.")), "{reclaimed:?}");
+    assert!(a.fsck().unwrap().is_empty());
+}
