@@ -231,6 +231,14 @@ enum ModelCmd {
 
 #[derive(Subcommand, Debug)]
 enum ReproCmd {
+    /// DaMoN '16 §5: sweeps of entry size, size ratio and intersection ratio on smartssd-2016.
+    Intersect {
+        /// Shrink every list by this factor (1 = the paper's 100 MB).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
     /// PSACS §V: shuffle of TPC-H tables in one SmartSSD vs the host baselines with 1..32 threads.
     Psacs {
         /// Directory with lineitem, partsupp, orders and customer as Parquet (from tpchgen-cli).
@@ -683,6 +691,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 (m.host_ms / m.device_ms).max(m.device_ms / m.host_ms)
             ));
             out.plain("model intersect", serde_json::json!(m), &text);
+        }
+        Cmd::Repro(ReproCmd::Intersect { scale, work }) => {
+            let work = work.unwrap_or_else(|| PathBuf::from("target/insitu-repro"));
+            let quiet = cli.json;
+            let pts = insitu_host::intersect::repro::repro_intersect(&work, scale, &|m| {
+                if !quiet {
+                    eprintln!("{m}");
+                }
+            })?;
+            let text = insitu_host::intersect::repro::render(&pts, scale);
+            out.plain("repro intersect", serde_json::json!(pts), text.trim_end());
         }
         Cmd::Repro(ReproCmd::Psacs { tpch, partitions, threads, profile, work }) => {
             let work = work.unwrap_or_else(|| PathBuf::from("target/insitu-repro"));

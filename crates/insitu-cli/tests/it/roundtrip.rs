@@ -172,3 +172,39 @@ fn the_intersection_model_reproduces_the_papers_numbers_from_the_cli() {
         .fails(&["model", "intersect", "--size1", "1MB", "--size2", "1MB", "--profile", "smartssd"])
         .contains("[cpu]"));
 }
+
+#[test]
+fn lists_are_stored_and_intersected_from_the_cli() {
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "smartssd-2016", "--capacity", "64MiB"]);
+    let (a, b) = (env.path("a.bin"), env.path("b.bin"));
+    let g = env.json(&[
+        "gen",
+        "lists",
+        "--size1",
+        "1000",
+        "--size2",
+        "50000",
+        "--ratio",
+        "0.5",
+        "--out1",
+        s(&a),
+        "--out2",
+        s(&b),
+    ]);
+    let common = g["result"]["common"].as_u64().unwrap();
+    assert!(common >= 500);
+    env.ok(&["put-list", s(&a), "--entry-size", "64"]);
+    env.ok(&["put-list", s(&b), "--entry-size", "64"]);
+    for placement in ["device", "host", "auto"] {
+        let r = env.json(&["intersect", "a", "b", "--placement", placement, "--count-only"]);
+        assert_eq!(r["result"]["count"], common, "{placement}");
+    }
+    let r = env.json(&["intersect", "a", "b", "--ids-only"]);
+    assert_eq!(r["result"]["ids"].as_array().unwrap().len() as u64, common);
+    assert_eq!(r["bytes"]["device_to_host"], common * 4, "only the result crosses the host link");
+    let bad = env.write("bad.txt", b"3\n2\n");
+    assert!(env.fails(&["put-list", s(&bad)]).contains("position 1"));
+    assert!(env.fails(&["put-list", s(&a), "--name", "x", "--entry-size", "6"]).contains("multiple of 4"));
+    assert!(env.fails(&["intersect", "a", "a"]).contains("given twice"));
+}

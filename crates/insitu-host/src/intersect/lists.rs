@@ -142,14 +142,27 @@ pub fn gen_lists(
     };
     let a = draw(n1, &mut rng);
     let b = draw(n2, &mut rng);
-    // Plant `ratio` of the shorter list in the longer one.
-    let plant = |short: &[u32], mut long: Vec<u32>| {
-        let planted = (short.len() as f64 * ratio).round() as usize;
+    // Plant `ratio` of the shorter list in the longer one, in place of as many of its own IDs (spread
+    // evenly), so the longer list keeps its size.
+    let plant = |short: &[u32], long: Vec<u32>| {
+        let planted = ((short.len() as f64 * ratio).round() as usize).min(long.len());
         let step = (short.len() / planted.max(1)).max(1);
-        long.extend(short.iter().step_by(step).take(planted));
-        long.sort_unstable();
-        long.dedup();
-        long
+        let drop_every = (long.len() / planted.max(1)).max(1);
+        let mut dropped = 0usize;
+        let mut kept: Vec<u32> = long
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                let drop = dropped < planted && i % drop_every == 0;
+                dropped += drop as usize;
+                !drop
+            })
+            .map(|(_, x)| x)
+            .collect();
+        kept.extend(short.iter().step_by(step).take(planted));
+        kept.sort_unstable();
+        kept.dedup();
+        kept
     };
     let (l1, l2) = if a.len() <= b.len() { (a.clone(), plant(&a, b)) } else { (plant(&b, a), b) };
     let write = |p: &Path, v: &[u32]| {

@@ -4,6 +4,7 @@
 pub mod lists;
 pub mod model;
 pub mod operator;
+pub mod repro;
 pub mod session;
 
 /// The core memory pages pass through on their way to device DRAM (§3.1: 256 KB).
