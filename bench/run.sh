@@ -2,7 +2,7 @@
 # Whole-system benchmarks of insitu against peer tools, side by side in one run. Appends dated results to
 # bench/RESULTS.md. Installs what it needs (ripgrep via apt; Python peers into target/bench/venv) and builds
 # the release binary first.
-#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|all] [options of that suite]
+#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|all] [options of that suite]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite="${1:-all}"
@@ -18,6 +18,11 @@ case "$suite" in
   sort-kernel) python3 bench/sort_kernel.py "$@" ;;
   table-sort) python3 bench/table_sort.py "$@" ;;
   shuffle) python3 bench/shuffle.py "$@" ;;
+  intersect) python3 bench/intersect.py "$@" ;;
+  repro-intersect)
+    out=$(./target/release/insitu repro intersect "$@")
+    echo "$out"
+    printf '\n## %s — commit %s — insitu repro intersect (issue 5)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   psacs)
     [ -f target/bench/tpch-psacs/customer.parquet ] || target/bench/venv/bin/tpchgen-cli parquet -s 1 \
       --tables=lineitem,partsupp,orders,customer --output-dir=target/bench/tpch-psacs
@@ -29,6 +34,6 @@ case "$suite" in
     echo "$out"
     printf '\n## %s — commit %s — insitu repro nascent (issue 3)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   all)
-    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs ;;
-  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, all)"; exit 2 ;;
+    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs && "$0" intersect && "$0" repro-intersect ;;
+  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, all)"; exit 2 ;;
 esac

@@ -33,7 +33,23 @@ fn best(mut f: impl FnMut() -> usize) -> (f64, usize) {
     (b, r)
 }
 
+fn read_u32(path: &str) -> Vec<u32> {
+    std::fs::read(path)
+        .expect("list file")
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 fn main() {
+    // With two file arguments: time the kernel on those lists (for the side-by-side benchmark).
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    if args.len() == 2 {
+        let (a, b) = (read_u32(&args[0]), read_u32(&args[1]));
+        let (t, n) = best(|| intersect2(&a, &b).len());
+        println!("{{\"kernel_s\": {t:.6}, \"common\": {n}}}");
+        return;
+    }
     let large = list(4_000_000, 7, 1 << 32);
     println!("| ratio | linear ms | gallop ms |");
     println!("|---:|---:|---:|");

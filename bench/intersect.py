@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""List intersection benchmark (issue 5): u32 ID lists, (a) 10M x 10M with 1% common, (b) 10K x 10M.
+insitu's kernel, its device and host placements (the `insitu intersect --ids-only` command, process start
+included) vs numpy intersect1d(assume_unique=True), numpy searchsorted (skewed case) and pyroaring `&` on
+prebuilt bitmaps (construction reported apart), on the same lists, in one run.
+Usage: bench/intersect.py
+"""
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK = os.path.join(ROOT, "target", "bench")
+VENV = os.path.join(WORK, "venv")
+PY = os.path.join(VENV, "bin", "python")
+INSITU = os.path.join(ROOT, "target", "release", "insitu")
+
+PEERS = r'''
+import json, sys, time, numpy as np, pyroaring
+a = np.fromfile(sys.argv[1], dtype="<u4"); b = np.fromfile(sys.argv[2], dtype="<u4")
+def best(f, n=5):
+    r = None; t = 1e9
+    for _ in range(n):
+        s = time.perf_counter(); r = f(); t = min(t, time.perf_counter() - s)
+    return t, r
+out = {}
+out["numpy intersect1d"], x = best(lambda: np.intersect1d(a, b, assume_unique=True))
+small, large = (a, b) if len(a) <= len(b) else (b, a)
+def ss():
+    i = np.searchsorted(large, small); i[i == len(large)] = 0
+    return small[large[i] == small]
+out["numpy searchsorted"], y = best(ss)
+tc, (ba, bb) = best(lambda: (pyroaring.BitMap(a), pyroaring.BitMap(b)), 3)
+out["pyroaring &"], z = best(lambda: ba & bb)
+out["pyroaring construction"] = tc
+assert len(x) == len(y) == len(z)
+print(json.dumps({"times": out, "common": int(len(x))}))
+'''
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    if not os.path.exists(PY):
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+    subprocess.run([PY, "-m", "pip", "install", "-q", "numpy", "pyroaring"], check=True)
+    data = os.path.join(WORK, "array-intersect")
+    shutil.rmtree(data, ignore_errors=True)
+    run([INSITU, "--data", data, "init", "--devices", "1", "--profile", "smartssd", "--capacity", "1GiB"])
+    sections = []
+    for label, n1, n2 in [("10M x 10M, 1% common", 10_000_000, 10_000_000), ("10K x 10M", 10_000, 10_000_000)]:
+        p1, p2 = os.path.join(WORK, "l1.bin"), os.path.join(WORK, "l2.bin")
+        run([INSITU, "gen", "lists", "--size1", str(n1), "--size2", str(n2), "--ratio", "0.01", "--out1", p1, "--out2", p2])
+        for p, n in [(p1, "a"), (p2, "b")]:
+            run([INSITU, "--data", data, "put-list", p, "--name", n])
+        k = json.loads(run(["cargo", "bench", "-q", "-p", "insitu-kernels", "--bench", "intersect", "--", p1, p2], cwd=ROOT).strip().splitlines()[-1])
+        peers = json.loads(run([PY, "-c", PEERS, p1, p2]).strip())
+        times = {"insitu kernel": k["kernel_s"]}
+        for placement in ["device", "host"]:
+            best = 1e9
+            for _ in range(3):
+                t = time.perf_counter()
+                r = json.loads(run([INSITU, "--json", "--data", data, "intersect", "a", "b", "--ids-only", "--placement", placement]))
+                best = min(best, time.perf_counter() - t)
+                assert r["result"]["count"] == peers["common"] == k["common"]
+            times[f"insitu intersect --placement {placement} (command)"] = best
+        times.update(peers["times"])
+        fastest_peer = min(v for kk, v in peers["times"].items() if kk != "pyroaring construction")
+        rows = ["| contender | best s | kernel vs it |", "|---|---:|---:|"]
+        for kk, v in times.items():
+            rows.append(f"| {kk} | {v:.4f} | {v / k['kernel_s']:.2f}x |")
+        sections.append(f"### {label} ({peers['common']} common)\n\nkernel vs fastest peer: {fastest_peer / k['kernel_s']:.2f}x\n\n" + "\n".join(rows))
+        for n in ["a", "b"]:
+            run([INSITU, "--data", data, "rm", n])
+    shutil.rmtree(data)
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    commit = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).strip()
+    report = f"## {stamp} — commit {commit} — list intersection (issue 5)\n\n{os.cpu_count()} cores. Times are best of runs; 'kernel vs it' is each contender's time over the insitu kernel's.\n\n" + "\n\n".join(sections) + "\n"
+    print(report)
+    with open(os.path.join(ROOT, "bench", "RESULTS.md"), "a") as f:
+        f.write("\n" + report)
+
+
+if __name__ == "__main__":
+    main()
