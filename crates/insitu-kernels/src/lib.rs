@@ -17,6 +17,7 @@
 //! assert_eq!(f.count(b"xxabyyab"), 2);
 //! ```
 
+pub mod arch;
 pub mod columnar;
 pub mod dict;
 pub mod gather;
