@@ -35,8 +35,9 @@ fn load_ids(
     }
     let per_read = (staging / entry).max(1) * entry;
     let mut stage = vec![0u8; per_read as usize];
-    let mut ids = Vec::new();
-    let mut positions = Vec::new();
+    let entries = (size / entry) as usize;
+    let mut ids = insitu_kernels::arch::vec_with_huge_pages(entries);
+    let mut positions = insitu_kernels::arch::vec_with_huge_pages(entries);
     let mut at = 0u64;
     while at < size {
         let n = per_read.min(size - at);
