@@ -166,6 +166,19 @@ enum Cmd {
         #[arg(long, default_value_t = 0)]
         device: u32,
     },
+    /// Build an inverted index of a text corpus: a posting list NAME.TERM per frequent term.
+    IndexText {
+        path: PathBuf,
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value_t = 4)]
+        entry_size: u32,
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        /// Keep the terms found in the most documents, at most this many.
+        #[arg(long, default_value_t = 5000)]
+        max_terms: usize,
+    },
     /// Intersect lists (SvS) in the device that holds them, on the host, or where the cost model says.
     Intersect {
         #[arg(num_args = 2.., required = true)]
@@ -569,6 +582,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut array = open(&cli.data)?;
             let report =
                 insitu_host::intersect::lists::put_list(&mut array, &file, &name, entry_size, device)?;
+            array.close()?;
+            out.report(&report);
+        }
+        Cmd::IndexText { path, name, entry_size, device, max_terms } => {
+            let mut array = open(&cli.data)?;
+            let report = insitu_host::intersect::lists::index_text(
+                &mut array, &path, &name, entry_size, device, max_terms,
+            )?;
             array.close()?;
             out.report(&report);
         }

@@ -130,6 +130,13 @@ fn headline(r: &Report) -> String {
             res["entry_size"],
             res["device"]
         ),
+        "index-text" => format!(
+            "index-text {}: {} documents, {} posting lists; most frequent {}",
+            res["name"].as_str().unwrap_or("?"),
+            res["documents"],
+            res["terms"],
+            res["top"]
+        ),
         op if op.starts_with("intersect") => format!(
             "{op}: {} common of {} ({} partition(s), {} poll(s))",
             res["count"], res["lists"], res["partitions"], res["polls"]

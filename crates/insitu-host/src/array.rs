@@ -275,6 +275,14 @@ impl Array {
         self.catalog.save(&self.dir)
     }
 
+    /// Adds several entries with one durable catalog write (bulk loads such as an index's lists).
+    pub(crate) fn commit_entries(&mut self, entries: Vec<ObjectEntry>) -> Result<()> {
+        for e in entries {
+            self.catalog.objects.insert(e.name.clone(), e);
+        }
+        self.catalog.save(&self.dir)
+    }
+
     /// Removes an entry durably; returns it.
     pub(crate) fn remove_entry(&mut self, name: &str) -> Result<ObjectEntry> {
         let e = self.catalog.objects.remove(name).ok_or_else(|| HostError::NotFound(name.to_string()))?;

@@ -174,3 +174,101 @@ pub fn gen_lists(
     let common = insitu_kernels::intersect::intersect2(&l1, &l2).len() as u64;
     Ok((l1.len() as u64, l2.len() as u64, common))
 }
+
+/// `index-text`: an inverted index of a text corpus (a file, or every file under a directory, in path
+/// order; a document is a file). Terms are lower-cased ASCII words of 2+ letters, digits or underscores;
+/// the `max_terms` terms in the most documents (at least 2) get a posting list `NAME.TERM` (sorted document
+/// IDs, entries of `entry_size` bytes) on device `dev`, and `NAME` itself holds the term table as JSON
+/// (`[[term, documents], ...]`, most frequent first). All lists commit together.
+pub fn index_text(
+    array: &mut Array,
+    root: &Path,
+    name: &str,
+    entry_size: u32,
+    dev: u32,
+    max_terms: usize,
+) -> Result<Report> {
+    use std::collections::HashMap;
+    validate_user_name(name)?;
+    check_entry_size(entry_size)?;
+    array.device(dev)?;
+    let meta = std::fs::metadata(root).map_err(|e| HostError::io(root, e))?;
+    let mut files = Vec::new();
+    if meta.is_dir() {
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).map_err(|e| HostError::io(&d, e))? {
+                let p = e.map_err(|e| HostError::io(&d, e))?.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.is_file() {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+    } else {
+        files.push(root.to_path_buf());
+    }
+    let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
+    for (doc, f) in files.iter().enumerate() {
+        let Ok(bytes) = std::fs::read(f) else { continue };
+        let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+        for w in text
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.len() >= 2 && w.len() <= 64)
+        {
+            let p = postings.entry(w.to_string()).or_default();
+            if p.last() != Some(&(doc as u32)) {
+                p.push(doc as u32);
+            }
+        }
+    }
+    let mut terms: Vec<(String, Vec<u32>)> = postings.into_iter().filter(|(_, p)| p.len() >= 2).collect();
+    terms.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    terms.truncate(max_terms);
+    for (t, _) in &terms {
+        let n = format!("{name}.{t}");
+        validate_user_name(&n)?;
+        if array.catalog().objects.contains_key(&n) {
+            return Err(HostError::AlreadyExists(n));
+        }
+    }
+    if array.catalog().objects.contains_key(name) {
+        return Err(HostError::AlreadyExists(name.to_string()));
+    }
+    let measure = Measure::start("index-text", array);
+    let mut new = Vec::with_capacity(terms.len() + 1);
+    for (t, ids) in &terms {
+        let n = format!("{name}.{t}");
+        let data = entries(ids, entry_size);
+        write_object(array, dev, &n, "list", &data)?;
+        new.push(ObjectEntry {
+            name: n,
+            kind: "list".into(),
+            size: data.len() as u64,
+            stripe_unit: 0,
+            devices: vec![dev],
+            table: None,
+            shuffle: None,
+            list: Some(ListInfo { entry_size, entries: ids.len() as u64 }),
+        });
+    }
+    let table: Vec<(&str, usize)> = terms.iter().map(|(t, p)| (t.as_str(), p.len())).collect();
+    let json = serde_json::to_vec(&table).expect("plain data serializes");
+    write_object(array, dev, name, "index", &json)?;
+    new.push(ObjectEntry {
+        name: name.to_string(),
+        kind: "index".into(),
+        size: json.len() as u64,
+        stripe_unit: 0,
+        devices: vec![dev],
+        table: None,
+        shuffle: None,
+        list: None,
+    });
+    array.commit_entries(new)?;
+    let top: Vec<_> = table.iter().take(10).collect();
+    Ok(measure
+        .finish(array, json!({ "name": name, "documents": files.len(), "terms": terms.len(), "top": top })))
+}

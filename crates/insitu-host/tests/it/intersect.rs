@@ -119,3 +119,30 @@ fn a_session_left_open_by_a_killed_client_is_reclaimed_on_the_next_open() {
     assert!(reclaimed.iter().any(|o| o.contains("#session.")), "{reclaimed:?}");
     assert!(a.fsck().unwrap().is_empty());
 }
+
+#[test]
+fn a_text_corpus_becomes_posting_lists_that_intersect_like_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), "tiny", 1);
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(corpus.join("sub")).unwrap();
+    std::fs::write(corpus.join("a.txt"), "The cat sat. The dog ran.").unwrap();
+    std::fs::write(corpus.join("b.txt"), "A dog and a cat").unwrap();
+    std::fs::write(corpus.join("sub/c.txt"), "the dog, the end").unwrap();
+    let r = insitu_host::intersect::lists::index_text(&mut a, &corpus, "ix", 4, 0, 100).unwrap();
+    assert_eq!(r.result["documents"], 3);
+    // Documents in path order: a.txt = 0, b.txt = 1, sub/c.txt = 2.
+    let ids = |n: &str| {
+        intersect(&a, &[format!("ix.{n}"), "ix.dog".into()], IntersectPlacement::Device, Output::Ids)
+            .unwrap()
+            .1
+            .ids
+    };
+    assert_eq!(ids("cat"), vec![0, 1]);
+    assert_eq!(ids("the"), vec![0, 2]);
+    assert!(a.entry("ix.sat").is_err(), "terms in one document get no list");
+    assert!(
+        insitu_host::intersect::lists::index_text(&mut a, &corpus, "ix", 4, 0, 100).is_err(),
+        "names are taken"
+    );
+}
