@@ -72,6 +72,8 @@ impl ObjectEntry {
     /// The object's bytes as pieces in global order: `(part index, offset in the part, global offset,
     /// len)`, each at most `max_piece` bytes and within one stripe.
     pub fn pieces(&self, max_piece: u64) -> Vec<(usize, u64, u64, u64)> {
+        // Entries whose objects are not striped may carry a stripe unit of 0; never make empty pieces.
+        let max_piece = max_piece.max(1);
         let n = self.devices.len();
         let mut out = Vec::new();
         let mut g = 0u64;
