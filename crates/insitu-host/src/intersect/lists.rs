@@ -22,6 +22,20 @@ pub struct ListInfo {
     pub entries: u64,
 }
 
+/// The catalog entry of a list (or of an index's term table, with `list` None) on one device.
+fn entry_for(name: &str, kind: &str, size: u64, dev: u32, list: Option<ListInfo>) -> ObjectEntry {
+    ObjectEntry {
+        name: name.to_string(),
+        kind: kind.into(),
+        size,
+        stripe_unit: crate::array::DEFAULT_STRIPE_UNIT,
+        devices: vec![dev],
+        table: None,
+        shuffle: None,
+        list,
+    }
+}
+
 /// Checks an entry size.
 pub fn check_entry_size(s: u32) -> Result<()> {
     if s < 4 || s % 4 != 0 {
@@ -103,16 +117,13 @@ pub fn put_list(array: &mut Array, path: &Path, name: &str, entry_size: u32, dev
     let measure = Measure::start("put-list", array);
     let data = entries(&ids, entry_size);
     write_object(array, dev, name, "list", &data)?;
-    array.commit_entry(ObjectEntry {
-        name: name.to_string(),
-        kind: "list".into(),
-        size: data.len() as u64,
-        stripe_unit: crate::array::DEFAULT_STRIPE_UNIT,
-        devices: vec![dev],
-        table: None,
-        shuffle: None,
-        list: Some(ListInfo { entry_size, entries: ids.len() as u64 }),
-    })?;
+    array.commit_entry(entry_for(
+        name,
+        "list",
+        data.len() as u64,
+        dev,
+        Some(ListInfo { entry_size, entries: ids.len() as u64 }),
+    ))?;
     Ok(measure.finish(
         array,
         json!({ "name": name, "entries": ids.len(), "entry_size": entry_size, "device": dev }),
@@ -243,30 +254,18 @@ pub fn index_text(
         let n = format!("{name}.{t}");
         let data = entries(ids, entry_size);
         write_object(array, dev, &n, "list", &data)?;
-        new.push(ObjectEntry {
-            name: n,
-            kind: "list".into(),
-            size: data.len() as u64,
-            stripe_unit: crate::array::DEFAULT_STRIPE_UNIT,
-            devices: vec![dev],
-            table: None,
-            shuffle: None,
-            list: Some(ListInfo { entry_size, entries: ids.len() as u64 }),
-        });
+        new.push(entry_for(
+            &n,
+            "list",
+            data.len() as u64,
+            dev,
+            Some(ListInfo { entry_size, entries: ids.len() as u64 }),
+        ));
     }
     let table: Vec<(&str, usize)> = terms.iter().map(|(t, p)| (t.as_str(), p.len())).collect();
     let json = serde_json::to_vec(&table).expect("plain data serializes");
     write_object(array, dev, name, "index", &json)?;
-    new.push(ObjectEntry {
-        name: name.to_string(),
-        kind: "index".into(),
-        size: json.len() as u64,
-        stripe_unit: crate::array::DEFAULT_STRIPE_UNIT,
-        devices: vec![dev],
-        table: None,
-        shuffle: None,
-        list: None,
-    });
+    new.push(entry_for(name, "index", json.len() as u64, dev, None));
     array.commit_entries(new)?;
     let top: Vec<_> = table.iter().take(10).collect();
     Ok(measure

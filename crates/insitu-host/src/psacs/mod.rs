@@ -147,9 +147,10 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         ShufflePlacement::HostBucket => "shuffle (host-bucket)",
     };
     let mut measure = Measure::start(op, array);
+    let job = Job { table: name, out: &out, entry: &entry, info: &info, rf: &rf, fields: &fields, opts };
     let result = match opts.placement {
-        ShufflePlacement::Device => shuffle_on_devices(array, name, &out, &entry, &info, &rf, &fields, opts),
-        _ => shuffle_on_host(array, name, &out, &entry, &info, &rf, &fields, opts, threads, &mut measure),
+        ShufflePlacement::Device => shuffle_on_devices(array, &job),
+        _ => shuffle_on_host(array, &job, threads, &mut measure),
     };
     let (stored, raw) = match result {
         Ok(x) => x,
@@ -196,17 +197,20 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     Ok(measure.finish(array, result))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn shuffle_on_devices(
-    array: &Array,
-    table: &str,
-    out: &str,
-    entry: &ObjectEntry,
-    info: &TableInfo,
-    rf: &RecordFormat,
-    fields: &[usize],
-    opts: &ShuffleOptions,
-) -> Result<(u64, u64)> {
+/// What every placement of one shuffle works from.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    table: &'a str,
+    out: &'a str,
+    entry: &'a ObjectEntry,
+    info: &'a TableInfo,
+    rf: &'a RecordFormat,
+    fields: &'a [usize],
+    opts: &'a ShuffleOptions,
+}
+
+fn shuffle_on_devices(array: &Array, job: &Job<'_>) -> Result<(u64, u64)> {
+    let Job { table, out, entry, info, rf, fields, opts } = *job;
     let mut ids = Vec::new();
     for (i, dev) in entry.devices.iter().enumerate() {
         let p = &info.parts[i];
@@ -314,19 +318,13 @@ fn bucket_group(records: &[u8], offsets: &[u64], spec: &ShuffleSpec) -> Result<G
     Ok((data, offs, extents))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn shuffle_on_host(
     array: &Array,
-    table: &str,
-    out: &str,
-    entry: &ObjectEntry,
-    info: &TableInfo,
-    rf: &RecordFormat,
-    fields: &[usize],
-    opts: &ShuffleOptions,
+    job: &Job<'_>,
     threads: usize,
     measure: &mut Measure,
 ) -> Result<(u64, u64)> {
+    let Job { table, out, entry, info, rf, fields, opts } = *job;
     let (mut stored, mut raw) = (0u64, 0u64);
     let mut cpu = 0u64;
     for (i, dev) in entry.devices.iter().enumerate() {
