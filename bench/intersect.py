@@ -13,11 +13,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORK = os.path.join(ROOT, "target", "bench")
-VENV = os.path.join(WORK, "venv")
-PY = os.path.join(VENV, "bin", "python")
-INSITU = os.path.join(ROOT, "target", "release", "insitu")
+from common import INSITU, PY, ROOT, VENV, WORK, append_results, ensure_venv, insitu, run
 
 PEERS = r'''
 import json, sys, time, numpy as np, pyroaring
@@ -42,15 +38,11 @@ print(json.dumps({"times": out, "common": int(len(x))}))
 '''
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
 def main():
     os.makedirs(WORK, exist_ok=True)
-    if not os.path.exists(PY):
-        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-    subprocess.run([PY, "-m", "pip", "install", "-q", "numpy", "pyroaring"], check=True)
+    ensure_venv("numpy", "pyroaring")
     data = os.path.join(WORK, "array-intersect")
     shutil.rmtree(data, ignore_errors=True)
     run([INSITU, "--data", data, "init", "--devices", "1", "--profile", "smartssd", "--capacity", "1GiB"])

@@ -15,11 +15,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORK = os.path.join(ROOT, "target", "bench")
-VENV = os.path.join(WORK, "venv")
-PY = os.path.join(VENV, "bin", "python")
-INSITU = os.path.join(ROOT, "target", "release", "insitu")
+from common import INSITU, PY, ROOT, VENV, WORK, append_results, ensure_venv, insitu, run
 
 PEERS = r'''
 import sys, time, shutil, os, duckdb, polars as pl
@@ -42,12 +38,8 @@ else:
 '''
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
-def insitu(data, *args):
-    return json.loads(run([INSITU, "--json", "--data", data, *args]).strip().splitlines()[-1])
 
 
 def main():
@@ -56,9 +48,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
-    if not os.path.exists(PY):
-        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-    subprocess.run([PY, "-m", "pip", "install", "-q", "tpchgen-cli", "duckdb", "polars", "pyarrow"], check=True)
+    ensure_venv("tpchgen-cli", "duckdb", "polars", "pyarrow")
     d = os.path.join(WORK, f"tpch-sf{a.sf}")
     src = os.path.join(d, "lineitem.parquet")
     if not os.path.exists(src):

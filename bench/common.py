@@ -1,0 +1,41 @@
+"""Shared helpers of the bench/ scripts: paths, running commands, the private venv of Python peers, and
+appending dated sections to RESULTS.md."""
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK = os.path.join(ROOT, "target", "bench")
+VENV = os.path.join(WORK, "venv")
+PY = os.path.join(VENV, "bin", "python")
+INSITU = os.path.join(ROOT, "target", "release", "insitu")
+
+
+def run(cmd, **kw):
+    """Runs a command, failing loudly; returns its stdout."""
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def insitu(data, *args):
+    """Runs `insitu --json --data DATA ARGS` and parses its report."""
+    return json.loads(run([INSITU, "--json", "--data", data, *args]).strip().splitlines()[-1])
+
+
+def ensure_venv(*packages):
+    """Installs the Python peers into target/bench/venv (never into the system)."""
+    os.makedirs(WORK, exist_ok=True)
+    if not os.path.exists(PY):
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+    subprocess.run([PY, "-m", "pip", "install", "-q", *packages], check=True)
+
+
+def append_results(title, body):
+    """Prints and appends a dated section to bench/RESULTS.md."""
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    commit = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).strip()
+    report = f"## {stamp} — commit {commit} — {title}\n\n{os.cpu_count()} cores.\n\n{body}\n"
+    print(report)
+    with open(os.path.join(ROOT, "bench", "RESULTS.md"), "a") as f:
+        f.write("\n" + report)
