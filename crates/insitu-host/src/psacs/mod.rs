@@ -288,6 +288,20 @@ fn read_records(
     compose_records(&rows, &offs, bitmap, &key).map_err(|e| HostError::Device { device: dev, error: e })
 }
 
+/// Runs `f(0..threads)` on scoped threads and collects the results in thread order.
+fn on_threads<T: Send>(threads: usize, f: impl Fn(usize) -> Result<T> + Sync) -> Result<Vec<T>> {
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = (0..threads).map(|t| s.spawn(move || f(t))).collect();
+        handles.into_iter().map(|h| h.join().expect("shuffle thread panicked")).collect()
+    })
+}
+
+/// A failure of a shared shuffle step run on the host (a record that does not match its format).
+fn host_step(e: insitu_device::DeviceError) -> HostError {
+    HostError::Damaged { name: "shuffle".into(), detail: e.to_string() }
+}
+
 /// One thread's share of a part, grouped: records in partition order, offsets, and extents per partition.
 type Grouped = (Vec<u8>, Vec<u64>, Vec<u64>);
 
@@ -300,8 +314,7 @@ fn bucket_group(records: &[u8], offsets: &[u64], spec: &ShuffleSpec) -> Result<G
     let (mut key, mut ranges) = (Vec::new(), Vec::new());
     for w in offsets.windows(2) {
         let rec = &records[w[0] as usize..w[1] as usize];
-        record_key(rec, spec, &mut key, &mut ranges)
-            .map_err(|e| HostError::Device { device: 0, error: e })?;
+        record_key(rec, spec, &mut key, &mut ranges).map_err(host_step)?;
         let b = &mut buckets[partition_of(spec.hash, &key, spec.partitions) as usize];
         b.0.extend_from_slice(rec);
         b.1.push(b.0.len() as u64);
@@ -341,62 +354,36 @@ fn shuffle_on_host(
         let n = offsets.len() - 1;
         let per = n.div_ceil(threads).max(1);
         // Each thread groups its share of the records.
-        let grouped: Vec<Grouped> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (lo, hi) = ((t * per).min(n), ((t + 1) * per).min(n));
-                    let spec = &spec;
-                    let records = &records;
-                    let offsets = &offsets;
-                    s.spawn(move || -> Result<Grouped> {
-                        let base = offsets[lo];
-                        let o: Vec<u64> = offsets[lo..=hi].iter().map(|x| x - base).collect();
-                        let r = &records[base as usize..offsets[hi] as usize];
-                        match opts.placement {
-                            ShufflePlacement::HostBucket => bucket_group(r, &o, spec),
-                            _ => group_records(r, &o, spec)
-                                .map_err(|e| HostError::Device { device: 0, error: e }),
-                        }
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("shuffle thread panicked"))
-                .collect::<Result<Vec<_>>>()
+        let grouped: Vec<Grouped> = on_threads(threads, |t| {
+            let (lo, hi) = ((t * per).min(n), ((t + 1) * per).min(n));
+            let base = offsets[lo];
+            let o: Vec<u64> = offsets[lo..=hi].iter().map(|x| x - base).collect();
+            let r = &records[base as usize..offsets[hi] as usize];
+            match opts.placement {
+                ShufflePlacement::HostBucket => bucket_group(r, &o, &spec),
+                _ => group_records(r, &o, &spec).map_err(host_step),
+            }
         })?;
         // Each thread then encodes a range of partitions, concatenating every thread's share of them.
         let parts_per = (opts.partitions as usize).div_ceil(threads).max(1);
-        let encoded: Vec<Vec<EncodedPartition>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (grouped, spec) = (&grouped, &spec);
-                    s.spawn(move || -> Result<Vec<EncodedPartition>> {
-                        let lo = (t * parts_per).min(spec.partitions as usize);
-                        let hi = ((t + 1) * parts_per).min(spec.partitions as usize);
-                        (lo..hi)
-                            .map(|p| {
-                                let mut recs = Vec::new();
-                                let mut offs = vec![0u64];
-                                for g in grouped {
-                                    let (a, b) = (g.2[p] as usize, g.2[p + 1] as usize);
-                                    let o = &g.1[a..=b];
-                                    let base = recs.len() as u64;
-                                    recs.extend_from_slice(&g.0[o[0] as usize..o[b - a] as usize]);
-                                    offs.extend(o[1..].iter().map(|x| x - o[0] + base));
-                                }
-                                let chunks = encode_partition(&recs, &offs, spec)
-                                    .map_err(|e| HostError::Device { device: 0, error: e })?;
-                                Ok((offs.len() as u64 - 1, chunks, recs.len() as u64))
-                            })
-                            .collect()
-                    })
+        let encoded: Vec<Vec<EncodedPartition>> = on_threads(threads, |t| {
+            let lo = (t * parts_per).min(spec.partitions as usize);
+            let hi = ((t + 1) * parts_per).min(spec.partitions as usize);
+            (lo..hi)
+                .map(|p| {
+                    let mut recs = Vec::new();
+                    let mut offs = vec![0u64];
+                    for g in &grouped {
+                        let (a, b) = (g.2[p] as usize, g.2[p + 1] as usize);
+                        let o = &g.1[a..=b];
+                        let base = recs.len() as u64;
+                        recs.extend_from_slice(&g.0[o[0] as usize..o[b - a] as usize]);
+                        offs.extend(o[1..].iter().map(|x| x - o[0] + base));
+                    }
+                    let chunks = encode_partition(&recs, &offs, &spec).map_err(host_step)?;
+                    Ok((offs.len() as u64 - 1, chunks, recs.len() as u64))
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("shuffle thread panicked"))
-                .collect::<Result<Vec<_>>>()
+                .collect()
         })?;
         let mut data = Vec::new();
         let mut index = Vec::new();

@@ -20,6 +20,15 @@ fn opts(keys: &[&str], p: u32, placement: ShufflePlacement, threads: usize, out:
     }
 }
 
+/// Loads a generated table of `rows` rows as `t`, keyed on `k`.
+fn load(a: &mut insitu_host::Array, dir: &std::path::Path, rows: usize, seed: u64) {
+    let src = dir.join("t.parquet");
+    write_parquet(&src, &table(rows, seed));
+    let opts =
+        PutTable { name: "t".into(), key: Some("k".into()), partition: Partitioning::RoundRobin, dict: None };
+    put_table(a, &src, &opts).unwrap();
+}
+
 fn partitions(a: &insitu_host::Array, name: &str, p: u32) -> Vec<Vec<String>> {
     (0..p)
         .map(|i| {
@@ -93,19 +102,7 @@ fn every_placement_puts_the_same_rows_in_every_partition() {
 fn a_part_larger_than_device_memory_is_tiled_and_many_partitions_work() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = array(dir.path(), 2);
-    let src = dir.path().join("t.parquet");
-    write_parquet(&src, &table(5000, 12));
-    put_table(
-        &mut a,
-        &src,
-        &PutTable {
-            name: "t".into(),
-            key: Some("k".into()),
-            partition: Partitioning::RoundRobin,
-            dict: None,
-        },
-    )
-    .unwrap();
+    load(&mut a, dir.path(), 5000, 12);
     shuffle_table(&mut a, "t", &opts(&["k"], 64, ShufflePlacement::HostSort, 2, "ref")).unwrap();
     let mut o = opts(&["k"], 64, ShufflePlacement::Device, 1, "tiled");
     o.memory_budget = Some(200_000);
@@ -122,19 +119,7 @@ fn a_part_larger_than_device_memory_is_tiled_and_many_partitions_work() {
 fn bad_shuffles_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = array(dir.path(), 2);
-    let src = dir.path().join("t.parquet");
-    write_parquet(&src, &table(100, 13));
-    put_table(
-        &mut a,
-        &src,
-        &PutTable {
-            name: "t".into(),
-            key: Some("k".into()),
-            partition: Partitioning::RoundRobin,
-            dict: None,
-        },
-    )
-    .unwrap();
+    load(&mut a, dir.path(), 100, 13);
     let err = shuffle_table(&mut a, "t", &opts(&["nope"], 8, ShufflePlacement::Device, 1, "x"))
         .unwrap_err()
         .to_string();
