@@ -1,10 +1,14 @@
-//! Errors of the device layer.
+//! Errors of the device layer. They are plain data (serde) so that they cross the device protocol, and
+//! any transport, as the typed values they are.
+
+use std::path::PathBuf;
 
 use insitu_flash::FlashError;
+use serde::{Deserialize, Serialize};
 
 pub type Result<T> = std::result::Result<T, DeviceError>;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum DeviceError {
     #[error(transparent)]
@@ -27,6 +31,26 @@ pub enum DeviceError {
     InvalidProfile { profile: String, detail: String },
     #[error("device {0} is shut down")]
     ShutDown(u32),
-    #[error("no command {0} is pending on this device")]
-    UnknownCommand(u64),
+    #[error("I/O error on {path}: {error}")]
+    Io {
+        path: PathBuf,
+        #[serde(with = "insitu_flash::error::io_error")]
+        error: std::io::Error,
+    },
+    #[error("{0} is not a device directory (no device.json)")]
+    NotADevice(PathBuf),
+    #[error("device directory {0} is in use by another process (its lock is held)")]
+    InUse(PathBuf),
+    #[error("no device {0} on this device's fabric")]
+    NoPeer(u32),
+    #[error("lost its device server: {0}")]
+    Disconnected(String),
+    #[error("device protocol: {0}")]
+    Protocol(String),
+}
+
+impl DeviceError {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        DeviceError::Io { path: path.into(), error }
+    }
 }

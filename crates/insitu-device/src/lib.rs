@@ -1,43 +1,61 @@
 //! One computational storage drive: flash ([`insitu_flash`]) + bounded device memory + compute units +
-//! device-defined programs + a command set with completion events + meters, described by a hardware
-//! [`Profile`].
+//! device-defined programs + resident firmware on the I/O path + a typed command protocol carried by
+//! transports, with meters, described by a hardware [`Profile`].
 //!
-//! Main types: [`Device`], [`Command`] / [`Response`], [`Program`], [`Profile`], [`DeviceCounters`].
+//! Main types: [`Device`] (the drive), [`protocol`] (its commands, each typed with its response),
+//! [`DeviceClient`] (a typed handle over a [`transport::Transport`]: in this process or in another),
+//! [`Profile`], [`DeviceCounters`].
 //!
 //! ```
-//! use insitu_device::{Args, Command, Device, Profile, Response, Value};
+//! use insitu_device::protocol::{Append, Commit, CreateObject, Search, SearchArgs};
+//! use insitu_device::{transport, Device, Profile, StripeLayout};
 //! let dir = tempfile::tempdir().unwrap();
-//! let dev = Device::format(dir.path(), 0, Profile::load("tiny").unwrap(), 4 << 20).unwrap();
-//! let Response::Txn(txn) = dev.call(Command::CreateObject {
-//!     name: "t".into(), kind: "blob".into(), attrs: Default::default(), expected_size: None,
-//! }).unwrap() else { panic!() };
-//! dev.call(Command::Append { txn, data: b"needle in a haystack, needle".to_vec() }).unwrap();
-//! dev.call(Command::Commit { txn }).unwrap();
-//! let args = Args::new()
-//!     .with("object", Value::Str("t".into()))
-//!     .with("pattern", Value::Bytes(b"needle".to_vec()))
-//!     .with("total_size", Value::U64(28));
-//! let Response::Output(out) = dev.call(Command::Execute { program: "search".into(), args, buffers: vec![] })
-//!     .unwrap() else { panic!() };
-//! assert_eq!(out.u64("count"), Some(2));
+//! let dev = transport::in_process(Device::format(dir.path(), 0, Profile::load("tiny").unwrap(), 4 << 20).unwrap());
+//! let txn = dev.call(CreateObject { name: "t".into(), kind: "blob".into(), attrs: Default::default(), expected_size: None }).unwrap();
+//! dev.call(Append { txn, data: b"needle in a haystack, needle".to_vec() }).unwrap();
+//! dev.call(Commit { txn }).unwrap();
+//! let found = dev
+//!     .execute::<Search>(SearchArgs {
+//!         object: "t".into(),
+//!         pattern: b"needle".to_vec(),
+//!         offsets: true,
+//!         layout: StripeLayout::single(28),
+//!         halo: None,
+//!     })
+//!     .unwrap();
+//! assert_eq!((found.count, found.offsets), (2, Some(vec![0, 22])));
 //! ```
 
-pub mod command;
-pub mod cputime;
+pub mod completion;
 mod device;
 pub mod error;
+pub mod fabric;
+pub mod fault;
+pub mod firmware;
+mod media;
 pub mod memory;
 pub mod meters;
 pub mod profile;
-pub mod program;
-pub mod programs;
+mod program;
+mod programs;
+pub mod protocol;
 pub mod stripe;
+pub mod sys;
+pub mod transport;
 
-pub use command::{Args, Command, CommandId, Completion, ProgramInfo, Properties, Response, Value};
-pub use device::{Device, Peer};
+pub use device::Device;
 pub use error::{DeviceError, Result};
+pub use fault::FaultPlan;
 pub use memory::{DeviceMemory, MemHandle};
 pub use meters::{DeviceCounters, ProgramStats};
 pub use profile::Profile;
-pub use program::{Program, ProgramContext};
 pub use stripe::StripeLayout;
+pub use transport::DeviceClient;
+
+/// What crosses the protocol from the flash layer: object metadata, write transactions, physical
+/// addresses, space figures, fsck reports, and the rules for object names.
+pub use insitu_flash::{validate_name, FlashError, FlashStats, FsckReport, ObjectMeta, PhysicalPage, TxnId};
+
+/// Writes a file atomically (temporary file, fsync, rename, fsync of the directory), as the device does
+/// its own metadata; for the host's metadata files.
+pub use insitu_flash::persist::write_atomic;

@@ -30,6 +30,12 @@ pub struct DeviceCounters {
     pub device_to_host: u64,
     pub device_to_device_out: u64,
     pub device_to_device_in: u64,
+    /// Fabric hops crossed by transfers this device sent, and by those it received (one per transfer
+    /// across a switch; more across a multi-hop storage network).
+    #[serde(default)]
+    pub device_to_device_hops_out: u64,
+    #[serde(default)]
+    pub device_to_device_hops_in: u64,
     pub commands: u64,
     /// CPU time of all device threads.
     pub device_cpu_ns: u64,
@@ -77,6 +83,8 @@ impl DeviceCounters {
             device_to_host: d(self.device_to_host, before.device_to_host),
             device_to_device_out: d(self.device_to_device_out, before.device_to_device_out),
             device_to_device_in: d(self.device_to_device_in, before.device_to_device_in),
+            device_to_device_hops_out: d(self.device_to_device_hops_out, before.device_to_device_hops_out),
+            device_to_device_hops_in: d(self.device_to_device_hops_in, before.device_to_device_hops_in),
             commands: d(self.commands, before.commands),
             device_cpu_ns: d(self.device_cpu_ns, before.device_cpu_ns),
             cpu_ns_by_class: cpu,
@@ -94,6 +102,8 @@ pub struct Meters {
     pub device_to_host: AtomicU64,
     pub device_to_device_out: AtomicU64,
     pub device_to_device_in: AtomicU64,
+    pub device_to_device_hops_out: AtomicU64,
+    pub device_to_device_hops_in: AtomicU64,
     pub commands: AtomicU64,
     pub device_cpu_ns: AtomicU64,
     classes: Mutex<BTreeMap<String, u64>>,
@@ -131,6 +141,8 @@ impl Meters {
             device_to_host: g(&self.device_to_host),
             device_to_device_out: g(&self.device_to_device_out),
             device_to_device_in: g(&self.device_to_device_in),
+            device_to_device_hops_out: g(&self.device_to_device_hops_out),
+            device_to_device_hops_in: g(&self.device_to_device_hops_in),
             commands: g(&self.commands),
             device_cpu_ns: g(&self.device_cpu_ns),
             cpu_ns_by_class: self.classes.lock().unwrap_or_else(|p| p.into_inner()).clone(),

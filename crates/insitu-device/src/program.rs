@@ -1,6 +1,7 @@
-//! Programs: code that runs on a device's compute units, registered by id (NVMe Computational Programs'
-//! device-defined programs). A program gets a [`ProgramContext`]: it may reserve device memory, read
-//! objects from flash over the internal path (indirect usage), and use host-passed buffers (direct usage).
+//! What a running program can touch ([`ProgramContext`]): device memory (scratch reservations and the
+//! buffers the host named in its arguments), and objects on the device's flash over the internal path
+//! (read, and write new objects). Flash I/O done for the program is timed apart from its kernel, so the
+//! model prices it as data movement, not compute.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -8,36 +9,34 @@ use std::sync::Arc;
 
 use insitu_flash::{ObjectMeta, TxnId};
 
-use crate::command::{Args, ProgramInfo};
-use crate::cputime::thread_cpu_ns;
-use crate::device::Inner;
 use crate::error::{DeviceError, Result};
-use crate::memory::{Buffer, MemHandle, MemReservation};
+use crate::media::Media;
+use crate::memory::{Buffer, DeviceMemory, MemHandle, MemReservation};
 use crate::meters::Meters;
+use crate::sys::thread_cpu_ns;
 
-/// A device program.
-pub trait Program: Send + Sync + std::fmt::Debug {
-    /// The id the host names it by.
-    fn id(&self) -> &'static str;
-    /// The kernel class the timing model prices its CPU time by (`search`, `sort`, ...).
-    fn kernel_class(&self) -> &'static str;
-    fn description(&self) -> &'static str;
-    /// Runs the program.
-    fn run(&self, ctx: &ProgramContext<'_>, args: &Args) -> Result<Args>;
-}
-
-/// What a running program can touch.
+/// The context of one program run.
 #[derive(Debug)]
 pub struct ProgramContext<'a> {
-    pub(crate) inner: &'a Inner,
-    pub(crate) buffers: &'a [MemHandle],
+    pub(crate) media: &'a Media,
+    pub(crate) memory: &'a DeviceMemory,
+    pub(crate) meters: &'a Meters,
     pub(crate) program: &'static str,
     pub(crate) bytes_in: Cell<u64>,
     /// CPU time spent in flash I/O on the program's behalf (charged as data movement, not compute).
     pub(crate) io_ns: Cell<u64>,
 }
 
-impl ProgramContext<'_> {
+impl<'a> ProgramContext<'a> {
+    pub(crate) fn new(
+        media: &'a Media,
+        memory: &'a DeviceMemory,
+        meters: &'a Meters,
+        program: &'static str,
+    ) -> ProgramContext<'a> {
+        ProgramContext { media, memory, meters, program, bytes_in: 0.into(), io_ns: 0.into() }
+    }
+
     /// Runs flash I/O, counting its CPU time apart from the kernel's.
     fn io<T>(&self, f: impl FnOnce() -> T) -> T {
         let c0 = thread_cpu_ns();
@@ -48,25 +47,32 @@ impl ProgramContext<'_> {
 
     /// Reserves device memory for scratch space (fails past the profile's bound).
     pub fn reserve(&self, bytes: u64) -> Result<MemReservation> {
-        self.inner.memory.reserve(bytes)
+        self.memory.reserve(bytes)
     }
 
     /// Device memory not yet in use.
     pub fn memory_available(&self) -> u64 {
-        self.inner.memory.available()
+        self.memory.available()
     }
 
     /// Metadata of an object on this device.
     pub fn object(&self, name: &str) -> Result<ObjectMeta> {
-        Ok(self.inner.flash_read().stat(name)?.clone())
+        Ok(self.media.read().stat(name)?.clone())
     }
 
     /// Reads object bytes from flash into device memory (the internal path).
     pub fn read_object(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.io(|| self.inner.flash_read().read(name, offset, buf))?;
-        Meters::add(&self.inner.meters.flash_to_device_mem, buf.len() as u64);
+        self.io(|| self.media.read().read(name, offset, buf))?;
+        Meters::add(&self.meters.flash_to_device_mem, buf.len() as u64);
         self.bytes_in.set(self.bytes_in.get() + buf.len() as u64);
         Ok(())
+    }
+
+    /// A whole object read into device memory.
+    pub fn read_all(&self, name: &str) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; self.object(name)?.size as usize];
+        self.read_object(name, 0, &mut b)?;
+        Ok(b)
     }
 
     /// Streams object bytes from flash to `f` as slices of the pages themselves (the internal path without
@@ -76,7 +82,7 @@ impl ProgramContext<'_> {
         let mut f = f;
         // The page checks are I/O; the callback is the kernel: time them apart.
         let (c0, mut kernel) = (thread_cpu_ns(), 0u64);
-        let r = self.inner.flash_read().read_with(name, offset, len, |d| {
+        let r = self.media.read().read_with(name, offset, len, |d| {
             let k0 = thread_cpu_ns();
             f(d);
             kernel += thread_cpu_ns().saturating_sub(k0);
@@ -84,7 +90,7 @@ impl ProgramContext<'_> {
         });
         self.io_ns.set(self.io_ns.get() + thread_cpu_ns().saturating_sub(c0).saturating_sub(kernel));
         r?;
-        Meters::add(&self.inner.meters.flash_to_device_mem, len);
+        Meters::add(&self.meters.flash_to_device_mem, len);
         self.bytes_in.set(self.bytes_in.get() + len);
         Ok(())
     }
@@ -98,84 +104,56 @@ impl ProgramContext<'_> {
         attrs: BTreeMap<String, String>,
         expected_size: Option<u64>,
     ) -> Result<TxnId> {
-        Ok(self.io(|| self.inner.flash_write().create_object(name, kind, attrs, expected_size))?)
+        Ok(self.io(|| self.media.write().create_object(name, kind, attrs, expected_size))?)
     }
 
     /// Appends device-memory bytes to an object being written (device memory -> flash).
     pub fn append(&self, txn: TxnId, data: &[u8]) -> Result<()> {
-        self.io(|| self.inner.flash_write().append(txn, data))?;
-        Meters::add(&self.inner.meters.device_mem_to_flash, data.len() as u64);
+        self.io(|| self.media.write().append(txn, data))?;
+        Meters::add(&self.meters.device_mem_to_flash, data.len() as u64);
         Ok(())
     }
 
     pub fn commit(&self, txn: TxnId) -> Result<ObjectMeta> {
-        Ok(self.io(|| self.inner.flash_write().commit(txn))?)
+        Ok(self.io(|| self.media.write().commit(txn))?)
     }
 
     pub fn abort(&self, txn: TxnId) -> Result<()> {
-        Ok(self.inner.flash_write().abort(txn)?)
+        Ok(self.media.write().abort(txn)?)
     }
 
     pub fn delete(&self, name: &str) -> Result<()> {
-        Ok(self.io(|| self.inner.flash_write().delete(name))?)
+        Ok(self.io(|| self.media.write().delete(name))?)
     }
 
-    /// The `i`-th buffer the host passed to this run.
-    pub fn buffer(&self, i: usize) -> Result<Arc<Buffer>> {
-        let h = self
-            .buffers
-            .get(i)
-            .ok_or_else(|| self.bad(format!("expects at least {} memory buffer(s)", i + 1)))?;
-        self.inner.memory.buffer(*h)
+    /// Writes `data` as a whole new object (in 4 MiB appends), removing it again if any step fails.
+    pub fn write_object(
+        &self,
+        name: &str,
+        kind: &str,
+        attrs: BTreeMap<String, String>,
+        data: &[u8],
+    ) -> Result<()> {
+        let txn = self.create_object(name, kind, attrs, Some(data.len() as u64))?;
+        if let Err(e) = data.chunks(4 << 20).try_for_each(|c| self.append(txn, c)) {
+            let _ = self.abort(txn);
+            return Err(e);
+        }
+        self.commit(txn).map(|_| ())
     }
 
-    /// Number of buffers passed.
-    pub fn buffer_count(&self) -> usize {
-        self.buffers.len()
+    /// A buffer the host named in the program's arguments.
+    pub fn buffer(&self, handle: MemHandle) -> Result<Arc<Buffer>> {
+        self.memory.buffer(handle)
     }
 
     /// An argument error naming this program.
     pub fn bad(&self, detail: impl Into<String>) -> DeviceError {
         DeviceError::BadArgument { program: self.program.to_string(), detail: detail.into() }
     }
-}
 
-/// The programs a device can run.
-#[derive(Debug, Default)]
-pub struct ProgramRegistry {
-    programs: BTreeMap<&'static str, Arc<dyn Program>>,
-}
-
-impl ProgramRegistry {
-    /// The device-defined programs every device ships.
-    pub fn builtin() -> ProgramRegistry {
-        let mut r = ProgramRegistry::default();
-        r.register(Arc::new(crate::programs::search::Search));
-        r.register(Arc::new(crate::programs::search::Heads));
-        r.register(Arc::new(crate::programs::nascent::DictDecode));
-        r.register(Arc::new(crate::programs::nascent::Sort));
-        r.register(Arc::new(crate::programs::nascent::Gather));
-        r.register(Arc::new(crate::programs::psacs::PsacsShuffle));
-        r.register(Arc::new(crate::programs::svs::Svs));
-        r
-    }
-
-    pub fn register(&mut self, p: Arc<dyn Program>) {
-        self.programs.insert(p.id(), p);
-    }
-
-    pub fn get(&self, id: &str) -> Result<Arc<dyn Program>> {
-        self.programs.get(id).cloned().ok_or_else(|| DeviceError::UnknownProgram(id.to_string()))
-    }
-
-    pub fn list(&self) -> Vec<ProgramInfo> {
-        self.programs
-            .values()
-            .map(|p| ProgramInfo {
-                id: p.id().to_string(),
-                kernel_class: p.kernel_class().to_string(),
-                description: p.description().to_string(),
-            })
-            .collect()
+    /// A failure of this program's kernel (bad data found while running).
+    pub fn failed(&self, detail: impl std::fmt::Display) -> DeviceError {
+        DeviceError::ProgramFailed { program: self.program.to_string(), detail: detail.to_string() }
     }
 }

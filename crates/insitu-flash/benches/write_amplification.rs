@@ -7,6 +7,8 @@
 //!
 //! `cargo bench -p insitu-flash --bench write_amplification` (release build).
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
 use insitu_flash::{Flash, Geometry};
@@ -37,14 +39,11 @@ fn main() {
             lba += n;
         }
         let before = flash.stats();
-        let mut x = 0x2545F4914F6CDD1Du64;
+        let mut rng = SmallRng::seed_from_u64(0x2545F4914F6CDD1D);
         let writes = logical * 4;
         let t0 = Instant::now();
         for _ in 0..writes {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            flash.lba_write(x % working, &page).expect("overwrite");
+            flash.lba_write(rng.gen_range(0..working), &page).expect("overwrite");
         }
         let secs = t0.elapsed().as_secs_f64();
         let after = flash.stats();

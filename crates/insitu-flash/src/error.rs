@@ -1,21 +1,29 @@
 //! Errors of the flash layer. Every variant names what went wrong and where, so that the CLI can print it
 //! as is and `fsck` can report it.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 
 /// Result of flash operations.
 pub type Result<T> = std::result::Result<T, FlashError>;
 
-/// What can go wrong in the flash layer.
-#[derive(Debug, thiserror::Error)]
+/// What can go wrong in the flash layer. Errors are plain data (serde), so they cross a device protocol
+/// to the host as the typed values they are.
+#[derive(Debug, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum FlashError {
     #[error("I/O error on {path}: {error}")]
-    Io { path: PathBuf, error: std::io::Error },
+    Io {
+        path: PathBuf,
+        #[serde(with = "crate::error::io_error")]
+        error: std::io::Error,
+    },
     #[error("invalid flash geometry: {0}")]
     InvalidGeometry(String),
     #[error("corrupted {what} in {path}: {detail}")]
-    Corrupt { what: &'static str, path: PathBuf, detail: String },
+    Corrupt { what: Cow<'static, str>, path: PathBuf, detail: String },
     #[error("page {ppn} ({addr}) holds corrupted data: {detail}")]
     CorruptPage { ppn: u64, addr: String, detail: String },
     #[error("NAND rule violated: {0}")]
@@ -23,7 +31,7 @@ pub enum FlashError {
     #[error("device full: {needed_pages} more pages of {page_size} bytes needed, {free_pages} free")]
     DeviceFull { needed_pages: u64, free_pages: u64, page_size: u32 },
     #[error("invalid object name {name:?}: {why}")]
-    InvalidName { name: String, why: &'static str },
+    InvalidName { name: String, why: Cow<'static, str> },
     #[error("an object named {0:?} already exists")]
     AlreadyExists(String),
     #[error("no object named {0:?}")]
@@ -43,5 +51,29 @@ pub enum FlashError {
 impl FlashError {
     pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         FlashError::Io { path: path.into(), error }
+    }
+}
+
+/// An I/O error as data: the OS error code when there is one (so the kind and message come back exactly),
+/// else the message. For `#[serde(with = "insitu_flash::error::io_error")]` on `std::io::Error` fields.
+pub mod io_error {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct IoError {
+        os: Option<i32>,
+        message: String,
+    }
+
+    pub fn serialize<S: Serializer>(e: &std::io::Error, s: S) -> Result<S::Ok, S::Error> {
+        IoError { os: e.raw_os_error(), message: e.to_string() }.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<std::io::Error, D::Error> {
+        let e = IoError::deserialize(d)?;
+        Ok(match e.os {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::other(e.message),
+        })
     }
 }

@@ -11,8 +11,9 @@ use crate::ftl::{Ftl, FtlStats, WearStats};
 use crate::geometry::{Geometry, Lpn, PhysicalPage};
 use crate::interval::IntervalSet;
 use crate::namespace::{self, validate_name, Extent, ObjectMeta, Txn};
-use crate::nand::{Nand, NandStats};
+use crate::nand::Nand;
 use crate::persist::{self, CheckpointState, Journal, Record, Superblock, FORMAT_VERSION};
+use crate::raw::{NandStats, RawFlash};
 
 /// Journal size past which a checkpoint is taken at the next quiet point.
 const CHECKPOINT_AFTER_BYTES: u64 = 32 << 20;
@@ -144,8 +145,11 @@ impl Flash {
     }
 
     fn replay(&mut self, rec: &Record) -> Result<()> {
-        let corrupt =
-            |d: String| FlashError::Corrupt { what: "journal", path: self.dir.join("journal"), detail: d };
+        let corrupt = |d: String| FlashError::Corrupt {
+            what: "journal".into(),
+            path: self.dir.join("journal"),
+            detail: d,
+        };
         match rec {
             Record::Begin { txn, name } => {
                 self.txns.insert(*txn, Txn::new(name, "", BTreeMap::new()));
@@ -383,6 +387,11 @@ impl Flash {
         }
         self.ftl.journal.sync()?;
         self.maybe_checkpoint()
+    }
+
+    /// Name of an object being written, and the bytes appended to it so far.
+    pub fn pending_object(&self, txn: TxnId) -> Option<(&str, u64)> {
+        self.txns.get(&txn).map(|t| (t.name.as_str(), t.size))
     }
 
     pub fn stat(&self, name: &str) -> Result<&ObjectMeta> {

@@ -18,9 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{FlashError, Result};
 use crate::geometry::{BlockId, Geometry, Lpn, Ppn};
-use crate::nand::{BlockState, Nand};
+use crate::nand::Nand;
 use crate::pagemap::PageMap;
 use crate::persist::{Journal, Record};
+use crate::raw::{BlockState, RawFlash};
 
 const INVALID: Lpn = u64::MAX;
 /// Longest run [`Ftl::read_with`] hands out at once: small enough that a checksum pass and the caller's
@@ -65,9 +66,10 @@ pub struct WearStats {
     pub mean_erase_count: f64,
 }
 
+/// The FTL over raw media `M` (the NAND image by default).
 #[derive(Debug)]
-pub struct Ftl {
-    pub(crate) nand: Nand,
+pub struct Ftl<M = Nand> {
+    pub(crate) nand: M,
     map: PageMap,
     rev: HashMap<BlockId, BlockRev>,
     free: BinaryHeap<Reverse<(u32, BlockId)>>,
@@ -80,9 +82,9 @@ pub struct Ftl {
     stats: FtlStats,
 }
 
-impl Ftl {
+impl<M: RawFlash> Ftl<M> {
     /// Builds the FTL over `nand` whose block states were restored, with the map given as runs.
-    pub(crate) fn new(nand: Nand, journal: Journal) -> Ftl {
+    pub(crate) fn new(nand: M, journal: Journal) -> Self {
         let total = nand.geometry().total_blocks();
         // GC keeps a handful of erased blocks in hand: enough for the GC block itself and progress.
         let gc_low = (total / 256).clamp(3, 64);
@@ -115,7 +117,8 @@ impl Ftl {
         self.stats
     }
 
-    pub fn nand(&self) -> &Nand {
+    /// The raw media below.
+    pub fn nand(&self) -> &M {
         &self.nand
     }
 

@@ -132,6 +132,20 @@ impl Geometry {
         let chip = ((block / self.channels as u64) % self.chips_per_channel as u64) as u32;
         PhysicalPage { channel, chip, block: block / self.chips(), page: self.page_in_block(ppn) }
     }
+
+    /// The physical page number of a hardware address (the inverse of [`Geometry::physical`]), if the
+    /// address exists.
+    pub fn ppn_of(&self, p: &PhysicalPage) -> Option<Ppn> {
+        if p.channel >= self.channels
+            || p.chip >= self.chips_per_channel
+            || p.block >= self.blocks_per_chip
+            || p.page >= self.pages_per_block
+        {
+            return None;
+        }
+        let block = p.block * self.chips() + p.chip as u64 * self.channels as u64 + p.channel as u64;
+        Some(self.first_ppn(block) + p.page as u64)
+    }
 }
 
 #[cfg(test)]
@@ -170,6 +184,10 @@ mod tests {
         assert_eq!(geo.physical(64).channel, 1);
         assert_eq!(geo.physical(64 * 4).chip, 1);
         assert_eq!(geo.physical(64 * 8 + 3), PhysicalPage { channel: 0, chip: 0, block: 1, page: 3 });
+        for ppn in [0, 64, 64 * 5 + 7, geo.total_pages() - 1] {
+            assert_eq!(geo.ppn_of(&geo.physical(ppn)), Some(ppn));
+        }
+        assert_eq!(geo.ppn_of(&PhysicalPage { channel: 4, chip: 0, block: 0, page: 0 }), None);
     }
 
     #[test]

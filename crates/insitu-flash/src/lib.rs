@@ -3,7 +3,8 @@
 //! objects made of logical-page extents, a block (LBA) view, and persistence (checkpoint + checksummed
 //! journal) with crash recovery.
 //!
-//! Main types: [`Flash`] (one device's flash), [`Geometry`], [`Ftl`], [`ObjectMeta`].
+//! Main types: [`Flash`] (one device's flash), [`Geometry`], [`Ftl`], [`ObjectMeta`], and the raw-page
+//! interface below the FTL, [`raw::RawFlash`].
 //!
 //! ```
 //! use insitu_flash::{Flash, Geometry};
@@ -27,6 +28,7 @@ pub mod namespace;
 pub mod nand;
 pub mod pagemap;
 pub mod persist;
+pub mod raw;
 mod sys;
 
 pub use error::{FlashError, Result};

@@ -78,7 +78,7 @@ pub(crate) fn runs(extents: &[Extent], first: u64, count: u64) -> Vec<(Lpn, u64)
 /// Checks an object name: non-empty, at most [`MAX_NAME_BYTES`], no `/`, no `..`, no NUL or other control
 /// characters (names become parts of paths and messages further up).
 pub fn validate_name(name: &str) -> Result<()> {
-    let bad = |why| Err(FlashError::InvalidName { name: name.to_string(), why });
+    let bad = |why: &'static str| Err(FlashError::InvalidName { name: name.to_string(), why: why.into() });
     if name.is_empty() {
         return bad("the name is empty");
     }

@@ -22,49 +22,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{FlashError, Result};
 use crate::geometry::{BlockId, Geometry, Lpn, Ppn};
+pub use crate::raw::{BlockState, NandStats};
+use crate::raw::{Oob, RawFlash, OOB_BYTES};
 use crate::sys;
-
-/// Bytes of OOB metadata per page.
-pub const OOB_BYTES: usize = 16;
-const OOB_MAGIC: u32 = 0x4F4F_4231; // "OOB1"
-
-/// The spare-area record of one programmed page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Oob {
-    pub lpn: Lpn,
-    pub crc: u32,
-}
-
-impl Oob {
-    fn encode(&self, out: &mut [u8]) {
-        out[0..8].copy_from_slice(&self.lpn.to_le_bytes());
-        out[8..12].copy_from_slice(&self.crc.to_le_bytes());
-        out[12..16].copy_from_slice(&OOB_MAGIC.to_le_bytes());
-    }
-
-    fn decode(b: &[u8]) -> Option<Oob> {
-        let magic = u32::from_le_bytes(b[12..16].try_into().ok()?);
-        if magic != OOB_MAGIC {
-            return None;
-        }
-        Some(Oob {
-            lpn: u64::from_le_bytes(b[0..8].try_into().ok()?),
-            crc: u32::from_le_bytes(b[8..12].try_into().ok()?),
-        })
-    }
-}
-
-/// Program/erase state of one touched block.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BlockState {
-    pub erase_count: u32,
-    /// Pages programmed since the last erase; the next program must target this page.
-    pub write_ptr: u32,
-}
 
 /// Operation counters of the NAND array (monotonic since open).
 #[derive(Debug, Default)]
@@ -72,14 +34,6 @@ pub struct NandCounters {
     pub pages_read: AtomicU64,
     pub pages_programmed: AtomicU64,
     pub blocks_erased: AtomicU64,
-}
-
-/// A plain snapshot of [`NandCounters`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NandStats {
-    pub pages_read: u64,
-    pub pages_programmed: u64,
-    pub blocks_erased: u64,
 }
 
 /// The NAND array: image + OOB files and block states.
@@ -126,38 +80,40 @@ impl Nand {
         })
     }
 
-    pub fn geometry(&self) -> &Geometry {
-        &self.geo
-    }
-
     pub fn image_path(&self) -> &Path {
         &self.image_path
     }
+}
+
+impl RawFlash for Nand {
+    fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
 
     /// Replaces the block states (recovery).
-    pub fn restore(&mut self, blocks: HashMap<BlockId, BlockState>) {
+    fn restore(&mut self, blocks: HashMap<BlockId, BlockState>) {
         self.frontier = blocks.keys().map(|b| b + 1).max().unwrap_or(0);
         self.blocks = blocks;
     }
 
     /// State of `block` (fresh blocks read as default).
-    pub fn block(&self, block: BlockId) -> BlockState {
+    fn block(&self, block: BlockId) -> BlockState {
         self.blocks.get(&block).copied().unwrap_or_default()
     }
 
     /// Touched blocks.
-    pub fn blocks(&self) -> &HashMap<BlockId, BlockState> {
+    fn blocks(&self) -> &HashMap<BlockId, BlockState> {
         &self.blocks
     }
 
     /// First never-used block.
-    pub fn frontier(&self) -> BlockId {
+    fn frontier(&self) -> BlockId {
         self.frontier
     }
 
     /// Programs `data.len() / page_size` consecutive pages starting at `ppn`, all in one block, with their
     /// logical page numbers `lpns`. Enforces erase-before-write and in-order programming.
-    pub fn program(&mut self, ppn: Ppn, lpns: &[Lpn], data: &[u8]) -> Result<()> {
+    fn program(&mut self, ppn: Ppn, lpns: &[Lpn], data: &[u8]) -> Result<()> {
         let ps = self.geo.page_size as usize;
         let count = lpns.len();
         debug_assert_eq!(data.len(), count * ps);
@@ -194,15 +150,9 @@ impl Nand {
         Ok(())
     }
 
-    /// Reads `lpns.len()` physically consecutive pages starting at `ppn` into `buf` and checks each page's
-    /// OOB (it must hold the expected logical page and the CRC of the data read).
-    pub fn read(&self, ppn: Ppn, lpns: &[Lpn], buf: &mut [u8]) -> Result<()> {
-        self.with_pages(ppn, lpns, |data| buf.copy_from_slice(data))
-    }
-
     /// Checks `lpns.len()` physically consecutive pages from `ppn` (programmed, spare area naming the
     /// expected logical pages, checksums matching) and hands their bytes to `f` in place, without a copy.
-    pub fn with_pages<R>(&self, ppn: Ppn, lpns: &[Lpn], f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    fn with_pages<R>(&self, ppn: Ppn, lpns: &[Lpn], f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let ps = self.geo.page_size as usize;
         let count = lpns.len();
         let end =
@@ -243,13 +193,13 @@ impl Nand {
     }
 
     /// Reads the OOB record of one page without reading its data (fsck).
-    pub fn read_oob(&self, ppn: Ppn) -> Option<Oob> {
+    fn read_oob(&self, ppn: Ppn) -> Option<Oob> {
         let at = ppn as usize * OOB_BYTES;
         self.oob_map.get(at..at + OOB_BYTES).and_then(Oob::decode)
     }
 
     /// Erases `block`: all its pages become programmable again; its erase count grows by one.
-    pub fn erase(&mut self, block: BlockId) -> Result<()> {
+    fn erase(&mut self, block: BlockId) -> Result<()> {
         if block >= self.geo.total_blocks() {
             return Err(FlashError::NandViolation(format!("erase of block {block} past the array")));
         }
@@ -266,7 +216,7 @@ impl Nand {
     }
 
     /// Replays an erase from the journal: state only (the hole may or may not have been punched).
-    pub(crate) fn replay_erase(&mut self, block: BlockId) {
+    fn replay_erase(&mut self, block: BlockId) {
         let st = self.blocks.entry(block).or_default();
         st.erase_count += 1;
         st.write_ptr = 0;
@@ -274,7 +224,7 @@ impl Nand {
     }
 
     /// Replays a program from the journal: advances the write pointer.
-    pub(crate) fn replay_program(&mut self, ppn: Ppn, count: u32) {
+    fn replay_program(&mut self, ppn: Ppn, count: u32) {
         let block = self.geo.block_of(ppn);
         let end = self.geo.page_in_block(ppn) + count;
         let st = self.blocks.entry(block).or_default();
@@ -283,17 +233,26 @@ impl Nand {
     }
 
     /// Forces written data to stable storage.
-    pub fn sync(&self) -> Result<()> {
+    fn sync(&self) -> Result<()> {
         self.image.sync_data().map_err(|e| FlashError::io(&self.image_path, e))?;
         self.oob.sync_data().map_err(|e| FlashError::io(&self.image_path, e))
     }
 
-    pub fn stats(&self) -> NandStats {
+    fn stats(&self) -> NandStats {
         NandStats {
             pages_read: self.counters.pages_read.load(Ordering::Relaxed),
             pages_programmed: self.counters.pages_programmed.load(Ordering::Relaxed),
             blocks_erased: self.counters.blocks_erased.load(Ordering::Relaxed),
         }
+    }
+
+    fn read_tagged(&self, ppn: Ppn, buf: &mut [u8]) -> Result<Vec<Lpn>> {
+        let ps = self.geo.page_size as usize;
+        let count = buf.len() / ps;
+        let tags: Vec<Lpn> =
+            (0..count as u64).map(|i| self.read_oob(ppn + i).map_or(u64::MAX, |o| o.lpn)).collect();
+        self.with_pages(ppn, &tags, |data| buf[..count * ps].copy_from_slice(data))?;
+        Ok(tags)
     }
 }
 

@@ -17,7 +17,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::error::{FlashError, Result};
 use crate::geometry::{BlockId, Geometry, Lpn, Ppn};
 use crate::namespace::ObjectMeta;
-use crate::nand::BlockState;
+use crate::raw::BlockState;
 
 pub const FORMAT_VERSION: u32 = 1;
 const SUPER_MAGIC: &[u8; 4] = b"INSB";
@@ -100,8 +100,11 @@ fn frame(magic: &[u8; 4], payload: &[u8]) -> Vec<u8> {
 }
 
 fn unframe<'a>(magic: &[u8; 4], what: &'static str, path: &Path, bytes: &'a [u8]) -> Result<&'a [u8]> {
-    let corrupt =
-        |detail: &str| FlashError::Corrupt { what, path: path.to_path_buf(), detail: detail.into() };
+    let corrupt = |detail: &str| FlashError::Corrupt {
+        what: what.into(),
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    };
     if bytes.len() < 20 || &bytes[0..4] != magic {
         return Err(corrupt("bad magic or truncated header"));
     }
@@ -128,7 +131,7 @@ fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 
 fn decode<T: DeserializeOwned>(what: &'static str, path: &Path, b: &[u8]) -> Result<T> {
     postcard::from_bytes(b).map_err(|e| FlashError::Corrupt {
-        what,
+        what: what.into(),
         path: path.to_path_buf(),
         detail: format!("undecodable: {e}"),
     })
@@ -230,7 +233,7 @@ impl Journal {
             Err(e) => return Err(FlashError::io(&path, e)),
         }
         if bytes.len() < JOURNAL_HEADER as usize || &bytes[0..4] != JOURNAL_MAGIC {
-            return Err(FlashError::Corrupt { what: "journal", path, detail: "bad header".into() });
+            return Err(FlashError::Corrupt { what: "journal".into(), path, detail: "bad header".into() });
         }
         let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
         if version != FORMAT_VERSION {

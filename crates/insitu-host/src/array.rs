@@ -5,19 +5,19 @@
 //! array.json      configuration (device count, capacity, stripe unit, the full profile)
 //! catalog.json    objects of the array (the commit point of multi-device writes)
 //! LOCK            held (flock) by the one process using the array
-//! dev0/ dev1/ ... one device each: superblock, checkpoint, journal, nand.img, nand.oob
+//! dev0/ dev1/ ... one device each: device.json, superblock, checkpoint, journal, nand.img, nand.oob
 //! ```
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions as FileOptions};
 use std::path::{Path, PathBuf};
 
-use insitu_device::{Command, Device, DeviceCounters, MemHandle, Profile, Response};
-use insitu_flash::FsckReport;
+use insitu_device::protocol::{Delete, Fsck, List, Stat};
+use insitu_device::{Device, DeviceClient, DeviceCounters, FaultPlan, Profile};
 use serde::Serialize;
 
-use crate::catalog::{ArrayConfig, Catalog, ObjectEntry, ARRAY_FORMAT};
+use crate::catalog::{ArrayConfig, Catalog, EntryKind, ObjectEntry, ARRAY_FORMAT};
+use crate::devices::{device_dir, DeviceTransport, SocketDir};
 use crate::error::{HostError, Result};
-use crate::fault::FaultPlan;
 
 /// Default stripe unit: large extents, so each device streams long runs (BlueDBM-style global space).
 pub const DEFAULT_STRIPE_UNIT: u64 = 4 << 20;
@@ -25,7 +25,7 @@ pub const DEFAULT_STRIPE_UNIT: u64 = 4 << 20;
 /// Checks a name users give an object or table: the flash rules, and no `#` (it separates a table's name
 /// from the names of its parts on the devices).
 pub fn validate_user_name(name: &str) -> Result<()> {
-    insitu_flash::validate_name(name)?;
+    insitu_device::validate_name(name)?;
     if name.contains('#') {
         return Err(HostError::InvalidArgument(format!(
             "invalid name {name:?}: '#' is reserved for table parts"
@@ -34,28 +34,13 @@ pub fn validate_user_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A buffer in one device's memory, freed when dropped (also when an operator fails half-way).
-#[derive(Debug)]
-pub struct DeviceBuffer<'a> {
-    pub device: &'a Device,
-    pub handle: MemHandle,
-    pub bytes: u64,
-}
-
-impl<'a> DeviceBuffer<'a> {
-    pub fn alloc(array: &'a Array, device: u32, bytes: u64) -> Result<DeviceBuffer<'a>> {
-        let d = array.device(device)?;
-        match d.call(Command::AllocMemory { bytes }).map_err(HostError::device(device))? {
-            Response::Handle(handle) => Ok(DeviceBuffer { device: d, handle, bytes }),
-            _ => unreachable!("AllocMemory answers with a handle"),
-        }
-    }
-}
-
-impl Drop for DeviceBuffer<'_> {
-    fn drop(&mut self) {
-        let _ = self.device.call(Command::FreeMemory { handle: self.handle });
-    }
+/// How to open an array.
+#[derive(Debug, Default)]
+pub struct OpenOptions {
+    /// Where (if anywhere) to crash, for crash tests.
+    pub faults: FaultPlan,
+    /// How to reach the devices.
+    pub transport: DeviceTransport,
 }
 
 /// What opening the array cleaned up.
@@ -63,9 +48,6 @@ impl Drop for DeviceBuffer<'_> {
 pub struct OpenReport {
     /// Device parts of writes that never reached the catalog, removed.
     pub removed_orphans: Vec<String>,
-    /// Object creations rolled back by device recovery.
-    pub rolled_back: Vec<String>,
-    pub torn_journal_bytes: u64,
 }
 
 /// An array of devices.
@@ -73,33 +55,31 @@ pub struct OpenReport {
 pub struct Array {
     dir: PathBuf,
     config: ArrayConfig,
-    devices: Vec<Device>,
+    devices: Vec<DeviceClient>,
     catalog: Catalog,
     open_report: OpenReport,
     pub(crate) faults: FaultPlan,
+    /// Sockets of device servers (process transport); removed after the devices stop.
+    _sockets: Option<SocketDir>,
     _lock: File,
 }
 
 fn lock(dir: &Path) -> Result<File> {
     let path = dir.join("LOCK");
-    let f = OpenOptions::new()
+    let f = FileOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
         .map_err(|e| HostError::io(&path, e))?;
-    if !insitu_flash::try_lock_exclusive(&f).map_err(|e| HostError::io(&path, e))? {
+    if !insitu_device::sys::try_lock_exclusive(&f).map_err(|e| HostError::io(&path, e))? {
         return Err(HostError::Locked(dir.to_path_buf()));
     }
     Ok(f)
 }
 
-fn device_dir(dir: &Path, i: u32) -> PathBuf {
-    dir.join(format!("dev{i}"))
-}
-
 impl Array {
-    /// Creates an array of `devices` devices of `profile` in `dir`.
+    /// Creates an array of `devices` devices of `profile` in `dir` (formatted in this process).
     pub fn init(
         dir: &Path,
         devices: u32,
@@ -123,11 +103,11 @@ impl Array {
         let lock = lock(dir)?;
         let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
         let config = ArrayConfig { format: ARRAY_FORMAT, devices, capacity_bytes, stripe_unit, profile };
-        let mut opened = Vec::new();
+        let mut formatted = Vec::new();
         for i in 0..devices {
             let d = Device::format(&device_dir(dir, i), i, config.profile.clone(), capacity_bytes)
                 .map_err(HostError::device(i))?;
-            opened.push(d);
+            formatted.push(d);
         }
         let catalog = Catalog::default();
         catalog.save(dir)?;
@@ -136,46 +116,37 @@ impl Array {
         Ok(Array {
             dir: dir.to_path_buf(),
             config,
-            devices: opened,
+            devices: crate::devices::in_process(formatted),
             catalog,
             open_report: OpenReport::default(),
             faults: FaultPlan::none(),
+            _sockets: None,
             _lock: lock,
         })
     }
 
-    /// Opens the array in `dir`: takes the lock, opens (and recovers) every device in parallel, and removes
-    /// device parts of writes that never committed.
-    pub fn open(dir: &Path, faults: FaultPlan) -> Result<Array> {
+    /// Opens the array in `dir`: takes the lock, opens (and recovers) every device in parallel over the
+    /// transport asked for, and removes device parts of writes that never committed.
+    pub fn open(dir: &Path, opts: OpenOptions) -> Result<Array> {
         if !dir.join("array.json").exists() {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
         let lock = lock(dir)?;
-        Self::open_locked(dir, lock, faults)
+        Self::open_locked(dir, lock, opts)
     }
 
-    fn open_locked(dir: &Path, lock: File, faults: FaultPlan) -> Result<Array> {
+    fn open_locked(dir: &Path, lock: File, opts: OpenOptions) -> Result<Array> {
         let config = ArrayConfig::load(dir)?;
         let catalog = Catalog::load(dir)?;
-        let results: Vec<Result<Device>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..config.devices)
-                .map(|i| {
-                    let profile = config.profile.clone();
-                    s.spawn(move || {
-                        Device::open(&device_dir(dir, i), i, profile).map_err(HostError::device(i))
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("device open thread panicked")).collect()
-        });
-        let devices = results.into_iter().collect::<Result<Vec<_>>>()?;
+        let opened = crate::devices::open(dir, config.devices, &opts.transport)?;
         let mut array = Array {
             dir: dir.to_path_buf(),
             config,
-            devices,
+            devices: opened.clients,
             catalog,
             open_report: OpenReport::default(),
-            faults,
+            faults: opts.faults,
+            _sockets: opened.sockets,
             _lock: lock,
         };
         array.reconcile()?;
@@ -193,12 +164,9 @@ impl Array {
             }
         }
         for d in &self.devices {
-            let Response::Objects(objs) = d.call(Command::List).map_err(HostError::device(d.id()))? else {
-                continue;
-            };
-            for o in objs {
+            for o in d.call(List).map_err(HostError::device(d.id()))? {
                 if !known.contains(&(d.id(), o.name.clone())) {
-                    d.call(Command::Delete { name: o.name.clone() }).map_err(HostError::device(d.id()))?;
+                    d.call(Delete { name: o.name.clone() }).map_err(HostError::device(d.id()))?;
                     self.open_report.removed_orphans.push(format!("dev{}:{}", d.id(), o.name));
                 }
             }
@@ -208,9 +176,8 @@ impl Array {
 
     /// Stops every device after a checkpoint.
     pub fn close(self) -> Result<()> {
-        for d in self.devices {
-            let id = d.id();
-            d.close().map_err(HostError::device(id))?;
+        for d in &self.devices {
+            d.close().map_err(HostError::device(d.id()))?;
         }
         Ok(())
     }
@@ -227,11 +194,11 @@ impl Array {
         &self.config.profile
     }
 
-    pub fn devices(&self) -> &[Device] {
+    pub fn devices(&self) -> &[DeviceClient] {
         &self.devices
     }
 
-    pub fn device(&self, id: u32) -> Result<&Device> {
+    pub fn device(&self, id: u32) -> Result<&DeviceClient> {
         self.devices
             .get(id as usize)
             .ok_or(HostError::NoSuchDevice { device: id, count: self.devices.len() as u32 })
@@ -249,38 +216,56 @@ impl Array {
         self.catalog.objects.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))
     }
 
-    /// The entry of a plain object (not a table).
+    /// The entry of an object stored as bytes under its own name (a blob, a list, an index).
     pub fn blob_entry(&self, name: &str) -> Result<&ObjectEntry> {
         let e = self.entry(name)?;
-        if e.table.is_some() {
-            return Err(HostError::InvalidArgument(format!(
-                "{name:?} is a table: use get-table, sort or rm"
-            )));
+        match &e.kind {
+            k if k.is_bytes() => Ok(e),
+            EntryKind::Table(_) => {
+                Err(HostError::InvalidArgument(format!("{name:?} is a table: use get-table, sort or rm")))
+            }
+            _ => Err(HostError::InvalidArgument(format!(
+                "{name:?} is a {} output: use shuffle-read or rm",
+                e.kind.name()
+            ))),
         }
-        Ok(e)
     }
 
-    /// The entry of a table.
-    pub fn table_entry(&self, name: &str) -> Result<&ObjectEntry> {
+    /// The entry of a table and its description.
+    pub fn table_entry(&self, name: &str) -> Result<(&ObjectEntry, &crate::table::TableInfo)> {
         let e = self.entry(name)?;
-        if e.table.is_none() {
-            return Err(HostError::InvalidArgument(format!("{name:?} is a plain object, not a table")));
+        match &e.kind {
+            EntryKind::Table(t) => Ok((e, t)),
+            k => Err(HostError::InvalidArgument(format!("{name:?} is a {}, not a table", k.name()))),
         }
-        Ok(e)
+    }
+
+    /// Fails if `name` is taken.
+    pub(crate) fn check_free(&self, name: &str) -> Result<()> {
+        if self.catalog.objects.contains_key(name) {
+            return Err(HostError::AlreadyExists(name.to_string()));
+        }
+        Ok(())
     }
 
     /// Adds an entry and makes the catalog durable (the commit point of a write).
     pub(crate) fn commit_entry(&mut self, entry: ObjectEntry) -> Result<()> {
-        self.catalog.objects.insert(entry.name.clone(), entry);
-        self.catalog.save(&self.dir)
+        self.commit_entries(vec![entry])
     }
 
     /// Adds several entries with one durable catalog write (bulk loads such as an index's lists).
     pub(crate) fn commit_entries(&mut self, entries: Vec<ObjectEntry>) -> Result<()> {
+        let names: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
         for e in entries {
             self.catalog.objects.insert(e.name.clone(), e);
         }
-        self.catalog.save(&self.dir)
+        if let Err(err) = self.catalog.save(&self.dir) {
+            for n in names {
+                self.catalog.objects.remove(&n);
+            }
+            return Err(err);
+        }
+        Ok(())
     }
 
     /// Removes an entry durably; returns it.
@@ -294,8 +279,8 @@ impl Array {
     }
 
     /// Counters of every device.
-    pub fn counters(&self) -> Vec<DeviceCounters> {
-        self.devices.iter().map(|d| d.counters()).collect()
+    pub fn counters(&self) -> Result<Vec<DeviceCounters>> {
+        self.devices.iter().map(|d| d.counters().map_err(HostError::device(d.id()))).collect()
     }
 
     /// Checks every device (FTL invariants, namespace, a scrub of every page) and the catalog against the
@@ -303,11 +288,8 @@ impl Array {
     pub fn fsck(&self) -> Result<Vec<String>> {
         let mut problems = Vec::new();
         for d in &self.devices {
-            match d.call(Command::Fsck) {
-                Ok(Response::Fsck(FsckReport { problems: p, .. })) => {
-                    problems.extend(p.into_iter().map(|x| format!("dev{}: {x}", d.id())));
-                }
-                Ok(_) => {}
+            match d.call(Fsck) {
+                Ok(r) => problems.extend(r.problems.into_iter().map(|x| format!("dev{}: {x}", d.id()))),
                 Err(e) => problems.push(format!("dev{}: {e}", d.id())),
             }
         }
@@ -317,16 +299,20 @@ impl Array {
                     problems.push(format!("object {:?}: part {i} on missing device {dev}", e.name));
                     continue;
                 };
-                if e.table.is_some() || e.shuffle.is_some() {
+                if !e.kind.is_bytes() {
                     for name in e.device_objects(i) {
-                        if let Err(err) = d.call(Command::Stat { name: name.clone() }) {
-                            problems.push(format!("{} {:?}: part {i} on dev{dev}: {err}", e.kind, e.name));
+                        if let Err(err) = d.call(Stat { name: name.clone() }) {
+                            problems.push(format!(
+                                "{} {:?}: part {i} on dev{dev}: {err}",
+                                e.kind.name(),
+                                e.name
+                            ));
                         }
                     }
                     continue;
                 }
-                match d.call(Command::Stat { name: e.name.clone() }) {
-                    Ok(Response::Object(o)) => {
+                match d.call(Stat { name: e.name.clone() }) {
+                    Ok(o) => {
                         let want = e.layout(i).part_size();
                         if o.size != want {
                             problems.push(format!(
@@ -335,7 +321,6 @@ impl Array {
                             ));
                         }
                     }
-                    Ok(_) => {}
                     Err(err) => problems.push(format!("object {:?}: part {i} on dev{dev}: {err}", e.name)),
                 }
             }
@@ -344,12 +329,13 @@ impl Array {
     }
 
     /// Checks an array that may not open: reports what prevents it instead of failing.
-    pub fn fsck_dir(dir: &Path) -> Result<Vec<String>> {
+    pub fn fsck_dir(dir: &Path, transport: &DeviceTransport) -> Result<Vec<String>> {
         if !dir.join("array.json").exists() {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
         let held = lock(dir)?;
-        match Array::open_locked(dir, held, FaultPlan::none()) {
+        let opts = OpenOptions { transport: transport.clone(), ..Default::default() };
+        match Array::open_locked(dir, held, opts) {
             Ok(a) => {
                 let p = a.fsck()?;
                 a.close()?;
@@ -361,16 +347,16 @@ impl Array {
                 let mut problems = vec![e.to_string()];
                 if let Ok(config) = ArrayConfig::load(dir) {
                     for i in 0..config.devices {
-                        match Device::open(&device_dir(dir, i), i, config.profile.clone()) {
-                            Ok(d) => {
-                                if let Ok(Response::Fsck(r)) = d.call(Command::Fsck) {
+                        match crate::devices::open_one(dir, i, transport) {
+                            Ok((d, _sockets)) => {
+                                if let Ok(r) = d.call(Fsck) {
                                     problems.extend(r.problems.into_iter().map(|x| format!("dev{i}: {x}")));
                                 }
+                                let _ = d.close();
                             }
                             Err(err) => {
-                                let s = format!("dev{i}: {err}");
                                 if !problems.iter().any(|p| p.contains(&err.to_string())) {
-                                    problems.push(s);
+                                    problems.push(err.to_string());
                                 }
                             }
                         }

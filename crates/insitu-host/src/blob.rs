@@ -10,13 +10,15 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use insitu_device::{Command, CommandId, Response};
+use insitu_device::protocol::{self, Abort, Append, Commit, CreateObject, Delete};
+use insitu_device::transport::Pending;
 use serde_json::json;
 
 use crate::array::Array;
-use crate::catalog::ObjectEntry;
+use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
 use crate::report::{Measure, Report};
+use crate::units::human_bytes;
 
 /// Commands kept in flight per device while streaming.
 const WINDOW_PER_DEVICE: usize = 4;
@@ -37,10 +39,6 @@ pub enum Placement {
     Device(u32),
 }
 
-fn wait_ok(array: &Array, dev: u32, id: CommandId) -> Result<Response> {
-    array.device(dev)?.wait(id).result.map_err(HostError::device(dev))
-}
-
 /// Stores the file at `path` as object `name`.
 pub fn put(
     array: &mut Array,
@@ -50,9 +48,7 @@ pub fn put(
     progress: Progress<'_>,
 ) -> Result<Report> {
     crate::array::validate_user_name(name)?;
-    if array.catalog().objects.contains_key(name) {
-        return Err(HostError::AlreadyExists(name.to_string()));
-    }
+    array.check_free(name)?;
     let meta = std::fs::metadata(path).map_err(|e| HostError::io(path, e))?;
     if meta.is_dir() {
         return Err(HostError::InvalidArgument(format!("{} is a directory, not a file", path.display())));
@@ -68,27 +64,22 @@ pub fn put(
     };
     let entry = ObjectEntry {
         name: name.to_string(),
-        kind: "blob".into(),
         size,
         stripe_unit: array.config().stripe_unit,
         devices,
-        table: None,
-        shuffle: None,
-        list: None,
+        kind: EntryKind::Blob,
     };
-    let measure = Measure::start("put", array);
+    let measure = Measure::start("put", array)?;
     let txns = create_parts(array, &entry)?;
     if let Err(e) = stream_parts(array, &entry, &txns, &mut file, path, progress) {
         abort_parts(array, &entry, &txns);
         return Err(e);
     }
     for (i, dev) in entry.devices.iter().enumerate() {
-        if let Err(e) =
-            array.device(*dev)?.call(Command::Commit { txn: txns[i] }).map_err(HostError::device(*dev))
-        {
+        if let Err(e) = array.device(*dev)?.call(Commit { txn: txns[i] }).map_err(HostError::device(*dev)) {
             abort_parts(array, &entry, &txns[i..]);
             for d in &entry.devices[..i] {
-                let _ = array.device(*d)?.call(Command::Delete { name: name.to_string() });
+                let _ = array.device(*d)?.call(Delete { name: name.to_string() });
             }
             return Err(e);
         }
@@ -96,9 +87,10 @@ pub fn put(
     }
     array.commit_entry(entry.clone())?;
     array.faults.hit("put-catalog");
+    let headline = format!("put {name} ({}) on device(s) {}", human_bytes(size), json!(entry.devices));
     let result =
         json!({ "name": name, "size": size, "devices": entry.devices, "stripe_unit": entry.stripe_unit });
-    Ok(measure.finish(array, result))
+    measure.finish(array, headline, result)
 }
 
 fn create_parts(array: &Array, entry: &ObjectEntry) -> Result<Vec<u64>> {
@@ -109,15 +101,14 @@ fn create_parts(array: &Array, entry: &ObjectEntry) -> Result<Vec<u64>> {
         attrs.insert("part".into(), format!("{i}/{}", entry.devices.len()));
         attrs.insert("total_size".into(), entry.size.to_string());
         attrs.insert("stripe_unit".into(), entry.stripe_unit.to_string());
-        let cmd = Command::CreateObject {
+        let cmd = CreateObject {
             name: entry.name.clone(),
             kind: "stripe".into(),
             attrs,
             expected_size: Some(layout.part_size()),
         };
         match array.device(*dev)?.call(cmd).map_err(HostError::device(*dev)) {
-            Ok(Response::Txn(t)) => txns.push(t),
-            Ok(_) => unreachable!("CreateObject answers with a transaction"),
+            Ok(t) => txns.push(t),
             Err(e) => {
                 abort_parts(
                     array,
@@ -134,7 +125,7 @@ fn create_parts(array: &Array, entry: &ObjectEntry) -> Result<Vec<u64>> {
 fn abort_parts(array: &Array, entry: &ObjectEntry, txns: &[u64]) {
     for (dev, txn) in entry.devices.iter().zip(txns) {
         if let Ok(d) = array.device(*dev) {
-            let _ = d.call(Command::Abort { txn: *txn });
+            let _ = d.call(Abort { txn: *txn });
         }
     }
 }
@@ -147,28 +138,30 @@ fn stream_parts(
     path: &Path,
     progress: Progress<'_>,
 ) -> Result<()> {
-    let mut inflight: Vec<VecDeque<CommandId>> = vec![VecDeque::new(); entry.devices.len()];
+    let mut inflight: Vec<VecDeque<Pending<'_, Append>>> =
+        (0..entry.devices.len()).map(|_| VecDeque::new()).collect();
     let mut done = 0u64;
+    let wait = |p: Pending<'_, Append>| {
+        let dev = p.client().id();
+        p.wait().map_err(HostError::device(dev))
+    };
     for (part, _local, _global, len) in entry.pieces(entry.stripe_unit) {
         let mut data = vec![0u8; len as usize];
         file.read_exact(&mut data).map_err(|e| HostError::io(path, e))?;
         let dev = entry.devices[part];
         if inflight[part].len() >= WINDOW_PER_DEVICE {
-            let id = inflight[part].pop_front().expect("window is not empty");
-            wait_ok(array, dev, id)?;
+            wait(inflight[part].pop_front().expect("window is not empty"))?;
         }
-        let id = array
-            .device(dev)?
-            .submit(Command::Append { txn: txns[part], data })
-            .map_err(HostError::device(dev))?;
-        inflight[part].push_back(id);
+        let p =
+            array.device(dev)?.submit(Append { txn: txns[part], data }).map_err(HostError::device(dev))?;
+        inflight[part].push_back(p);
         done += len;
         progress(done, entry.size);
         array.faults.hit("put-stripe");
     }
-    for (part, q) in inflight.iter_mut().enumerate() {
-        while let Some(id) = q.pop_front() {
-            wait_ok(array, entry.devices[part], id)?;
+    for q in &mut inflight {
+        while let Some(p) = q.pop_front() {
+            wait(p)?;
         }
     }
     Ok(())
@@ -177,7 +170,7 @@ fn stream_parts(
 /// Streams object `name` to `out` in order, reading from all its devices in parallel.
 pub fn get(array: &Array, name: &str, out: &mut dyn Write, progress: Progress<'_>) -> Result<Report> {
     let entry = array.blob_entry(name)?.clone();
-    let measure = Measure::start("get", array);
+    let measure = Measure::start("get", array)?;
     let mut written = 0u64;
     for_each_piece(array, &entry, |_, data| {
         out.write_all(data).map_err(|e| HostError::io("output", e))?;
@@ -187,7 +180,7 @@ pub fn get(array: &Array, name: &str, out: &mut dyn Write, progress: Progress<'_
     })?;
     out.flush().map_err(|e| HostError::io("output", e))?;
     let result = json!({ "name": name, "size": written });
-    Ok(measure.finish(array, result))
+    measure.finish(array, format!("got {name} ({})", human_bytes(written)), result)
 }
 
 /// Reads the object's bytes in global order over the host link (pipelined across devices) and hands each
@@ -199,7 +192,7 @@ pub(crate) fn for_each_piece(
 ) -> Result<()> {
     let pieces = entry.pieces(entry.stripe_unit.min(READ_PIECE_BYTES));
     let window = READ_WINDOW_PER_DEVICE * entry.devices.len();
-    let mut inflight: VecDeque<(u32, CommandId, u64)> = VecDeque::new();
+    let mut inflight: VecDeque<(Pending<'_, protocol::Read>, u64)> = VecDeque::new();
     // Buffers travel to the device and back, so the same few are filled again and again.
     let mut spare: Vec<Vec<u8>> = Vec::with_capacity(window);
     let mut next = 0usize;
@@ -208,46 +201,54 @@ pub(crate) fn for_each_piece(
             let (part, local, global, len) = pieces[next];
             let dev = entry.devices[part];
             let buf = spare.pop().unwrap_or_default();
-            let cmd = Command::Read { name: entry.name.clone(), offset: local, len, buf };
-            let id = array.device(dev)?.submit(cmd).map_err(HostError::device(dev))?;
-            inflight.push_back((dev, id, global));
+            let cmd = protocol::Read { name: entry.name.clone(), offset: local, len, buf };
+            inflight.push_back((array.device(dev)?.submit(cmd).map_err(HostError::device(dev))?, global));
             next += 1;
         }
-        let (dev, id, global) = inflight.pop_front().expect("something is in flight");
-        match wait_ok(array, dev, id)? {
-            Response::Data(data) => {
-                f(global, &data)?;
-                spare.push(data);
-            }
-            _ => unreachable!("Read answers with data"),
-        }
+        let (p, global) = inflight.pop_front().expect("something is in flight");
+        let dev = p.client().id();
+        let data = p.wait().map_err(HostError::device(dev))?;
+        f(global, &data)?;
+        spare.push(data);
     }
     Ok(())
 }
 
 /// Removes an object: the catalog entry first (the commit point), then the parts.
 pub fn rm(array: &mut Array, name: &str) -> Result<Report> {
-    let measure = Measure::start("rm", array);
+    let measure = Measure::start("rm", array)?;
     let entry = array.remove_entry(name)?;
     array.faults.hit("rm-catalog");
     for (i, dev) in entry.devices.iter().enumerate() {
         for obj in entry.device_objects(i) {
-            array.device(*dev)?.call(Command::Delete { name: obj }).map_err(HostError::device(*dev))?;
+            array.device(*dev)?.call(Delete { name: obj }).map_err(HostError::device(*dev))?;
         }
     }
-    Ok(measure.finish(array, json!({ "removed": name, "size": entry.size })))
+    measure.finish(array, format!("removed {name}"), json!({ "removed": name, "size": entry.size }))
 }
 
 /// Lists the objects.
 pub fn ls(array: &Array) -> Result<Report> {
-    let measure = Measure::start("ls", array);
+    let measure = Measure::start("ls", array)?;
     let objects: Vec<_> = array
         .catalog()
         .objects
         .values()
-        .map(|e| json!({ "name": e.name, "kind": e.kind, "size": e.size, "devices": e.devices }))
+        .map(|e| json!({ "name": e.name, "kind": e.kind.name(), "size": e.size, "devices": e.devices }))
         .collect();
-    let mut r = measure.finish(array, json!({ "objects": objects }));
+    let mut listing = String::new();
+    for e in array.catalog().objects.values() {
+        listing.push_str(&format!(
+            "{:<32} {:>12}  devices {}\n",
+            e.name,
+            human_bytes(e.size),
+            json!(e.devices)
+        ));
+    }
+    if listing.is_empty() {
+        listing.push_str("(no objects)");
+    }
+    let mut r = measure.finish(array, listing.trim_end().to_string(), json!({ "objects": objects }))?;
     r.modeled.phases.clear();
     Ok(r)
 }

@@ -1,7 +1,7 @@
 //! Host-side metadata of an array: its configuration and the catalog of objects. Both are small JSON files
-//! behind a checksum line, replaced atomically. The catalog is the commit point of multi-device writes: an
-//! object exists once its entry is in the catalog, and device parts without an entry are leftovers of an
-//! interrupted write, removed at the next open.
+//! behind a header line (format version and checksum), replaced atomically. The catalog is the commit point
+//! of multi-device writes: an object exists once its entry is in the catalog, and device parts without an
+//! entry are leftovers of an interrupted write, removed at the next open.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,8 +10,12 @@ use insitu_device::{Profile, StripeLayout};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::error::{HostError, Result};
+use crate::intersect::info::ListInfo;
+use crate::psacs::info::ShuffleInfo;
+use crate::table::info::TableInfo;
 
-pub const ARRAY_FORMAT: u32 = 1;
+/// Version of `array.json` and `catalog.json`. 2: catalog entries typed by kind.
+pub const ARRAY_FORMAT: u32 = 2;
 
 /// How the array was created.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -24,34 +28,59 @@ pub struct ArrayConfig {
     pub profile: Profile,
 }
 
+/// What kind of object an entry is, with what only that kind has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "info", rename_all = "kebab-case")]
+pub enum EntryKind {
+    /// Plain bytes, striped or on one device.
+    Blob,
+    /// A table in NASCENT's hybrid layout.
+    Table(TableInfo),
+    /// A shuffle output (PSACS).
+    Shuffle(ShuffleInfo),
+    /// A sorted ID list (list intersection).
+    List(ListInfo),
+    /// An inverted index's term table (JSON bytes on one device).
+    Index,
+}
+
+impl EntryKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            EntryKind::Blob => "blob",
+            EntryKind::Table(_) => "table",
+            EntryKind::Shuffle(_) => "shuffle",
+            EntryKind::List(_) => "list",
+            EntryKind::Index => "index",
+        }
+    }
+
+    /// Whether the object is bytes stored under its own name (readable with `get`).
+    pub fn is_bytes(&self) -> bool {
+        matches!(self, EntryKind::Blob | EntryKind::List(_) | EntryKind::Index)
+    }
+}
+
 /// One object of the array.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectEntry {
     pub name: String,
-    pub kind: String,
     pub size: u64,
     pub stripe_unit: u64,
     /// The devices holding its parts, in stripe order (part `i` is on `devices[i]`).
     pub devices: Vec<u32>,
-    /// For tables: schema, key column and the encoding of each part.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub table: Option<crate::table::TableInfo>,
-    /// For shuffle outputs (PSACS): the partitioning and how to rebuild rows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shuffle: Option<crate::psacs::ShuffleInfo>,
-    /// For ID lists (list intersection): the entry size and count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub list: Option<crate::intersect::lists::ListInfo>,
+    #[serde(flatten)]
+    pub kind: EntryKind,
 }
 
 impl ObjectEntry {
     /// Names of the device objects that make up part `i` (a blob part is one object named like the
     /// entry; a table part is several, `NAME#key`, `NAME#rows`, ...).
     pub fn device_objects(&self, i: usize) -> Vec<String> {
-        match (&self.table, &self.shuffle) {
-            (Some(t), _) => t.parts[i].objects(&self.name),
-            (None, Some(_)) => vec![format!("{}#data", self.name), format!("{}#index", self.name)],
-            (None, None) => vec![self.name.clone()],
+        match &self.kind {
+            EntryKind::Table(t) => t.parts[i].objects(&self.name),
+            EntryKind::Shuffle(_) => vec![format!("{}#data", self.name), format!("{}#index", self.name)],
+            EntryKind::Blob | EntryKind::List(_) | EntryKind::Index => vec![self.name.clone()],
         }
     }
 
@@ -104,7 +133,7 @@ fn save_checked<T: Serialize>(path: &Path, v: &T) -> Result<()> {
     let body = serde_json::to_vec_pretty(v).expect("plain data serializes");
     let mut out = format!("insitu v{ARRAY_FORMAT} crc32={:08x}\n", crc32fast::hash(&body)).into_bytes();
     out.extend_from_slice(&body);
-    insitu_flash::persist::write_atomic(path, &out)?;
+    insitu_device::write_atomic(path, &out)?;
     Ok(())
 }
 
@@ -114,11 +143,18 @@ fn load_checked<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<
     let nl = bytes.iter().position(|b| *b == b'\n').ok_or_else(|| corrupt("no header line".into()))?;
     let header = std::str::from_utf8(&bytes[..nl]).map_err(|_| corrupt("unreadable header".into()))?;
     let body = &bytes[nl + 1..];
-    let want = header
-        .strip_prefix(&format!("insitu v{ARRAY_FORMAT} crc32="))
-        .and_then(|h| u32::from_str_radix(h, 16).ok())
+    let (version, crc) = header
+        .strip_prefix("insitu v")
+        .and_then(|h| h.split_once(" crc32="))
+        .and_then(|(v, c)| Some((v.parse::<u32>().ok()?, u32::from_str_radix(c, 16).ok()?)))
         .ok_or_else(|| corrupt(format!("bad header {header:?}")))?;
-    if crc32fast::hash(body) != want {
+    if version != ARRAY_FORMAT {
+        return Err(corrupt(format!(
+            "written in array format {version}, this build reads format {ARRAY_FORMAT} (re-create the array \
+             with `insitu init` and load its data again)"
+        )));
+    }
+    if crc32fast::hash(body) != crc {
         return Err(corrupt("checksum mismatch".into()));
     }
     serde_json::from_slice(body).map_err(|e| corrupt(format!("undecodable: {e}")))
@@ -150,18 +186,13 @@ impl Catalog {
 mod tests {
     use super::*;
 
+    fn blob(name: &str, size: u64, stripe_unit: u64, devices: Vec<u32>) -> ObjectEntry {
+        ObjectEntry { name: name.into(), size, stripe_unit, devices, kind: EntryKind::Blob }
+    }
+
     #[test]
     fn pieces_follow_the_stripes() {
-        let e = ObjectEntry {
-            name: "o".into(),
-            kind: "blob".into(),
-            size: 25,
-            stripe_unit: 10,
-            devices: vec![3, 1],
-            table: None,
-            shuffle: None,
-            list: None,
-        };
+        let e = blob("o", 25, 10, vec![3, 1]);
         assert_eq!(e.pieces(100), vec![(0, 0, 0, 10), (1, 0, 10, 10), (0, 10, 20, 5)]);
         assert_eq!(e.pieces(4)[..3], [(0, 0, 0, 4), (0, 4, 4, 4), (0, 8, 8, 2)]);
         let single = ObjectEntry { devices: vec![2], ..e };
@@ -172,25 +203,25 @@ mod tests {
     fn a_corrupted_catalog_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Catalog::default();
+        c.objects.insert("x".into(), blob("x", 1, 1, vec![0]));
         c.objects.insert(
-            "x".into(),
+            "l".into(),
             ObjectEntry {
-                name: "x".into(),
-                kind: "blob".into(),
-                size: 1,
-                stripe_unit: 1,
-                devices: vec![0],
-                table: None,
-                shuffle: None,
-                list: None,
+                kind: EntryKind::List(ListInfo { entry_size: 8, entries: 2 }),
+                ..blob("l", 16, 1, vec![0])
             },
         );
         c.save(dir.path()).unwrap();
-        assert_eq!(Catalog::load(dir.path()).unwrap().objects.len(), 1);
+        let back = Catalog::load(dir.path()).unwrap();
+        assert_eq!(back.objects, c.objects, "entries of every kind round-trip");
         let p = dir.path().join("catalog.json");
         let s = std::fs::read_to_string(&p).unwrap().replace("\"x\"", "\"y\"");
         std::fs::write(&p, s).unwrap();
         let err = Catalog::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("catalog") && err.contains("checksum"), "{err}");
+        let old = std::fs::read_to_string(&p).unwrap().replacen("insitu v2", "insitu v1", 1);
+        std::fs::write(&p, old).unwrap();
+        let err = Catalog::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("format 1") && err.contains("insitu init"), "{err}");
     }
 }

@@ -1,9 +1,9 @@
-//! Errors of the host layer.
+//! Errors of the host layer. Each says what went wrong and where, typed by what failed: a device (with its
+//! id), a file, the array's metadata, Arrow or Parquet, or the user's input.
 
 use std::path::PathBuf;
 
-use insitu_device::DeviceError;
-use insitu_flash::FlashError;
+use insitu_device::{DeviceError, FlashError};
 
 pub type Result<T> = std::result::Result<T, HostError>;
 
@@ -14,10 +14,15 @@ pub enum HostError {
     Device { device: u32, error: DeviceError },
     #[error(transparent)]
     DeviceSetup(#[from] DeviceError),
+    /// From the flash layer: a name it refuses (objects are named like files), a durable write that failed.
     #[error(transparent)]
     Flash(#[from] FlashError),
     #[error("{path}: {error}")]
     Io { path: PathBuf, error: std::io::Error },
+    #[error("{what}: {error}")]
+    Arrow { what: String, error: arrow::error::ArrowError },
+    #[error("{what}: {error}")]
+    Parquet { what: String, error: parquet::errors::ParquetError },
     #[error("no array at {0} (create one with `insitu init`)")]
     NoArray(PathBuf),
     #[error("an array already exists at {0}")]
@@ -47,5 +52,17 @@ impl HostError {
 
     pub(crate) fn device(device: u32) -> impl FnOnce(DeviceError) -> HostError {
         move |error| HostError::Device { device, error }
+    }
+
+    pub(crate) fn arrow(what: impl Into<String>) -> impl FnOnce(arrow::error::ArrowError) -> HostError {
+        let what = what.into();
+        move |error| HostError::Arrow { what, error }
+    }
+
+    pub(crate) fn parquet(
+        what: impl Into<String>,
+    ) -> impl FnOnce(parquet::errors::ParquetError) -> HostError {
+        let what = what.into();
+        move |error| HostError::Parquet { what, error }
     }
 }

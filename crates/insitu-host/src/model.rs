@@ -8,7 +8,7 @@
 //! internal write bandwidth, erases at the erase latency spread over all chips), device DRAM (every byte
 //! moved in or out of device memory), compute (measured CPU time of each kernel class x the profile's
 //! factor, spread over the compute units that ran programs), its host link (per-device bandwidth each
-//! way), and its network port (device to device). Shared by all devices: the host's uplink
+//! way), and its network port (device to device, plus each hop's latency). Shared by all devices: the host's uplink
 //! (`host_link.shared_bw`). The host: its CPU time x `host_factor`, over the threads it used.
 //!
 //! Energy: each device and the host draw active power while busy and idle power for the rest of the phase.
@@ -119,9 +119,9 @@ pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
     if c.device_to_host + c.host_to_device > 0 {
         latency_s += p.host_link.latency_us * 1e-6;
     }
-    if c.device_to_device_out + c.device_to_device_in > 0 {
-        latency_s += p.network.hop_latency_us * 1e-6;
-    }
+    // Every transfer pays each hop's latency: those this device sent, or those it waited to receive.
+    let hops = c.device_to_device_hops_out.max(c.device_to_device_hops_in);
+    latency_s += hops as f64 * p.network.hop_latency_us * 1e-6;
     if c.flash_read_bytes > 0 {
         latency_s += p.nand.read_latency_us * 1e-6;
     }

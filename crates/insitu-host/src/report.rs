@@ -3,11 +3,12 @@
 
 use std::time::Instant;
 
-use insitu_device::cputime::process_cpu_ns;
+use insitu_device::sys::process_cpu_ns;
 use insitu_device::DeviceCounters;
 use serde::Serialize;
 
 use crate::array::Array;
+use crate::error::Result;
 use crate::model::{model, HostWork, Modeled, PhaseUsage};
 
 /// Bytes moved on each path, summed over devices.
@@ -35,6 +36,8 @@ pub struct PathOps {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub op: String,
+    /// One line saying what the operation did, written by the operator.
+    pub headline: String,
     pub result: serde_json::Value,
     pub wall_s: f64,
     pub host_cpu_s: f64,
@@ -82,29 +85,30 @@ pub struct Measure {
 }
 
 impl Measure {
-    pub fn start(op: &str, array: &Array) -> Measure {
-        let start = array.counters();
-        Measure {
+    pub fn start(op: &str, array: &Array) -> Result<Measure> {
+        let start = array.counters()?;
+        Ok(Measure {
             op: op.to_string(),
             t0: Instant::now(),
             cpu0: process_cpu_ns(),
             phase_start: start.clone(),
             start,
             phases: Vec::new(),
-        }
+        })
     }
 
     /// Closes the current phase: device activity since the previous phase, plus the host work given.
-    pub fn phase(&mut self, name: &str, array: &Array, host: HostWork) {
-        let now = array.counters();
+    pub fn phase(&mut self, name: &str, array: &Array, host: HostWork) -> Result<()> {
+        let now = array.counters()?;
         let devices = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
         self.phases.push(PhaseUsage { name: name.to_string(), devices, host });
         self.phase_start = now;
+        Ok(())
     }
 
     /// Ends the measurement; device activity after the last phase forms a final phase named like the op.
-    pub fn finish(mut self, array: &Array, result: serde_json::Value) -> Report {
-        let now = array.counters();
+    pub fn finish(mut self, array: &Array, headline: String, result: serde_json::Value) -> Result<Report> {
+        let now = array.counters()?;
         let tail: Vec<DeviceCounters> = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
         if self.phases.is_empty() || tail.iter().any(|c| c.commands > 0) {
             let name = self.op.clone();
@@ -112,6 +116,13 @@ impl Measure {
         }
         let total: Vec<DeviceCounters> = now.iter().zip(&self.start).map(|(n, s)| n.since(s)).collect();
         let device_cpu_ns: u64 = total.iter().map(|c| c.device_cpu_ns).sum();
+        // Devices in this process spend this process's CPU; the host's share is the rest.
+        let here_ns: u64 = total
+            .iter()
+            .zip(array.devices())
+            .filter(|(_, d)| d.in_process())
+            .map(|(c, _)| c.device_cpu_ns)
+            .sum();
         let process_ns = process_cpu_ns().saturating_sub(self.cpu0);
         let mut ops = PathOps::default();
         for c in &total {
@@ -120,16 +131,17 @@ impl Measure {
             ops.flash_erase_blocks += c.flash_erase_blocks;
             ops.commands += c.commands;
         }
-        Report {
+        Ok(Report {
             op: self.op,
+            headline,
             result,
             wall_s: self.t0.elapsed().as_secs_f64(),
-            host_cpu_s: process_ns.saturating_sub(device_cpu_ns) as f64 * 1e-9,
+            host_cpu_s: process_ns.saturating_sub(here_ns) as f64 * 1e-9,
             device_cpu_s: device_cpu_ns as f64 * 1e-9,
             bytes: PathBytes::sum(&total),
             ops,
             modeled: model(array.profile(), &self.phases),
             phases: self.phases,
-        }
+        })
     }
 }

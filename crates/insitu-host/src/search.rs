@@ -9,18 +9,20 @@
 
 use std::time::Instant;
 
-use insitu_device::cputime::thread_cpu_ns;
-use insitu_device::{Args, Command, Response, Value};
+use insitu_device::protocol::{CopyToPeer, Heads, HeadsArgs, Search, SearchArgs};
+use insitu_device::sys::thread_cpu_ns;
 use insitu_kernels::search::{Finder, StreamSearch};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::array::{Array, DeviceBuffer};
+use crate::array::Array;
 use crate::blob::for_each_piece;
+use crate::buffer::DeviceBuffer;
 use crate::catalog::ObjectEntry;
 use crate::error::{HostError, Result};
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
+use crate::units::human_bytes;
 
 /// Where the search runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -51,13 +53,13 @@ pub fn search(
         SearchPlacement::Device => "search (device)",
         SearchPlacement::Host => "search (host)",
     };
-    let mut measure = Measure::start(op, array);
+    let mut measure = Measure::start(op, array)?;
     let t0 = Instant::now();
     let (found, host) = match placement {
         SearchPlacement::Device => (search_device(array, &entry, pattern, offsets)?, HostWork::default()),
         SearchPlacement::Host => search_host(array, &entry, &finder, offsets)?,
     };
-    measure.phase("search", array, host);
+    measure.phase("search", array, host)?;
     let secs = t0.elapsed().as_secs_f64();
     let mut result = json!({
         "name": name,
@@ -67,20 +69,22 @@ pub fn search(
         "bytes_searched": entry.size,
         "throughput_gb_s": entry.size as f64 / secs.max(1e-9) / 1e9,
     });
+    let mut headline = format!(
+        "{op}: {} match(es) of {:?} in {name} ({})",
+        found.count,
+        String::from_utf8_lossy(pattern),
+        human_bytes(entry.size)
+    );
     if let Some(o) = &found.offsets {
+        let shown: Vec<String> = o.iter().take(20).map(|v| v.to_string()).collect();
+        headline.push_str(&format!(
+            "\n  offsets: {}{}",
+            shown.join(" "),
+            if o.len() > 20 { " ..." } else { "" }
+        ));
         result["offsets"] = json!(o);
     }
-    Ok(measure.finish(array, result))
-}
-
-fn stripe_args(entry: &ObjectEntry, i: usize) -> Args {
-    let l = entry.layout(i);
-    Args::new()
-        .with("object", Value::Str(entry.name.clone()))
-        .with("total_size", Value::U64(l.total_size))
-        .with("stripe_unit", Value::U64(l.unit))
-        .with("device_index", Value::U64(l.index as u64))
-        .with("device_count", Value::U64(l.count as u64))
+    measure.finish(array, headline, result)
 }
 
 fn search_device(
@@ -101,26 +105,29 @@ fn search_device(
                 entry.stripe_unit
             )));
         }
-        let mut heads = Vec::with_capacity(n);
+        let mut buffers = Vec::with_capacity(n);
+        let mut running = Vec::with_capacity(n);
         for (i, dev) in entry.devices.iter().copied().enumerate() {
             let bytes = entry.layout(i).chunks().len() as u64 * width;
-            let buf = DeviceBuffer::alloc(array, dev, bytes.max(1))?;
-            let args = stripe_args(entry, i).with("width", Value::U64(width));
-            let cmd = Command::Execute { program: "heads".into(), args, buffers: vec![buf.handle] };
-            let id = array.device(dev)?.submit(cmd).map_err(HostError::device(dev))?;
-            heads.push((buf, bytes, id));
+            buffers.push((DeviceBuffer::alloc(array, dev, bytes.max(1))?, bytes));
         }
-        for (buf, _, id) in &heads {
-            buf.device.wait(*id).result.map_err(HostError::device(buf.device.id()))?;
+        for (i, (buf, _)) in buffers.iter().enumerate() {
+            let args =
+                HeadsArgs { object: entry.name.clone(), width, layout: entry.layout(i), out: buf.handle };
+            running.push(buf.device.start::<Heads>(args).map_err(HostError::device(buf.device.id()))?);
+        }
+        for p in running {
+            let dev = p.client().id();
+            p.wait().map_err(HostError::device(dev))?;
         }
         for (i, dev) in entry.devices.iter().copied().enumerate() {
-            let (src, bytes, _) = &heads[(i + 1) % n];
+            let (src, bytes) = &buffers[(i + 1) % n];
             let dst = DeviceBuffer::alloc(array, dev, (*bytes).max(1))?;
-            let cmd = Command::CopyToPeer {
+            let cmd = CopyToPeer {
                 src: src.handle,
                 offset: 0,
                 len: *bytes,
-                peer: dst.device.peer(),
+                peer: dev,
                 dst: dst.handle,
                 dst_offset: 0,
             };
@@ -128,30 +135,29 @@ fn search_device(
             halos[i] = Some(dst);
         }
     }
-    let mut ids = Vec::with_capacity(n);
+    let mut running = Vec::with_capacity(n);
     for (i, (dev, halo)) in entry.devices.iter().copied().zip(&halos).enumerate() {
-        let args = stripe_args(entry, i)
-            .with("pattern", Value::Bytes(pattern.to_vec()))
-            .with("offsets", Value::Bool(want_offsets));
-        let buffers = halo.iter().map(|b| b.handle).collect();
-        let id = array
-            .device(dev)?
-            .submit(Command::Execute { program: "search".into(), args, buffers })
-            .map_err(HostError::device(dev))?;
-        ids.push((dev, id));
+        let args = SearchArgs {
+            object: entry.name.clone(),
+            pattern: pattern.to_vec(),
+            offsets: want_offsets,
+            layout: entry.layout(i),
+            halo: halo.as_ref().map(|b| b.handle),
+        };
+        running.push(array.device(dev)?.start::<Search>(args).map_err(HostError::device(dev))?);
     }
     let mut count = 0u64;
     let mut offsets = want_offsets.then(Vec::new);
     let mut first_err = None;
-    for (dev, id) in ids {
-        match array.device(dev)?.wait(id).result.map_err(HostError::device(dev)) {
-            Ok(Response::Output(out)) => {
-                count += out.u64("count").unwrap_or(0);
-                if let (Some(all), Some(o)) = (offsets.as_mut(), out.u64_list("offsets")) {
-                    all.extend_from_slice(o);
+    for p in running {
+        let dev = p.client().id();
+        match p.wait().map_err(HostError::device(dev)) {
+            Ok(out) => {
+                count += out.count;
+                if let (Some(all), Some(o)) = (offsets.as_mut(), out.offsets) {
+                    all.extend(o);
                 }
             }
-            Ok(_) => unreachable!("Execute answers with output"),
             Err(e) => {
                 first_err.get_or_insert(e);
             }

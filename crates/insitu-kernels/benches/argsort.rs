@@ -7,19 +7,14 @@ use std::io::Write;
 use std::time::Instant;
 
 use insitu_kernels::sort::{argsort_bitonic, argsort_fast, BitonicConfig};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1 << 24);
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let keys: Vec<u32> = (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u32
-        })
-        .collect();
+    let mut rng = SmallRng::seed_from_u64(0x9E37_79B9_7F4A_7C15);
+    let keys: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
     if let Some(path) = args.get(1) {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create keys file"));
         for k in &keys {

@@ -6,17 +6,12 @@
 use std::time::Instant;
 
 use insitu_kernels::intersect::{intersect2, intersect_gallop, intersect_linear};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 fn list(n: usize, seed: u64, universe: u64) -> Vec<u32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut v: Vec<u32> = (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % universe) as u32
-        })
-        .collect();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut v: Vec<u32> = (0..n).map(|_| rng.gen_range(0..universe) as u32).collect();
     v.sort_unstable();
     v.dedup();
     v

@@ -5,15 +5,17 @@
 //! fixed-width or variable (`u32` little-endian length, then the bytes). The column of a variable field
 //! keeps the length prefixes, so it decodes without a separate offsets array.
 
+use serde::{Deserialize, Serialize};
+
 /// One field of a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FieldKind {
     Fixed(usize),
     Var,
 }
 
 /// How records are laid out.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordFormat {
     /// Bytes of null bitmap at the start of each record (0 when no field is nullable).
     pub bitmap: usize,

@@ -45,7 +45,7 @@ impl Codes {
         match bits {
             8 => Some(Codes::U8(b.to_vec())),
             16 if b.len() % 2 == 0 => {
-                Some(Codes::U16(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()))
+                Some(Codes::U16(crate::le::words::<2>(b).map(u16::from_le_bytes).collect()))
             }
             _ => None,
         }
@@ -92,6 +92,17 @@ pub enum Decoded {
     U16(Vec<u16>),
     U32(Vec<u32>),
     U64(Vec<u64>),
+}
+
+impl Decoded {
+    /// The values as little-endian bytes of their width (the format of a plain key column).
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            Decoded::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Decoded::U32(v) => crate::le::encode_u32s(v),
+            Decoded::U64(v) => crate::le::encode_u64s(v),
+        }
+    }
 }
 
 /// Why a column cannot be decoded as asked.

@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::sort::SortedIndices;
+use crate::indices::SortedIndices;
 
 /// Merges sorted runs of (key, row) into one sorted run.
 pub fn kway_merge_runs(runs: &[SortedIndices]) -> SortedIndices {

@@ -10,22 +10,18 @@
 //!
 //! A key is the little-endian bytes of its column value(s); multi-column keys concatenate them.
 
+use serde::{Deserialize, Serialize};
+
 /// Which hash maps keys to partitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum PartitionHash {
+    #[default]
     ZigzagFold,
     Xxh3,
 }
 
 impl PartitionHash {
-    pub fn parse(s: &str) -> Option<PartitionHash> {
-        match s {
-            "zigzag-fold" => Some(PartitionHash::ZigzagFold),
-            "xxh3" => Some(PartitionHash::Xxh3),
-            _ => None,
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             PartitionHash::ZigzagFold => "zigzag-fold",

@@ -12,6 +12,7 @@
 //! ([`RadixKey`]): signed integers flip their sign bit, floats use the IEEE total order (`-0.0 < +0.0`,
 //! NaNs last by sign-and-payload). Strings sort by bytes ([`argsort_strings`]).
 
+pub use crate::indices::SortedIndices;
 use crate::merge::kway_merge_runs;
 
 /// A key with an order-preserving map to unsigned bits.
@@ -70,67 +71,6 @@ impl RadixKey for f64 {
     }
 }
 
-/// Sorted indices: (key, row) pairs in key order, value and index travelling together as in NASCENT's
-/// sorter. 32-bit keys are packed `key << 32 | row` in one word; 64-bit keys are pairs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SortedIndices {
-    Narrow(Vec<u64>),
-    Wide(Vec<(u64, u32)>),
-}
-
-impl Default for SortedIndices {
-    fn default() -> Self {
-        SortedIndices::Narrow(Vec::new())
-    }
-}
-
-impl SortedIndices {
-    pub fn len(&self) -> usize {
-        match self {
-            SortedIndices::Narrow(v) => v.len(),
-            SortedIndices::Wide(v) => v.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The radix image of the i-th key.
-    pub fn key(&self, i: usize) -> u64 {
-        match self {
-            SortedIndices::Narrow(v) => v[i] >> 32,
-            SortedIndices::Wide(v) => v[i].0,
-        }
-    }
-
-    /// The original row of the i-th key.
-    pub fn row(&self, i: usize) -> u32 {
-        match self {
-            SortedIndices::Narrow(v) => v[i] as u32,
-            SortedIndices::Wide(v) => v[i].1,
-        }
-    }
-
-    /// The rows in key order (what the shuffle gathers by).
-    pub fn rows(&self) -> Vec<u32> {
-        (0..self.len()).map(|i| self.row(i)).collect()
-    }
-
-    /// Builds from `(key, row)` pairs in order; narrow if every key fits 32 bits and `narrow` is asked.
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (u64, u32)>, narrow: bool) -> SortedIndices {
-        if narrow {
-            SortedIndices::Narrow(pairs.into_iter().map(|(k, r)| k << 32 | r as u64).collect())
-        } else {
-            SortedIndices::Wide(pairs.into_iter().collect())
-        }
-    }
-
-    pub fn is_narrow(&self) -> bool {
-        matches!(self, SortedIndices::Narrow(_))
-    }
-}
-
 const DIGIT_BITS: u32 = 11;
 const BUCKETS: usize = 1 << DIGIT_BITS;
 
@@ -175,73 +115,21 @@ fn threads_for(n: usize) -> usize {
 }
 
 /// Stable LSD radix sort of `a` by bits `shift..shift + bits` of each element, 11 bits a pass, skipping
-/// passes whose digit is the same for every element. Large inputs are split among threads: each counts
-/// its slice, and scatters it to the positions its counts reserve (ranges disjoint by construction).
+/// passes whose digit is the same for every element. Large inputs are split among threads
+/// ([`crate::arch::radix_pass`]).
 fn radix_sort_u64_by(a: &mut Vec<u64>, shift: u32, bits: u32) {
     let n = a.len();
     let passes = bits.div_ceil(DIGIT_BITS) as usize;
-    let threads = threads_for(n);
-    let part = n.div_ceil(threads).max(1);
+    let part = n.div_ceil(threads_for(n)).max(1);
     let mut tmp = vec![0u64; n];
     for p in 0..passes {
         let s = shift + p as u32 * DIGIT_BITS;
         let digit = |x: u64| ((x >> s) as usize) & (BUCKETS - 1);
-        // Per-thread histograms of this pass's digit.
-        let hists: Vec<Vec<usize>> = std::thread::scope(|sc| {
-            let hs: Vec<_> = a
-                .chunks(part)
-                .map(|c| {
-                    sc.spawn(move || {
-                        let mut h = vec![0usize; BUCKETS];
-                        for x in c {
-                            h[digit(*x)] += 1;
-                        }
-                        h
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().expect("histogram thread")).collect()
-        });
-        if (0..BUCKETS).any(|b| hists.iter().map(|h| h[b]).sum::<usize>() == n) {
-            continue; // every element has the same digit: the pass would not move anything
+        if crate::arch::radix_pass(a, &mut tmp, part, BUCKETS, digit) {
+            std::mem::swap(a, &mut tmp);
         }
-        // Offsets: bucket-major, then thread order, so the scatter stays stable.
-        let mut offsets = vec![vec![0usize; BUCKETS]; hists.len()];
-        let mut sum = 0;
-        for b in 0..BUCKETS {
-            for (t, h) in hists.iter().enumerate() {
-                offsets[t][b] = sum;
-                sum += h[b];
-            }
-        }
-        let out = SharedOut(tmp.as_mut_ptr());
-        std::thread::scope(|sc| {
-            for (c, mut offs) in a.chunks(part).zip(offsets) {
-                let out = &out;
-                sc.spawn(move || {
-                    for x in c {
-                        let d = digit(*x);
-                        // SAFETY: offs[d] walks the range [start of (d, this thread), start of the next
-                        // (bucket, thread) pair), which no other thread writes and which lies inside `tmp`
-                        // (the offsets sum to n = tmp.len()).
-                        #[allow(unsafe_code)]
-                        unsafe {
-                            *out.0.add(offs[d]) = *x;
-                        }
-                        offs[d] += 1;
-                    }
-                });
-            }
-        });
-        std::mem::swap(a, &mut tmp);
     }
 }
-
-/// A raw output pointer shared by scatter threads that write disjoint ranges.
-struct SharedOut(*mut u64);
-// SAFETY: threads only write disjoint index ranges through it (see radix_sort_u64_by).
-#[allow(unsafe_code)]
-unsafe impl Sync for SharedOut {}
 
 fn radix_sort_pairs(a: &mut Vec<(u64, u32)>) {
     let passes = 64usize.div_ceil(DIGIT_BITS as usize);

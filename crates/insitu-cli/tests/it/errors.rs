@@ -1,6 +1,6 @@
 use std::os::unix::fs::FileExt;
 
-use insitu_host::{Array, FaultPlan};
+use insitu_host::{Array, OpenOptions};
 
 use crate::{s, text, Env};
 
@@ -87,7 +87,7 @@ fn a_full_device_fails_clearly_and_keeps_earlier_objects() {
 fn a_second_process_is_refused_while_the_array_is_open() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);
-    let held = Array::open(&env.data(), FaultPlan::none()).unwrap();
+    let held = Array::open(&env.data(), OpenOptions::default()).unwrap();
     let err = env.fails(&["ls"]);
     assert!(err.contains("in use by another insitu process"), "{err}");
     held.close().unwrap();

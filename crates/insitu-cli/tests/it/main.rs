@@ -84,15 +84,9 @@ impl Env {
 
 /// Deterministic bytes over a small alphabet, so that short patterns match often.
 pub fn text(n: usize, seed: u64, alphabet: &[u8]) -> Vec<u8> {
-    let mut x = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            alphabet[(x % alphabet.len() as u64) as usize]
-        })
-        .collect()
+    use rand::{Rng, SeedableRng};
+    let mut r = rand::rngs::SmallRng::seed_from_u64(seed);
+    (0..n).map(|_| alphabet[r.gen_range(0..alphabet.len())]).collect()
 }
 
 pub fn s(p: &Path) -> &str {

@@ -1,13 +1,48 @@
-//! Device-defined programs, one module per seed system as they arrive.
+//! The device-defined programs' implementations, one module per seed system; their interfaces (typed
+//! arguments and results) are in [`crate::protocol::programs`].
 //!
-//! - [`search`]: literal string search over an object (BlueDBM §5.1), and `heads`, its helper that exports
-//!   the first bytes of each stripe so matches straddling two devices are found once.
-//! - [`nascent`]: `dict-decode`, `sort` (in memory or out of core through flash) and `gather` (the
-//!   shuffle), NASCENT §3.3-3.6.
-//! - [`psacs`]: `psacs-shuffle`, the map side of a distributed shuffle (PSACS §III-IV).
-//! - [`svs`]: `svs`, list intersection as the 2016 Smart SSD's SSDlet runs it (DaMoN '16 §3).
+//! - [`search`]: `search` and `heads` (BlueDBM §5.1 string search);
+//! - [`nascent`]: `dict-decode`, `sort` (in memory or out of core), `gather` (NASCENT §3.3-3.6);
+//! - [`psacs`]: `psacs-shuffle`, the map side of a shuffle (PSACS §III-IV);
+//! - [`intersect`]: `svs`, list intersection as the 2016 Smart SSD's SSDlet runs it (DaMoN '16 §3).
 
-pub mod nascent;
-pub mod psacs;
-pub mod search;
-pub mod svs;
+mod intersect;
+mod nascent;
+mod psacs;
+mod search;
+
+use crate::completion::{Reply, ReplyTo};
+use crate::program::ProgramContext;
+use crate::protocol::programs::{
+    DictDecode, Execute, Gather, Heads, ProgramCall, PsacsShuffle, Search, Sort, Svs,
+};
+
+/// Runs one program call, calls `done(succeeded)` as soon as it has finished, and returns its typed
+/// result prepared for `reply`.
+pub(crate) fn run(
+    ctx: &ProgramContext<'_>,
+    call: ProgramCall,
+    reply: &ReplyTo,
+    done: impl FnOnce(bool),
+) -> Reply {
+    macro_rules! dispatch {
+        ($($variant:ident => $f:path),* $(,)?) => {
+            match call {
+                $(ProgramCall::$variant(args) => {
+                    let r = $f(ctx, args);
+                    done(r.is_ok());
+                    reply.prepare::<Execute<$variant>>(r)
+                })*
+            }
+        };
+    }
+    dispatch! {
+        Search => search::search,
+        Heads => search::heads,
+        Sort => nascent::sort,
+        DictDecode => nascent::dict_decode,
+        Gather => nascent::gather,
+        PsacsShuffle => psacs::psacs_shuffle,
+        Svs => intersect::svs,
+    }
+}

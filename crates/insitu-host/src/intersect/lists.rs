@@ -5,34 +5,26 @@
 use std::path::Path;
 
 use insitu_kernels::intersect::first_unsorted;
-use serde::{Deserialize, Serialize};
+use insitu_kernels::le;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use crate::array::{validate_user_name, Array};
-use crate::catalog::ObjectEntry;
+use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
+use crate::intersect::info::ListInfo;
 use crate::report::{Measure, Report};
-use crate::table::generate::Rng;
 use crate::table::store::write_object;
 
-/// A list's description in the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListInfo {
-    pub entry_size: u32,
-    pub entries: u64,
-}
-
-/// The catalog entry of a list (or of an index's term table, with `list` None) on one device.
-fn entry_for(name: &str, kind: &str, size: u64, dev: u32, list: Option<ListInfo>) -> ObjectEntry {
+/// The catalog entry of a list (or of an index's term table) on one device.
+fn entry_for(name: &str, kind: EntryKind, size: u64, dev: u32) -> ObjectEntry {
     ObjectEntry {
         name: name.to_string(),
-        kind: kind.into(),
         size,
         stripe_unit: crate::array::DEFAULT_STRIPE_UNIT,
         devices: vec![dev],
-        table: None,
-        shuffle: None,
-        list,
+        kind,
     }
 }
 
@@ -76,7 +68,7 @@ pub fn read_ids(path: &Path) -> Result<Vec<u32>> {
                 bytes.len()
             )));
         }
-        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(le::decode_u32s(&bytes))
     }
 }
 
@@ -101,9 +93,7 @@ pub fn put_list(array: &mut Array, path: &Path, name: &str, entry_size: u32, dev
     validate_user_name(name)?;
     check_entry_size(entry_size)?;
     array.device(dev)?;
-    if array.catalog().objects.contains_key(name) {
-        return Err(HostError::AlreadyExists(name.to_string()));
-    }
+    array.check_free(name)?;
     let ids = read_ids(path)?;
     if let Some(i) = first_unsorted(&ids) {
         let what = if ids[i] == ids[i - 1] { "a duplicate of" } else { "smaller than" };
@@ -114,20 +104,17 @@ pub fn put_list(array: &mut Array, path: &Path, name: &str, entry_size: u32, dev
             ids[i - 1]
         )));
     }
-    let measure = Measure::start("put-list", array);
+    let measure = Measure::start("put-list", array)?;
     let data = entries(&ids, entry_size);
     write_object(array, dev, name, "list", &data)?;
-    array.commit_entry(entry_for(
-        name,
-        "list",
-        data.len() as u64,
-        dev,
-        Some(ListInfo { entry_size, entries: ids.len() as u64 }),
-    ))?;
-    Ok(measure.finish(
+    let info = ListInfo { entry_size, entries: ids.len() as u64 };
+    array.commit_entry(entry_for(name, EntryKind::List(info), data.len() as u64, dev))?;
+    let headline = format!("put-list {name}: {} entries of {entry_size} B on device {dev}", ids.len());
+    measure.finish(
         array,
+        headline,
         json!({ "name": name, "entries": ids.len(), "entry_size": entry_size, "device": dev }),
-    ))
+    )
 }
 
 /// The paper's synthetic pair (§5.1): two sorted lists of IDs uniform over `[0, 2^32)`, with the fraction
@@ -143,9 +130,9 @@ pub fn gen_lists(
     if !(0.0..=1.0).contains(&ratio) {
         return Err(HostError::InvalidArgument(format!("--ratio must be in 0..1, not {ratio}")));
     }
-    let mut rng = Rng::new(seed);
-    let draw = |n: u64, rng: &mut Rng| -> Vec<u32> {
-        let mut v: Vec<u32> = (0..n + n / 64 + 16).map(|_| rng.next_u64() as u32).collect();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let draw = |n: u64, rng: &mut SmallRng| -> Vec<u32> {
+        let mut v: Vec<u32> = (0..n + n / 64 + 16).map(|_| rng.gen()).collect();
         v.sort_unstable();
         v.dedup();
         v.truncate(n as usize);
@@ -176,10 +163,7 @@ pub fn gen_lists(
         kept
     };
     let (l1, l2) = if a.len() <= b.len() { (a.clone(), plant(&a, b)) } else { (plant(&b, a), b) };
-    let write = |p: &Path, v: &[u32]| {
-        std::fs::write(p, v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
-            .map_err(|e| HostError::io(p, e))
-    };
+    let write = |p: &Path, v: &[u32]| std::fs::write(p, le::encode_u32s(v)).map_err(|e| HostError::io(p, e));
     write(out1, &l1)?;
     write(out2, &l2)?;
     let common = insitu_kernels::intersect::intersect2(&l1, &l2).len() as u64;
@@ -241,33 +225,33 @@ pub fn index_text(
     for (t, _) in &terms {
         let n = format!("{name}.{t}");
         validate_user_name(&n)?;
-        if array.catalog().objects.contains_key(&n) {
-            return Err(HostError::AlreadyExists(n));
-        }
+        array.check_free(&n)?;
     }
-    if array.catalog().objects.contains_key(name) {
-        return Err(HostError::AlreadyExists(name.to_string()));
-    }
-    let measure = Measure::start("index-text", array);
+    array.check_free(name)?;
+    let measure = Measure::start("index-text", array)?;
     let mut new = Vec::with_capacity(terms.len() + 1);
     for (t, ids) in &terms {
         let n = format!("{name}.{t}");
         let data = entries(ids, entry_size);
         write_object(array, dev, &n, "list", &data)?;
-        new.push(entry_for(
-            &n,
-            "list",
-            data.len() as u64,
-            dev,
-            Some(ListInfo { entry_size, entries: ids.len() as u64 }),
-        ));
+        let info = ListInfo { entry_size, entries: ids.len() as u64 };
+        new.push(entry_for(&n, EntryKind::List(info), data.len() as u64, dev));
     }
     let table: Vec<(&str, usize)> = terms.iter().map(|(t, p)| (t.as_str(), p.len())).collect();
     let json = serde_json::to_vec(&table).expect("plain data serializes");
     write_object(array, dev, name, "index", &json)?;
-    new.push(entry_for(name, "index", json.len() as u64, dev, None));
+    new.push(entry_for(name, EntryKind::Index, json.len() as u64, dev));
     array.commit_entries(new)?;
     let top: Vec<_> = table.iter().take(10).collect();
-    Ok(measure
-        .finish(array, json!({ "name": name, "documents": files.len(), "terms": terms.len(), "top": top })))
+    let headline = format!(
+        "index-text {name}: {} documents, {} posting lists; most frequent {}",
+        files.len(),
+        terms.len(),
+        json!(top)
+    );
+    measure.finish(
+        array,
+        headline,
+        json!({ "name": name, "documents": files.len(), "terms": terms.len(), "top": top }),
+    )
 }

@@ -1,6 +1,7 @@
 //! The Smart SSD list intersection (DaMoN '16): lists on devices, the session API, the `svs` operator with
 //! device / host / auto placements, and the analytical cost model (§4).
 
+pub mod info;
 pub mod lists;
 pub mod model;
 pub mod operator;

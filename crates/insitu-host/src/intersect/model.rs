@@ -125,6 +125,28 @@ pub fn predict(profile: &Profile, w: &Workload) -> Result<Prediction> {
     })
 }
 
+/// The prediction as a readable table, stage by stage (what `insitu model intersect` prints).
+pub fn render(profile: &Profile, m: &Prediction) -> String {
+    let w = &m.workload;
+    let mut text = format!(
+        "list intersection on {}: |L1| = {:.0}, |L2| = {:.0} entries of {} B, theta = {:.1}, r = {}, {} search ({:.3e} memory accesses)\n",
+        profile.name, m.l1, m.l2, w.entry_size, w.theta, w.r, m.method, m.memory_accesses
+    );
+    text.push_str(&format!("{:<14}{:>14}{:>14}\n", "stage", "host (ms)", "device (ms)"));
+    let cell = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.4}"));
+    for st in &m.stages {
+        text.push_str(&format!("{:<14}{:>14}{:>14}\n", st.name, cell(st.host_ms), cell(st.device_ms)));
+    }
+    text.push_str(&format!("{:<14}{:>14.4}{:>14.4}\n", "total", m.host_ms, m.device_ms));
+    text.push_str(&format!("{:<14}{:>14.4}{:>14.4}\n", "energy (J)", m.host_j, m.device_j));
+    text.push_str(&format!(
+        "faster: {} ({:.2}x)",
+        m.faster,
+        (m.host_ms / m.device_ms).max(m.device_ms / m.host_ms)
+    ));
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,13 +5,16 @@
 //! - `host`: the lists cross the host link and the host CPU intersects them (same kernel).
 //! - `auto`: the cost model (§4) picks, for the lists' sizes on the array's profile.
 
-use insitu_device::cputime::thread_cpu_ns;
-use insitu_device::{Args, Command, Response, Value};
+use insitu_device::protocol::{Identify, SvsArgs};
+use insitu_device::sys::thread_cpu_ns;
+use insitu_device::DeviceError;
 use insitu_kernels::intersect::intersect_k;
+use insitu_kernels::le;
 use serde::Serialize;
 use serde_json::json;
 
 use crate::array::Array;
+use crate::catalog::EntryKind;
 use crate::error::{HostError, Result};
 use crate::intersect::model::{predict, Workload};
 use crate::intersect::session::{Session, POLL_INTERVAL};
@@ -27,14 +30,8 @@ pub enum IntersectPlacement {
     Auto,
 }
 
-/// What comes back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Output {
-    Entries,
-    Ids,
-    Count,
-}
+/// What comes back: whole entries of the first list, the common IDs, or their count.
+pub use insitu_device::protocol::Returned as Output;
 
 /// The answer.
 #[derive(Debug, Clone, Serialize)]
@@ -66,11 +63,10 @@ pub fn intersect(
     let entries: Vec<_> = names.iter().map(|n| array.entry(n).cloned()).collect::<Result<_>>()?;
     let mut infos = Vec::new();
     for e in &entries {
-        infos.push(
-            e.list
-                .clone()
-                .ok_or_else(|| HostError::InvalidArgument(format!("{:?} is not a list", e.name)))?,
-        );
+        match &e.kind {
+            EntryKind::List(l) => infos.push(l.clone()),
+            _ => return Err(HostError::InvalidArgument(format!("{:?} is not a list", e.name))),
+        }
     }
     let s = infos[0].entry_size;
     if infos.iter().any(|i| i.entry_size != s) {
@@ -95,7 +91,7 @@ pub fn intersect(
         p => p,
     };
     let op = if chosen == IntersectPlacement::Device { "intersect (device)" } else { "intersect (host)" };
-    let mut measure = Measure::start(op, array);
+    let mut measure = Measure::start(op, array)?;
     let (answer, partitions, polls) = match chosen {
         IntersectPlacement::Device => {
             let dev = entries[0].devices[0];
@@ -126,7 +122,12 @@ pub fn intersect(
     if output == Output::Ids {
         result["ids"] = json!(answer.ids);
     }
-    Ok((measure.finish(array, result), answer))
+    let headline = format!(
+        "{op}: {} common of {} ({partitions} partition(s), {polls} poll(s))",
+        answer.count,
+        json!(names)
+    );
+    Ok((measure.finish(array, headline, result)?, answer))
 }
 
 fn on_device(
@@ -137,10 +138,7 @@ fn on_device(
     sizes: &[u64],
     output: Output,
 ) -> Result<(Answer, u64, u64)> {
-    let free = match array.device(dev)?.call(Command::Identify).map_err(HostError::device(dev))? {
-        Response::Properties(p) => p.memory_available,
-        _ => unreachable!(),
-    };
+    let free = array.device(dev)?.call(Identify).map_err(HostError::device(dev))?.memory_available;
     let width = match output {
         Output::Entries => s as u64,
         _ => 4,
@@ -152,9 +150,7 @@ fn on_device(
         working.div_ceil(free.saturating_sub(smallest * width + crate::intersect::STAGING).max(1) / 2).max(1);
     loop {
         match run_partitions(array, dev, names, s, smallest, width, output, parts) {
-            Err(HostError::Device { error: insitu_device::DeviceError::MemoryExhausted { .. }, .. })
-                if parts < 1 << 16 =>
-            {
+            Err(HostError::Device { error: DeviceError::MemoryExhausted { .. }, .. }) if parts < 1 << 16 => {
                 parts *= 2
             }
             other => return other.map(|(a, polls)| (a, parts, polls)),
@@ -180,34 +176,23 @@ fn run_partitions(
         let (lo, hi) = (p * span, ((p + 1) * span).min(1 << 32));
         let result_bytes = if output == Output::Count { 0 } else { smallest * width };
         let mut session = Session::open(array, dev, result_bytes, 0)?;
-        let args = Args::new()
-            .with("lists", Value::Str(names.join("\n")))
-            .with("entry_size", Value::U64(s as u64))
-            .with(
-                "output",
-                Value::Str(
-                    match output {
-                        Output::Entries => "entries",
-                        Output::Ids => "ids",
-                        Output::Count => "count",
-                    }
-                    .into(),
-                ),
-            )
-            .with("lo", Value::U64(lo))
-            .with("hi", Value::U64(hi))
-            .with("staging", Value::U64(crate::intersect::STAGING));
-        session.start("svs", args)?;
-        let r = session.wait(POLL_INTERVAL, |o| o.u64("bytes").unwrap_or(0));
+        let args = SvsArgs {
+            lists: names.to_vec(),
+            entry_size: s,
+            returned: output,
+            lo,
+            hi,
+            staging: crate::intersect::STAGING,
+            out: None,
+        };
+        let r = session.start(args).and_then(|()| session.wait(POLL_INTERVAL));
         polls += session.polls;
         let close = session.close();
         let (out, results) = r?;
         close?;
-        answer.count += out.u64("count").unwrap_or(0);
+        answer.count += out.count;
         match output {
-            Output::Ids => answer
-                .ids
-                .extend(results.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+            Output::Ids => answer.ids.extend(le::decode_u32s(&results)),
             Output::Entries => answer.entries.extend(results),
             Output::Count => {}
         }
@@ -227,10 +212,8 @@ fn on_host(
         datas.push(crate::table::store::read_object(array, *dev, name)?);
     }
     let c0 = thread_cpu_ns();
-    let ids: Vec<Vec<u32>> = datas
-        .iter()
-        .map(|d| d.chunks_exact(s as usize).map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]])).collect())
-        .collect();
+    let ids: Vec<Vec<u32>> =
+        datas.iter().map(|d| d.chunks_exact(s as usize).map(le::u32_at).collect()).collect();
     let refs: Vec<&[u32]> = ids.iter().map(|v| v.as_slice()).collect();
     let result = intersect_k(&refs);
     let mut answer = Answer { count: result.len() as u64, ids: Vec::new(), entries: Vec::new() };
@@ -247,6 +230,6 @@ fn on_host(
         }
         Output::Count => {}
     }
-    measure.phase("intersect", array, HostWork::single("intersect", thread_cpu_ns() - c0));
+    measure.phase("intersect", array, HostWork::single("intersect", thread_cpu_ns() - c0))?;
     Ok(answer)
 }

@@ -9,9 +9,8 @@ use std::path::Path;
 use insitu_device::Profile;
 use serde::Serialize;
 
-use crate::array::Array;
+use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
-use crate::fault::FaultPlan;
 use crate::intersect::lists::{gen_lists, put_list};
 use crate::intersect::model::{predict, Workload};
 use crate::intersect::operator::{intersect, IntersectPlacement, Output};
@@ -97,7 +96,7 @@ pub fn repro_intersect(work: &Path, scale: f64, progress: &dyn Fn(&str)) -> Resu
         std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
     }
     Array::init(&dir, 1, profile.clone(), Some(1 << 30), None)?.close()?;
-    let mut a = Array::open(&dir, FaultPlan::none())?;
+    let mut a = Array::open(&dir, OpenOptions::default())?;
     let mb = |x: f64| (x * 1e6 * scale) as u64;
     let mut pts = Vec::new();
     let mut seq = 0;

@@ -6,9 +6,11 @@
 
 use std::time::Duration;
 
-use insitu_device::{Args, Command, CommandId, Response};
+use insitu_device::protocol::{Delete, Execute, Identify, ReadMemory, Svs, SvsArgs, SvsOutput, WriteMemory};
+use insitu_device::transport::Pending;
 
-use crate::array::{Array, DeviceBuffer};
+use crate::array::Array;
+use crate::buffer::DeviceBuffer;
 use crate::error::{HostError, Result};
 use crate::table::store::write_object;
 
@@ -19,7 +21,7 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(1);
 #[derive(Debug)]
 pub enum Status {
     Running,
-    Done { output: Args, results: Vec<u8> },
+    Done { output: SvsOutput, results: Vec<u8> },
 }
 
 /// An open session.
@@ -29,7 +31,7 @@ pub struct Session<'a> {
     dev: u32,
     marker: String,
     out: DeviceBuffer<'a>,
-    pending: Option<CommandId>,
+    pending: Option<Pending<'a, Execute<Svs>>>,
     pub polls: u64,
 }
 
@@ -38,10 +40,7 @@ impl<'a> Session<'a> {
     /// fit in what the device has free (a session's memory is bounded by the device's).
     pub fn open(array: &'a Array, dev: u32, result_bytes: u64, working_bytes: u64) -> Result<Session<'a>> {
         let d = array.device(dev)?;
-        let free = match d.call(Command::Identify).map_err(HostError::device(dev))? {
-            Response::Properties(p) => p.memory_available,
-            _ => unreachable!("Identify answers with properties"),
-        };
+        let free = d.call(Identify).map_err(HostError::device(dev))?.memory_available;
         if result_bytes + working_bytes > free {
             return Err(HostError::InvalidArgument(format!(
                 "OPEN needs {} bytes of device memory, device {dev} has {free} free",
@@ -56,50 +55,40 @@ impl<'a> Session<'a> {
 
     /// PUT: writes bytes into the session's memory.
     pub fn put(&self, offset: u64, data: Vec<u8>) -> Result<()> {
-        self.array
-            .device(self.dev)?
-            .call(Command::WriteMemory { dst: self.out.handle, offset, data })
-            .map_err(HostError::device(self.dev))?;
+        self.out
+            .device
+            .call(WriteMemory { dst: self.out.handle, offset, data })
+            .map_err(HostError::device(self.dev))
+    }
+
+    /// Starts the intersection in the session, its results going to the session's buffer.
+    pub fn start(&mut self, args: SvsArgs) -> Result<()> {
+        let args = SvsArgs { out: Some(self.out.handle), ..args };
+        self.pending = Some(self.out.device.start::<Svs>(args).map_err(HostError::device(self.dev))?);
         Ok(())
     }
 
-    /// Starts a program in the session, its results going to the session's buffer.
-    pub fn start(&mut self, program: &str, args: Args) -> Result<()> {
-        let id = self
-            .array
-            .device(self.dev)?
-            .submit(Command::Execute { program: program.into(), args, buffers: vec![self.out.handle] })
-            .map_err(HostError::device(self.dev))?;
-        self.pending = Some(id);
-        Ok(())
-    }
-
-    /// GET: the status; once done, the output and `result_len(output)` bytes of results.
-    pub fn get(&mut self, result_len: impl Fn(&Args) -> u64) -> Result<Status> {
+    /// GET: the status; once done, the output and its results.
+    pub fn get(&mut self) -> Result<Status> {
         self.polls += 1;
-        let Some(id) = self.pending else {
-            return Err(HostError::InvalidArgument("GET before a program started".into()));
-        };
-        let d = self.array.device(self.dev)?;
-        match d.poll(id) {
-            None => Ok(Status::Running),
-            Some(c) => {
-                self.pending = None;
-                let output = match c.result.map_err(HostError::device(self.dev))? {
-                    Response::Output(o) => o,
-                    _ => unreachable!("Execute answers with output"),
-                };
-                let len = result_len(&output);
-                let results = if len == 0 {
+        let pending = self
+            .pending
+            .take()
+            .ok_or_else(|| HostError::InvalidArgument("GET before a program started".into()))?;
+        match pending.poll() {
+            Err(still) => {
+                self.pending = Some(still);
+                Ok(Status::Running)
+            }
+            Ok(r) => {
+                let output = r.map_err(HostError::device(self.dev))?;
+                let results = if output.bytes == 0 {
                     Vec::new()
                 } else {
-                    match d
-                        .call(Command::ReadMemory { src: self.out.handle, offset: 0, len })
+                    self.out
+                        .device
+                        .call(ReadMemory { src: self.out.handle, offset: 0, len: output.bytes })
                         .map_err(HostError::device(self.dev))?
-                    {
-                        Response::Data(v) => v,
-                        _ => unreachable!(),
-                    }
                 };
                 Ok(Status::Done { output, results })
             }
@@ -107,9 +96,9 @@ impl<'a> Session<'a> {
     }
 
     /// Polls GET every `interval` until the program is done.
-    pub fn wait(&mut self, interval: Duration, result_len: impl Fn(&Args) -> u64) -> Result<(Args, Vec<u8>)> {
+    pub fn wait(&mut self, interval: Duration) -> Result<(SvsOutput, Vec<u8>)> {
         loop {
-            match self.get(&result_len)? {
+            match self.get()? {
                 Status::Done { output, results } => return Ok((output, results)),
                 Status::Running => std::thread::sleep(interval),
             }
@@ -117,12 +106,13 @@ impl<'a> Session<'a> {
     }
 
     /// CLOSE: frees the session's memory and removes its marker.
-    pub fn close(self) -> Result<()> {
-        let d = self.array.device(self.dev)?;
-        if let Some(id) = self.pending {
-            let _ = d.wait(id);
+    pub fn close(mut self) -> Result<()> {
+        if let Some(p) = self.pending.take() {
+            let _ = p.wait();
         }
-        d.call(Command::Delete { name: self.marker.clone() }).map_err(HostError::device(self.dev))?;
-        Ok(())
+        self.array
+            .device(self.dev)?
+            .call(Delete { name: self.marker.clone() })
+            .map_err(HostError::device(self.dev))
     }
 }

@@ -8,17 +8,18 @@
 
 use std::path::Path;
 
-use insitu_device::programs::psacs::Layout;
 use insitu_device::Profile;
 use insitu_kernels::partition::PartitionHash;
+use insitu_kernels::shuffle::ChunkLayout;
 use serde::Serialize;
 
-use crate::array::Array;
+use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
-use crate::fault::FaultPlan;
-use crate::psacs::{shuffle_table, ShuffleOptions, ShufflePlacement};
+use crate::psacs::options::{ShuffleOptions, ShufflePlacement};
+use crate::psacs::shuffle::shuffle_table;
 use crate::report::Report;
-use crate::table::import::{put_table, Partitioning, PutTable};
+use crate::table::import::{put_table, PutTable};
+use crate::table::info::Partitioning;
 
 /// (query, table file stem, shuffle key).
 pub const WORKLOADS: &[(&str, &str, &str)] = &[
@@ -93,7 +94,7 @@ pub fn repro_psacs(
             std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
         }
         Array::init(&dir, 1, profile.clone(), Some(4 << 30), None)?.close()?;
-        let mut a = Array::open(&dir, FaultPlan::none())?;
+        let mut a = Array::open(&dir, OpenOptions::default())?;
         let loaded = put_table(
             &mut a,
             &src,
@@ -118,11 +119,15 @@ pub fn repro_psacs(
         };
         let mut runs = Vec::new();
         progress(&format!("{query}: device"));
-        let dev =
-            shuffle_table(&mut a, "t", &opts(ShufflePlacement::Device, 1, Layout::Column, "dev".into()))?;
+        let dev = shuffle_table(
+            &mut a,
+            "t",
+            &opts(ShufflePlacement::Device, 1, ChunkLayout::Column, "dev".into()),
+        )?;
         let column_stored = dev.result["stored_bytes"].as_u64().unwrap_or(0);
         runs.push(run_of(&dev, "device", 1, bytes));
-        let row = shuffle_table(&mut a, "t", &opts(ShufflePlacement::Device, 1, Layout::Row, "row".into()))?;
+        let row =
+            shuffle_table(&mut a, "t", &opts(ShufflePlacement::Device, 1, ChunkLayout::Row, "row".into()))?;
         let row_stored = row.result["stored_bytes"].as_u64().unwrap_or(0);
         for &t in threads {
             for (placement, name) in
@@ -130,7 +135,7 @@ pub fn repro_psacs(
             {
                 progress(&format!("{query}: {name} x{t}"));
                 let out = format!("{name}-{t}");
-                let r = shuffle_table(&mut a, "t", &opts(placement, t, Layout::Column, out.clone()))?;
+                let r = shuffle_table(&mut a, "t", &opts(placement, t, ChunkLayout::Column, out.clone()))?;
                 runs.push(run_of(&r, name, t, bytes));
                 crate::blob::rm(&mut a, &out)?;
             }

@@ -1,10 +1,13 @@
-//! `get-table`: read a table's parts back over the host link and write them as one Parquet file, parts in
-//! device order.
+//! Writing tables out as Parquet: [`ParquetFile`] (written beside its destination, renamed into place when
+//! complete, removed if anything fails, so a failed command leaves no partial file) and `get-table`,
+//! which reads a table's parts back over the host link and writes them as one file, parts in device order.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use serde_json::json;
 
@@ -13,23 +16,64 @@ use crate::error::{HostError, Result};
 use crate::report::{Measure, Report};
 use crate::table::store::read_part;
 
+/// A Parquet file being written.
+#[derive(Debug)]
+pub struct ParquetFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    writer: Option<ArrowWriter<File>>,
+}
+
+impl ParquetFile {
+    /// Starts writing `path` with `schema`.
+    pub fn create(path: &Path, schema: SchemaRef) -> Result<ParquetFile> {
+        let tmp = path.with_extension("parquet.tmp");
+        let file = File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
+        let mut out = ParquetFile { path: path.to_path_buf(), tmp, writer: None };
+        out.writer = Some(ArrowWriter::try_new(file, schema, None).map_err(out.failed())?);
+        Ok(out)
+    }
+
+    fn failed(&self) -> impl FnOnce(parquet::errors::ParquetError) -> HostError {
+        HostError::parquet(format!("writing {}", self.path.display()))
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let f = self.failed();
+        match self.writer.as_mut() {
+            Some(w) => w.write(batch).map_err(f),
+            None => Ok(()),
+        }
+    }
+
+    /// Completes the file and moves it into place.
+    pub fn finish(mut self) -> Result<()> {
+        if let Some(w) = self.writer.take() {
+            w.close().map_err(self.failed())?;
+        }
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| HostError::io(&self.path, e))
+    }
+}
+
+impl Drop for ParquetFile {
+    fn drop(&mut self) {
+        // Not finished (or the rename failed): the partial file goes.
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
 /// Writes table `name` to `out` as Parquet.
 pub fn get_table(array: &Array, name: &str, out: &Path) -> Result<Report> {
-    let entry = array.table_entry(name)?.clone();
-    let info = entry.table.as_ref().expect("table entries have table info");
-    let measure = Measure::start("get-table", array);
-    let schema = Arc::new(info.schema.to_arrow());
-    let tmp = out.with_extension("parquet.tmp");
-    let file = File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
-    let mut w =
-        ArrowWriter::try_new(file, schema, None).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    let (entry, info) = array.table_entry(name)?;
+    let measure = Measure::start("get-table", array)?;
+    let mut file = ParquetFile::create(out, Arc::new(info.schema.to_arrow()))?;
     let mut rows = 0u64;
     for (i, dev) in entry.devices.iter().enumerate() {
         let b = read_part(array, *dev, name, &info.schema, info.key, &info.parts[i])?;
         rows += b.num_rows() as u64;
-        w.write(&b).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+        file.write(&b)?;
     }
-    w.close().map_err(|e| HostError::InvalidArgument(e.to_string()))?;
-    std::fs::rename(&tmp, out).map_err(|e| HostError::io(out, e))?;
-    Ok(measure.finish(array, json!({ "name": name, "rows": rows, "output": out })))
+    file.finish()?;
+    let headline = format!("get-table {name}: {rows} rows to {}", out.display());
+    measure.finish(array, headline, json!({ "name": name, "rows": rows, "output": out }))
 }

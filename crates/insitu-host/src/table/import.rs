@@ -9,45 +9,16 @@ use arrow::array::UInt32Array;
 use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::{RecordBatch, RecordBatchReader};
-use insitu_device::Command;
 use serde_json::json;
 
 use crate::array::{validate_user_name, Array};
-use crate::catalog::ObjectEntry;
+use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
 use crate::report::{Measure, Report};
+use crate::table::info::{Partitioning, TableInfo};
 use crate::table::layout::{encode_part, normalize};
 use crate::table::schema::TableSchema;
 use crate::table::store::write_part;
-use crate::table::TableInfo;
-
-/// How rows are spread over the devices.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Partitioning {
-    RoundRobin,
-    Hash(String),
-}
-
-impl Partitioning {
-    pub fn parse(s: &str) -> Result<Partitioning> {
-        match s {
-            "round-robin" => Ok(Partitioning::RoundRobin),
-            _ => match s.strip_prefix("hash:") {
-                Some(c) if !c.is_empty() => Ok(Partitioning::Hash(c.to_string())),
-                _ => Err(HostError::InvalidArgument(format!(
-                    "--partition {s:?}: use round-robin or hash:COLUMN"
-                ))),
-            },
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Partitioning::RoundRobin => "round-robin".into(),
-            Partitioning::Hash(c) => format!("hash:{c}"),
-        }
-    }
-}
 
 /// Reads a whole Parquet or CSV file (by extension; CSV needs a header line).
 pub fn read_table_file(path: &Path) -> Result<RecordBatch> {
@@ -104,14 +75,14 @@ fn partition(
                 parts[i % n].push(i as u32);
             }
         }
-        Partitioning::Hash(col) => {
+        Partitioning::Hash { column: col } => {
             let c = schema.index_of(col)?;
             let a = batch.column(c);
             let conv = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(a.data_type().clone())])
-                .map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+                .map_err(HostError::arrow("hashing the partition column"))?;
             let rows = conv
                 .convert_columns(std::slice::from_ref(a))
-                .map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+                .map_err(HostError::arrow("hashing the partition column"))?;
             for i in 0..batch.num_rows() {
                 parts[(fnv1a(rows.row(i).as_ref()) % n as u64) as usize].push(i as u32);
             }
@@ -132,9 +103,7 @@ pub struct PutTable {
 /// Stores the table in `path` as `opts.name`.
 pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Report> {
     validate_user_name(&opts.name)?;
-    if array.catalog().objects.contains_key(&opts.name) {
-        return Err(HostError::AlreadyExists(opts.name.clone()));
-    }
+    array.check_free(&opts.name)?;
     let raw = read_table_file(path)?;
     let schema = TableSchema::from_arrow(&raw.schema())?;
     let batch = normalize(&raw, &schema)?;
@@ -159,12 +128,12 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
     let mut dict_fallback = false;
     for idx in &rows_per_device {
         let part = take_record_batch(&batch, &UInt32Array::from(idx.clone()))
-            .map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+            .map_err(HostError::arrow("splitting the table into parts"))?;
         let (enc, used) = encode_part(&part, &schema, key, opts.dict.is_some())?;
         dict_fallback |= opts.dict.is_some() && !used;
         encoded.push(enc);
     }
-    let measure = Measure::start("put-table", array);
+    let measure = Measure::start("put-table", array)?;
     let mut parts = Vec::with_capacity(n);
     for (dev, enc) in encoded.iter().enumerate() {
         match write_part(array, dev as u32, &opts.name, enc) {
@@ -174,46 +143,54 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
             }
             Err(e) => {
                 for (d, info) in parts.iter().enumerate() {
-                    for obj in crate::table::PartInfo::objects(info, &opts.name) {
-                        let _ = array.device(d as u32)?.call(Command::Delete { name: obj });
-                    }
+                    crate::table::store::delete_quietly(array, d as u32, info.objects(&opts.name));
                 }
                 return Err(e);
             }
         }
     }
     let size: u64 = encoded.iter().map(|e| e.row_data.len() as u64).sum();
-    let entry = ObjectEntry {
-        name: opts.name.clone(),
-        kind: "table".into(),
-        size,
-        stripe_unit: 0,
-        devices: (0..n as u32).collect(),
-        table: Some(TableInfo {
-            schema: schema.clone(),
-            key,
-            partition: opts.partition.describe(),
-            parts: parts.clone(),
-            sorted: false,
-        }),
-        shuffle: None,
-        list: None,
-    };
-    array.commit_entry(entry)?;
-    array.faults.hit("put-table-catalog");
+    let key_encodings: Vec<&str> = parts.iter().map(|p| p.key.name()).collect();
+    let rows_per_device: Vec<u64> = parts.iter().map(|p| p.rows).collect();
     let mut result = json!({
         "name": opts.name,
         "rows": batch.num_rows(),
         "columns": schema.columns.len(),
         "key": schema.columns[key].name,
-        "rows_per_device": parts.iter().map(|p| p.rows).collect::<Vec<_>>(),
-        "key_encoding": parts.iter().map(|p| p.key_encoding.clone()).collect::<Vec<_>>(),
+        "rows_per_device": rows_per_device,
+        "key_encoding": key_encodings,
     });
+    let mut headline = format!(
+        "put-table {}: {} rows, {} columns, key {} ({}), rows per device {}",
+        opts.name,
+        batch.num_rows(),
+        schema.columns.len(),
+        schema.columns[key].name,
+        json!(key_encodings),
+        json!(rows_per_device)
+    );
     if dict_fallback {
-        result["note"] = json!(format!(
+        let note = format!(
             "column {:?} has more than 65,536 distinct values on some device: stored plain there",
             schema.columns[key].name
-        ));
+        );
+        headline.push_str(&format!("\n  note: {note}"));
+        result["note"] = json!(note);
     }
-    Ok(measure.finish(array, result))
+    let entry = ObjectEntry {
+        name: opts.name.clone(),
+        size,
+        stripe_unit: 0,
+        devices: (0..n as u32).collect(),
+        kind: EntryKind::Table(TableInfo {
+            schema,
+            key,
+            partition: opts.partition.clone(),
+            parts,
+            sorted: false,
+        }),
+    };
+    array.commit_entry(entry)?;
+    array.faults.hit("put-table-catalog");
+    measure.finish(array, headline, result)
 }

@@ -16,8 +16,8 @@ use arrow::array::{
 use arrow::compute::cast;
 use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
-use insitu_device::programs::nascent::KeyType;
 use insitu_kernels::dict::{self, Codes};
+use insitu_kernels::keys::KeyType;
 
 use crate::error::{HostError, Result};
 use crate::table::schema::{ColType, KeyKind, TableSchema};
@@ -61,7 +61,7 @@ pub fn normalize(batch: &RecordBatch, schema: &TableSchema) -> Result<RecordBatc
         })
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(Arc::new(schema.to_arrow()), cols)
-        .map_err(|e| HostError::InvalidArgument(e.to_string()))
+        .map_err(HostError::arrow("assembling a record batch"))
 }
 
 /// Raw bits (zero-extended to u64) of each key value as its device key type; errors on nulls.
@@ -101,14 +101,6 @@ fn key_bits(a: &ArrayRef, kt: KeyType, column: &str) -> Result<Vec<u64>> {
     })
 }
 
-fn bits_to_le(bits: &[u64], kt: KeyType) -> Vec<u8> {
-    if kt.width() == 4 {
-        bits.iter().flat_map(|b| (*b as u32).to_le_bytes()).collect()
-    } else {
-        bits.iter().flat_map(|b| b.to_le_bytes()).collect()
-    }
-}
-
 /// Encodes a (normalized) batch as one device part. With `dict`, the key column is dictionary-encoded
 /// when it has at most 65,536 distinct values; the second value says whether that happened.
 pub fn encode_part(
@@ -129,7 +121,7 @@ pub fn encode_part(
                     dict_used = true;
                     EncodedKey::Dict { key_type: kt, dictionary: e.dictionary, codes: e.codes }
                 }
-                None => EncodedKey::Plain { key_type: kt, data: bits_to_le(&bits, kt) },
+                None => EncodedKey::Plain { key_type: kt, data: kt.bytes_of(&bits) },
             }
         }
         KeyKind::Bytes => {
@@ -336,7 +328,7 @@ pub fn decode_part(
                     if is_null(i) {
                         b.append_null();
                     } else {
-                        b.append_value(v).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+                        b.append_value(v).map_err(HostError::arrow("decoding a fixed-size binary column"))?;
                     }
                 }
                 Arc::new(b.finish())
@@ -367,15 +359,15 @@ pub fn decode_part(
     }
     let arrays: Vec<ArrayRef> = arrays.into_iter().map(|a| a.expect("every column decoded")).collect();
     RecordBatch::try_new(Arc::new(schema.to_arrow()), arrays)
-        .map_err(|e| HostError::InvalidArgument(e.to_string()))
+        .map_err(HostError::arrow("assembling a record batch"))
 }
 
 fn cast_stored(raw: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
     if let DataType::Decimal128(p, s) = to {
         let d = raw.as_primitive::<Decimal128Type>().clone().with_precision_and_scale(*p, *s);
-        return d.map(|d| Arc::new(d) as ArrayRef).map_err(|e| HostError::InvalidArgument(e.to_string()));
+        return d.map(|d| Arc::new(d) as ArrayRef).map_err(HostError::arrow("restoring a column's type"));
     }
-    cast(raw, to).map_err(|e| HostError::InvalidArgument(e.to_string()))
+    cast(raw, to).map_err(HostError::arrow("restoring a column's type"))
 }
 
 /// Rebuilds the key column from raw key bits (device key type) in the column's Arrow type.
@@ -402,7 +394,7 @@ pub fn key_from_bits(bits: &[u64], ty: &ColType) -> Result<ArrayRef> {
         )),
         other => return Err(HostError::InvalidArgument(format!("{other:?} is not a fixed-width key"))),
     };
-    cast(&a, &ty.to_arrow()).map_err(|e| HostError::InvalidArgument(e.to_string()))
+    cast(&a, &ty.to_arrow()).map_err(HostError::arrow("restoring a column's type"))
 }
 
 /// Rebuilds a bytes key column.
@@ -419,7 +411,7 @@ pub fn key_from_bytes(data: &[u8], offsets: &[u64], ty: &ColType) -> Result<Arra
         ColType::FixedBinary(w) => {
             let mut b = FixedSizeBinaryBuilder::with_capacity(offsets.len() - 1, *w);
             for v in vals {
-                b.append_value(v).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+                b.append_value(v).map_err(HostError::arrow("decoding a fixed-size binary column"))?;
             }
             Arc::new(b.finish())
         }
@@ -472,20 +464,12 @@ mod tests {
             let (part, used) = encode_part(&b, &schema, key, dict).unwrap();
             assert_eq!(used, dict);
             let bits: Vec<u64> = match &part.key {
-                EncodedKey::Plain { key_type, data } => {
-                    if key_type.width() == 4 {
-                        data.chunks_exact(4)
-                            .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as u64)
-                            .collect()
-                    } else {
-                        data.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
-                    }
-                }
+                EncodedKey::Plain { key_type, data } => key_type.bits_of(data),
                 EncodedKey::Dict { dictionary, codes, .. } => match codes {
                     Codes::U8(c) => c.iter().map(|c| dictionary[*c as usize]).collect(),
                     Codes::U16(c) => c.iter().map(|c| dictionary[*c as usize]).collect(),
                 },
-                EncodedKey::Bytes { .. } => unreachable!(),
+                EncodedKey::Bytes { .. } => panic!("key {key} is not a string column"),
             };
             assert!(part.row_offsets.is_some(), "a string column makes rows variable");
             let key_col = key_from_bits(&bits, &schema.columns[key].ty).unwrap();

@@ -1,7 +1,7 @@
 //! Table schemas: the column types insitu stores, how they map to Arrow, and which can be sort keys.
 
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use insitu_device::programs::nascent::KeyType;
+use insitu_kernels::keys::KeyType;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HostError, Result};

@@ -4,16 +4,16 @@ use insitu_device::Profile;
 use insitu_host::intersect::lists::{entries, gen_lists, put_list};
 use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
 use insitu_host::intersect::session::Session;
-use insitu_host::{Array, FaultPlan};
+use insitu_host::{Array, OpenOptions};
 use insitu_kernels::intersect::intersect_naive;
 
 fn array(dir: &std::path::Path, profile: &str, devices: u32) -> Array {
     Array::init(&dir.join("a"), devices, Profile::load(profile).unwrap(), Some(256 << 20), None).unwrap();
-    Array::open(&dir.join("a"), FaultPlan::none()).unwrap()
+    Array::open(&dir.join("a"), OpenOptions::default()).unwrap()
 }
 
 fn read_u32(p: &std::path::Path) -> Vec<u32> {
-    std::fs::read(p).unwrap().chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    insitu_kernels::le::decode_u32s(&std::fs::read(p).unwrap())
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn a_session_left_open_by_a_killed_client_is_reclaimed_on_the_next_open() {
     let s = Session::open(&a, 0, 4096, 0).unwrap();
     std::mem::forget(s); // the client dies without CLOSE
     a.close().unwrap();
-    let a = Array::open(&dir.path().join("a"), FaultPlan::none()).unwrap();
+    let a = Array::open(&dir.path().join("a"), OpenOptions::default()).unwrap();
     let reclaimed = &a.open_report().removed_orphans;
     assert!(reclaimed.iter().any(|o| o.contains("#session.")), "{reclaimed:?}");
     assert!(a.fsck().unwrap().is_empty());

@@ -3,30 +3,27 @@
 #![allow(clippy::unwrap_used)]
 
 mod intersect;
+mod layering;
 mod psacs;
 mod tables;
 
-use insitu_device::{Command, Profile, Response};
+use insitu_device::protocol::Identify;
+use insitu_device::Profile;
 use insitu_host::blob::{self, Placement};
 use insitu_host::search::{search, SearchPlacement};
-use insitu_host::{Array, FaultPlan};
+use insitu_host::{Array, OpenOptions};
 use insitu_kernels::search::naive_offsets;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 fn bytes(n: usize, seed: u64, alphabet: &[u8]) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            alphabet[(x % alphabet.len() as u64) as usize]
-        })
-        .collect()
+    let mut r = SmallRng::seed_from_u64(seed);
+    (0..n).map(|_| alphabet[r.gen_range(0..alphabet.len())]).collect()
 }
 
 fn array(dir: &std::path::Path, devices: u32, unit: u64) -> Array {
     Array::init(dir, devices, Profile::load("tiny").unwrap(), Some(8 << 20), Some(unit)).unwrap();
-    Array::open(dir, FaultPlan::none()).unwrap()
+    Array::open(dir, OpenOptions::default()).unwrap()
 }
 
 #[test]
@@ -64,7 +61,7 @@ fn search_returns_every_byte_of_device_memory_it_borrowed() {
     // A failing search (pattern longer than a stripe) frees what it took too.
     assert!(search(&a, "o", &[b'a'; 5000], SearchPlacement::Device, false).is_err());
     for d in a.devices() {
-        let Response::Properties(p) = d.call(Command::Identify).unwrap() else { panic!() };
+        let p = d.call(Identify).unwrap();
         assert_eq!(p.memory_available, p.memory_bytes, "device {} leaked device memory", d.id());
     }
 }

@@ -1,9 +1,10 @@
 //! PSACS: every placement puts the same rows in every partition; tiling, many partitions, bad input.
 
-use insitu_device::programs::psacs::Layout;
 use insitu_host::psacs::{read_partition, shuffle_table, ShuffleOptions, ShufflePlacement};
-use insitu_host::table::import::{put_table, Partitioning, PutTable};
+use insitu_host::table::import::{put_table, PutTable};
+use insitu_host::table::info::Partitioning;
 use insitu_kernels::partition::PartitionHash;
+use insitu_kernels::shuffle::ChunkLayout as Layout;
 
 use crate::tables::{array, row_strings, table, write_parquet};
 

@@ -7,24 +7,18 @@ use arrow::array::{ArrayRef, AsArray, Date32Array, Decimal128Array, Float64Array
 use arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use arrow::record_batch::RecordBatch;
 use insitu_device::Profile;
+use insitu_host::nascent::sort::{sort_table, SortOptions, SortPlacement};
 use insitu_host::table::export::get_table;
-use insitu_host::table::import::{put_table, read_table_file, Partitioning, PutTable};
-use insitu_host::table::sort::{sort_table, SortOptions, SortPlacement};
-use insitu_host::{Array as InsituArray, FaultPlan};
-
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut x = seed | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
+use insitu_host::table::import::{put_table, read_table_file, PutTable};
+use insitu_host::table::info::Partitioning;
+use insitu_host::{Array as InsituArray, OpenOptions};
+use insitu_kernels::keys::SortAlgo;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 /// A lineitem-like table: int key with many ties, strings, decimals, dates, nullable floats.
 pub fn table(n: usize, seed: u64) -> RecordBatch {
-    let mut r = rng(seed);
+    let mut r = SmallRng::seed_from_u64(seed);
     let schema = Schema::new(vec![
         Field::new("k", DataType::Int64, false),
         Field::new("comment", DataType::Utf8, false),
@@ -33,16 +27,16 @@ pub fn table(n: usize, seed: u64) -> RecordBatch {
         Field::new("tax", DataType::Float64, true),
     ]);
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from((0..n).map(|_| (r() % 500) as i64 - 250).collect::<Vec<_>>())),
+        Arc::new(Int64Array::from((0..n).map(|_| r.gen_range(-250..250i64)).collect::<Vec<_>>())),
         Arc::new(StringArray::from(
             (0..n).map(|i| format!("c{}-{}", i, "x".repeat(i % 7))).collect::<Vec<_>>(),
         )),
         Arc::new(
-            Decimal128Array::from((0..n).map(|_| (r() % 100_000) as i128).collect::<Vec<_>>())
+            Decimal128Array::from((0..n).map(|_| r.gen_range(0..100_000i128)).collect::<Vec<_>>())
                 .with_precision_and_scale(15, 2)
                 .unwrap(),
         ),
-        Arc::new(Date32Array::from((0..n).map(|_| (r() % 3000) as i32).collect::<Vec<_>>())),
+        Arc::new(Date32Array::from((0..n).map(|_| r.gen_range(0..3000i32)).collect::<Vec<_>>())),
         Arc::new(Float64Array::from(
             (0..n).map(|i| if i % 11 == 0 { None } else { Some(i as f64 / 3.0) }).collect::<Vec<_>>(),
         )),
@@ -59,7 +53,7 @@ pub fn write_parquet(path: &Path, b: &RecordBatch) {
 
 pub fn array(dir: &Path, devices: u32) -> InsituArray {
     InsituArray::init(&dir.join("a"), devices, Profile::load("tiny").unwrap(), Some(64 << 20), None).unwrap();
-    InsituArray::open(&dir.join("a"), FaultPlan::none()).unwrap()
+    InsituArray::open(&dir.join("a"), OpenOptions::default()).unwrap()
 }
 
 fn put(a: &mut InsituArray, path: &Path, name: &str, key: &str, dict: bool) -> insitu_host::Report {
@@ -72,11 +66,11 @@ fn put(a: &mut InsituArray, path: &Path, name: &str, key: &str, dict: bool) -> i
     put_table(a, path, &opts).unwrap()
 }
 
-fn sort(a: &mut InsituArray, name: &str, key: &str, placement: SortPlacement, algo: &str, out: &str) {
+fn sort(a: &mut InsituArray, name: &str, key: &str, placement: SortPlacement, algo: SortAlgo, out: &str) {
     let opts = SortOptions {
         key: key.into(),
         placement,
-        algo: algo.into(),
+        algo,
         out: Some(out.into()),
         merge: None,
         memory_budget: None,
@@ -109,12 +103,13 @@ fn device_and_host_sorts_give_identical_tables_and_every_part_is_sorted() {
         put(&mut a, &src, name, key, dict);
         let mut outs = Vec::new();
         for (placement, algo) in [
-            (SortPlacement::Device, "fast"),
-            (SortPlacement::Device, "bitonic"),
-            (SortPlacement::Host, "fast"),
-            (SortPlacement::HostAccel, "fast"),
+            (SortPlacement::Device, SortAlgo::Fast),
+            (SortPlacement::Device, SortAlgo::Bitonic),
+            (SortPlacement::Host, SortAlgo::Fast),
+            (SortPlacement::HostAccel, SortAlgo::Fast),
+            (SortPlacement::Host, SortAlgo::Bitonic),
         ] {
-            let out = format!("{name}.{placement:?}.{algo}");
+            let out = format!("{name}.{placement:?}.{algo:?}");
             sort(&mut a, name, key, placement, algo, &out);
             let path = dir.path().join(format!("{out}.parquet"));
             get_table(&a, &out, &path).unwrap();
@@ -123,6 +118,7 @@ fn device_and_host_sorts_give_identical_tables_and_every_part_is_sorted() {
         assert_eq!(outs[0], outs[1], "{name}: fast vs bitonic on the device");
         assert_eq!(outs[0], outs[2], "{name}: device vs host");
         assert_eq!(outs[0], outs[3], "{name}: device vs host-accel");
+        assert_eq!(outs[0], outs[4], "{name}: device vs the host's bitonic network");
         let mut got = row_strings(&outs[0]);
         let mut want = row_strings(&input);
         got.sort();
@@ -156,7 +152,7 @@ fn merge_gives_one_globally_sorted_file() {
     let opts = SortOptions {
         key: "k".into(),
         placement: SortPlacement::Device,
-        algo: "fast".into(),
+        algo: SortAlgo::Fast,
         out: None,
         merge: Some(merged.clone()),
         memory_budget: None,
@@ -174,9 +170,7 @@ fn merge_gives_one_globally_sorted_file() {
     // Removing a table removes every part object on every device.
     insitu_host::blob::rm(&mut a, "t.sorted").unwrap();
     for d in a.devices() {
-        let insitu_device::Response::Objects(objs) = d.call(insitu_device::Command::List).unwrap() else {
-            panic!()
-        };
+        let objs = d.call(insitu_device::protocol::List).unwrap();
         assert!(
             objs.iter().all(|o| o.name.starts_with("t#")),
             "{:?}",
@@ -194,11 +188,11 @@ fn a_table_larger_than_device_memory_is_sorted_out_of_core() {
     let src = dir.path().join("t.parquet");
     write_parquet(&src, &input);
     put(&mut a, &src, "t", "k", false);
-    sort(&mut a, "t", "k", SortPlacement::Host, "fast", "host");
+    sort(&mut a, "t", "k", SortPlacement::Host, SortAlgo::Fast, "host");
     let opts = SortOptions {
         key: "k".into(),
         placement: SortPlacement::Device,
-        algo: "fast".into(),
+        algo: SortAlgo::Fast,
         out: Some("dev".into()),
         merge: None,
         memory_budget: Some(60_000), // 10,000 rows a device at 40 bytes a row: several runs
@@ -268,7 +262,7 @@ fn bad_tables_and_arguments_are_refused_and_store_nothing() {
     let empty = dir.path().join("empty.parquet");
     write_parquet(&empty, &table(0, 5));
     put(&mut a, &empty, "empty", "k", false);
-    sort(&mut a, "empty", "k", SortPlacement::Device, "fast", "empty.s");
+    sort(&mut a, "empty", "k", SortPlacement::Device, SortAlgo::Fast, "empty.s");
     let p = dir.path().join("e.parquet");
     get_table(&a, "empty.s", &p).unwrap();
     assert_eq!(read_table_file(&p).unwrap().num_rows(), 0);
@@ -280,7 +274,7 @@ fn bad_tables_and_arguments_are_refused_and_store_nothing() {
         &SortOptions {
             key: "ship".into(),
             placement: SortPlacement::Device,
-            algo: "fast".into(),
+            algo: SortAlgo::Fast,
             out: None,
             merge: None,
             memory_budget: None,
@@ -295,7 +289,7 @@ fn bad_tables_and_arguments_are_refused_and_store_nothing() {
         &SortOptions {
             key: "k".into(),
             placement: SortPlacement::Device,
-            algo: "fast".into(),
+            algo: SortAlgo::Fast,
             out: Some("big".into()),
             merge: None,
             memory_budget: None,

@@ -1,7 +1,10 @@
 //! Architecture-specific kernels. Each has a scalar reference beside it and a property test comparing them.
 
+mod radix;
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
+
+pub use radix::radix_pass;
 
 /// A vector with room for `capacity` items whose memory is advised to be backed by transparent huge pages
 /// (where the kernel allows it only on request, as here). Large ID lists searched at random positions then

@@ -16,46 +16,27 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::ArrowWriter;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 use crate::error::{HostError, Result};
-
-/// A small deterministic generator (xorshift64*), so no global RNG state is involved.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next_u64() % (hi - lo + 1)
-    }
-}
+use crate::table::export::ParquetFile;
 
 fn write(path: &Path, batches: &[RecordBatch]) -> Result<()> {
     let schema = batches
         .first()
         .map(|b| b.schema())
         .ok_or_else(|| HostError::InvalidArgument("nothing to write".into()))?;
-    let tmp = path.with_extension("parquet.tmp");
-    let f = std::fs::File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
-    let mut w =
-        ArrowWriter::try_new(f, schema, None).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    let mut file = ParquetFile::create(path, schema)?;
     for b in batches {
-        w.write(b).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+        file.write(b)?;
     }
-    w.close().map_err(|e| HostError::InvalidArgument(e.to_string()))?;
-    std::fs::rename(&tmp, path).map_err(|e| HostError::io(path, e))
+    file.finish()
+}
+
+/// Uniform in `lo..=hi`.
+fn range(rng: &mut SmallRng, lo: u64, hi: u64) -> u64 {
+    rng.gen_range(lo..=hi)
 }
 
 /// TPC-C ORDER-LINE for `warehouses` warehouses; returns the number of rows written.
@@ -76,7 +57,7 @@ pub fn tpcc_orderline(path: &Path, warehouses: u32, seed: u64) -> Result<u64> {
         Field::new("ol_dist_info", DataType::Utf8, false),
     ]));
     let entry_us: i64 = 1_700_000_000_000_000; // the load time (fixed for reproducibility)
-    let mut rng = Rng::new(seed);
+    let mut rng = SmallRng::seed_from_u64(seed);
     let mut batches = Vec::new();
     let mut total = 0u64;
     for w in 1..=warehouses as i32 {
@@ -84,16 +65,18 @@ pub fn tpcc_orderline(path: &Path, warehouses: u32, seed: u64) -> Result<u64> {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for dist in 1..=10 {
             for oid in 1..=3000 {
-                let lines = rng.range(5, 15) as i32;
+                let lines = range(&mut rng, 5, 15) as i32;
                 for n in 1..=lines {
                     o.push(oid);
                     d.push(dist);
                     num.push(n);
-                    item.push(rng.range(1, 100_000) as i32);
+                    item.push(range(&mut rng, 1, 100_000) as i32);
                     let delivered = oid < 2101;
                     deliv.push(delivered.then_some(entry_us));
-                    amount.push(if delivered { 0 } else { rng.range(1, 999_999) as i128 });
-                    info.push((0..24).map(|_| (b'a' + rng.range(0, 25) as u8) as char).collect::<String>());
+                    amount.push(if delivered { 0 } else { range(&mut rng, 1, 999_999) as i128 });
+                    info.push(
+                        (0..24).map(|_| (b'a' + range(&mut rng, 0, 25) as u8) as char).collect::<String>(),
+                    );
                 }
             }
         }
@@ -111,13 +94,12 @@ pub fn tpcc_orderline(path: &Path, warehouses: u32, seed: u64) -> Result<u64> {
             Arc::new(
                 Decimal128Array::from(amount)
                     .with_precision_and_scale(6, 2)
-                    .map_err(|e| HostError::InvalidArgument(e.to_string()))?,
+                    .map_err(HostError::arrow("OL_AMOUNT"))?,
             ),
             Arc::new(StringArray::from(info)),
         ];
         batches.push(
-            RecordBatch::try_new(schema.clone(), cols)
-                .map_err(|e| HostError::InvalidArgument(e.to_string()))?,
+            RecordBatch::try_new(schema.clone(), cols).map_err(HostError::arrow("generating a table"))?,
         );
     }
     write(path, &batches)?;
@@ -134,7 +116,7 @@ pub fn synthetic(path: &Path, rows: u64, columns: u32, distinct: u64, seed: u64)
     let schema = Arc::new(Schema::new(
         (0..columns).map(|c| Field::new(format!("c{c}"), DataType::UInt32, false)).collect::<Vec<_>>(),
     ));
-    let mut rng = Rng::new(seed);
+    let mut rng = SmallRng::seed_from_u64(seed);
     let mut batches = Vec::new();
     let mut left = rows;
     while left > 0 || batches.is_empty() {
@@ -142,14 +124,13 @@ pub fn synthetic(path: &Path, rows: u64, columns: u32, distinct: u64, seed: u64)
         let cols: Vec<ArrayRef> = (0..columns)
             .map(|c| {
                 let v: Vec<u32> = (0..n)
-                    .map(|_| if c == 0 { rng.range(0, distinct - 1) as u32 } else { rng.next_u64() as u32 })
+                    .map(|_| if c == 0 { range(&mut rng, 0, distinct - 1) as u32 } else { rng.gen::<u32>() })
                     .collect();
                 Arc::new(UInt32Array::from(v)) as ArrayRef
             })
             .collect();
         batches.push(
-            RecordBatch::try_new(schema.clone(), cols)
-                .map_err(|e| HostError::InvalidArgument(e.to_string()))?,
+            RecordBatch::try_new(schema.clone(), cols).map_err(HostError::arrow("generating a table"))?,
         );
         left -= n;
         if n == 0 {

@@ -5,15 +5,16 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{ensure, Context, Result};
-use insitu_device::Profile;
+use anyhow::{bail, ensure, Context, Result};
+use clap::Args;
 use insitu_host::blob::{self, Placement};
 use insitu_host::search::{self, SearchPlacement};
-use insitu_host::units::human_bytes;
-use insitu_host::{Array, FaultPlan, Report};
+use insitu_host::units::{human_bytes, parse_size};
+use insitu_host::{Array, OpenOptions, Profile, Report};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::cmd::Ctx;
 use crate::output::{self, Output};
 
 const WORDS: &[&str] = &[
@@ -93,7 +94,32 @@ pub fn generate_corpus(path: &Path, size: u64, seed: u64) -> Result<u32> {
     Ok(crc.finalize())
 }
 
-pub fn run(data: &Path, size: u64, devices: u32, profile: &str, out: &Output) -> Result<()> {
+#[derive(Args, Debug)]
+pub struct Demo {
+    /// Size of the generated corpus.
+    #[arg(long, default_value = "256MiB")]
+    size: String,
+    #[arg(long, default_value_t = 4)]
+    devices: u32,
+    #[arg(long, default_value = "smartssd")]
+    profile: String,
+}
+
+impl Demo {
+    pub fn run(self, ctx: &Ctx) -> Result<std::process::ExitCode> {
+        if ctx.data.join("array.json").exists() && !ctx.data.join(".insitu-demo").exists() {
+            bail!(
+                "{} holds an array that the demo did not create; give the demo another --data",
+                ctx.data.display()
+            );
+        }
+        run(ctx, parse_size(&self.size)?, self.devices, &self.profile)?;
+        Ok(std::process::ExitCode::SUCCESS)
+    }
+}
+
+fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
+    let (data, out): (&Path, &Output) = (&ctx.data, &ctx.out);
     if data.exists() {
         std::fs::remove_dir_all(data)
             .with_context(|| format!("cannot clear the old demo at {}", data.display()))?;
@@ -103,7 +129,8 @@ pub fn run(data: &Path, size: u64, devices: u32, profile: &str, out: &Output) ->
     let array = Array::init(data, devices, profile, Some(capacity), None)?;
     std::fs::write(data.join(".insitu-demo"), b"made by `insitu demo`\n")?;
     array.close()?;
-    let mut array = Array::open(data, FaultPlan::none())?;
+    let opts = OpenOptions { transport: ctx.transport.clone(), ..Default::default() };
+    let mut array = Array::open(data, opts)?;
 
     let corpus = data.join("corpus.txt");
     eprintln!("generating a {} text corpus ...", human_bytes(size));
@@ -144,7 +171,7 @@ pub fn run(data: &Path, size: u64, devices: u32, profile: &str, out: &Output) ->
             "{:<16}{:>16}{:>16}{:>12}{:>16}",
             "profile", "device (s)", "host (s)", "speed-up", "energy saved"
         );
-        for (name, _) in insitu_device::profile::BUILTIN {
+        for (name, _) in insitu_host::profile::BUILTIN {
             let p = Profile::load(name)?;
             let (d, h) = (dev.remodel(&p), host.remodel(&p));
             println!(

@@ -1,8 +1,9 @@
 //! Crash injection for tests: `INSITU_CRASH_AT=POINT:N` makes the process kill itself with SIGKILL the
 //! N-th time it passes POINT (N counts from 1). This is a real SIGKILL: no destructor, flush or checkpoint
-//! runs, exactly as when an operator's process is killed. The points are named where they are placed
-//! (`put-stripe`, `put-part-committed`, `put-catalog`, `rm-catalog`, `put-table-part`, `put-table-catalog`, `shuffle-before-catalog`).
-#![allow(unsafe_code)]
+//! runs, exactly as when an operator's process is killed. Points are named where they are placed: the
+//! host's (`put-stripe`, `put-part-committed`, `put-catalog`, `rm-catalog`, `put-table-part`,
+//! `put-table-catalog`, `shuffle-before-catalog`) and a device server's (`devN-command`: a command
+//! arriving at the server of device N, so a test can kill one device in the middle of an operator).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -33,14 +34,16 @@ impl FaultPlan {
         std::env::var("INSITU_CRASH_AT").map(|s| FaultPlan::parse(&s)).unwrap_or_default()
     }
 
+    /// Whether this plan names `point`.
+    pub fn names(&self, point: &str) -> bool {
+        self.point.as_ref().is_some_and(|(p, _)| p == point)
+    }
+
     /// Marks passing `point`; kills the process if the plan says so.
     pub fn hit(&self, point: &str) {
         if let Some((p, n)) = &self.point {
             if p == point && self.seen.fetch_add(1, Ordering::SeqCst) + 1 == *n {
-                // SAFETY: kill(2) on our own pid with a constant signal; it does not return.
-                unsafe {
-                    libc::kill(libc::getpid(), libc::SIGKILL);
-                }
+                crate::sys::kill_self();
             }
         }
     }

@@ -9,12 +9,14 @@ use std::path::Path;
 use insitu_device::Profile;
 use serde::Serialize;
 
-use crate::array::Array;
+use insitu_kernels::keys::SortAlgo;
+
+use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
-use crate::fault::FaultPlan;
-use crate::table::generate::synthetic;
-use crate::table::import::{put_table, Partitioning, PutTable};
-use crate::table::sort::{sort_table, SortOptions, SortPlacement};
+use crate::nascent::data::synthetic;
+use crate::nascent::sort::{sort_table, SortOptions, SortPlacement};
+use crate::table::import::{put_table, PutTable};
+use crate::table::info::Partitioning;
 
 /// The paper's figures at 12 devices (§4.3, Fig. 13).
 pub const PAPER_SPEEDUP_VS_ACCEL_AT_12: f64 = 7.6;
@@ -36,7 +38,7 @@ pub fn repro_nascent(
     work: &Path,
     counts: &[u32],
     profile: &str,
-    algo: &str,
+    algo: SortAlgo,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<ReproRow>> {
     let profile = Profile::load(profile)?;
@@ -51,7 +53,7 @@ pub fn repro_nascent(
         let table = work.join(format!("nascent-{n}.parquet"));
         synthetic(&table, 1024 * n as u64, 1024, 65_536, n as u64)?;
         Array::init(&dir, n, profile.clone(), Some(256 << 20), None)?.close()?;
-        let mut array = Array::open(&dir, FaultPlan::none())?;
+        let mut array = Array::open(&dir, OpenOptions::default())?;
         let opts = PutTable {
             name: "t".into(),
             key: Some("c0".into()),
@@ -69,7 +71,7 @@ pub fn repro_nascent(
             let o = SortOptions {
                 key: "c0".into(),
                 placement,
-                algo: algo.into(),
+                algo,
                 out: Some(format!("s{i}")),
                 merge: None,
                 memory_budget: None,

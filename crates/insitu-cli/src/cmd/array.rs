@@ -1,0 +1,116 @@
+//! Commands on the array as a whole: `init`, `stats`, `fsck`, `profiles`, and `serve-device` (the device
+//! side of `--transport process`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use insitu_host::units::{human_bytes, parse_size};
+use insitu_host::{Array, Profile, ServeOptions};
+use serde_json::json;
+
+use crate::cmd::Ctx;
+
+#[derive(Args, Debug)]
+pub struct Init {
+    #[arg(long, default_value_t = 4)]
+    devices: u32,
+    /// Built-in profile name (see `insitu profiles`) or path to a TOML profile.
+    #[arg(long, default_value = "smartssd")]
+    profile: String,
+    /// Logical capacity per device (e.g. 64GiB, 4TB); the image is sparse. Default: the profile's.
+    #[arg(long)]
+    capacity: Option<String>,
+    /// Stripe unit for objects spread over all devices (default 4MiB).
+    #[arg(long)]
+    stripe_unit: Option<String>,
+}
+
+impl Init {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let profile = Profile::load(&self.profile)?;
+        let capacity = self.capacity.as_deref().map(parse_size).transpose()?;
+        let unit = self.stripe_unit.as_deref().map(parse_size).transpose()?;
+        let array = Array::init(&ctx.data, self.devices, profile, capacity, unit)?;
+        let c = array.config().clone();
+        array.close()?;
+        ctx.out.plain(
+            "init",
+            json!({
+                "data": ctx.data, "devices": c.devices, "profile": c.profile.name,
+                "capacity_bytes": c.capacity_bytes, "stripe_unit": c.stripe_unit,
+            }),
+            &format!(
+                "created an array of {} {} device(s) of {} each at {}",
+                c.devices,
+                c.profile.name,
+                human_bytes(c.capacity_bytes),
+                ctx.data.display()
+            ),
+        );
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+pub fn stats(ctx: &Ctx) -> Result<ExitCode> {
+    let array = ctx.open()?;
+    let (json, text) = insitu_host::stats::stats(&array)?;
+    array.close()?;
+    ctx.out.plain("stats", json, &text);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn fsck(ctx: &Ctx) -> Result<ExitCode> {
+    let problems = Array::fsck_dir(&ctx.data, &ctx.transport)?;
+    let ok = problems.is_empty();
+    let text = if ok {
+        format!("{}: clean", ctx.data.display())
+    } else {
+        format!("{}: {} problem(s)\n  {}", ctx.data.display(), problems.len(), problems.join("\n  "))
+    };
+    ctx.out.plain("fsck", json!({ "ok": ok, "problems": problems }), &text);
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+pub fn profiles(ctx: &Ctx) -> Result<ExitCode> {
+    let mut list = Vec::new();
+    let mut text = String::new();
+    for (name, _) in insitu_host::profile::BUILTIN {
+        let p = Profile::load(name)?;
+        text.push_str(&format!("{:<14} {}\n", p.name, p.description));
+        list.push(json!({ "name": p.name, "description": p.description }));
+    }
+    ctx.out.plain("profiles", json!(list), text.trim_end());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct ServeDevice {
+    /// The device's directory (`devN` of an array).
+    dir: PathBuf,
+    /// The Unix socket to serve on (default: DIR/device.sock).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Another device of the array, for device-to-device copies: ID=SOCKET (repeatable).
+    #[arg(long = "peer", value_parser = parse_peer)]
+    peers: Vec<(u32, PathBuf)>,
+    /// Stop when the first host that connects disconnects (how the CLI runs its servers).
+    #[arg(long)]
+    exit_with_owner: bool,
+}
+
+fn parse_peer(s: &str) -> std::result::Result<(u32, PathBuf), String> {
+    let (id, path) = s.split_once('=').ok_or_else(|| format!("{s:?}: use ID=SOCKET"))?;
+    Ok((id.parse().map_err(|_| format!("{id:?} is not a device id"))?, PathBuf::from(path)))
+}
+
+impl ServeDevice {
+    pub fn run(self) -> Result<ExitCode> {
+        let socket = self.socket.unwrap_or_else(|| self.dir.join("device.sock"));
+        let opts =
+            ServeOptions { dir: self.dir, socket, peers: self.peers, exit_with_owner: self.exit_with_owner };
+        insitu_host::serve_device(&opts)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,147 @@
+//! Objects as bytes: `put`, `get`, `ls`, `rm`, and `search` inside the devices or on the host.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use insitu_host::blob::{self, Placement};
+use insitu_host::search::{self, SearchPlacement};
+
+use crate::cmd::Ctx;
+use crate::output;
+
+#[derive(Args, Debug)]
+pub struct Put {
+    file: PathBuf,
+    #[arg(long)]
+    name: Option<String>,
+    /// Keep the object whole on this device.
+    #[arg(long)]
+    device: Option<u32>,
+}
+
+impl Put {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let name = match self.name {
+            Some(n) => n,
+            None => {
+                self.file.file_name().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
+                    format!("cannot derive an object name from {}; give --name", self.file.display())
+                })?
+            }
+        };
+        let mut array = ctx.open()?;
+        let size = std::fs::metadata(&self.file).map(|m| m.len()).unwrap_or(0);
+        let bar = output::progress(size, "put");
+        let placement = self.device.map_or(Placement::Striped, Placement::Device);
+        let report = blob::put(&mut array, &self.file, &name, placement, &|d, _| bar.set_position(d))?;
+        bar.finish_and_clear();
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct Get {
+    name: String,
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+impl Get {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let array = ctx.open()?;
+        let size = array.entry(&self.name)?.size;
+        let bar = output::progress(size, "get");
+        let to_file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
+        let report = match to_file {
+            Some(p) => {
+                let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
+                let mut w = BufWriter::with_capacity(1 << 20, f);
+                let r = blob::get(&array, &self.name, &mut w, &|d, _| bar.set_position(d));
+                let r = r.and_then(|r| {
+                    w.flush()
+                        .map(|()| r)
+                        .map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })
+                });
+                if r.is_err() {
+                    // A failed read leaves no partial file behind.
+                    drop(w);
+                    let _ = std::fs::remove_file(p);
+                }
+                r?
+            }
+            None => {
+                let stdout = std::io::stdout();
+                let mut lock = stdout.lock();
+                blob::get(&array, &self.name, &mut lock, &|d, _| bar.set_position(d))?
+            }
+        };
+        bar.finish_and_clear();
+        array.close()?;
+        if to_file.is_some() {
+            ctx.out.report(&report);
+        } else {
+            ctx.out.report_to_stderr(&report);
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+pub fn ls(ctx: &Ctx) -> Result<ExitCode> {
+    let array = ctx.open()?;
+    let report = blob::ls(&array)?;
+    array.close()?;
+    ctx.out.listing(&report);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct Rm {
+    name: String,
+}
+
+impl Rm {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let mut array = ctx.open()?;
+        let report = blob::rm(&mut array, &self.name)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Where {
+    Device,
+    Host,
+}
+
+#[derive(Args, Debug)]
+pub struct Search {
+    name: String,
+    pattern: String,
+    #[arg(long, value_enum, default_value = "device")]
+    placement: Where,
+    /// Also return the byte offset of every match.
+    #[arg(long)]
+    offsets: bool,
+}
+
+impl Search {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let array = ctx.open()?;
+        let p = match self.placement {
+            Where::Device => SearchPlacement::Device,
+            Where::Host => SearchPlacement::Host,
+        };
+        let report = search::search(&array, &self.name, self.pattern.as_bytes(), p, self.offsets)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,112 @@
+//! `gen`: data sets, deterministic from a seed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use insitu_host::units::{human_bytes, parse_size};
+use serde_json::json;
+
+use crate::cmd::Ctx;
+
+#[derive(Subcommand, Debug)]
+pub enum GenCmd {
+    /// English-like text with the phrase "in-storage computing" planted about once per 1000 words.
+    Text {
+        #[arg(long, default_value = "1GiB")]
+        size: String,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// Two sorted ID lists (uniform over [0, 2^32)) with a planted common fraction, as u32 files.
+    Lists {
+        #[arg(long)]
+        size1: u64,
+        #[arg(long)]
+        size2: u64,
+        /// Fraction of the shorter list planted in the longer.
+        #[arg(long, default_value_t = 0.01)]
+        ratio: f64,
+        #[arg(long)]
+        out1: PathBuf,
+        #[arg(long)]
+        out2: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// TPC-C ORDER-LINE (10 districts x 3,000 orders x 5-15 lines per warehouse) as Parquet.
+    TpccOrderline {
+        #[arg(long, default_value_t = 1)]
+        warehouses: u32,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// NASCENT Fig. 12/13's synthetic table: ROWS x COLUMNS 4-byte values, key column c0.
+    Synthetic {
+        #[arg(long, default_value_t = 1024)]
+        rows: u64,
+        #[arg(long, default_value_t = 1024)]
+        columns: u32,
+        /// Distinct values of the key column (at most 65,536 for 16-bit dictionary codes).
+        #[arg(long, default_value_t = 65_536)]
+        distinct: u64,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+}
+
+impl GenCmd {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        match self {
+            GenCmd::Text { size, output, seed } => {
+                let size = parse_size(&size)?;
+                let crc = crate::cmd::demo::generate_corpus(&output, size, seed)?;
+                ctx.out.plain(
+                    "gen",
+                    json!({ "output": output, "size": size, "crc32": format!("{crc:08x}") }),
+                    &format!("wrote {} of text to {}", human_bytes(size), output.display()),
+                );
+            }
+            GenCmd::Lists { size1, size2, ratio, out1, out2, seed } => {
+                let (n1, n2, common) =
+                    insitu_host::intersect::lists::gen_lists(size1, size2, ratio, seed, &out1, &out2)?;
+                ctx.out.plain(
+                    "gen",
+                    json!({ "size1": n1, "size2": n2, "common": common }),
+                    &format!(
+                        "wrote lists of {n1} and {n2} IDs with {common} in common to {} and {}",
+                        out1.display(),
+                        out2.display()
+                    ),
+                );
+            }
+            GenCmd::TpccOrderline { warehouses, output, seed } => {
+                let rows = insitu_host::nascent::data::tpcc_orderline(&output, warehouses, seed)?;
+                ctx.out.plain(
+                    "gen",
+                    json!({ "output": output, "rows": rows }),
+                    &format!(
+                        "wrote {rows} ORDER-LINE rows ({warehouses} warehouse(s)) to {}",
+                        output.display()
+                    ),
+                );
+            }
+            GenCmd::Synthetic { rows, columns, distinct, output, seed } => {
+                insitu_host::nascent::data::synthetic(&output, rows, columns, distinct, seed)?;
+                ctx.out.plain(
+                    "gen",
+                    json!({ "output": output, "rows": rows, "columns": columns }),
+                    &format!("wrote a {rows} x {columns} table of 4-byte values to {}", output.display()),
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

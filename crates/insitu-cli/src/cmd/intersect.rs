@@ -1,0 +1,158 @@
+//! The Smart SSD list intersection: `put-list`, `index-text`, `intersect`, and `model intersect` (the
+//! paper's §4 cost model).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use insitu_host::intersect::lists::{index_text, put_list};
+use insitu_host::intersect::model::{predict, render, Workload};
+use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
+use insitu_host::units::parse_size;
+use insitu_host::Profile;
+use serde_json::json;
+
+use crate::cmd::Ctx;
+
+#[derive(Args, Debug)]
+pub struct PutList {
+    file: PathBuf,
+    #[arg(long)]
+    name: Option<String>,
+    /// Bytes per entry: a 4-byte ID plus a payload (filled deterministically).
+    #[arg(long, default_value_t = 4)]
+    entry_size: u32,
+    #[arg(long, default_value_t = 0)]
+    device: u32,
+}
+
+impl PutList {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let name = match self.name {
+            Some(n) => n,
+            None => {
+                self.file.file_stem().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
+                    format!("cannot derive a list name from {}; give --name", self.file.display())
+                })?
+            }
+        };
+        let mut array = ctx.open()?;
+        let report = put_list(&mut array, &self.file, &name, self.entry_size, self.device)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct IndexText {
+    path: PathBuf,
+    #[arg(long)]
+    name: String,
+    #[arg(long, default_value_t = 4)]
+    entry_size: u32,
+    #[arg(long, default_value_t = 0)]
+    device: u32,
+    /// Keep the terms found in the most documents, at most this many.
+    #[arg(long, default_value_t = 5000)]
+    max_terms: usize,
+}
+
+impl IndexText {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let mut array = ctx.open()?;
+        let report =
+            index_text(&mut array, &self.path, &self.name, self.entry_size, self.device, self.max_terms)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Placement {
+    Device,
+    Host,
+    /// Where the §4 cost model says it is faster.
+    Auto,
+}
+
+#[derive(Args, Debug)]
+pub struct Intersect {
+    #[arg(num_args = 2.., required = true)]
+    lists: Vec<String>,
+    #[arg(long, value_enum, default_value = "device")]
+    placement: Placement,
+    /// Return only the number of common IDs.
+    #[arg(long, conflicts_with = "ids_only")]
+    count_only: bool,
+    /// Return the common IDs (default: whole entries of the first list).
+    #[arg(long)]
+    ids_only: bool,
+}
+
+impl Intersect {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let placement = match self.placement {
+            Placement::Device => IntersectPlacement::Device,
+            Placement::Host => IntersectPlacement::Host,
+            Placement::Auto => IntersectPlacement::Auto,
+        };
+        let output = if self.count_only {
+            Output::Count
+        } else if self.ids_only {
+            Output::Ids
+        } else {
+            Output::Entries
+        };
+        let array = ctx.open()?;
+        let (report, _) = intersect(&array, &self.lists, placement, output)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ModelCmd {
+    /// The list-intersection model (DaMoN '16 §4): load, copy, intersect, send results, host vs device.
+    Intersect(ModelIntersect),
+}
+
+#[derive(Args, Debug)]
+pub struct ModelIntersect {
+    /// Size of the first list in bytes (decimal suffixes as in the paper: 50MB).
+    #[arg(long)]
+    size1: String,
+    #[arg(long)]
+    size2: String,
+    /// Entry size s in bytes (a 4-byte ID plus the payload).
+    #[arg(long, default_value_t = 256)]
+    entry_size: u32,
+    /// Intersection ratio r: the fraction of the shorter list in the result.
+    #[arg(long, default_value_t = 0.01)]
+    ratio: f64,
+    /// Bytes per result entry sent to the host (4: IDs only).
+    #[arg(long, default_value_t = 4)]
+    result_entry_size: u32,
+    #[arg(long, default_value = "smartssd-2016")]
+    profile: String,
+}
+
+impl ModelCmd {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let ModelCmd::Intersect(m) = self;
+        let profile = Profile::load(&m.profile)?;
+        let w = Workload::from_sizes(
+            parse_size(&m.size1)? as f64,
+            parse_size(&m.size2)? as f64,
+            m.entry_size as f64,
+            m.ratio,
+            m.result_entry_size as f64,
+        )?;
+        let p = predict(&profile, &w)?;
+        ctx.out.plain("model intersect", json!(p), &render(&profile, &p));
+        Ok(ExitCode::SUCCESS)
+    }
+}

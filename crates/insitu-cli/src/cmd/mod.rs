@@ -1,0 +1,53 @@
+//! One module per command family; each command is a clap `Args` struct with a `run`.
+
+pub mod array;
+pub mod blob;
+pub mod demo;
+pub mod gen;
+pub mod intersect;
+pub mod repro;
+pub mod shuffle;
+pub mod table;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use insitu_host::{Array, DeviceTransport, FaultPlan, OpenOptions};
+
+use crate::output::Output;
+
+/// What every command gets: where the array is, how to print, how to reach the devices.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub data: PathBuf,
+    pub out: Output,
+    pub transport: DeviceTransport,
+    /// `--json`: no progress messages on stderr either.
+    pub quiet: bool,
+}
+
+impl Ctx {
+    /// Opens the array (recovering it, and saying what recovery removed).
+    pub fn open(&self) -> Result<Array> {
+        let opts = OpenOptions { faults: FaultPlan::from_env(), transport: self.transport.clone() };
+        let array = Array::open(&self.data, opts)?;
+        let r = array.open_report();
+        if !r.removed_orphans.is_empty() {
+            eprintln!(
+                "recovered: removed {} part(s) of interrupted writes: {}",
+                r.removed_orphans.len(),
+                r.removed_orphans.join(", ")
+            );
+        }
+        Ok(array)
+    }
+
+    /// Progress lines of long experiments (on stderr, unless `--json`).
+    pub fn progress(&self) -> impl Fn(&str) + '_ {
+        move |m: &str| {
+            if !self.quiet {
+                eprintln!("{m}");
+            }
+        }
+    }
+}

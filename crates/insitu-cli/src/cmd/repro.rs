@@ -1,0 +1,90 @@
+//! `repro`: a seed paper's headline experiment, measured here and modeled on its hardware.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::cmd::table::Algo;
+use crate::cmd::Ctx;
+
+#[derive(Subcommand, Debug)]
+pub enum ReproCmd {
+    /// DaMoN '16 §5: sweeps of entry size, size ratio and intersection ratio on smartssd-2016.
+    Intersect {
+        /// Shrink every list by this factor (1 = the paper's 100 MB).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
+    /// PSACS §V: shuffle of TPC-H tables in one SmartSSD vs the host baselines with 1..32 threads.
+    Psacs {
+        /// Directory with lineitem, partsupp, orders and customer as Parquet (from tpchgen-cli).
+        #[arg(long)]
+        tpch: PathBuf,
+        #[arg(long, default_value_t = 1024)]
+        partitions: u32,
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+        threads: Vec<usize>,
+        #[arg(long, default_value = "smartssd")]
+        profile: String,
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
+    /// NASCENT Fig. 13: sort on 1 to 12 SmartSSDs vs the host CPU vs one accelerator beside the host.
+    Nascent {
+        /// Device counts to run (default 1 to 12).
+        #[arg(long, value_delimiter = ',')]
+        devices: Option<Vec<u32>>,
+        #[arg(long, default_value = "smartssd")]
+        profile: String,
+        #[arg(long, value_enum, default_value = "fast")]
+        algo: Algo,
+        /// Working directory for the temporary arrays (default: target/insitu-repro).
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
+}
+
+impl ReproCmd {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let default_work = || PathBuf::from("target/insitu-repro");
+        let progress = ctx.progress();
+        match self {
+            ReproCmd::Intersect { scale, work } => {
+                let work = work.unwrap_or_else(default_work);
+                let pts = insitu_host::intersect::repro::repro_intersect(&work, scale, &progress)?;
+                let text = insitu_host::intersect::repro::render(&pts, scale);
+                ctx.out.plain("repro intersect", json!(pts), text.trim_end());
+            }
+            ReproCmd::Psacs { tpch, partitions, threads, profile, work } => {
+                let work = work.unwrap_or_else(default_work);
+                let ws = insitu_host::psacs::repro::repro_psacs(
+                    &tpch, &work, partitions, &threads, &profile, &progress,
+                )?;
+                let text = insitu_host::psacs::repro::render(&ws, partitions, &profile);
+                ctx.out.plain("repro psacs", json!(ws), text.trim_end());
+            }
+            ReproCmd::Nascent { devices, profile, algo, work } => {
+                let counts = devices.unwrap_or_else(|| (1..=12).collect());
+                if counts.is_empty() || counts.iter().any(|n| *n == 0 || *n > 64) {
+                    bail!("--devices takes counts from 1 to 64");
+                }
+                let work = work.unwrap_or_else(default_work);
+                let rows = insitu_host::nascent::repro::repro_nascent(
+                    &work,
+                    &counts,
+                    &profile,
+                    algo.into(),
+                    &progress,
+                )?;
+                let text = insitu_host::nascent::repro::render(&rows, &profile);
+                ctx.out.plain("repro nascent", json!(rows), text.trim_end());
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

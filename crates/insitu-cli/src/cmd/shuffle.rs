@@ -1,0 +1,108 @@
+//! PSACS's shuffle: `shuffle` (write, in storage or on the host) and `shuffle-read`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use insitu_host::psacs::{
+    shuffle_read, shuffle_table, ChunkLayout, PartitionHash, ShuffleOptions, ShufflePlacement,
+};
+use insitu_host::units::parse_size;
+
+use crate::cmd::Ctx;
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Placement {
+    Device,
+    HostSort,
+    HostBucket,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Hash {
+    /// The paper's zigzag-fold hash.
+    ZigzagFold,
+    Xxh3,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Layout {
+    /// Column-major partitions, LZ4 per column chunk (PSACS).
+    Column,
+    Row,
+}
+
+#[derive(Args, Debug)]
+pub struct Shuffle {
+    name: String,
+    /// Shuffle key column(s), comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    key: Vec<String>,
+    #[arg(long, default_value_t = 1024)]
+    partitions: u32,
+    #[arg(long, value_enum, default_value = "device")]
+    placement: Placement,
+    /// Host threads for the host-sort and host-bucket baselines.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    #[arg(long, value_enum, default_value = "zigzag-fold")]
+    hash: Hash,
+    #[arg(long, value_enum, default_value = "column")]
+    layout: Layout,
+    /// Name of the output (default NAME.shuffled).
+    #[arg(long)]
+    out: Option<String>,
+    /// Device memory a shuffle may use, e.g. 64MiB (default: all that is free).
+    #[arg(long)]
+    memory_budget: Option<String>,
+}
+
+impl Shuffle {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let opts = ShuffleOptions {
+            keys: self.key,
+            partitions: self.partitions,
+            placement: match self.placement {
+                Placement::Device => ShufflePlacement::Device,
+                Placement::HostSort => ShufflePlacement::HostSort,
+                Placement::HostBucket => ShufflePlacement::HostBucket,
+            },
+            threads: self.threads,
+            hash: match self.hash {
+                Hash::ZigzagFold => PartitionHash::ZigzagFold,
+                Hash::Xxh3 => PartitionHash::Xxh3,
+            },
+            layout: match self.layout {
+                Layout::Column => ChunkLayout::Column,
+                Layout::Row => ChunkLayout::Row,
+            },
+            out: self.out,
+            memory_budget: self.memory_budget.as_deref().map(parse_size).transpose()?,
+        };
+        let mut array = ctx.open()?;
+        let report = shuffle_table(&mut array, &self.name, &opts)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ShuffleRead {
+    name: String,
+    #[arg(long)]
+    partition: u32,
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+impl ShuffleRead {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let array = ctx.open()?;
+        let report = shuffle_read(&array, &self.name, self.partition, &self.output)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,139 @@
+//! Tables and NASCENT's sort: `put-table`, `get-table`, `sort`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use insitu_host::nascent::{sort_table, SortAlgo, SortOptions, SortPlacement};
+use insitu_host::table::import::{put_table, PutTable as PutTableOptions};
+use insitu_host::units::parse_size;
+
+use crate::cmd::Ctx;
+
+#[derive(Args, Debug)]
+pub struct PutTable {
+    file: PathBuf,
+    #[arg(long)]
+    name: Option<String>,
+    /// The column stored column-wise, the one `sort` sorts by (default: the first column).
+    #[arg(long)]
+    key: Option<String>,
+    /// How rows are spread: round-robin or hash:COLUMN.
+    #[arg(long, default_value = "round-robin")]
+    partition: String,
+    /// Dictionary-encode this column (the key column; 8- or 16-bit codes).
+    #[arg(long)]
+    dict: Option<String>,
+}
+
+impl PutTable {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let name = match self.name {
+            Some(n) => n,
+            None => {
+                self.file.file_stem().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
+                    format!("cannot derive a table name from {}; give --name", self.file.display())
+                })?
+            }
+        };
+        let opts =
+            PutTableOptions { name, key: self.key, partition: self.partition.parse()?, dict: self.dict };
+        let mut array = ctx.open()?;
+        let report = put_table(&mut array, &self.file, &opts)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct GetTable {
+    name: String,
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+impl GetTable {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let array = ctx.open()?;
+        let report = insitu_host::table::export::get_table(&array, &self.name, &self.output)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum Placement {
+    Device,
+    Host,
+    HostAccel,
+}
+
+impl From<Placement> for SortPlacement {
+    fn from(p: Placement) -> SortPlacement {
+        match p {
+            Placement::Device => SortPlacement::Device,
+            Placement::Host => SortPlacement::Host,
+            Placement::HostAccel => SortPlacement::HostAccel,
+        }
+    }
+}
+
+/// The sorter: `fast` (radix) or `bitonic` (NASCENT's sorting network).
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum Algo {
+    Fast,
+    Bitonic,
+}
+
+impl From<Algo> for SortAlgo {
+    fn from(a: Algo) -> SortAlgo {
+        match a {
+            Algo::Fast => SortAlgo::Fast,
+            Algo::Bitonic => SortAlgo::Bitonic,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct Sort {
+    name: String,
+    #[arg(long)]
+    key: String,
+    #[arg(long, value_enum, default_value = "device")]
+    placement: Placement,
+    /// fast (radix) or bitonic (NASCENT's sorting network).
+    #[arg(long, value_enum, default_value = "fast")]
+    algo: Algo,
+    /// Name of the sorted table (default NAME.sorted).
+    #[arg(long)]
+    out: Option<String>,
+    /// Also k-way merge the sorted parts into one globally sorted Parquet file (needs -o).
+    #[arg(long, requires = "output")]
+    merge: bool,
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Device memory the sort program may use, e.g. 64MiB (default: all that is free).
+    #[arg(long)]
+    memory_budget: Option<String>,
+}
+
+impl Sort {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let opts = SortOptions {
+            key: self.key,
+            placement: self.placement.into(),
+            algo: self.algo.into(),
+            out: self.out,
+            merge: if self.merge { self.output } else { None },
+            memory_budget: self.memory_budget.as_deref().map(parse_size).transpose()?,
+        };
+        let mut array = ctx.open()?;
+        let report = sort_table(&mut array, &self.name, &opts)?;
+        array.close()?;
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}

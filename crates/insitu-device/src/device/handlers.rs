@@ -1,0 +1,363 @@
+//! What the device does for each command. Host reads and writes pass the resident firmware extensions
+//! (the I/O path) before and after the FTL; programs run in a [`ProgramContext`].
+
+use std::time::Instant;
+
+use crate::completion::{Reply, ReplyTo};
+use crate::device::state::Inner;
+use crate::error::Result;
+use crate::firmware::{Decision, Io};
+use crate::memory::check_range;
+use crate::meters::Meters;
+use crate::program::ProgramContext;
+use crate::programs;
+use crate::protocol::{
+    Abort, AllocMemory, Append, Command, Commit, CopyToPeer, CreateObject, Delete, Flush, FreeMemory, Fsck,
+    Identify, List, LoadObject, PeerWrite, PhysicalPages, ProgramInfo, Properties, Read, ReadLba, ReadMemory,
+    ReadPages, Request, Stat, Statistics, StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
+};
+use crate::sys::thread_cpu_ns;
+
+/// How a command's device CPU time is to be charged.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Charge {
+    /// The kernel class of the work (`transfer` for data movement).
+    pub class: &'static str,
+    /// CPU time of flash I/O done for a program, charged as `transfer`.
+    pub io_ns: u64,
+}
+
+/// A command the device carries out.
+trait Handle: Request + Sized {
+    fn handle(self, dev: &Inner) -> Result<Self::Response>;
+}
+
+/// Carries out `cmd`; returns how to charge it and its reply, prepared for `reply` (the caller charges
+/// the work before delivering, so a host that sees the reply sees the work in the counters too).
+pub(crate) fn dispatch(dev: &Inner, cmd: Command, reply: &ReplyTo) -> (Charge, Reply) {
+    const TRANSFER: Charge = Charge { class: "transfer", io_ns: 0 };
+    macro_rules! handle {
+        ($($name:ident),* $(,)?) => {
+            match cmd {
+                $(Command::$name(r) => (TRANSFER, reply.prepare::<$name>(r.handle(dev))),)*
+                Command::Execute(call) => execute(dev, call, reply),
+            }
+        };
+    }
+    handle! {
+        Identify, Statistics, Fsck,
+        AllocMemory, FreeMemory, LoadObject, StoreToObject, WriteMemory, ReadMemory, CopyToPeer, PeerWrite,
+        CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba,
+        TrimLba, Flush, ReadPages,
+    }
+}
+
+fn execute(dev: &Inner, call: crate::protocol::ProgramCall, reply: &ReplyTo) -> (Charge, Reply) {
+    let (program, class) = (call.id(), call.kernel_class());
+    let ctx = ProgramContext::new(&dev.media, &dev.memory, &dev.meters, program);
+    let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
+    let r = programs::run(&ctx, call, reply, |ok| {
+        if ok {
+            let cpu = thread_cpu_ns().saturating_sub(cpu0).saturating_sub(ctx.io_ns.get());
+            dev.meters.record_program(
+                program,
+                class,
+                cpu,
+                t0.elapsed().as_nanos() as u64,
+                ctx.bytes_in.get(),
+            );
+        }
+    });
+    (Charge { class, io_ns: ctx.io_ns.get() }, r)
+}
+
+/// Runs a host I/O request through the firmware extensions around `ftl`: an extension may take it over
+/// (`Done`), else the FTL carries it out and the extensions see it afterwards.
+fn io_path<T>(
+    dev: &Inner,
+    io: Io<'_>,
+    ftl: impl FnOnce() -> Result<T>,
+    taken: impl FnOnce(Vec<u8>) -> Result<T>,
+) -> Result<T> {
+    if dev.io_path.is_empty() {
+        return ftl();
+    }
+    let fw = dev.firmware_context();
+    match dev.io_path.before(&fw, &io)? {
+        Decision::Done(data) => taken(data),
+        Decision::Pass => {
+            let r = ftl()?;
+            dev.io_path.after(&fw, &io)?;
+            Ok(r)
+        }
+    }
+}
+
+/// A read an extension served must be exactly as long as asked.
+fn exact(data: Vec<u8>, len: u64) -> Result<Vec<u8>> {
+    if data.len() as u64 != len {
+        return Err(crate::error::DeviceError::Protocol(format!(
+            "a firmware extension answered a read of {len} bytes with {}",
+            data.len()
+        )));
+    }
+    Ok(data)
+}
+
+impl Handle for Identify {
+    fn handle(self, dev: &Inner) -> Result<Properties> {
+        Ok(Properties {
+            device_id: dev.id,
+            profile: dev.profile.name.clone(),
+            memory_bytes: dev.memory.capacity(),
+            memory_available: dev.memory.available(),
+            compute_units: dev.profile.device.compute_units,
+            programs: CATALOG
+                .iter()
+                .map(|(id, class, what)| ProgramInfo {
+                    id: id.to_string(),
+                    kernel_class: class.to_string(),
+                    description: what.to_string(),
+                })
+                .collect(),
+            firmware: dev.io_path.names(),
+            flash: dev.media.read().stats(),
+        })
+    }
+}
+
+impl Handle for Statistics {
+    fn handle(self, dev: &Inner) -> Result<crate::meters::DeviceCounters> {
+        Ok(dev.counters())
+    }
+}
+
+impl Handle for Fsck {
+    fn handle(self, dev: &Inner) -> Result<insitu_flash::FsckReport> {
+        Ok(dev.media.read().fsck())
+    }
+}
+
+impl Handle for AllocMemory {
+    fn handle(self, dev: &Inner) -> Result<u64> {
+        dev.memory.alloc(self.bytes)
+    }
+}
+
+impl Handle for FreeMemory {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        dev.memory.free(self.handle)
+    }
+}
+
+impl Handle for LoadObject {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        let buf = dev.memory.buffer(self.dst)?;
+        let mut data = buf.lock();
+        let r = check_range(self.dst, data.len(), self.dst_offset, self.len)?;
+        dev.media.read().read(&self.name, self.offset, &mut data[r])?;
+        Meters::add(&dev.meters.flash_to_device_mem, self.len);
+        Ok(())
+    }
+}
+
+impl Handle for StoreToObject {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        let buf = dev.memory.buffer(self.src)?;
+        let data = buf.read();
+        let r = check_range(self.src, data.len(), self.offset, self.len)?;
+        dev.media.write().append(self.txn, &data[r])?;
+        Meters::add(&dev.meters.device_mem_to_flash, self.len);
+        Ok(())
+    }
+}
+
+impl Handle for WriteMemory {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        let buf = dev.memory.buffer(self.dst)?;
+        let mut mem = buf.lock();
+        let r = check_range(self.dst, mem.len(), self.offset, self.data.len() as u64)?;
+        mem[r].copy_from_slice(&self.data);
+        Meters::add(&dev.meters.host_to_device, self.data.len() as u64);
+        Ok(())
+    }
+}
+
+impl Handle for ReadMemory {
+    fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
+        let buf = dev.memory.buffer(self.src)?;
+        let mem = buf.read();
+        let r = check_range(self.src, mem.len(), self.offset, self.len)?;
+        Meters::add(&dev.meters.device_to_host, self.len);
+        Ok(mem[r].to_vec())
+    }
+}
+
+impl Handle for CopyToPeer {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        // Only the bytes asked for leave the buffer.
+        let data = {
+            let buf = dev.memory.buffer(self.src)?;
+            let mem = buf.read();
+            let r = check_range(self.src, mem.len(), self.offset, self.len)?;
+            mem[r].to_vec()
+        };
+        let hops = dev.fabric(self.peer)?.deliver(self.peer, self.dst, self.dst_offset, data)?;
+        Meters::add(&dev.meters.device_to_device_out, self.len);
+        Meters::add(&dev.meters.device_to_device_hops_out, hops as u64);
+        Ok(())
+    }
+}
+
+impl Handle for PeerWrite {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        let buf = dev.memory.buffer(self.dst)?;
+        let mut mem = buf.lock();
+        let r = check_range(self.dst, mem.len(), self.offset, self.data.len() as u64)?;
+        mem[r].copy_from_slice(&self.data);
+        Meters::add(&dev.meters.device_to_device_in, self.data.len() as u64);
+        Meters::add(&dev.meters.device_to_device_hops_in, self.hops as u64);
+        Ok(())
+    }
+}
+
+impl Handle for CreateObject {
+    fn handle(self, dev: &Inner) -> Result<u64> {
+        Ok(dev.media.write().create_object(&self.name, &self.kind, self.attrs, self.expected_size)?)
+    }
+}
+
+impl Handle for Append {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Meters::add(&dev.meters.host_to_device, self.data.len() as u64);
+        if dev.io_path.is_empty() {
+            return Ok(dev.media.write().append(self.txn, &self.data)?);
+        }
+        let (object, offset) = {
+            let flash = dev.media.read();
+            let (name, size) =
+                flash.pending_object(self.txn).ok_or(insitu_flash::FlashError::UnknownTxn(self.txn))?;
+            (name.to_string(), size)
+        };
+        let io = Io::Append { object: &object, offset, data: &self.data };
+        io_path(dev, io, || Ok(dev.media.write().append(self.txn, &self.data)?), |_| Ok(()))
+    }
+}
+
+impl Handle for Commit {
+    fn handle(self, dev: &Inner) -> Result<insitu_flash::ObjectMeta> {
+        Ok(dev.media.write().commit(self.txn)?)
+    }
+}
+
+impl Handle for Abort {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Ok(dev.media.write().abort(self.txn)?)
+    }
+}
+
+impl Handle for Delete {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Ok(dev.media.write().delete(&self.name)?)
+    }
+}
+
+impl Handle for List {
+    fn handle(self, dev: &Inner) -> Result<Vec<insitu_flash::ObjectMeta>> {
+        Ok(dev.media.read().objects().cloned().collect())
+    }
+}
+
+impl Handle for Stat {
+    fn handle(self, dev: &Inner) -> Result<insitu_flash::ObjectMeta> {
+        Ok(dev.media.read().stat(&self.name)?.clone())
+    }
+}
+
+impl Handle for PhysicalPages {
+    fn handle(self, dev: &Inner) -> Result<Vec<(u64, insitu_flash::PhysicalPage)>> {
+        Ok(dev.media.read().physical_pages(&self.name)?)
+    }
+}
+
+impl Handle for Read {
+    fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
+        let Read { name, offset, len, buf } = self;
+        let io = Io::ReadObject { object: &name, offset, len };
+        let data = io_path(
+            dev,
+            io,
+            || {
+                // Conventional read: flash -> controller DRAM -> host link.
+                let _staging = dev.memory.reserve(len.min(dev.memory.capacity()))?;
+                let mut data = buf;
+                data.resize(len as usize, 0);
+                dev.media.read().read(&name, offset, &mut data)?;
+                Meters::add(&dev.meters.flash_to_device_mem, len);
+                Ok(data)
+            },
+            |data| exact(data, len),
+        )?;
+        Meters::add(&dev.meters.device_to_host, len);
+        Ok(data)
+    }
+}
+
+impl Handle for ReadLba {
+    fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
+        let len = self.blocks * dev.media.read().page_size() as u64;
+        let io = Io::ReadLba { lba: self.lba, blocks: self.blocks };
+        let data = io_path(
+            dev,
+            io,
+            || {
+                let mut data = vec![0u8; len as usize];
+                dev.media.read().lba_read(self.lba, &mut data)?;
+                Meters::add(&dev.meters.flash_to_device_mem, len);
+                Ok(data)
+            },
+            |data| exact(data, len),
+        )?;
+        Meters::add(&dev.meters.device_to_host, len);
+        Ok(data)
+    }
+}
+
+impl Handle for WriteLba {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Meters::add(&dev.meters.host_to_device, self.data.len() as u64);
+        let io = Io::WriteLba { lba: self.lba, data: &self.data };
+        io_path(dev, io, || Ok(dev.media.write().lba_write(self.lba, &self.data)?), |_| Ok(()))
+    }
+}
+
+impl Handle for TrimLba {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        let io = Io::TrimLba { lba: self.lba, blocks: self.blocks };
+        io_path(dev, io, || Ok(dev.media.write().lba_trim(self.lba, self.blocks)?), |_| Ok(()))
+    }
+}
+
+impl Handle for Flush {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Ok(dev.media.write().sync()?)
+    }
+}
+
+impl Handle for ReadPages {
+    fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
+        let flash = dev.media.read();
+        let geo = *flash.geometry();
+        let ppn = geo.ppn_of(&self.start).ok_or_else(|| {
+            crate::error::DeviceError::Flash(insitu_flash::FlashError::NandViolation(format!(
+                "no physical page {}",
+                self.start
+            )))
+        })?;
+        let mut data = vec![0u8; self.count as usize * geo.page_size as usize];
+        insitu_flash::raw::RawFlash::read_tagged(flash.ftl().nand(), ppn, &mut data)?;
+        Meters::add(&dev.meters.flash_to_device_mem, data.len() as u64);
+        Meters::add(&dev.meters.device_to_host, data.len() as u64);
+        Ok(data)
+    }
+}

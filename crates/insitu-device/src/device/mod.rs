@@ -1,0 +1,205 @@
+//! [`Device`]: one computational storage drive — flash, device memory, an admin path answered at once, a
+//! controller that runs storage and transfer commands in order, and a pool of compute units that run
+//! programs in FIFO order. Replies go where the submitter says ([`ReplyTo`]): the typed result into an
+//! in-process completion table, or its encoding onto a transport.
+
+mod config;
+mod handlers;
+mod state;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use insitu_flash::Flash;
+
+use crate::completion::{CommandId, Completions, Reply, ReplyTo};
+use crate::device::config::DeviceConfig;
+use crate::device::handlers::dispatch;
+use crate::device::state::Inner;
+use crate::error::{DeviceError, Result};
+use crate::fabric::Fabric;
+use crate::firmware::Firmware;
+use crate::media::Media;
+use crate::meters::{DeviceCounters, Meters};
+use crate::profile::Profile;
+use crate::protocol::{Command, Queue};
+use crate::sys::{lock_dir, thread_cpu_ns};
+
+struct Job {
+    id: CommandId,
+    cmd: Command,
+    reply: ReplyTo,
+}
+
+#[derive(Debug)]
+struct Queues {
+    io: Sender<Job>,
+    compute: Sender<Job>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Job({} {})", self.id, self.cmd.name())
+    }
+}
+
+/// One computational storage device, running in this process.
+#[derive(Debug)]
+pub struct Device {
+    inner: Arc<Inner>,
+    queues: Mutex<Option<Queues>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    completions: Arc<Completions>,
+    next_id: AtomicU64,
+}
+
+fn lock(dir: &Path) -> Result<std::fs::File> {
+    lock_dir(dir).map_err(|e| DeviceError::io(dir, e))?.ok_or_else(|| DeviceError::InUse(dir.to_path_buf()))
+}
+
+impl Device {
+    /// Formats a new device in `dir`: device `id` of an array, with `profile`'s hardware.
+    pub fn format(dir: &Path, id: u32, profile: Profile, capacity_bytes: u64) -> Result<Device> {
+        let flash = Flash::format(dir, profile.base_geometry(), capacity_bytes)?;
+        let lock = lock(dir)?;
+        DeviceConfig::new(id, profile.clone()).save(dir)?;
+        Ok(Self::start(Inner::new(id, dir.to_path_buf(), profile, Media::new(flash), lock)))
+    }
+
+    /// Opens (and recovers) the device in `dir`. Fails with [`DeviceError::InUse`] while another process
+    /// serves it.
+    pub fn open(dir: &Path) -> Result<Device> {
+        let lock = lock(dir)?;
+        let config = DeviceConfig::load(dir)?;
+        let flash = Flash::open(dir)?;
+        Ok(Self::start(Inner::new(config.id, dir.to_path_buf(), config.profile, Media::new(flash), lock)))
+    }
+
+    fn start(inner: Inner) -> Device {
+        let units = inner.profile.device.compute_units as usize;
+        let id = inner.id;
+        let inner = Arc::new(inner);
+        let mut workers = Vec::new();
+        let (io_tx, io_rx) = mpsc::channel::<Job>();
+        workers.push(spawn_worker(format!("dev{id}-ctl"), inner.clone(), Arc::new(Mutex::new(io_rx))));
+        let (cu_tx, cu_rx) = mpsc::channel::<Job>();
+        let cu_rx = Arc::new(Mutex::new(cu_rx));
+        for u in 0..units {
+            workers.push(spawn_worker(format!("dev{id}-cu{u}"), inner.clone(), cu_rx.clone()));
+        }
+        Device {
+            inner,
+            queues: Mutex::new(Some(Queues { io: io_tx, compute: cu_tx })),
+            workers: Mutex::new(workers),
+            completions: Arc::new(Completions::default()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.inner.profile
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Installs a resident firmware extension on the I/O path (see [`crate::firmware`]).
+    pub fn install_firmware(&self, fw: Arc<dyn Firmware>) {
+        self.inner.io_path.install(fw);
+    }
+
+    /// Connects the device to the fabric its [`crate::protocol::CopyToPeer`] commands use.
+    pub fn set_fabric(&self, fabric: Arc<dyn Fabric>) {
+        self.inner.set_fabric(fabric);
+    }
+
+    /// Queues command `id`, whose reply goes to `reply`. Admin commands are answered at once, on the
+    /// calling thread.
+    pub fn submit_to(&self, id: CommandId, cmd: Command, reply: ReplyTo) -> Result<()> {
+        let queue = cmd.queue();
+        if queue == Queue::Admin {
+            let (_, r) = dispatch(&self.inner, cmd, &reply);
+            reply.deliver(id, r);
+            return Ok(());
+        }
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let q = queues.as_ref().ok_or(DeviceError::ShutDown(self.inner.id))?;
+        let tx = if queue == Queue::Compute { &q.compute } else { &q.io };
+        tx.send(Job { id, cmd, reply }).map_err(|_| DeviceError::ShutDown(self.inner.id))
+    }
+
+    /// Queues a command whose reply lands in this device's own completion table; returns its id.
+    pub fn submit(&self, cmd: Command) -> Result<CommandId> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.submit_to(id, cmd, ReplyTo::Table(self.completions.clone()))?;
+        Ok(id)
+    }
+
+    /// The reply of `id` if it has arrived (consumed), else `None`.
+    pub fn poll(&self, id: CommandId) -> Option<Reply> {
+        self.completions.poll(id)
+    }
+
+    /// Waits for the reply of `id`.
+    pub fn wait(&self, id: CommandId) -> Reply {
+        self.completions.wait(id)
+    }
+
+    /// A snapshot of the device's counters.
+    pub fn counters(&self) -> DeviceCounters {
+        self.inner.counters()
+    }
+
+    /// Finishes every queued command, stops the workers and checkpoints the flash (if anything changed) so
+    /// the next open is quick. Later submissions fail with [`DeviceError::ShutDown`].
+    pub fn close(&self) -> Result<()> {
+        self.stop();
+        let r = self.inner.media.write().checkpoint_if_dirty();
+        self.inner.release_lock();
+        Ok(r?)
+    }
+
+    fn stop(&self) {
+        self.queues.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let workers: Vec<_> = self.workers.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        for w in workers {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn spawn_worker(name: String, inner: Arc<Inner>, rx: Arc<Mutex<Receiver<Job>>>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || loop {
+            let job = { rx.lock().unwrap_or_else(|p| p.into_inner()).recv() };
+            let Ok(Job { id, cmd, reply }) = job else { return };
+            let cpu0 = thread_cpu_ns();
+            let (charge, r) = dispatch(&inner, cmd, &reply);
+            let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+            // A program's own flash I/O (page reads and checks, programming) is data movement, priced by
+            // bandwidth like every transfer; only the rest is its kernel's compute.
+            let io = charge.io_ns.min(cpu_ns);
+            inner.meters.charge_cpu(charge.class, cpu_ns - io);
+            if io > 0 {
+                inner.meters.charge_cpu("transfer", io);
+            }
+            Meters::add(&inner.meters.commands, 1);
+            reply.deliver(id, r);
+        })
+        .expect("spawning a device worker thread")
+}

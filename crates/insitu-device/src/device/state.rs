@@ -1,0 +1,67 @@
+//! The shared state of one device, reachable from its worker threads.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::error::{DeviceError, Result};
+use crate::fabric::Fabric;
+use crate::firmware::{FirmwareContext, IoPath};
+use crate::media::Media;
+use crate::memory::DeviceMemory;
+use crate::meters::{DeviceCounters, Meters};
+use crate::profile::Profile;
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) id: u32,
+    pub(crate) dir: PathBuf,
+    pub(crate) profile: Profile,
+    pub(crate) media: Media,
+    pub(crate) memory: DeviceMemory,
+    pub(crate) meters: Meters,
+    pub(crate) io_path: IoPath,
+    fabric: RwLock<Option<Arc<dyn Fabric>>>,
+    /// The lock on the device directory: one process serves a device at a time. Released when the device
+    /// closes (even if a thread still holds this state) or drops.
+    lock: Mutex<Option<File>>,
+}
+
+impl Inner {
+    pub(crate) fn new(id: u32, dir: PathBuf, profile: Profile, media: Media, lock: File) -> Inner {
+        Inner {
+            id,
+            dir,
+            memory: DeviceMemory::new(profile.device.memory_bytes),
+            profile,
+            media,
+            meters: Meters::default(),
+            io_path: IoPath::default(),
+            fabric: RwLock::new(None),
+            lock: Mutex::new(Some(lock)),
+        }
+    }
+
+    /// Lets another process open the device directory.
+    pub(crate) fn release_lock(&self) {
+        self.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    pub(crate) fn counters(&self) -> DeviceCounters {
+        let mut c = self.meters.snapshot();
+        self.media.fill_counters(&mut c);
+        c
+    }
+
+    pub(crate) fn firmware_context(&self) -> FirmwareContext<'_> {
+        FirmwareContext { media: &self.media, memory: &self.memory, meters: &self.meters }
+    }
+
+    pub(crate) fn set_fabric(&self, f: Arc<dyn Fabric>) {
+        *self.fabric.write().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    }
+
+    pub(crate) fn fabric(&self, peer: u32) -> Result<Arc<dyn Fabric>> {
+        self.fabric.read().unwrap_or_else(|p| p.into_inner()).clone().ok_or(DeviceError::NoPeer(peer))
+    }
+}

@@ -1,0 +1,188 @@
+//! Resident firmware extensions on the device's I/O path: code that runs inside the device and sees every
+//! host read and write (LBA and object) before and after the FTL does, and may take a request over:
+//! answer a read with other data (redirect it), or absorb a write. The FTL and the namespace do not know
+//! about extensions; an extension reaches the media only through its [`FirmwareContext`], whose reads and
+//! writes go straight to the FTL (never back through the extensions).
+//!
+//! The Self-Sorting SSD is such an extension: it indexes records as they are written and serves reads of
+//! the data's LBA range in key order. A minimal one, serving reads of LBA 0 from LBA 1:
+//!
+//! ```
+//! use insitu_device::firmware::{Decision, Firmware, FirmwareContext, Io};
+//!
+//! #[derive(Debug)]
+//! struct Redirect;
+//!
+//! impl Firmware for Redirect {
+//!     fn name(&self) -> &str {
+//!         "redirect"
+//!     }
+//!
+//!     fn before(&self, fw: &FirmwareContext<'_>, io: &Io<'_>) -> insitu_device::Result<Decision> {
+//!         Ok(match io {
+//!             Io::ReadLba { lba: 0, blocks: 1 } => {
+//!                 let mut page = vec![0u8; fw.page_size() as usize];
+//!                 fw.read_lba(1, &mut page)?;
+//!                 Decision::Done(page)
+//!             }
+//!             _ => Decision::Pass,
+//!         })
+//!     }
+//! }
+//! ```
+//! Installed with [`crate::Device::install_firmware`]; the device then lists it in `Identify`.
+
+use std::sync::{Arc, RwLock};
+
+use insitu_flash::raw::RawFlash;
+
+use crate::error::Result;
+use crate::media::Media;
+use crate::memory::{DeviceMemory, MemReservation};
+use crate::meters::Meters;
+
+/// A request on the I/O path, as an extension sees it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Io<'a> {
+    /// Host data for logical blocks `lba..`, whole pages.
+    WriteLba {
+        lba: u64,
+        data: &'a [u8],
+    },
+    ReadLba {
+        lba: u64,
+        blocks: u64,
+    },
+    TrimLba {
+        lba: u64,
+        blocks: u64,
+    },
+    /// Host data appended to object `object` (being written) at byte `offset` of it.
+    Append {
+        object: &'a str,
+        offset: u64,
+        data: &'a [u8],
+    },
+    ReadObject {
+        object: &'a str,
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// What an extension does with a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Let the FTL carry it out.
+    Pass,
+    /// The extension carried it out: for a read, these are the bytes returned (exactly the length asked);
+    /// for a write or trim, the FTL never sees it (pass an empty vector).
+    Done(Vec<u8>),
+}
+
+/// A resident firmware extension.
+pub trait Firmware: Send + Sync + std::fmt::Debug {
+    fn name(&self) -> &str;
+
+    /// Before the FTL: observe, or take the request over.
+    fn before(&self, fw: &FirmwareContext<'_>, io: &Io<'_>) -> Result<Decision> {
+        let _ = (fw, io);
+        Ok(Decision::Pass)
+    }
+
+    /// After the FTL carried a request out successfully (a write is then in the FTL's map).
+    fn after(&self, fw: &FirmwareContext<'_>, io: &Io<'_>) -> Result<()> {
+        let _ = (fw, io);
+        Ok(())
+    }
+}
+
+/// What an extension may touch: the media through the FTL, device memory (its own state counts against
+/// the profile's DRAM like everything else), and the raw pages below the FTL.
+#[derive(Debug)]
+pub struct FirmwareContext<'a> {
+    pub(crate) media: &'a Media,
+    pub(crate) memory: &'a DeviceMemory,
+    pub(crate) meters: &'a Meters,
+}
+
+impl FirmwareContext<'_> {
+    pub fn page_size(&self) -> u32 {
+        self.media.read().page_size()
+    }
+
+    /// Reads logical blocks from `lba` into `buf` (whole pages), through the FTL.
+    pub fn read_lba(&self, lba: u64, buf: &mut [u8]) -> Result<()> {
+        self.media.read().lba_read(lba, buf)?;
+        Meters::add(&self.meters.flash_to_device_mem, buf.len() as u64);
+        Ok(())
+    }
+
+    /// Writes whole pages at `lba`, through the FTL.
+    pub fn write_lba(&self, lba: u64, data: &[u8]) -> Result<()> {
+        self.media.write().lba_write(lba, data)?;
+        Meters::add(&self.meters.device_mem_to_flash, data.len() as u64);
+        Ok(())
+    }
+
+    /// Reads bytes of an object.
+    pub fn read_object(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.media.read().read(name, offset, buf)?;
+        Meters::add(&self.meters.flash_to_device_mem, buf.len() as u64);
+        Ok(())
+    }
+
+    /// Reads whole physical pages from `ppn` (the raw path below the FTL); returns their spare-area tags.
+    pub fn read_pages(&self, ppn: u64, buf: &mut [u8]) -> Result<Vec<u64>> {
+        let tags = self.media.read().ftl().nand().read_tagged(ppn, buf)?;
+        Meters::add(&self.meters.flash_to_device_mem, buf.len() as u64);
+        Ok(tags)
+    }
+
+    /// Accounts for extension state in device memory.
+    pub fn reserve(&self, bytes: u64) -> Result<MemReservation> {
+        self.memory.reserve(bytes)
+    }
+}
+
+/// The extensions installed on a device, in installation order: the first that takes a request over
+/// carries it out.
+#[derive(Debug, Default)]
+pub(crate) struct IoPath {
+    extensions: RwLock<Vec<Arc<dyn Firmware>>>,
+}
+
+impl IoPath {
+    pub(crate) fn install(&self, fw: Arc<dyn Firmware>) {
+        self.extensions.write().unwrap_or_else(|p| p.into_inner()).push(fw);
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.list().iter().map(|f| f.name().to_string()).collect()
+    }
+
+    fn list(&self) -> Vec<Arc<dyn Firmware>> {
+        self.extensions.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.extensions.read().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
+    pub(crate) fn before(&self, fw: &FirmwareContext<'_>, io: &Io<'_>) -> Result<Decision> {
+        for e in self.list() {
+            if let d @ Decision::Done(_) = e.before(fw, io)? {
+                return Ok(d);
+            }
+        }
+        Ok(Decision::Pass)
+    }
+
+    pub(crate) fn after(&self, fw: &FirmwareContext<'_>, io: &Io<'_>) -> Result<()> {
+        for e in self.list() {
+            e.after(fw, io)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! The Smart SSD list intersection (DaMoN '16): `svs` intersects lists stored on this device, the way the
+//! paper's SSDlet does (§3): every page passes from flash through the small *core memory* (the staging
+//! buffer, 256 KB on the 2016 Smart SSD) and only the ID field of each entry is copied on into device DRAM
+//! (§4.2); then SvS runs shortest list first (§3.2) and the result goes to a device buffer the host fetches.
+//!
+//! A list object holds entries of `entry_size` bytes: a little-endian u32 ID, then the payload, sorted by
+//! ID. With `lo`/`hi` only IDs in `lo..hi` are kept: the host splits lists that do not fit the session's
+//! memory into ID ranges and runs one partition at a time.
+
+use insitu_kernels::intersect::intersect_k;
+use insitu_kernels::le;
+
+use crate::error::Result;
+use crate::program::ProgramContext;
+use crate::protocol::programs::{Returned, SvsArgs, SvsOutput};
+
+/// Loads the IDs of `list` in `lo..hi` through a staging buffer of `staging` bytes; returns them with
+/// their entry positions.
+fn load_ids(
+    ctx: &ProgramContext<'_>,
+    list: &str,
+    entry: u64,
+    staging: u64,
+    lo: u64,
+    hi: u64,
+) -> Result<(Vec<u32>, Vec<u64>)> {
+    let size = ctx.object(list)?.size;
+    if size % entry != 0 {
+        return Err(ctx.bad(format!("{list:?} holds {size} bytes, not whole {entry}-byte entries")));
+    }
+    let per_read = (staging / entry).max(1) * entry;
+    let mut stage = vec![0u8; per_read as usize];
+    let entries = (size / entry) as usize;
+    let mut ids = insitu_kernels::arch::vec_with_huge_pages(entries);
+    let mut positions = insitu_kernels::arch::vec_with_huge_pages(entries);
+    let mut at = 0u64;
+    while at < size {
+        let n = per_read.min(size - at);
+        ctx.read_object(list, at, &mut stage[..n as usize])?;
+        // The copy stage: only the 4-byte ID of each entry moves on to device DRAM.
+        for (k, e) in stage[..n as usize].chunks_exact(entry as usize).enumerate() {
+            let id = le::u32_at(e) as u64;
+            if id >= lo && id < hi {
+                ids.push(id as u32);
+                positions.push(at / entry + k as u64);
+            }
+        }
+        at += n;
+    }
+    Ok((ids, positions))
+}
+
+pub(crate) fn svs(ctx: &ProgramContext<'_>, a: SvsArgs) -> Result<SvsOutput> {
+    if a.lists.len() < 2 {
+        return Err(ctx.bad("intersection needs at least two lists"));
+    }
+    let entry = a.entry_size as u64;
+    if entry < 4 || entry % 4 != 0 {
+        return Err(ctx.bad(format!("entry_size must be a multiple of 4, at least 4, not {entry}")));
+    }
+    let _core = ctx.reserve(a.staging)?;
+    let mut loaded = Vec::new();
+    for l in &a.lists {
+        let (ids, pos) = load_ids(ctx, l, entry, a.staging, a.lo, a.hi)?;
+        // The IDs now live in device DRAM; account for them (and their positions, kept for payloads).
+        let mem = ctx.reserve(ids.len() as u64 * 12)?;
+        loaded.push((ids, pos, mem));
+    }
+    let refs: Vec<&[u32]> = loaded.iter().map(|(ids, _, _)| ids.as_slice()).collect();
+    let result = intersect_k(&refs);
+    let width = match a.returned {
+        Returned::Count => 0,
+        Returned::Ids => 4,
+        Returned::Entries => entry as usize,
+    };
+    if width > 0 {
+        let handle = a.out.ok_or_else(|| ctx.bad("returning IDs or entries needs an output buffer"))?;
+        let buf = ctx.buffer(handle)?;
+        let mut dst = buf.lock();
+        if dst.len() < result.len() * width {
+            return Err(ctx.bad(format!(
+                "buffer 0 holds {} bytes, {} needed",
+                dst.len(),
+                result.len() * width
+            )));
+        }
+        if a.returned == Returned::Ids {
+            for (i, id) in result.iter().enumerate() {
+                dst[i * 4..i * 4 + 4].copy_from_slice(&id.to_le_bytes());
+            }
+        } else {
+            // Whole entries of the first list: read each matching entry back from flash.
+            let (ids0, pos0, _) = &loaded[0];
+            let mut j = 0usize;
+            for (i, id) in result.iter().enumerate() {
+                while ids0[j] != *id {
+                    j += 1;
+                }
+                ctx.read_object(&a.lists[0], pos0[j] * entry, &mut dst[i * width..(i + 1) * width])?;
+            }
+        }
+    }
+    Ok(SvsOutput { count: result.len() as u64, bytes: (result.len() * width) as u64 })
+}

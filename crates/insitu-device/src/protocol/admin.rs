@@ -1,0 +1,47 @@
+//! Admin commands: what a device is and what it has done (NVMe Identify and Get Log Page; SNIA
+//! csQueryDeviceProperties / Capabilities / Statistics), and its consistency check.
+
+use insitu_flash::{FlashStats, FsckReport};
+use serde::{Deserialize, Serialize};
+
+use crate::meters::DeviceCounters;
+use crate::protocol::request::request;
+
+/// Identify: the device's properties.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Identify;
+
+/// Statistics: a snapshot of the device's counters (bytes on every path, device CPU by kernel class,
+/// per-program statistics).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Statistics;
+
+/// Fsck: FTL invariants, the namespace, and a checksum scrub of every mapped page.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Fsck;
+
+request!(Identify => Properties, Admin);
+request!(Statistics => DeviceCounters, Admin);
+request!(Fsck => FsckReport, Io);
+
+/// What a device reports about itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Properties {
+    pub device_id: u32,
+    pub profile: String,
+    pub memory_bytes: u64,
+    pub memory_available: u64,
+    pub compute_units: u32,
+    pub programs: Vec<ProgramInfo>,
+    /// Resident firmware extensions on the I/O path.
+    pub firmware: Vec<String>,
+    pub flash: FlashStats,
+}
+
+/// A program the device can execute.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProgramInfo {
+    pub id: String,
+    pub kernel_class: String,
+    pub description: String,
+}

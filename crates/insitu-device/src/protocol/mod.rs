@@ -1,0 +1,40 @@
+//! The device protocol: typed commands after the SNIA Computational Storage API and NVMe Computational
+//! Programs with Subsystem Local Memory (TP4091 / TP4131). Every command is a type implementing
+//! [`Request`], whose `Response` type is the only reply it can get; [`Command`] is all of them as one
+//! serde type, which is what a transport carries (see [`crate::transport`]).
+//!
+//! | SNIA CS API / NVMe                      | here                                                   |
+//! |-----------------------------------------|--------------------------------------------------------|
+//! | csQueryDeviceProperties / Identify      | [`Identify`], [`Statistics`]                           |
+//! | csAllocMem / csFreeMem (SLM)            | [`AllocMemory`], [`FreeMemory`]                        |
+//! | csQueueStorageRequest to/from SLM       | [`LoadObject`], [`StoreToObject`] (the internal path)  |
+//! | csQueueCopyMemRequest host <-> device   | [`WriteMemory`], [`ReadMemory`] (the host link)        |
+//! | peer-to-peer copy                       | [`CopyToPeer`] (device -> device over the fabric; [`PeerWrite`] at the peer) |
+//! | csQueueComputeRequest / Execute Program | [`Execute`] of a [`Program`], typed arguments and result |
+//! | NVMe read / write / dataset mgmt / flush| [`ReadLba`], [`WriteLba`], [`TrimLba`], [`Flush`]      |
+//! | namespace of objects (key-value-like)   | [`CreateObject`] / [`Append`] / [`Commit`] / [`Abort`] / [`Read`] / [`Delete`] / [`List`] / [`Stat`] |
+//! | raw flash (below the FTL)               | [`PhysicalPages`] (where an object lives), [`ReadPages`] |
+//!
+//! Both usage models: *direct* (the host passes memory handles in a program's arguments) and *indirect*
+//! (the program reads objects itself).
+
+mod admin;
+mod command;
+mod memory;
+mod payload;
+pub mod programs;
+mod request;
+mod storage;
+
+pub use self::admin::{Fsck, Identify, ProgramInfo, Properties, Statistics};
+pub use self::command::{Call, Command};
+pub use self::memory::{
+    AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
+};
+pub use self::payload::Payload;
+pub use self::programs::*;
+pub use self::request::{Queue, Request};
+pub use self::storage::{
+    Abort, Append, Commit, CreateObject, Delete, Flush, List, PhysicalPages, Read, ReadLba, ReadPages, Stat,
+    TrimLba, WriteLba,
+};

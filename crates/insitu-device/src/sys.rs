@@ -1,0 +1,84 @@
+//! The few system calls std does not wrap: thread and process CPU time (how device compute and host
+//! compute are told apart), a lock on a directory, and a real SIGKILL for crash tests. Each `unsafe`
+//! block is one libc call on values we own.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// CPU time consumed by the calling thread, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time consumed by the whole process, in nanoseconds.
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Takes an exclusive, non-blocking advisory lock (flock) on `file`. Returns false if another open file
+/// description holds it.
+pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
+    // SAFETY: flock on a valid, open descriptor.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(err)
+    }
+}
+
+/// Locks directory `dir` itself (it cannot vanish or be replaced under a running process the way a lock
+/// file can): `Some(handle)` holds the lock until dropped, `None` means another process holds it.
+pub fn lock_dir(dir: &Path) -> std::io::Result<Option<File>> {
+    let f = File::open(dir)?;
+    Ok(try_lock_exclusive(&f)?.then_some(f))
+}
+
+/// Kills this process with SIGKILL: no destructor, flush or checkpoint runs, exactly as when an operator's
+/// process is killed.
+pub fn kill_self() {
+    // SAFETY: kill(2) on our own pid with a constant signal; it does not return.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thread_cpu_time_advances_with_work() {
+        let t0 = super::thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(super::thread_cpu_ns() > t0);
+        assert!(super::process_cpu_ns() >= super::thread_cpu_ns());
+    }
+
+    #[test]
+    fn a_directory_lock_is_exclusive_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = super::lock_dir(dir.path()).unwrap().expect("free");
+        assert!(super::lock_dir(dir.path()).unwrap().is_none(), "a second lock must fail");
+        drop(held);
+        assert!(super::lock_dir(dir.path()).unwrap().is_some());
+    }
+}

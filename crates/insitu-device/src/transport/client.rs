@@ -1,0 +1,118 @@
+//! [`Transport`]: how the host reaches a device (in this process, in another one, later a Ray actor), and
+//! [`DeviceClient`], the typed handle operators use: `call` a request and get its response type, or
+//! `submit` it and wait for (or poll) a [`Pending`] reply.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::completion::{CommandId, Reply};
+use crate::error::Result;
+use crate::meters::DeviceCounters;
+use crate::protocol::{Call, Command, Execute, Program, Statistics};
+
+/// A way to reach one device. Object-safe: requests travel as [`Command`]s, replies as [`Reply`]s (typed
+/// when the device is in this process, encoded otherwise).
+pub trait Transport: Send + Sync + std::fmt::Debug {
+    /// The device's id in its array.
+    fn device_id(&self) -> u32;
+
+    /// Queues a command; returns its id at once.
+    fn submit(&self, cmd: Command) -> Result<CommandId>;
+
+    /// The reply of `id` if it has arrived (consumed).
+    fn poll(&self, id: CommandId) -> Option<Reply>;
+
+    /// Waits for the reply of `id`.
+    fn wait(&self, id: CommandId) -> Reply;
+
+    /// Whether the device runs in this process (then its CPU time is part of this process's).
+    fn in_process(&self) -> bool;
+
+    /// Finishes queued work, checkpoints the device and stops it; later submissions fail.
+    fn close(&self) -> Result<()>;
+}
+
+/// A typed handle to one device. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct DeviceClient {
+    transport: Arc<dyn Transport>,
+}
+
+impl DeviceClient {
+    pub fn new(transport: Arc<dyn Transport>) -> DeviceClient {
+        DeviceClient { transport }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.transport.device_id()
+    }
+
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.transport
+    }
+
+    /// Sends a request and waits for its response.
+    pub fn call<R: Call>(&self, req: R) -> Result<R::Response> {
+        self.submit(req)?.wait()
+    }
+
+    /// Sends a request; its reply comes later.
+    pub fn submit<R: Call>(&self, req: R) -> Result<Pending<'_, R>> {
+        let id = self.transport.submit(req.into())?;
+        Ok(Pending { client: self, id, _r: PhantomData })
+    }
+
+    /// Runs program `P` and waits for its result.
+    pub fn execute<P: Program>(&self, args: P::Args) -> Result<P::Output> {
+        self.call(Execute::<P>::new(args))
+    }
+
+    /// Starts program `P`; its result comes later.
+    pub fn start<P: Program>(&self, args: P::Args) -> Result<Pending<'_, Execute<P>>> {
+        self.submit(Execute::<P>::new(args))
+    }
+
+    /// A snapshot of the device's counters.
+    pub fn counters(&self) -> Result<DeviceCounters> {
+        self.call(Statistics)
+    }
+
+    /// Whether the device runs in this process.
+    pub fn in_process(&self) -> bool {
+        self.transport.in_process()
+    }
+
+    /// Finishes queued work, checkpoints and stops the device.
+    pub fn close(&self) -> Result<()> {
+        self.transport.close()
+    }
+}
+
+/// A submitted request whose reply has not been taken yet.
+#[derive(Debug)]
+#[must_use = "a pending reply is taken with wait() or poll()"]
+pub struct Pending<'a, R> {
+    client: &'a DeviceClient,
+    id: CommandId,
+    _r: PhantomData<fn() -> R>,
+}
+
+impl<'a, R: Call> Pending<'a, R> {
+    /// The device it was sent to.
+    pub fn client(&self) -> &'a DeviceClient {
+        self.client
+    }
+
+    /// Waits for the response.
+    pub fn wait(self) -> Result<R::Response> {
+        self.client.transport.wait(self.id).into_response::<R>()
+    }
+
+    /// The response if it has arrived, else the request back, still pending.
+    pub fn poll(self) -> std::result::Result<Result<R::Response>, Pending<'a, R>> {
+        match self.client.transport.poll(self.id) {
+            Some(r) => Ok(r.into_response::<R>()),
+            None => Err(self),
+        }
+    }
+}

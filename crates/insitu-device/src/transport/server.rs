@@ -1,0 +1,147 @@
+//! The process transport, device side: `serve` opens a device directory and serves it on a Unix socket,
+//! one thread per connection (the host that started it, and peers delivering device-to-device copies).
+//! Commands go to the device's queues in arrival order; replies are written back as they complete.
+
+use std::io::Write;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::completion::{CommandId, ReplyTo, WireSink};
+use crate::device::Device;
+use crate::error::{DeviceError, Result};
+use crate::fault::FaultPlan;
+use crate::protocol::Payload;
+use crate::transport::client::Transport;
+use crate::transport::fabric::PeerFabric;
+use crate::transport::local::LocalTransport;
+use crate::transport::process::{ProcessTransport, ServeOptions};
+use crate::transport::wire::{decode_command, read_frame, write_frame, write_reply, Kind};
+
+/// How long a server waits for the previous server of the same device to let go of it.
+const LOCK_PATIENCE: Duration = Duration::from_secs(20);
+
+/// Writes replies on one connection.
+#[derive(Debug)]
+struct Sink(Mutex<UnixStream>);
+
+impl WireSink for Sink {
+    fn send(&self, id: CommandId, reply: Result<Payload>) {
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // A host that went away gets no reply; the device goes on.
+        let _ = write_reply(&mut *w, id, reply);
+    }
+}
+
+/// Opens the device, waiting while a previous server still holds it.
+fn open(opts: &ServeOptions) -> Result<Device> {
+    let t0 = Instant::now();
+    loop {
+        match Device::open(&opts.dir) {
+            Err(DeviceError::InUse(_)) if t0.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Serves the device in `opts.dir` until told to close (or, with `exit_with_owner`, until the first
+/// connection ends), then checkpoints it and returns. Prints `ready` on stdout once it accepts
+/// connections, or `error JSON` (the typed error) and returns it if it cannot start.
+pub fn serve(opts: &ServeOptions) -> Result<()> {
+    let started = open(opts).and_then(|device| {
+        let _ = std::fs::remove_file(&opts.socket);
+        let listener = UnixListener::bind(&opts.socket).map_err(|e| DeviceError::io(&opts.socket, e))?;
+        Ok((device, listener))
+    });
+    let mut out = std::io::stdout();
+    let (device, listener) = match started {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = writeln!(out, "error {}", serde_json::to_string(&e).unwrap_or_default());
+            let _ = out.flush();
+            return Err(e);
+        }
+    };
+    let id = device.id();
+    let local = Arc::new(LocalTransport::new(device));
+    // The fabric: this device itself, and its peers through their own servers' sockets.
+    let fabric = Arc::new(PeerFabric::new());
+    let this: Arc<dyn Transport> = local.clone();
+    fabric.attach(id, &this);
+    for (peer, socket) in &opts.peers {
+        let (peer, socket) = (*peer, socket.clone());
+        fabric.attach_lazy(peer, move || {
+            ProcessTransport::connect(&socket, peer).map(ProcessTransport::into_client)
+        });
+    }
+    local.device().set_fabric(fabric);
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+    let faults = Arc::new(FaultPlan::from_env());
+    let done = Arc::new(AtomicBool::new(false));
+    let mut first = true;
+    for conn in listener.incoming() {
+        if done.load(Ordering::Acquire) {
+            break;
+        }
+        let Ok(stream) = conn else { continue };
+        let owner = std::mem::take(&mut first) && opts.exit_with_owner;
+        let (local, faults, done, socket) =
+            (local.clone(), faults.clone(), done.clone(), opts.socket.clone());
+        std::thread::spawn(move || {
+            let told = serve_connection(stream, local.device(), &faults);
+            if told || owner {
+                let _ = local.device().close();
+                done.store(true, Ordering::Release);
+                // Wake the accept loop so it sees `done`.
+                let _ = UnixStream::connect(&socket);
+            }
+        });
+    }
+    let _ = std::fs::remove_file(&opts.socket);
+    Ok(())
+}
+
+/// Serves one connection until it ends; returns true if the host asked the device to close (the device
+/// is then closed and the host told so).
+fn serve_connection(stream: UnixStream, device: &Device, faults: &FaultPlan) -> bool {
+    let Ok(write) = stream.try_clone() else { return false };
+    let sink = Arc::new(Sink(Mutex::new(write)));
+    let reply = ReplyTo::Wire(sink.clone());
+    let point = format!("dev{}-command", device.id());
+    let mut read = stream;
+    loop {
+        let frame = match read_frame(&mut read) {
+            Ok(Some(f)) => f,
+            Ok(None) | Err(_) => return false,
+        };
+        match frame.kind {
+            Kind::Request => {
+                faults.hit(&point);
+                let id = frame.id;
+                let submitted =
+                    decode_command(frame.payload).and_then(|cmd| device.submit_to(id, cmd, reply.clone()));
+                if let Err(e) = submitted {
+                    sink.send(id, Err(e));
+                }
+            }
+            Kind::Close => {
+                let _ = device.close();
+                sink.closed();
+                return true;
+            }
+            _ => return false,
+        }
+    }
+}
+
+impl Sink {
+    /// Tells the host the device is closed.
+    fn closed(&self) {
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = write_frame(&mut *w, Kind::Closed, 0, &[], &[]);
+    }
+}

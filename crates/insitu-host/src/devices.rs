@@ -1,0 +1,148 @@
+//! Opening an array's devices over the chosen transport: in this process (the embedded default), or each
+//! in its own `insitu serve-device` process reached over a Unix socket. Either way every device gets a
+//! fabric that reaches the others, for device-to-device copies.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use insitu_device::transport::ServeOptions;
+use insitu_device::transport::{LocalTransport, PeerFabric, ProcessTransport, Transport};
+use insitu_device::{Device, DeviceClient};
+
+use crate::error::{HostError, Result};
+
+/// How the host reaches its devices.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DeviceTransport {
+    /// Devices run in this process.
+    #[default]
+    InProcess,
+    /// Each device runs in a child process: `program args... DIR --socket ...` (the `insitu` binary's
+    /// `serve-device` command), stopped when the array closes.
+    Process { program: PathBuf, args: Vec<OsString> },
+}
+
+impl DeviceTransport {
+    /// The process transport, served by `program serve-device`.
+    pub fn process(program: PathBuf) -> DeviceTransport {
+        DeviceTransport::Process { program, args: vec!["serve-device".into()] }
+    }
+}
+
+/// A private directory for the device servers' sockets, removed when dropped.
+#[derive(Debug)]
+pub(crate) struct SocketDir(PathBuf);
+
+impl SocketDir {
+    fn new() -> Result<SocketDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let stamp =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!("insitu-{}-{stamp}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| HostError::io(&dir, e))?;
+        Ok(SocketDir(dir))
+    }
+
+    fn socket(&self, device: u32) -> PathBuf {
+        self.0.join(format!("dev{device}.sock"))
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The directory of device `i` of the array in `dir`.
+pub(crate) fn device_dir(dir: &Path, i: u32) -> PathBuf {
+    dir.join(format!("dev{i}"))
+}
+
+/// Devices opened for an array, with what keeps their transport alive.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub clients: Vec<DeviceClient>,
+    pub sockets: Option<SocketDir>,
+}
+
+/// Joins already-made devices of this process by a fabric and wraps them in clients.
+pub(crate) fn in_process(devices: Vec<Device>) -> Vec<DeviceClient> {
+    let fabric = Arc::new(PeerFabric::new());
+    devices
+        .into_iter()
+        .map(|d| {
+            d.set_fabric(fabric.clone());
+            let id = d.id();
+            let t: Arc<dyn Transport> = Arc::new(LocalTransport::new(d));
+            fabric.attach(id, &t);
+            DeviceClient::new(t)
+        })
+        .collect()
+}
+
+/// Runs `f(i)` for every device at once (opening recovers each device: worth doing in parallel).
+fn each<T: Send>(count: u32, f: impl Fn(u32) -> Result<T> + Sync) -> Result<Vec<T>> {
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = (0..count).map(|i| s.spawn(move || f(i))).collect();
+        handles.into_iter().map(|h| h.join().expect("device open thread panicked")).collect()
+    })
+}
+
+/// Opens the `count` devices of the array in `dir` over `transport`.
+pub(crate) fn open(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opened> {
+    match transport {
+        DeviceTransport::InProcess => {
+            let devices = each(count, |i| Device::open(&device_dir(dir, i)).map_err(HostError::device(i)))?;
+            Ok(Opened { clients: in_process(devices), sockets: None })
+        }
+        DeviceTransport::Process { program, args } => {
+            let sockets = SocketDir::new()?;
+            let clients = each(count, |i| {
+                let opts = ServeOptions {
+                    dir: device_dir(dir, i),
+                    socket: sockets.socket(i),
+                    peers: (0..count).filter(|j| *j != i).map(|j| (j, sockets.socket(j))).collect(),
+                    exit_with_owner: true,
+                };
+                ProcessTransport::spawn(program, args, &opts, i)
+                    .map(ProcessTransport::into_client)
+                    .map_err(HostError::device(i))
+            })?;
+            Ok(Opened { clients, sockets: Some(sockets) })
+        }
+    }
+}
+
+/// Opens device `i` alone (to diagnose an array that does not open).
+pub(crate) fn open_one(
+    dir: &Path,
+    i: u32,
+    transport: &DeviceTransport,
+) -> Result<(DeviceClient, Option<SocketDir>)> {
+    match transport {
+        DeviceTransport::InProcess => {
+            let d = Device::open(&device_dir(dir, i)).map_err(HostError::device(i))?;
+            Ok((insitu_device::transport::in_process(d), None))
+        }
+        DeviceTransport::Process { program, args } => {
+            let sockets = SocketDir::new()?;
+            let opts = ServeOptions {
+                dir: device_dir(dir, i),
+                socket: sockets.socket(i),
+                peers: Vec::new(),
+                exit_with_owner: true,
+            };
+            let t = ProcessTransport::spawn(program, args, &opts, i).map_err(HostError::device(i))?;
+            Ok((t.into_client(), Some(sockets)))
+        }
+    }
+}
+
+/// Serves one device directory to a host in another process until that host closes it (the device side
+/// of [`DeviceTransport::Process`]; `insitu serve-device`).
+pub fn serve_device(opts: &ServeOptions) -> Result<()> {
+    insitu_device::transport::serve(opts).map_err(HostError::DeviceSetup)
+}

@@ -1,0 +1,234 @@
+//! NASCENT's device placement: every device sorts its key column into sorted indices at once (`sort`),
+//! then shuffles its rows and key column into the output part with `gather` programs, several at a time on
+//! its compute units (§3.5).
+
+use insitu_device::protocol::{
+    Commit, Delete, Gather, GatherArgs, Identify, LoadObject, RowShape, Sort, SortArgs, Stat, StoreToObject,
+};
+use insitu_device::DeviceClient;
+use insitu_kernels::le;
+
+use crate::array::Array;
+use crate::buffer::DeviceBuffer;
+use crate::error::{HostError, Result};
+use crate::model::HostWork;
+use crate::nascent::job::SortJob;
+use crate::report::Measure;
+use crate::table::info::{KeyEncoding, PartInfo};
+use crate::table::store::{begin_object, write_object};
+
+/// Gather programs run at once per device (NASCENT instantiates several shuffle kernels).
+const SHUFFLE_WORKERS: usize = 4;
+
+pub(crate) fn sort_on_devices(
+    array: &Array,
+    job: &SortJob<'_>,
+    memory_budget: Option<u64>,
+    measure: &mut Measure,
+) -> Result<Vec<PartInfo>> {
+    let SortJob { table, out, devices, info, algo } = *job;
+    // Phase 1: every device sorts its key column, all at once.
+    let order = format!("{out}#order");
+    let mut running = Vec::new();
+    for (i, dev) in devices.iter().enumerate() {
+        let args = SortArgs { key: info.parts[i].key_column(table), algo, out: order.clone(), memory_budget };
+        running.push(array.device(*dev)?.start::<Sort>(args).map_err(HostError::device(*dev))?);
+    }
+    let mut first_err = None;
+    for p in running {
+        let dev = p.client().id();
+        if let Err(e) = p.wait() {
+            first_err.get_or_insert(HostError::Device { device: dev, error: e });
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    measure.phase("sort", array, HostWork::default())?;
+    // Phase 2: shuffle rows and key column on every device (each device's gathers run on its compute units
+    // in parallel).
+    let parts = std::thread::scope(|s| {
+        let handles: Vec<_> = devices
+            .iter()
+            .enumerate()
+            .map(|(i, dev)| {
+                let p = &info.parts[i];
+                s.spawn(move || shuffle_part(array, *dev, table, out, p))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("shuffle thread panicked")).collect::<Result<Vec<_>>>()
+    })?;
+    for dev in devices {
+        array.device(*dev)?.call(Delete { name: order.clone() }).map_err(HostError::device(*dev))?;
+    }
+    measure.phase("shuffle", array, HostWork::default())?;
+    Ok(parts)
+}
+
+/// What one gather pass moves: items of `src` (found as `shape` says, at most `max_item` bytes each) into
+/// the new object `dst`, in the order of the sorted-indices object `order`.
+struct GatherJob<'a> {
+    src: &'a str,
+    shape: RowShape,
+    max_item: u64,
+    rows: u64,
+    order: &'a str,
+    dst: &'a str,
+}
+
+fn object_size(d: &DeviceClient, name: &str) -> Result<u64> {
+    Ok(d.call(Stat { name: name.into() }).map_err(HostError::device(d.id()))?.size)
+}
+
+/// Gathers one column (or the rows) of a part in sorted order into a new object, in rounds of
+/// `SHUFFLE_WORKERS` gathers; returns the gathered offsets for variable-size items.
+fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Vec<u64>>> {
+    let d = array.device(dev)?;
+    let GatherJob { src, max_item, rows, order, dst, .. } = *job;
+    let total_bytes = match &job.shape {
+        RowShape::Fixed { size } => size * rows,
+        RowShape::Var { .. } => object_size(d, src)?,
+    };
+    let txn = begin_object(array, dev, dst, "table-part", total_bytes)?;
+    let result = (|| {
+        let item = max_item.max(1);
+        let mut budget = d.call(Identify).map_err(HostError::device(dev))?.memory_available / 2;
+        // When the source (and its offsets) fit half the free device memory, load them once over the
+        // internal path and gather from DRAM; otherwise gather straight from flash.
+        let offsets_obj = match &job.shape {
+            RowShape::Var { offsets } => Some(offsets.as_str()),
+            RowShape::Fixed { .. } => None,
+        };
+        let off_size = match offsets_obj {
+            Some(o) => object_size(d, o)?,
+            None => 0,
+        };
+        let mut loaded: Vec<DeviceBuffer<'_>> = Vec::new();
+        if total_bytes + off_size <= budget {
+            for (obj, size) in std::iter::once((src, total_bytes)).chain(offsets_obj.map(|o| (o, off_size))) {
+                let b = DeviceBuffer::alloc(array, dev, size.max(1))?;
+                d.call(LoadObject { name: obj.into(), offset: 0, len: size, dst: b.handle, dst_offset: 0 })
+                    .map_err(HostError::device(dev))?;
+                loaded.push(b);
+            }
+            budget -= total_bytes + off_size;
+        }
+        let per_worker = (budget / SHUFFLE_WORKERS as u64 / item).clamp(1, rows.max(1));
+        let mut offsets = offsets_obj.map(|_| vec![0u64]);
+        let mut start = 0u64;
+        while start < rows {
+            let mut round = Vec::new();
+            for _ in 0..SHUFFLE_WORKERS {
+                if start >= rows {
+                    break;
+                }
+                let count = per_worker.min(rows - start);
+                let buf = DeviceBuffer::alloc(array, dev, count * item)?;
+                let args = GatherArgs {
+                    source: src.into(),
+                    shape: job.shape.clone(),
+                    order: order.into(),
+                    start,
+                    count: Some(count),
+                    out: buf.handle,
+                    source_in_memory: loaded.first().map(|b| b.handle),
+                    offsets_in_memory: loaded.get(1).map(|b| b.handle),
+                };
+                round.push((buf, d.start::<Gather>(args).map_err(HostError::device(dev))?));
+                start += count;
+            }
+            for (buf, p) in round {
+                let o = p.wait().map_err(HostError::device(dev))?;
+                if let (Some(all), Some(offs)) = (offsets.as_mut(), o.offsets) {
+                    let base = *all.last().expect("starts with 0");
+                    all.extend(offs[1..].iter().map(|x| base + x));
+                }
+                d.call(StoreToObject { src: buf.handle, offset: 0, len: o.bytes, txn })
+                    .map_err(HostError::device(dev))?;
+            }
+        }
+        Ok(offsets)
+    })();
+    match result {
+        Ok(offs) => {
+            d.call(Commit { txn }).map_err(HostError::device(dev))?;
+            Ok(offs)
+        }
+        Err(e) => {
+            let _ = d.call(insitu_device::protocol::Abort { txn });
+            Err(e)
+        }
+    }
+}
+
+fn shuffle_part(array: &Array, dev: u32, table: &str, out: &str, p: &PartInfo) -> Result<PartInfo> {
+    let order = format!("{out}#order");
+    let rows = p.rows;
+    // Rows.
+    let (src, dst) = (format!("{table}#rows"), format!("{out}#rows"));
+    let job = GatherJob {
+        src: &src,
+        shape: p.row_shape(table),
+        max_item: p.max_row,
+        rows,
+        order: &order,
+        dst: &dst,
+    };
+    if let Some(o) = gather_into(array, dev, &job)? {
+        write_object(array, dev, &format!("{out}#rowoff"), "table-part", &le::encode_u64s(&o))?;
+    }
+    // Key column.
+    match p.key {
+        KeyEncoding::Dict { code_bits, .. } => {
+            let cw = code_bits as u64 / 8;
+            let (src, dst) = (format!("{table}#codes"), format!("{out}#codes"));
+            let shape = RowShape::Fixed { size: cw };
+            gather_into(
+                array,
+                dev,
+                &GatherJob { src: &src, shape, max_item: cw, rows, order: &order, dst: &dst },
+            )?;
+            copy_inside(array, dev, &format!("{table}#dict"), &format!("{out}#dict"))?;
+        }
+        KeyEncoding::Bytes { max_key } => {
+            let (src, dst) = (format!("{table}#key"), format!("{out}#key"));
+            let shape = RowShape::Var { offsets: format!("{table}#keyoff") };
+            let offs = gather_into(
+                array,
+                dev,
+                &GatherJob { src: &src, shape, max_item: max_key, rows, order: &order, dst: &dst },
+            )?;
+            write_object(
+                array,
+                dev,
+                &format!("{out}#keyoff"),
+                "table-part",
+                &le::encode_u64s(&offs.unwrap_or_default()),
+            )?;
+        }
+        KeyEncoding::Plain { key_type } => {
+            let w = key_type.width() as u64;
+            let (src, dst) = (format!("{table}#key"), format!("{out}#key"));
+            let shape = RowShape::Fixed { size: w };
+            gather_into(
+                array,
+                dev,
+                &GatherJob { src: &src, shape, max_item: w, rows, order: &order, dst: &dst },
+            )?;
+        }
+    }
+    Ok(p.clone())
+}
+
+/// Copies an object inside the device: flash -> device memory -> flash.
+fn copy_inside(array: &Array, dev: u32, src: &str, dst: &str) -> Result<()> {
+    let d = array.device(dev)?;
+    let size = object_size(d, src)?;
+    let buf = DeviceBuffer::alloc(array, dev, size.max(1))?;
+    d.call(LoadObject { name: src.into(), offset: 0, len: size, dst: buf.handle, dst_offset: 0 })
+        .map_err(HostError::device(dev))?;
+    let txn = begin_object(array, dev, dst, "table-part", size)?;
+    d.call(StoreToObject { src: buf.handle, offset: 0, len: size, txn }).map_err(HostError::device(dev))?;
+    d.call(Commit { txn }).map_err(HostError::device(dev))?;
+    Ok(())
+}

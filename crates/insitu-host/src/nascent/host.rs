@@ -1,0 +1,98 @@
+//! NASCENT's baselines: the host CPU (every part crosses the host link, the host sorts and shuffles it,
+//! the sorted part crosses back) and one accelerator beside the host serving the devices one at a time
+//! (the paper's FPGA baseline; its work is measured here and priced as the accelerator). Both run the same
+//! kernels as the devices, with the algorithm asked for.
+
+use insitu_device::sys::thread_cpu_ns;
+use insitu_kernels::gather::{gather_fixed, gather_var};
+use insitu_kernels::keys::{sort_byte_keys, sort_key_bytes};
+use insitu_kernels::le;
+
+use crate::array::Array;
+use crate::error::{HostError, Result};
+use crate::model::HostWork;
+use crate::nascent::job::SortJob;
+use crate::report::Measure;
+use crate::table::info::PartInfo;
+use crate::table::store::{read_key, read_rows, write_object, HostKey};
+
+/// Sorts one part on the host: the objects of the sorted part, by name suffix.
+fn sort_part(
+    job: &SortJob<'_>,
+    p: &PartInfo,
+    key: &HostKey,
+    rows: &[u8],
+    offsets: &[u64],
+) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let damaged = |detail: String| HostError::Damaged { name: job.table.into(), detail };
+    let order: Vec<u32> = match key {
+        HostKey::Bytes { data, offsets } => {
+            let keys: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+            sort_byte_keys(&keys, 0, job.algo)
+        }
+        HostKey::Plain(bytes) => {
+            let kt = p.key.key_type().ok_or_else(|| damaged("a plain key without a type".into()))?;
+            sort_key_bytes(bytes, kt, 0, job.algo).rows()
+        }
+        HostKey::Dict { dictionary, codes } => {
+            let kt = p.key.key_type().ok_or_else(|| damaged("a dictionary key without a type".into()))?;
+            let bytes = kt.decode_dict(dictionary, codes).map_err(|e| damaged(e.to_string()))?;
+            sort_key_bytes(&bytes, kt, 0, job.algo).rows()
+        }
+    };
+    let mut objects: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    match p.row_size {
+        Some(rs) => objects.push(("rows", gather_fixed(rows, rs as usize, &order))),
+        None => {
+            let (d, o) = gather_var(rows, offsets, &order);
+            objects.push(("rows", d));
+            objects.push(("rowoff", le::encode_u64s(&o)));
+        }
+    }
+    match key {
+        HostKey::Plain(k) => objects.push(("key", gather_fixed(k, p.key_width(), &order))),
+        HostKey::Dict { dictionary, codes } => {
+            let cw = codes.bits() as usize / 8;
+            objects.push(("dict", le::encode_u64s(dictionary)));
+            objects.push(("codes", gather_fixed(&codes.to_bytes(), cw, &order)));
+        }
+        HostKey::Bytes { data, offsets } => {
+            let (d, offs) = gather_var(data, offsets, &order);
+            objects.push(("key", d));
+            objects.push(("keyoff", le::encode_u64s(&offs)));
+        }
+    }
+    Ok(objects)
+}
+
+/// Host (or accelerator) placement. The CPU reads every part at once (one phase); the accelerator serves
+/// one device after another (a phase per device).
+pub(crate) fn sort_on_host(
+    array: &Array,
+    job: &SortJob<'_>,
+    accel: bool,
+    measure: &mut Measure,
+) -> Result<Vec<PartInfo>> {
+    let mut cpu = 0u64;
+    for (i, dev) in job.devices.iter().enumerate() {
+        let (p, dev) = (&job.info.parts[i], *dev);
+        let (rows, offsets) = read_rows(array, dev, job.table, p)?;
+        let key = read_key(array, dev, job.table, p)?;
+        let c0 = thread_cpu_ns();
+        let objects = sort_part(job, p, &key, &rows, &offsets)?;
+        let part_cpu = thread_cpu_ns() - c0;
+        cpu += part_cpu;
+        let moved: u64 = objects.iter().map(|(_, d)| d.len() as u64).sum::<u64>() * 2;
+        for (suffix, data) in &objects {
+            write_object(array, dev, &format!("{}#{suffix}", job.out), "table-part", data)?;
+        }
+        if accel {
+            let work = HostWork::single("sort", part_cpu).on_accelerator(moved);
+            measure.phase(&format!("dev{dev}"), array, work)?;
+        }
+    }
+    if !accel {
+        measure.phase("sort", array, HostWork::single("sort", cpu))?;
+    }
+    Ok(job.info.parts.clone())
+}

@@ -1,0 +1,15 @@
+//! What every placement of one sort works from.
+
+use insitu_kernels::keys::SortAlgo;
+
+use crate::table::TableInfo;
+
+#[derive(Debug, Clone, Copy)]
+pub struct SortJob<'a> {
+    pub table: &'a str,
+    pub out: &'a str,
+    /// The devices holding the table's parts, part `i` on `devices[i]`.
+    pub devices: &'a [u32],
+    pub info: &'a TableInfo,
+    pub algo: SortAlgo,
+}

@@ -1,0 +1,58 @@
+//! The global order: a k-way merge at the host of the sorted parts of a table, written as one Parquet
+//! file (Arrow's row format compares keys of any type; ties go to the lower device, then row order, so the
+//! merge is deterministic).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::compute::interleave_record_batch;
+use arrow::record_batch::RecordBatch;
+
+use crate::array::Array;
+use crate::error::{HostError, Result};
+use crate::table::export::ParquetFile;
+use crate::table::store::read_part;
+
+/// K-way merges the sorted parts of `table` into one Parquet file; returns the rows written.
+pub fn merge_to_parquet(array: &Array, table: &str, path: &Path) -> Result<u64> {
+    let (entry, info) = array.table_entry(table)?;
+    let batches: Vec<RecordBatch> = entry
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, dev)| read_part(array, *dev, table, &info.schema, info.key, &info.parts[i]))
+        .collect::<Result<_>>()?;
+    let key_type = batches
+        .first()
+        .map(|b| b.column(info.key).data_type().clone())
+        .unwrap_or(arrow::datatypes::DataType::Null);
+    let keys = "comparing the sort key";
+    let conv = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(key_type)])
+        .map_err(HostError::arrow(keys))?;
+    let rows: Vec<arrow::row::Rows> = batches
+        .iter()
+        .map(|b| conv.convert_columns(&[b.column(info.key).clone()]).map_err(HostError::arrow(keys)))
+        .collect::<Result<_>>()?;
+    let mut heap = BinaryHeap::new();
+    for (p, r) in rows.iter().enumerate() {
+        if r.num_rows() > 0 {
+            heap.push(Reverse((r.row(0), p, 0usize)));
+        }
+    }
+    let mut order: Vec<(usize, usize)> = Vec::with_capacity(batches.iter().map(|b| b.num_rows()).sum());
+    while let Some(Reverse((_, p, j))) = heap.pop() {
+        order.push((p, j));
+        if j + 1 < rows[p].num_rows() {
+            heap.push(Reverse((rows[p].row(j + 1), p, j + 1)));
+        }
+    }
+    let refs: Vec<&RecordBatch> = batches.iter().collect();
+    let mut file = ParquetFile::create(path, Arc::new(info.schema.to_arrow()))?;
+    for chunk in order.chunks(64 << 10) {
+        file.write(&interleave_record_batch(&refs, chunk).map_err(HostError::arrow("merging the parts"))?)?;
+    }
+    file.finish()?;
+    Ok(order.len() as u64)
+}

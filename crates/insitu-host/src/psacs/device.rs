@@ -1,0 +1,44 @@
+//! PSACS's device placement: `psacs-shuffle` on every device at once.
+
+use insitu_device::protocol::{PsacsShuffle, ShuffleArgs};
+
+use crate::array::Array;
+use crate::error::{HostError, Result};
+use crate::psacs::job::ShuffleJob;
+
+/// Runs the shuffle in every device; returns (bytes stored, bytes before compression).
+pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<(u64, u64)> {
+    let ShuffleJob { table, out, devices, info, rf, fields, opts } = *job;
+    let mut running = Vec::new();
+    for (i, dev) in devices.iter().enumerate() {
+        let args = ShuffleArgs {
+            part: info.parts[i].table_part(table),
+            row_format: rf.clone(),
+            key_fields: fields.iter().map(|f| *f as u32).collect(),
+            partitions: opts.partitions,
+            hash: opts.hash,
+            layout: opts.layout,
+            out: out.into(),
+            memory_budget: opts.memory_budget,
+        };
+        running.push(array.device(*dev)?.start::<PsacsShuffle>(args).map_err(HostError::device(*dev))?);
+    }
+    let (mut stored, mut raw) = (0, 0);
+    let mut first_err = None;
+    for p in running {
+        let dev = p.client().id();
+        match p.wait() {
+            Ok(o) => {
+                stored += o.stored_bytes;
+                raw += o.raw_bytes;
+            }
+            Err(e) => {
+                first_err.get_or_insert(HostError::Device { device: dev, error: e });
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok((stored, raw)),
+    }
+}

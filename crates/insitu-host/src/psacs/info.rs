@@ -1,0 +1,25 @@
+//! A shuffle output's description in the catalog.
+
+use insitu_kernels::columnar::RecordFormat;
+use insitu_kernels::partition::PartitionHash;
+use insitu_kernels::shuffle::ChunkLayout;
+use serde::{Deserialize, Serialize};
+
+use crate::table::info::PartInfo;
+use crate::table::schema::TableSchema;
+
+/// What a shuffle wrote (`S#data` + `S#index` on every device) and how to rebuild its rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShuffleInfo {
+    pub source: String,
+    pub schema: TableSchema,
+    pub key: usize,
+    /// Per device part: how its key column is stored (for rebuilding rows).
+    pub parts: Vec<PartInfo>,
+    /// The row format of the source's row-wise parts (the key column becomes field 0 of a record).
+    pub record_format: RecordFormat,
+    pub partitions: u32,
+    pub layout: ChunkLayout,
+    pub hash: PartitionHash,
+    pub keys: Vec<String>,
+}

@@ -1,0 +1,20 @@
+//! What every placement of one shuffle works from.
+
+use insitu_kernels::columnar::RecordFormat;
+
+use crate::psacs::options::ShuffleOptions;
+use crate::table::TableInfo;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ShuffleJob<'a> {
+    pub table: &'a str,
+    pub out: &'a str,
+    /// The devices holding the table's parts, part `i` on `devices[i]`.
+    pub devices: &'a [u32],
+    pub info: &'a TableInfo,
+    /// The row format of the parts (the key column becomes record field 0).
+    pub rf: &'a RecordFormat,
+    /// Record fields forming the shuffle key.
+    pub fields: &'a [usize],
+    pub opts: &'a ShuffleOptions,
+}

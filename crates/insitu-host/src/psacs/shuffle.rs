@@ -1,0 +1,136 @@
+//! The PSACS shuffle operator: `insitu shuffle T --key COL[,COL] --partitions P [--placement
+//! device|host-sort|host-bucket] [--threads N] [--hash zigzag-fold|xxh3] [--layout column|row] [--out S]`
+//! writes, on every device, the device's rows grouped into P partitions (`S#data` + `S#index`).
+//!
+//! - `device`: the `psacs-shuffle` program on every device at once; only commands cross the host link.
+//! - `host-sort` / `host-bucket`: the software baselines of §V (Spark's SortShuffleWriter and
+//!   BypassMergeSortShuffleWriter): every part crosses the host link, N host threads partition it by
+//!   sorting (PID, RowID) pairs or by appending records to P buckets, and the partitions cross back.
+//!
+//! All placements produce the same multiset of rows in every partition; the steps are
+//! `insitu_kernels::shuffle`'s, so the bytes are computed by the same code.
+
+use insitu_kernels::columnar::{FieldKind, RecordFormat};
+use serde_json::json;
+
+use crate::array::{validate_user_name, Array};
+use crate::catalog::{EntryKind, ObjectEntry};
+use crate::error::{HostError, Result};
+use crate::psacs::info::ShuffleInfo;
+use crate::psacs::job::ShuffleJob;
+use crate::psacs::options::{ShuffleOptions, ShufflePlacement};
+use crate::report::{Measure, Report};
+use crate::table::schema::TableSchema;
+use crate::units::human_bytes;
+
+/// The row format of a table part, as `b?,f?,v,...` (see `insitu_kernels::columnar`).
+pub fn row_format(schema: &TableSchema, key: usize) -> RecordFormat {
+    let cols: Vec<usize> = (0..schema.columns.len()).filter(|c| *c != key).collect();
+    let bitmap = if cols.iter().any(|c| schema.columns[*c].nullable) { cols.len().div_ceil(8) } else { 0 };
+    RecordFormat {
+        bitmap,
+        fields: cols
+            .iter()
+            .map(|c| schema.columns[*c].ty.fixed_width().map_or(FieldKind::Var, FieldKind::Fixed))
+            .collect(),
+    }
+}
+
+/// Record fields of the shuffle key columns: the table's key column is field 0, the others follow in
+/// schema order.
+fn key_fields(schema: &TableSchema, key: usize, names: &[String]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|n| {
+            let c = schema.index_of(n)?;
+            Ok(if c == key {
+                0
+            } else {
+                1 + (0..schema.columns.len()).filter(|x| *x != key && *x < c).count()
+            })
+        })
+        .collect()
+}
+
+/// Shuffles table `name`.
+pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Result<Report> {
+    let (entry, info) = array.table_entry(name)?;
+    let (entry, info) = (entry.clone(), info.clone());
+    if opts.partitions == 0 || opts.partitions > 1 << 24 {
+        return Err(HostError::InvalidArgument(format!(
+            "--partitions must be 1..=2^24 (16,777,216), not {}",
+            opts.partitions
+        )));
+    }
+    if opts.keys.is_empty() {
+        return Err(HostError::InvalidArgument("--key needs at least one column".into()));
+    }
+    let fields = key_fields(&info.schema, info.key, &opts.keys)?;
+    let out = opts.out.clone().unwrap_or_else(|| format!("{name}.shuffled"));
+    validate_user_name(&out)?;
+    array.check_free(&out)?;
+    let rf = row_format(&info.schema, info.key);
+    let threads = opts.threads.clamp(1, 256);
+    let op = format!("shuffle ({})", opts.placement.name());
+    let mut measure = Measure::start(&op, array)?;
+    let job = ShuffleJob {
+        table: name,
+        out: &out,
+        devices: &entry.devices,
+        info: &info,
+        rf: &rf,
+        fields: &fields,
+        opts,
+    };
+    let result = match opts.placement {
+        ShufflePlacement::Device => crate::psacs::device::shuffle_on_devices(array, &job),
+        _ => crate::psacs::host::shuffle_on_host(array, &job, threads, &mut measure),
+    };
+    let (stored, raw) = match result {
+        Ok(x) => x,
+        Err(e) => {
+            for d in &entry.devices {
+                crate::table::store::delete_quietly(
+                    array,
+                    *d,
+                    ["data", "index"].map(|s| format!("{out}#{s}")),
+                );
+            }
+            return Err(e);
+        }
+    };
+    array.faults.hit("shuffle-before-catalog");
+    let sinfo = ShuffleInfo {
+        source: name.into(),
+        schema: info.schema.clone(),
+        key: info.key,
+        parts: info.parts.clone(),
+        record_format: rf,
+        partitions: opts.partitions,
+        layout: opts.layout,
+        hash: opts.hash,
+        keys: opts.keys.clone(),
+    };
+    array.commit_entry(ObjectEntry {
+        name: out.clone(),
+        size: stored,
+        stripe_unit: 0,
+        devices: entry.devices.clone(),
+        kind: EntryKind::Shuffle(sinfo),
+    })?;
+    let rows: u64 = info.parts.iter().map(|p| p.rows).sum();
+    let ratio = raw as f64 / stored.max(1) as f64;
+    let result = json!({
+        "table": name, "out": out, "keys": opts.keys, "partitions": opts.partitions, "placement": opts.placement,
+        "threads": threads, "hash": opts.hash.name(), "rows": rows, "stored_bytes": stored, "raw_bytes": raw,
+        "compression_ratio": ratio,
+    });
+    let headline = format!(
+        "{op}: {rows} rows of {name} into {} partitions by {} ({}), {} stored ({ratio:.2}x compression) as {out}",
+        opts.partitions,
+        json!(opts.keys),
+        opts.hash.name(),
+        human_bytes(stored),
+    );
+    measure.finish(array, headline, result)
+}

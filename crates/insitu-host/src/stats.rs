@@ -1,0 +1,42 @@
+//! `stats`: space, wear, write amplification, device memory and counters of every device.
+
+use insitu_device::protocol::Identify;
+use serde_json::{json, Value};
+
+use crate::array::Array;
+use crate::error::{HostError, Result};
+use crate::units::human_bytes;
+
+/// Per-device figures as JSON, and as text.
+pub fn stats(array: &Array) -> Result<(Value, String)> {
+    let mut devices = Vec::new();
+    let mut text = format!(
+        "array {} : {} x {} ({} each), stripe unit {}\\n",
+        array.dir().display(),
+        array.devices().len(),
+        array.profile().name,
+        human_bytes(array.config().capacity_bytes),
+        human_bytes(array.config().stripe_unit)
+    );
+    for d in array.devices() {
+        let p = d.call(Identify).map_err(HostError::device(d.id()))?;
+        let c = d.counters().map_err(HostError::device(d.id()))?;
+        let f = &p.flash;
+        let ps = f.geometry.page_size as u64;
+        text.push_str(&format!(
+            "dev{}: {} used of {} ({} objects), {} free blocks, WA {:.3}, erase counts min/mean/max {}/{:.2}/{}, device memory {}\\n",
+            d.id(),
+            human_bytes((f.object_pages + f.raw_pages) * ps),
+            human_bytes(f.logical_pages * ps),
+            f.objects,
+            f.free_blocks,
+            f.write_amplification,
+            f.wear.min_erase_count,
+            f.wear.mean_erase_count,
+            f.wear.max_erase_count,
+            human_bytes(p.memory_bytes),
+        ));
+        devices.push(json!({ "device": d.id(), "properties": p, "counters": c }));
+    }
+    Ok((json!({ "devices": devices }), text.trim_end().to_string()))
+}

@@ -1,0 +1,67 @@
+//! Little-endian arrays: the byte format of every integer array insitu stores (offsets, dictionaries,
+//! codes, IDs, sorted indices). One implementation, used by devices and host alike.
+
+/// The fixed-size words of `b` (a trailing partial word is ignored).
+pub fn words<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
+    b.chunks_exact(N).map(|c| {
+        let mut w = [0u8; N];
+        w.copy_from_slice(c);
+        w
+    })
+}
+
+/// Decodes little-endian u64 values.
+pub fn decode_u64s(b: &[u8]) -> Vec<u64> {
+    words::<8>(b).map(u64::from_le_bytes).collect()
+}
+
+/// Decodes little-endian u32 values.
+pub fn decode_u32s(b: &[u8]) -> Vec<u32> {
+    words::<4>(b).map(u32::from_le_bytes).collect()
+}
+
+/// Encodes u64 values little-endian.
+pub fn encode_u64s(v: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * 8);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
+/// Encodes u32 values little-endian.
+pub fn encode_u32s(v: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * 4);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
+/// The little-endian u32 at the start of `b` (an entry's ID); `b` must hold at least 4 bytes.
+pub fn u32_at(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The little-endian u64 at the start of `b`; `b` must hold at least 8 bytes.
+pub fn u64_at(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_round_trip() {
+        let v = vec![0u64, 1, u64::MAX, 1 << 40];
+        assert_eq!(decode_u64s(&encode_u64s(&v)), v);
+        let w = vec![7u32, u32::MAX];
+        assert_eq!(decode_u32s(&encode_u32s(&w)), w);
+        assert_eq!(u32_at(&encode_u32s(&w)[4..]), u32::MAX);
+        assert_eq!(u64_at(&encode_u64s(&v)[16..]), u64::MAX);
+        assert_eq!(decode_u32s(&[1, 0, 0, 0, 9]), vec![1], "a partial word is ignored");
+    }
+}
