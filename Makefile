@@ -17,14 +17,17 @@ build: toolchain ## Debug build of every crate
 release: toolchain ## Optimised build of the insitu binary (target/release/insitu)
 	$(CARGO) build --release -p insitu-cli
 
-test: toolchain ## Format check, clippy, and every test (unit, property, integration, CLI end to end)
+test: toolchain ## Format check, clippy, docs, and every test (the CLI suite over both device transports)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace
 	$(CARGO) test --workspace
+	INSITU_TRANSPORT=process $(CARGO) test -p insitu-cli
 
-lint: toolchain ## Format check and clippy only
+lint: toolchain ## Format check, clippy and docs only
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace
 
 fmt: toolchain ## Format the code
 	$(CARGO) fmt --all

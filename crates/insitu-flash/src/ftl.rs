@@ -9,7 +9,7 @@
 //! - Wear: erase counts per block; fresh blocks are used first, then the erased block with the lowest count.
 //! - Write amplification = pages programmed (host + GC) / pages written by the host.
 //!
-//! Every state change is journaled ([`Record`]); [`Ftl::apply`] replays them after a restart.
+//! Every state change is journaled ([`Record`]); `Ftl::apply` replays them after a restart.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

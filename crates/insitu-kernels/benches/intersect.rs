@@ -29,11 +29,7 @@ fn best(mut f: impl FnMut() -> usize) -> (f64, usize) {
 }
 
 fn read_u32(path: &str) -> Vec<u32> {
-    std::fs::read(path)
-        .expect("list file")
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    insitu_kernels::le::decode_u32s(&std::fs::read(path).expect("list file"))
 }
 
 fn main() {

@@ -83,8 +83,7 @@ impl RecordFormat {
             let r = match k {
                 FieldKind::Fixed(w) => at..at + w,
                 FieldKind::Var => {
-                    let b = rec.get(at..at + 4).ok_or_else(short)?;
-                    let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+                    let len = crate::le::u32_at(rec.get(at..at + 4).ok_or_else(short)?) as usize;
                     at += 4;
                     at..at + len
                 }
@@ -110,9 +109,7 @@ impl RecordFormat {
                     at += w;
                 }
                 FieldKind::Var => {
-                    let len = u32::from_le_bytes(
-                        rec.get(at..at + 4).ok_or_else(short)?.try_into().map_err(|_| short())?,
-                    ) as usize;
+                    let len = crate::le::u32_at(rec.get(at..at + 4).ok_or_else(short)?) as usize;
                     out.push(at + 4..at + 4 + len);
                     at += 4 + len;
                 }
@@ -175,9 +172,7 @@ pub fn columns_to_records(
             let len = match f {
                 FieldKind::Fixed(w) => *w,
                 FieldKind::Var => {
-                    4 + u32::from_le_bytes(
-                        cols[c].get(pos[c]..pos[c] + 4).ok_or_else(short)?.try_into().map_err(|_| short())?,
-                    ) as usize
+                    4 + crate::le::u32_at(cols[c].get(pos[c]..pos[c] + 4).ok_or_else(short)?) as usize
                 }
             };
             data.extend_from_slice(cols[c].get(pos[c]..pos[c] + len).ok_or_else(short)?);

@@ -99,3 +99,26 @@ fn sigkill_from_outside_at_random_moments_of_a_large_put() {
         check_after_restart(&env, &earlier, &format!("big{i}"), &data, None);
     }
 }
+
+/// A device server killed in the middle of an operator: the command fails naming the device and how its
+/// server ended, and the next command recovers the array.
+#[test]
+fn a_killed_device_server_is_named_and_the_array_recovers() {
+    let (env, earlier) = setup();
+    let data = text(2_000_000, 11, b"victim");
+    let f = env.write("victim", &data);
+    // The 6th command device 1's server receives kills it, half-way through the put.
+    let o = env
+        .cmd()
+        .args(["--transport", "process", "put", s(&f)])
+        .env("INSITU_CRASH_AT", "dev1-command:6")
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the put must fail");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("device 1") && err.contains("device server") && err.contains("SIGKILL"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    check_after_restart(&env, &earlier, "victim", &data, Some(false));
+    env.ok(&["--transport", "process", "put", s(&f)]);
+    assert_eq!(env.run(&["--transport", "process", "get", "victim"]).stdout, data);
+}

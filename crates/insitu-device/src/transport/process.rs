@@ -68,16 +68,17 @@ impl Server {
     }
 }
 
-fn describe(status: Option<std::process::ExitStatus>) -> String {
+/// How a server process ended, for errors: `pid 12 was killed (SIGKILL)`.
+fn describe(pid: u32, status: Option<std::process::ExitStatus>) -> String {
     use std::os::unix::process::ExitStatusExt;
     match status {
         Some(s) => match (s.code(), s.signal()) {
-            (Some(c), _) => format!("it exited with status {c}"),
-            (_, Some(9)) => "it was killed (SIGKILL)".to_string(),
-            (_, Some(sig)) => format!("it was killed by signal {sig}"),
-            _ => "it exited".to_string(),
+            (Some(c), _) => format!("pid {pid} exited with status {c}"),
+            (_, Some(9)) => format!("pid {pid} was killed (SIGKILL)"),
+            (_, Some(sig)) => format!("pid {pid} was killed by signal {sig}"),
+            _ => format!("pid {pid} exited"),
         },
-        None => "the connection closed".to_string(),
+        None => format!("the connection to pid {pid} closed"),
     }
 }
 
@@ -129,11 +130,11 @@ impl ProcessTransport {
                 .unwrap_or_else(|_| DeviceError::Protocol(json.trim().to_string())));
         }
         if line.trim() != "ready" {
-            let how = describe(server.status(Duration::from_secs(5)));
+            let pid = server.child.id();
+            let how = describe(pid, server.status(Duration::from_secs(5)));
             return Err(DeviceError::Disconnected(format!(
-                "the server of {} (pid {}) did not start: {how}",
-                opts.dir.display(),
-                server.child.id()
+                "the server of {} did not start: {how}",
+                opts.dir.display()
             )));
         }
         let stream = match UnixStream::connect(&opts.socket) {
@@ -175,9 +176,15 @@ impl ProcessTransport {
     }
 
     fn send(&self, kind: Kind, id: u64, header: &[u8], bulk: &[u8]) -> Result<()> {
-        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        write_frame(&mut *w, kind, id, header, bulk)
-            .map_err(|e| DeviceError::Disconnected(self.completions.lost().unwrap_or_else(|| e.to_string())))
+        let written = {
+            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            write_frame(&mut *w, kind, id, header, bulk)
+        };
+        written.map_err(|e| {
+            // The stream broke: the reader sees it too, and finds out how the server ended.
+            self.join_reader();
+            DeviceError::Disconnected(self.completions.lost().unwrap_or_else(|| e.to_string()))
+        })
     }
 
     fn join_reader(&self) {
@@ -199,14 +206,8 @@ fn read_replies(mut stream: UnixStream, completions: &Completions, server: &Mute
             Ok(None) | Err(_) => {
                 let mut s = server.lock().unwrap_or_else(|p| p.into_inner());
                 break match s.as_mut() {
-                    Some(srv) => {
-                        let pid = srv.child.id();
-                        format!(
-                            "its server (pid {pid}) is gone: {}",
-                            describe(srv.status(Duration::from_secs(1)))
-                        )
-                    }
-                    None => "the connection to its server closed".to_string(),
+                    Some(srv) => describe(srv.child.id(), srv.status(Duration::from_secs(1))),
+                    None => "the connection closed".to_string(),
                 };
             }
         }

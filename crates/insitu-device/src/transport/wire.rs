@@ -3,6 +3,8 @@
 
 use std::io::{Read, Write};
 
+use insitu_kernels::le;
+
 use crate::error::{DeviceError, Result};
 use crate::protocol::{Command, Payload};
 
@@ -79,9 +81,8 @@ pub(crate) fn read_frame(r: &mut impl Read) -> Result<Option<Frame>> {
     }
     r.read_exact(&mut prefix[1..]).map_err(|e| broken(e.to_string()))?;
     let kind = Kind::from_u8(prefix[0]).ok_or_else(|| broken(format!("unknown kind {}", prefix[0])))?;
-    let id = u64::from_le_bytes(prefix[1..9].try_into().expect("8 bytes"));
-    let hlen = u32::from_le_bytes(prefix[9..13].try_into().expect("4 bytes")) as u64;
-    let blen = u64::from_le_bytes(prefix[13..21].try_into().expect("8 bytes"));
+    let (id, hlen, blen) =
+        (le::u64_at(&prefix[1..]), le::u32_at(&prefix[9..]) as u64, le::u64_at(&prefix[13..]));
     if hlen > MAX_HEADER || blen > MAX_BULK {
         return Err(broken(format!("header {hlen} / bulk {blen} bytes")));
     }
