@@ -39,3 +39,13 @@ def append_results(title, body):
     print(report)
     with open(os.path.join(ROOT, "bench", "RESULTS.md"), "a") as f:
         f.write("\n" + report)
+
+
+def tpch(sf, table="lineitem"):
+    """The TPC-H table at scale factor `sf` as Parquet under target/bench (made by tpchgen-cli once)."""
+    d = os.path.join(WORK, f"tpch-sf{sf}")
+    path = os.path.join(d, f"{table}.parquet")
+    if not os.path.exists(path):
+        os.makedirs(d, exist_ok=True)
+        run([os.path.join(VENV, "bin", "tpchgen-cli"), "parquet", "-s", str(sf), f"--tables={table}", f"--output-dir={d}"])
+    return path

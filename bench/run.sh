@@ -3,6 +3,7 @@
 # bench/RESULTS.md. Installs what it needs (ripgrep via apt; Python peers into target/bench/venv) and builds
 # the release binary first.
 #   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|all] [options of that suite]
+#   bench/run.sh compare --baseline OLD/insitu   (this build vs another, side by side: a regression check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite="${1:-all}"
@@ -19,6 +20,7 @@ case "$suite" in
   table-sort) python3 bench/table_sort.py "$@" ;;
   shuffle) python3 bench/shuffle.py "$@" ;;
   intersect) python3 bench/intersect.py "$@" ;;
+  compare) python3 bench/compare.py "$@" ;;
   repro-intersect)
     out=$(./target/release/insitu repro intersect "$@")
     echo "$out"
@@ -35,5 +37,5 @@ case "$suite" in
     printf '\n## %s — commit %s — insitu repro nascent (issue 3)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   all)
     "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs && "$0" intersect && "$0" repro-intersect ;;
-  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, all)"; exit 2 ;;
+  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, compare, all)"; exit 2 ;;
 esac

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from common import INSITU, PY, ROOT, VENV, WORK, append_results, ensure_venv, insitu, run
+from common import INSITU, PY, ROOT, WORK, append_results, ensure_venv, insitu, run, tpch
 
 PEERS = r'''
 import sys, time, shutil, os, duckdb, polars as pl
@@ -49,11 +49,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
     ensure_venv("tpchgen-cli", "duckdb", "polars", "pyarrow")
-    d = os.path.join(WORK, f"tpch-sf{a.sf}")
-    src = os.path.join(d, "lineitem.parquet")
-    if not os.path.exists(src):
-        os.makedirs(d, exist_ok=True)
-        run([os.path.join(VENV, "bin", "tpchgen-cli"), "parquet", "-s", a.sf, "--tables=lineitem", f"--output-dir={d}"])
+    src = tpch(a.sf)
     data = os.path.join(WORK, "array-shuffle")
     shutil.rmtree(data, ignore_errors=True)
     run([INSITU, "--data", data, "init", "--devices", "4", "--profile", "smartssd", "--capacity", "4GiB"])

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from common import INSITU, PY, ROOT, VENV, WORK, append_results, ensure_venv, insitu, run
+from common import INSITU, PY, ROOT, WORK, append_results, ensure_venv, insitu, run, tpch
 
 PEERS = r'''
 import sys, time, duckdb, polars as pl
@@ -44,12 +44,7 @@ elif which == "polars":
 
 
 def lineitem(sf):
-    d = os.path.join(WORK, f"tpch-sf{sf}")
-    path = os.path.join(d, "lineitem.parquet")
-    if not os.path.exists(path):
-        os.makedirs(d, exist_ok=True)
-        run([os.path.join(VENV, "bin", "tpchgen-cli"), "parquet", "-s", str(sf), "--tables=lineitem", f"--output-dir={d}"])
-    return path
+    return tpch(sf)
 
 
 def array_with(path, name, devices=4):

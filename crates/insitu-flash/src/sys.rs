@@ -26,21 +26,6 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) {
     }
 }
 
-/// Takes an exclusive, non-blocking advisory lock on `file`. Returns false if another process holds it.
-pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
-    // SAFETY: flock on a valid, open descriptor.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(err)
-    }
-}
-
 /// Maps `file` read-only, whole.
 ///
 /// SAFETY argument for the callers: the image and spare-area files belong to one device of an array whose

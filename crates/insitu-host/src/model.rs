@@ -285,6 +285,25 @@ mod tests {
     }
 
     #[test]
+    fn device_to_device_transfers_pay_bandwidth_and_each_hop_by_hand() {
+        let p = tiny();
+        // 0.5 GB out over one link, in three transfers of one hop each (or one transfer of three hops).
+        let c = DeviceCounters {
+            device_to_device_out: 500_000_000,
+            device_to_device_hops_out: 3,
+            ..Default::default()
+        };
+        let m = model(&p, &[PhaseUsage { name: "copy".into(), devices: vec![c], host: HostWork::default() }]);
+        let b = &m.phases[0].devices[0];
+        assert!(approx(b.network_s, 500_000_000.0 / p.network.link_bw));
+        assert!(approx(b.latency_s, 3.0 * p.network.hop_latency_us * 1e-6));
+        // The receiver waits for the hops its transfers crossed.
+        let r =
+            DeviceCounters { device_to_device_in: 1000, device_to_device_hops_in: 2, ..Default::default() };
+        assert!(approx(device_busy(&p, &r).latency_s, 2.0 * p.network.hop_latency_us * 1e-6));
+    }
+
+    #[test]
     fn phases_add_up_and_the_host_can_be_the_bottleneck() {
         let host = HostWork::single("search", 2_000_000_000);
         let ph = PhaseUsage { name: "host".into(), devices: vec![DeviceCounters::default()], host };

@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use insitu_host::blob::{self, Placement};
 use insitu_host::search::{self, SearchPlacement};
 
-use crate::cmd::Ctx;
+use crate::cmd::{name_for, Ctx};
 use crate::output;
 
 #[derive(Args, Debug)]
@@ -25,14 +25,7 @@ pub struct Put {
 
 impl Put {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
-        let name = match self.name {
-            Some(n) => n,
-            None => {
-                self.file.file_name().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
-                    format!("cannot derive an object name from {}; give --name", self.file.display())
-                })?
-            }
-        };
+        let name = name_for(self.name, &self.file, true, "an object")?;
         let mut array = ctx.open()?;
         let size = std::fs::metadata(&self.file).map(|m| m.len()).unwrap_or(0);
         let bar = output::progress(size, "put");

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use insitu_host::intersect::lists::{index_text, put_list};
 use insitu_host::intersect::model::{predict, render, Workload};
@@ -13,7 +13,7 @@ use insitu_host::units::parse_size;
 use insitu_host::Profile;
 use serde_json::json;
 
-use crate::cmd::Ctx;
+use crate::cmd::{name_for, Ctx};
 
 #[derive(Args, Debug)]
 pub struct PutList {
@@ -29,14 +29,7 @@ pub struct PutList {
 
 impl PutList {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
-        let name = match self.name {
-            Some(n) => n,
-            None => {
-                self.file.file_stem().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
-                    format!("cannot derive a list name from {}; give --name", self.file.display())
-                })?
-            }
-        };
+        let name = name_for(self.name, &self.file, false, "a list")?;
         let mut array = ctx.open()?;
         let report = put_list(&mut array, &self.file, &name, self.entry_size, self.device)?;
         array.close()?;

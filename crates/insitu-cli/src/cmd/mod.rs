@@ -9,9 +9,9 @@ pub mod repro;
 pub mod shuffle;
 pub mod table;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use insitu_host::{Array, DeviceTransport, FaultPlan, OpenOptions};
 
 use crate::output::Output;
@@ -50,4 +50,16 @@ impl Ctx {
             }
         }
     }
+}
+
+/// The name a command gives what it stores: `--name`, else the file's name (`whole`) or stem.
+pub fn name_for(given: Option<String>, file: &Path, whole: bool, what: &str) -> Result<String> {
+    if let Some(n) = given {
+        return Ok(n);
+    }
+    let derived = if whole { file.file_name() } else { file.file_stem() };
+    derived
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+        .with_context(|| format!("cannot derive {what} name from {}; give --name", file.display()))
 }

@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use insitu_host::nascent::{sort_table, SortAlgo, SortOptions, SortPlacement};
 use insitu_host::table::import::{put_table, PutTable as PutTableOptions};
 use insitu_host::units::parse_size;
 
-use crate::cmd::Ctx;
+use crate::cmd::{name_for, Ctx};
 
 #[derive(Args, Debug)]
 pub struct PutTable {
@@ -29,14 +29,7 @@ pub struct PutTable {
 
 impl PutTable {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
-        let name = match self.name {
-            Some(n) => n,
-            None => {
-                self.file.file_stem().and_then(|n| n.to_str()).map(str::to_string).with_context(|| {
-                    format!("cannot derive a table name from {}; give --name", self.file.display())
-                })?
-            }
-        };
+        let name = name_for(self.name, &self.file, false, "a table")?;
         let opts =
             PutTableOptions { name, key: self.key, partition: self.partition.parse()?, dict: self.dict };
         let mut array = ctx.open()?;

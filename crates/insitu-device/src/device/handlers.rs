@@ -172,12 +172,18 @@ impl Handle for StoreToObject {
     }
 }
 
+/// Writes `data` into buffer `dst` at `offset`.
+fn write_into(dev: &Inner, dst: u64, offset: u64, data: &[u8]) -> Result<()> {
+    let buf = dev.memory.buffer(dst)?;
+    let mut mem = buf.lock();
+    let r = check_range(dst, mem.len(), offset, data.len() as u64)?;
+    mem[r].copy_from_slice(data);
+    Ok(())
+}
+
 impl Handle for WriteMemory {
     fn handle(self, dev: &Inner) -> Result<()> {
-        let buf = dev.memory.buffer(self.dst)?;
-        let mut mem = buf.lock();
-        let r = check_range(self.dst, mem.len(), self.offset, self.data.len() as u64)?;
-        mem[r].copy_from_slice(&self.data);
+        write_into(dev, self.dst, self.offset, &self.data)?;
         Meters::add(&dev.meters.host_to_device, self.data.len() as u64);
         Ok(())
     }
@@ -211,10 +217,7 @@ impl Handle for CopyToPeer {
 
 impl Handle for PeerWrite {
     fn handle(self, dev: &Inner) -> Result<()> {
-        let buf = dev.memory.buffer(self.dst)?;
-        let mut mem = buf.lock();
-        let r = check_range(self.dst, mem.len(), self.offset, self.data.len() as u64)?;
-        mem[r].copy_from_slice(&self.data);
+        write_into(dev, self.dst, self.offset, &self.data)?;
         Meters::add(&dev.meters.device_to_device_in, self.data.len() as u64);
         Meters::add(&dev.meters.device_to_device_hops_in, self.hops as u64);
         Ok(())
