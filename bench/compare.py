@@ -6,6 +6,7 @@ same inputs (each binary on an array it made itself: array formats may differ be
 times; the table gives the medians and new / baseline. With --process, this build also runs over the
 process transport (devices in `insitu serve-device` children), to show what crossing a process costs.
 Usage: bench/run.sh compare --baseline PATH/TO/OLD/insitu [--runs 5] [--sf 1] [--size 1GiB] [--process]
+       [--only sort,shuffle]
 """
 import argparse
 import os
@@ -33,6 +34,7 @@ def main():
     ap.add_argument("--sf", default="1")
     ap.add_argument("--size", default="1GiB")
     ap.add_argument("--process", action="store_true", help="also run this build over the process transport")
+    ap.add_argument("--only", default="", help="comma-separated words: run only the operations naming one")
     a = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
     ensure_venv("tpchgen-cli")
@@ -75,10 +77,13 @@ def main():
 
     per_build = {label: ops(cmd, os.path.join(WORK, f"cmp-{label.replace(' ', '_').replace(',', '')}")) for label, cmd in builds}
     names = [n for n, _ in per_build[builds[0][0]]]
+    wanted = [w for w in a.only.split(",") if w]
+    chosen = [i for i, n in enumerate(names) if not wanted or any(w in n for w in wanted)]
+    names = [names[i] for i in chosen]
     times = {label: {n: [] for n in names} for label, _ in builds}
     for r in range(a.runs):
         print(f"run {r + 1} of {a.runs}", flush=True)
-        for i, n in enumerate(names):
+        for i, n in zip(chosen, names):
             for label, _ in builds:
                 steps = per_build[label][i][1]
                 times[label][n].append(timed(steps[0]))
