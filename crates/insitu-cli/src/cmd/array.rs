@@ -107,6 +107,7 @@ fn parse_peer(s: &str) -> std::result::Result<(u32, PathBuf), String> {
 
 impl ServeDevice {
     pub fn run(self) -> Result<ExitCode> {
+        crate::sys::ignore_sigpipe();
         let socket = self.socket.unwrap_or_else(|| self.dir.join("device.sock"));
         let opts =
             ServeOptions { dir: self.dir, socket, peers: self.peers, exit_with_owner: self.exit_with_owner };

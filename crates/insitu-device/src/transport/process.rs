@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command as Process, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command as Process, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -25,7 +25,8 @@ pub struct ServeOptions {
     pub dir: PathBuf,
     pub socket: PathBuf,
     pub peers: Vec<(u32, PathBuf)>,
-    /// Exit when the first connection (the host that started the server) closes.
+    /// Exit when the host that started the server goes away: its connection (the first) ends, or the
+    /// server's stdin, which that host holds open, closes.
     pub exit_with_owner: bool,
 }
 
@@ -52,6 +53,8 @@ impl ServeOptions {
 struct Server {
     child: Child,
     _stdout: BufReader<ChildStdout>,
+    /// The server's lifeline: it exits when this closes (with us, however we end).
+    _stdin: ChildStdin,
 }
 
 impl Server {
@@ -112,18 +115,20 @@ impl ProcessTransport {
         let mut child = Process::new(program)
             .args(args)
             .args(opts.to_args())
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| DeviceError::io(program, e))?;
         let stdout =
             child.stdout.take().ok_or_else(|| DeviceError::Protocol("no stdout from the server".into()))?;
+        let stdin =
+            child.stdin.take().ok_or_else(|| DeviceError::Protocol("no stdin to the server".into()))?;
         let mut stdout = BufReader::new(stdout);
         // The server says `ready` once it serves, or `error JSON` with the typed reason it cannot.
         let mut line = String::new();
         let _ = stdout.read_line(&mut line);
-        let mut server = Server { child, _stdout: stdout };
+        let mut server = Server { child, _stdout: stdout, _stdin: stdin };
         if let Some(json) = line.strip_prefix("error ") {
             let _ = server.status(Duration::from_secs(5));
             return Err(serde_json::from_str::<DeviceError>(json.trim())

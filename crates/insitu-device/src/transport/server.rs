@@ -2,7 +2,7 @@
 //! one thread per connection (the host that started it, and peers delivering device-to-device copies).
 //! Commands go to the device's queues in arrival order; replies are written back as they complete.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,6 +82,26 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
     let _ = out.flush();
     let faults = Arc::new(FaultPlan::from_env());
     let done = Arc::new(AtomicBool::new(false));
+    // Closes the device and stops the accept loop (waking it with a connection of its own).
+    let finish = {
+        let (local, done, socket) = (local.clone(), done.clone(), opts.socket.clone());
+        move || {
+            let _ = local.device().close();
+            done.store(true, Ordering::Release);
+            let _ = UnixStream::connect(&socket);
+        }
+    };
+    if opts.exit_with_owner {
+        // The host that started us keeps our stdin open: its end closing (also when it is killed, even before
+        // it connects) is the host going away.
+        let finish = finish.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+            finish();
+        });
+    }
     let mut first = true;
     for conn in listener.incoming() {
         if done.load(Ordering::Acquire) {
@@ -89,15 +109,11 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
         }
         let Ok(stream) = conn else { continue };
         let owner = std::mem::take(&mut first) && opts.exit_with_owner;
-        let (local, faults, done, socket) =
-            (local.clone(), faults.clone(), done.clone(), opts.socket.clone());
+        let (local, faults, finish) = (local.clone(), faults.clone(), finish.clone());
         std::thread::spawn(move || {
             let told = serve_connection(stream, local.device(), &faults);
             if told || owner {
-                let _ = local.device().close();
-                done.store(true, Ordering::Release);
-                // Wake the accept loop so it sees `done`.
-                let _ = UnixStream::connect(&socket);
+                finish();
             }
         });
     }
