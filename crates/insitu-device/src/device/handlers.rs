@@ -93,14 +93,19 @@ fn io_path<T>(
     }
 }
 
-/// A read an extension served must be exactly as long as asked.
-fn exact(data: Vec<u8>, len: u64) -> Result<Vec<u8>> {
-    if data.len() as u64 != len {
-        return Err(crate::error::DeviceError::Protocol(format!(
-            "a firmware extension answered a read of {len} bytes with {}",
-            data.len()
-        )));
-    }
+/// A host read of `len` bytes through the I/O path (an extension that serves it must answer exactly `len`
+/// bytes), sent over the host link.
+fn host_read(dev: &Inner, io: Io<'_>, len: u64, ftl: impl FnOnce() -> Result<Vec<u8>>) -> Result<Vec<u8>> {
+    let data = io_path(dev, io, ftl, |data| {
+        if data.len() as u64 != len {
+            return Err(crate::error::DeviceError::Protocol(format!(
+                "a firmware extension answered a read of {len} bytes with {}",
+                data.len()
+            )));
+        }
+        Ok(data)
+    })?;
+    Meters::add(&dev.meters.device_to_host, len);
     Ok(data)
 }
 
@@ -286,43 +291,27 @@ impl Handle for PhysicalPages {
 impl Handle for Read {
     fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
         let Read { name, offset, len, buf } = self;
-        let io = Io::ReadObject { object: &name, offset, len };
-        let data = io_path(
-            dev,
-            io,
-            || {
-                // Conventional read: flash -> controller DRAM -> host link.
-                let _staging = dev.memory.reserve(len.min(dev.memory.capacity()))?;
-                let mut data = buf;
-                data.resize(len as usize, 0);
-                dev.media.read().read(&name, offset, &mut data)?;
-                Meters::add(&dev.meters.flash_to_device_mem, len);
-                Ok(data)
-            },
-            |data| exact(data, len),
-        )?;
-        Meters::add(&dev.meters.device_to_host, len);
-        Ok(data)
+        host_read(dev, Io::ReadObject { object: &name, offset, len }, len, || {
+            // Conventional read: flash -> controller DRAM -> host link.
+            let _staging = dev.memory.reserve(len.min(dev.memory.capacity()))?;
+            let mut data = buf;
+            data.resize(len as usize, 0);
+            dev.media.read().read(&name, offset, &mut data)?;
+            Meters::add(&dev.meters.flash_to_device_mem, len);
+            Ok(data)
+        })
     }
 }
 
 impl Handle for ReadLba {
     fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
         let len = self.blocks * dev.media.read().page_size() as u64;
-        let io = Io::ReadLba { lba: self.lba, blocks: self.blocks };
-        let data = io_path(
-            dev,
-            io,
-            || {
-                let mut data = vec![0u8; len as usize];
-                dev.media.read().lba_read(self.lba, &mut data)?;
-                Meters::add(&dev.meters.flash_to_device_mem, len);
-                Ok(data)
-            },
-            |data| exact(data, len),
-        )?;
-        Meters::add(&dev.meters.device_to_host, len);
-        Ok(data)
+        host_read(dev, Io::ReadLba { lba: self.lba, blocks: self.blocks }, len, || {
+            let mut data = vec![0u8; len as usize];
+            dev.media.read().lba_read(self.lba, &mut data)?;
+            Meters::add(&dev.meters.flash_to_device_mem, len);
+            Ok(data)
+        })
     }
 }
 
