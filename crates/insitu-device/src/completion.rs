@@ -2,7 +2,7 @@
 //! id, and its reply lands in a [`Completions`] table that the host polls or waits on.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::error::{DeviceError, Result};
@@ -44,6 +44,8 @@ impl Reply {
 #[derive(Debug, Default)]
 struct Table {
     done: HashMap<CommandId, Reply>,
+    /// Commands whose replies nobody will take: dropped when they arrive.
+    abandoned: HashSet<CommandId>,
     /// Set when no more replies will come (the device is gone); waiters get this error.
     lost: Option<String>,
 }
@@ -62,8 +64,20 @@ impl Completions {
 
     /// Records the reply of `id`.
     pub fn complete(&self, id: CommandId, reply: Reply) {
-        self.lock().done.insert(id, reply);
+        let mut t = self.lock();
+        if !t.abandoned.remove(&id) {
+            t.done.insert(id, reply);
+        }
+        drop(t);
         self.changed.notify_all();
+    }
+
+    /// Nobody will take the reply of `id`: drop it now, or when it arrives.
+    pub fn abandon(&self, id: CommandId) {
+        let mut t = self.lock();
+        if t.done.remove(&id).is_none() && t.lost.is_none() {
+            t.abandoned.insert(id);
+        }
     }
 
     /// The reply of `id` if it has arrived (consumed).
@@ -106,6 +120,33 @@ pub trait WireSink: Send + Sync + std::fmt::Debug {
     fn send(&self, id: CommandId, reply: Result<Payload>);
 }
 
+/// A command's result as the device produced it, typed, with how to encode it should it cross a transport
+/// (encoding happens on delivery, after the work is charged, so both transports charge the same work).
+pub struct Prepared {
+    value: Box<dyn Any + Send>,
+    encode: fn(Box<dyn Any + Send>) -> Result<Payload>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prepared")
+    }
+}
+
+impl Prepared {
+    /// The result of request `R`.
+    pub fn of<R: Request>(r: Result<R::Response>) -> Prepared {
+        Prepared { value: Box::new(r), encode: encode_as::<R> }
+    }
+}
+
+fn encode_as<R: Request>(b: Box<dyn Any + Send>) -> Result<Payload> {
+    match b.downcast::<Result<R::Response>>() {
+        Ok(r) => (*r).and_then(R::encode_response),
+        Err(_) => Err(DeviceError::Protocol("a result of another type".into())),
+    }
+}
+
 /// Where a device sends the reply of a command.
 #[derive(Debug, Clone)]
 pub enum ReplyTo {
@@ -116,28 +157,11 @@ pub enum ReplyTo {
 }
 
 impl ReplyTo {
-    /// The result of request `R` in the form this destination takes: kept typed for a table, encoded for a
-    /// transport.
-    pub fn prepare<R: Request>(&self, r: Result<R::Response>) -> Reply {
+    /// Delivers the result of command `id`.
+    pub fn deliver(&self, id: CommandId, p: Prepared) {
         match self {
-            ReplyTo::Table(_) => Reply::local::<R>(r),
-            ReplyTo::Wire(_) => Reply::Remote(r.and_then(R::encode_response)),
-        }
-    }
-
-    /// Delivers the reply of command `id` (prepared by [`ReplyTo::prepare`]).
-    pub fn deliver(&self, id: CommandId, reply: Reply) {
-        match self {
-            ReplyTo::Table(t) => t.complete(id, reply),
-            ReplyTo::Wire(w) => w.send(
-                id,
-                match reply {
-                    Reply::Remote(r) => r,
-                    Reply::Local(_) => {
-                        Err(DeviceError::Protocol("a typed reply cannot cross a transport".into()))
-                    }
-                },
-            ),
+            ReplyTo::Table(t) => t.complete(id, Reply::Local(p.value)),
+            ReplyTo::Wire(w) => w.send(id, (p.encode)(p.value)),
         }
     }
 }

@@ -91,7 +91,9 @@ pub trait Firmware: Send + Sync + std::fmt::Debug {
         Ok(Decision::Pass)
     }
 
-    /// After the FTL carried a request out successfully (a write is then in the FTL's map).
+    /// After the FTL carried a request out successfully (a write is then in the FTL's map). An error here
+    /// reaches the host as the command's error, although the FTL applied the request: the extension
+    /// failed to follow it (an index that no longer fits device memory, say), the data did not.
     fn after(&self, fw: &FirmwareContext<'_>, io: &Io<'_>) -> Result<()> {
         let _ = (fw, io);
         Ok(())

@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 /// CPU time consumed by the calling thread, in nanoseconds.
@@ -48,6 +49,26 @@ pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
 pub fn lock_dir(dir: &Path) -> std::io::Result<Option<File>> {
     let f = File::open(dir)?;
     Ok(try_lock_exclusive(&f)?.then_some(f))
+}
+
+/// Writes all of `buf` to `stream` with `MSG_NOSIGNAL`: a peer that went away is an `EPIPE` error, never a
+/// SIGPIPE that kills this process (whatever the process's SIGPIPE disposition, and whatever std does).
+pub fn send_all(stream: &UnixStream, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: send(2) reads at most `buf.len()` bytes from the valid, borrowed `buf` on a socket we own.
+        let n = unsafe {
+            libc::send(stream.as_raw_fd(), buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_NOSIGNAL)
+        };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
 }
 
 /// Kills this process with SIGKILL: no destructor, flush or checkpoint runs, exactly as when an operator's

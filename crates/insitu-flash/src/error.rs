@@ -55,25 +55,49 @@ impl FlashError {
 }
 
 /// An I/O error as data: the OS error code when there is one (so the kind and message come back exactly),
-/// else the message. For `#[serde(with = "insitu_flash::error::io_error")]` on `std::io::Error` fields.
+/// else its kind and message. For `#[serde(with = "insitu_flash::error::io_error")]` on `std::io::Error`
+/// fields.
 pub mod io_error {
+    use std::io::ErrorKind;
+
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     #[derive(Serialize, Deserialize)]
     struct IoError {
         os: Option<i32>,
+        kind: String,
         message: String,
     }
 
+    /// The kinds an error without an OS code keeps across (others come back as `Other`).
+    const KINDS: &[ErrorKind] = &[
+        ErrorKind::NotFound,
+        ErrorKind::PermissionDenied,
+        ErrorKind::AlreadyExists,
+        ErrorKind::InvalidInput,
+        ErrorKind::InvalidData,
+        ErrorKind::UnexpectedEof,
+        ErrorKind::WriteZero,
+        ErrorKind::Interrupted,
+        ErrorKind::Unsupported,
+        ErrorKind::OutOfMemory,
+        ErrorKind::TimedOut,
+        ErrorKind::BrokenPipe,
+    ];
+
     pub fn serialize<S: Serializer>(e: &std::io::Error, s: S) -> Result<S::Ok, S::Error> {
-        IoError { os: e.raw_os_error(), message: e.to_string() }.serialize(s)
+        IoError { os: e.raw_os_error(), kind: format!("{:?}", e.kind()), message: e.to_string() }.serialize(s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<std::io::Error, D::Error> {
         let e = IoError::deserialize(d)?;
         Ok(match e.os {
             Some(code) => std::io::Error::from_raw_os_error(code),
-            None => std::io::Error::other(e.message),
+            None => {
+                let kind =
+                    KINDS.iter().copied().find(|k| format!("{k:?}") == e.kind).unwrap_or(ErrorKind::Other);
+                std::io::Error::new(kind, e.message)
+            }
         })
     }
 }

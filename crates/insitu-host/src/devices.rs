@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use insitu_device::protocol::Identify;
 pub use insitu_device::transport::ServeOptions;
 use insitu_device::transport::{LocalTransport, PeerFabric, ProcessTransport, Transport};
 use insitu_device::{Device, DeviceClient};
@@ -91,8 +92,30 @@ fn each<T: Send>(count: u32, f: impl Fn(u32) -> Result<T> + Sync) -> Result<Vec<
     })
 }
 
+/// Checks that device `i` of the array is the device it says it is (directories swapped or copied
+/// between arrays would otherwise mix parts up silently).
+fn check_identity(dir: &Path, i: u32, client: &DeviceClient) -> Result<()> {
+    let found = client.call(Identify).map_err(HostError::device(i))?.device_id;
+    if found != i {
+        return Err(HostError::Corrupt {
+            what: "device directory",
+            path: device_dir(dir, i),
+            detail: format!("it holds device {found} of an array, not device {i}"),
+        });
+    }
+    Ok(())
+}
+
 /// Opens the `count` devices of the array in `dir` over `transport`.
 pub(crate) fn open(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opened> {
+    let opened = open_all(dir, count, transport)?;
+    for (i, c) in opened.clients.iter().enumerate() {
+        check_identity(dir, i as u32, c)?;
+    }
+    Ok(opened)
+}
+
+fn open_all(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opened> {
     match transport {
         DeviceTransport::InProcess => {
             let devices = each(count, |i| Device::open(&device_dir(dir, i)).map_err(HostError::device(i)))?;

@@ -11,7 +11,7 @@ use crate::units::human_bytes;
 pub fn stats(array: &Array) -> Result<(Value, String)> {
     let mut devices = Vec::new();
     let mut text = format!(
-        "array {} : {} x {} ({} each), stripe unit {}\\n",
+        "array {} : {} x {} ({} each), stripe unit {}\n",
         array.dir().display(),
         array.devices().len(),
         array.profile().name,
@@ -24,7 +24,7 @@ pub fn stats(array: &Array) -> Result<(Value, String)> {
         let f = &p.flash;
         let ps = f.geometry.page_size as u64;
         text.push_str(&format!(
-            "dev{}: {} used of {} ({} objects), {} free blocks, WA {:.3}, erase counts min/mean/max {}/{:.2}/{}, device memory {}\\n",
+            "dev{}: {} used of {} ({} objects), {} free blocks, WA {:.3}, erase counts min/mean/max {}/{:.2}/{}, device memory {}\n",
             d.id(),
             human_bytes((f.object_pages + f.raw_pages) * ps),
             human_bytes(f.logical_pages * ps),

@@ -100,7 +100,11 @@ fn stats_and_profiles_describe_the_array() {
     env.init(&["--devices", "2", "--profile", "tiny"]);
     let st = env.json(&["stats"]);
     assert_eq!(st["result"]["devices"].as_array().unwrap().len(), 2);
-    assert!(env.ok(&["stats"]).contains("WA"));
+    let text = env.ok(&["stats"]);
+    assert!(text.contains("WA"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "a line for the array, one per device: {text}");
+    assert!(lines[1].starts_with("dev0:") && lines[2].starts_with("dev1:"), "{text}");
     let p = env.json(&["profiles"]);
     let names: Vec<_> =
         p["result"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap().to_string()).collect();

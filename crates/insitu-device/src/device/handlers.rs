@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::completion::{Reply, ReplyTo};
+use crate::completion::Prepared;
 use crate::device::state::Inner;
 use crate::error::Result;
 use crate::firmware::{Decision, Io};
@@ -32,15 +32,15 @@ trait Handle: Request + Sized {
     fn handle(self, dev: &Inner) -> Result<Self::Response>;
 }
 
-/// Carries out `cmd`; returns how to charge it and its reply, prepared for `reply` (the caller charges
-/// the work before delivering, so a host that sees the reply sees the work in the counters too).
-pub(crate) fn dispatch(dev: &Inner, cmd: Command, reply: &ReplyTo) -> (Charge, Reply) {
+/// Carries out `cmd`; returns how to charge it and its result (the caller charges the work before
+/// delivering the result, so a host that sees the reply sees the work in the counters too).
+pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
     const TRANSFER: Charge = Charge { class: "transfer", io_ns: 0 };
     macro_rules! handle {
         ($($name:ident),* $(,)?) => {
             match cmd {
-                $(Command::$name(r) => (TRANSFER, reply.prepare::<$name>(r.handle(dev))),)*
-                Command::Execute(call) => execute(dev, call, reply),
+                $(Command::$name(r) => (TRANSFER, Prepared::of::<$name>(r.handle(dev))),)*
+                Command::Execute(call) => execute(dev, call),
             }
         };
     }
@@ -52,11 +52,11 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command, reply: &ReplyTo) -> (Charge, R
     }
 }
 
-fn execute(dev: &Inner, call: crate::protocol::ProgramCall, reply: &ReplyTo) -> (Charge, Reply) {
+fn execute(dev: &Inner, call: crate::protocol::ProgramCall) -> (Charge, Prepared) {
     let (program, class) = (call.id(), call.kernel_class());
     let ctx = ProgramContext::new(&dev.media, &dev.memory, &dev.meters, program);
     let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
-    let r = programs::run(&ctx, call, reply, |ok| {
+    let r = programs::run(&ctx, call, |ok| {
         if ok {
             let cpu = thread_cpu_ns().saturating_sub(cpu0).saturating_sub(ctx.io_ns.get());
             dev.meters.record_program(
@@ -292,7 +292,18 @@ impl Handle for Read {
     fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
         let Read { name, offset, len, buf } = self;
         host_read(dev, Io::ReadObject { object: &name, offset, len }, len, || {
-            // Conventional read: flash -> controller DRAM -> host link.
+            // Conventional read: flash -> controller DRAM -> host link. The range is checked before a
+            // byte of the host's buffer is touched.
+            let size = dev.media.read().stat(&name)?.size;
+            if offset.checked_add(len).is_none_or(|end| end > size) {
+                return Err(insitu_flash::FlashError::ReadPastEnd {
+                    name: name.clone(),
+                    offset,
+                    end: offset.saturating_add(len),
+                    size,
+                }
+                .into());
+            }
             let _staging = dev.memory.reserve(len.min(dev.memory.capacity()))?;
             let mut data = buf;
             data.resize(len as usize, 0);
@@ -305,7 +316,19 @@ impl Handle for Read {
 
 impl Handle for ReadLba {
     fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
-        let len = self.blocks * dev.media.read().page_size() as u64;
+        let (page_size, pages) = {
+            let flash = dev.media.read();
+            (flash.page_size() as u64, flash.geometry().logical_pages())
+        };
+        if self.lba.checked_add(self.blocks).is_none_or(|end| end > pages) {
+            return Err(insitu_flash::FlashError::LbaOutOfRange {
+                start: self.lba,
+                end: self.lba.saturating_add(self.blocks),
+                pages,
+            }
+            .into());
+        }
+        let len = self.blocks * page_size;
         host_read(dev, Io::ReadLba { lba: self.lba, blocks: self.blocks }, len, || {
             let mut data = vec![0u8; len as usize];
             dev.media.read().lba_read(self.lba, &mut data)?;
@@ -340,12 +363,12 @@ impl Handle for ReadPages {
     fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
         let flash = dev.media.read();
         let geo = *flash.geometry();
-        let ppn = geo.ppn_of(&self.start).ok_or_else(|| {
-            crate::error::DeviceError::Flash(insitu_flash::FlashError::NandViolation(format!(
-                "no physical page {}",
-                self.start
-            )))
-        })?;
+        let bad =
+            |why: String| crate::error::DeviceError::Flash(insitu_flash::FlashError::NandViolation(why));
+        let ppn = geo.ppn_of(&self.start).ok_or_else(|| bad(format!("no physical page {}", self.start)))?;
+        if ppn + self.count as u64 > geo.total_pages() {
+            return Err(bad(format!("read of pages {ppn}+{} past the array", self.count)));
+        }
         let mut data = vec![0u8; self.count as usize * geo.page_size as usize];
         insitu_flash::raw::RawFlash::read_tagged(flash.ftl().nand(), ppn, &mut data)?;
         Meters::add(&dev.meters.flash_to_device_mem, data.len() as u64);

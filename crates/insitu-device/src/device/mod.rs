@@ -8,7 +8,7 @@ mod handlers;
 mod state;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -54,6 +54,7 @@ pub struct Device {
     workers: Mutex<Vec<JoinHandle<()>>>,
     completions: Arc<Completions>,
     next_id: AtomicU64,
+    closed: AtomicBool,
 }
 
 fn lock(dir: &Path) -> Result<std::fs::File> {
@@ -63,8 +64,9 @@ fn lock(dir: &Path) -> Result<std::fs::File> {
 impl Device {
     /// Formats a new device in `dir`: device `id` of an array, with `profile`'s hardware.
     pub fn format(dir: &Path, id: u32, profile: Profile, capacity_bytes: u64) -> Result<Device> {
-        let flash = Flash::format(dir, profile.base_geometry(), capacity_bytes)?;
+        std::fs::create_dir_all(dir).map_err(|e| DeviceError::io(dir, e))?;
         let lock = lock(dir)?;
+        let flash = Flash::format(dir, profile.base_geometry(), capacity_bytes)?;
         DeviceConfig::new(id, profile.clone()).save(dir)?;
         Ok(Self::start(Inner::new(id, dir.to_path_buf(), profile, Media::new(flash), lock)))
     }
@@ -96,6 +98,7 @@ impl Device {
             workers: Mutex::new(workers),
             completions: Arc::new(Completions::default()),
             next_id: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -122,16 +125,22 @@ impl Device {
     }
 
     /// Queues command `id`, whose reply goes to `reply`. Admin commands are answered at once, on the
-    /// calling thread.
+    /// calling thread (a counter snapshot is not counted as a command: reading the meters must not move
+    /// them).
     pub fn submit_to(&self, id: CommandId, cmd: Command, reply: ReplyTo) -> Result<()> {
         let queue = cmd.queue();
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let q = queues.as_ref().ok_or(DeviceError::ShutDown(self.inner.id))?;
         if queue == Queue::Admin {
-            let (_, r) = dispatch(&self.inner, cmd, &reply);
+            drop(queues);
+            let counted = !matches!(cmd, Command::Statistics(_));
+            let (_, r) = dispatch(&self.inner, cmd);
+            if counted {
+                Meters::add(&self.inner.meters.commands, 1);
+            }
             reply.deliver(id, r);
             return Ok(());
         }
-        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        let q = queues.as_ref().ok_or(DeviceError::ShutDown(self.inner.id))?;
         let tx = if queue == Queue::Compute { &q.compute } else { &q.io };
         tx.send(Job { id, cmd, reply }).map_err(|_| DeviceError::ShutDown(self.inner.id))
     }
@@ -153,24 +162,36 @@ impl Device {
         self.completions.wait(id)
     }
 
+    /// Nobody will take the reply of `id`.
+    pub fn abandon(&self, id: CommandId) {
+        self.completions.abandon(id);
+    }
+
     /// A snapshot of the device's counters.
     pub fn counters(&self) -> DeviceCounters {
         self.inner.counters()
     }
 
     /// Finishes every queued command, stops the workers and checkpoints the flash (if anything changed) so
-    /// the next open is quick. Later submissions fail with [`DeviceError::ShutDown`].
+    /// the next open is quick, then lets go of the device directory. Later submissions fail with
+    /// [`DeviceError::ShutDown`]. Closing again (or from another thread at the same time) waits for the
+    /// first close and does nothing more.
     pub fn close(&self) -> Result<()> {
-        self.stop();
+        let mut workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.stop(&mut workers);
         let r = self.inner.media.write().checkpoint_if_dirty();
+        self.closed.store(true, Ordering::Release);
         self.inner.release_lock();
         Ok(r?)
     }
 
-    fn stop(&self) {
+    /// Stops taking commands and waits for the workers to finish the queued ones.
+    fn stop(&self, workers: &mut Vec<JoinHandle<()>>) {
         self.queues.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let workers: Vec<_> = self.workers.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
-        for w in workers {
+        for w in workers.drain(..) {
             let _ = w.join();
         }
     }
@@ -178,7 +199,8 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
-        self.stop();
+        let mut workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        self.stop(&mut workers);
     }
 }
 
@@ -189,7 +211,7 @@ fn spawn_worker(name: String, inner: Arc<Inner>, rx: Arc<Mutex<Receiver<Job>>>) 
             let job = { rx.lock().unwrap_or_else(|p| p.into_inner()).recv() };
             let Ok(Job { id, cmd, reply }) = job else { return };
             let cpu0 = thread_cpu_ns();
-            let (charge, r) = dispatch(&inner, cmd, &reply);
+            let (charge, r) = dispatch(&inner, cmd);
             let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
             // A program's own flash I/O (page reads and checks, programming) is data movement, priced by
             // bandwidth like every transfer; only the rest is its kernel's compute.

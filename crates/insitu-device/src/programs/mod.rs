@@ -11,27 +11,21 @@ mod nascent;
 mod psacs;
 mod search;
 
-use crate::completion::{Reply, ReplyTo};
+use crate::completion::Prepared;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{
     DictDecode, Execute, Gather, Heads, ProgramCall, PsacsShuffle, Search, Sort, Svs,
 };
 
-/// Runs one program call, calls `done(succeeded)` as soon as it has finished, and returns its typed
-/// result prepared for `reply`.
-pub(crate) fn run(
-    ctx: &ProgramContext<'_>,
-    call: ProgramCall,
-    reply: &ReplyTo,
-    done: impl FnOnce(bool),
-) -> Reply {
+/// Runs one program call, calls `done(succeeded)` as soon as it has finished, and returns its typed result.
+pub(crate) fn run(ctx: &ProgramContext<'_>, call: ProgramCall, done: impl FnOnce(bool)) -> Prepared {
     macro_rules! dispatch {
         ($($variant:ident => $f:path),* $(,)?) => {
             match call {
                 $(ProgramCall::$variant(args) => {
                     let r = $f(ctx, args);
                     done(r.is_ok());
-                    reply.prepare::<Execute<$variant>>(r)
+                    Prepared::of::<Execute<$variant>>(r)
                 })*
             }
         };

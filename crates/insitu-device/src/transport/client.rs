@@ -25,6 +25,9 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// Waits for the reply of `id`.
     fn wait(&self, id: CommandId) -> Reply;
 
+    /// Nobody will take the reply of `id` (its [`Pending`] was dropped): it is dropped when it comes.
+    fn abandon(&self, id: CommandId);
+
     /// Whether the device runs in this process (then its CPU time is part of this process's).
     fn in_process(&self) -> bool;
 
@@ -59,7 +62,7 @@ impl DeviceClient {
     /// Sends a request; its reply comes later.
     pub fn submit<R: Call>(&self, req: R) -> Result<Pending<'_, R>> {
         let id = self.transport.submit(req.into())?;
-        Ok(Pending { client: self, id, _r: PhantomData })
+        Ok(Pending { client: self, id, taken: false, _r: PhantomData })
     }
 
     /// Runs program `P` and waits for its result.
@@ -88,12 +91,14 @@ impl DeviceClient {
     }
 }
 
-/// A submitted request whose reply has not been taken yet.
+/// A submitted request whose reply has not been taken yet. Dropping it (an operator failing half-way)
+/// drops its reply when it comes.
 #[derive(Debug)]
 #[must_use = "a pending reply is taken with wait() or poll()"]
 pub struct Pending<'a, R> {
     client: &'a DeviceClient,
     id: CommandId,
+    taken: bool,
     _r: PhantomData<fn() -> R>,
 }
 
@@ -104,15 +109,27 @@ impl<'a, R: Call> Pending<'a, R> {
     }
 
     /// Waits for the response.
-    pub fn wait(self) -> Result<R::Response> {
+    pub fn wait(mut self) -> Result<R::Response> {
+        self.taken = true;
         self.client.transport.wait(self.id).into_response::<R>()
     }
 
     /// The response if it has arrived, else the request back, still pending.
-    pub fn poll(self) -> std::result::Result<Result<R::Response>, Pending<'a, R>> {
+    pub fn poll(mut self) -> std::result::Result<Result<R::Response>, Pending<'a, R>> {
         match self.client.transport.poll(self.id) {
-            Some(r) => Ok(r.into_response::<R>()),
+            Some(r) => {
+                self.taken = true;
+                Ok(r.into_response::<R>())
+            }
             None => Err(self),
+        }
+    }
+}
+
+impl<R> Drop for Pending<'_, R> {
+    fn drop(&mut self) {
+        if !self.taken {
+            self.client.transport.abandon(self.id);
         }
     }
 }

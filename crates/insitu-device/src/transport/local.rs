@@ -46,6 +46,10 @@ impl Transport for LocalTransport {
         self.device.wait(id)
     }
 
+    fn abandon(&self, id: CommandId) {
+        self.device.abandon(id);
+    }
+
     fn in_process(&self) -> bool {
         true
     }

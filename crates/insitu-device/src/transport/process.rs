@@ -16,7 +16,7 @@ use crate::completion::{CommandId, Completions, Reply};
 use crate::error::{DeviceError, Result};
 use crate::protocol::Command;
 use crate::transport::client::{DeviceClient, Transport};
-use crate::transport::wire::{encode_command, read_frame, reply_of, write_frame, Kind};
+use crate::transport::wire::{encode_command, read_frame, reply_of, write_frame, Kind, NoSignal};
 
 /// How a device server is started: its directory, its socket, and the sockets of its peers (for
 /// device-to-device copies).
@@ -54,10 +54,19 @@ struct Server {
     child: Child,
     _stdout: BufReader<ChildStdout>,
     /// The server's lifeline: it exits when this closes (with us, however we end).
-    _stdin: ChildStdin,
+    stdin: Option<ChildStdin>,
 }
 
 impl Server {
+    /// Waits up to `patience` for the process to end, then kills it; reaps it either way.
+    fn stop_within(&mut self, patience: Duration) {
+        self.stdin.take();
+        if self.status(patience).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
     /// How the process ended, waiting up to `patience` for it to end.
     fn status(&mut self, patience: Duration) -> Option<std::process::ExitStatus> {
         let t0 = Instant::now();
@@ -128,15 +137,16 @@ impl ProcessTransport {
         // The server says `ready` once it serves, or `error JSON` with the typed reason it cannot.
         let mut line = String::new();
         let _ = stdout.read_line(&mut line);
-        let mut server = Server { child, _stdout: stdout, _stdin: stdin };
+        let mut server = Server { child, _stdout: stdout, stdin: Some(stdin) };
         if let Some(json) = line.strip_prefix("error ") {
-            let _ = server.status(Duration::from_secs(5));
+            server.stop_within(Duration::from_secs(5));
             return Err(serde_json::from_str::<DeviceError>(json.trim())
                 .unwrap_or_else(|_| DeviceError::Protocol(json.trim().to_string())));
         }
         if line.trim() != "ready" {
             let pid = server.child.id();
             let how = describe(pid, server.status(Duration::from_secs(5)));
+            server.stop_within(Duration::ZERO);
             return Err(DeviceError::Disconnected(format!(
                 "the server of {} did not start: {how}",
                 opts.dir.display()
@@ -145,8 +155,7 @@ impl ProcessTransport {
         let stream = match UnixStream::connect(&opts.socket) {
             Ok(s) => s,
             Err(e) => {
-                let _ = server.child.kill();
-                let _ = server.child.wait();
+                server.stop_within(Duration::ZERO);
                 return Err(DeviceError::io(&opts.socket, e));
             }
         };
@@ -182,8 +191,8 @@ impl ProcessTransport {
 
     fn send(&self, kind: Kind, id: u64, header: &[u8], bulk: &[u8]) -> Result<()> {
         let written = {
-            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            write_frame(&mut *w, kind, id, header, bulk)
+            let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            write_frame(&mut NoSignal(&w), kind, id, header, bulk)
         };
         written.map_err(|e| {
             // The stream broke: the reader sees it too, and finds out how the server ended.
@@ -208,11 +217,15 @@ fn read_replies(mut stream: UnixStream, completions: &Completions, server: &Mute
                 let id = f.id;
                 completions.complete(id, Reply::Remote(reply_of(f)));
             }
-            Ok(None) | Err(_) => {
+            end => {
                 let mut s = server.lock().unwrap_or_else(|p| p.into_inner());
-                break match s.as_mut() {
+                let how = match s.as_mut() {
                     Some(srv) => describe(srv.child.id(), srv.status(Duration::from_secs(1))),
                     None => "the connection closed".to_string(),
+                };
+                break match end {
+                    Err(e) => format!("{how} ({e})"),
+                    _ => how,
                 };
             }
         }
@@ -246,6 +259,10 @@ impl Transport for ProcessTransport {
         self.completions.wait(id)
     }
 
+    fn abandon(&self, id: CommandId) {
+        self.completions.abandon(id);
+    }
+
     fn in_process(&self) -> bool {
         false
     }
@@ -260,10 +277,7 @@ impl Transport for ProcessTransport {
         self.send(Kind::Close, 0, &[], &[])?;
         self.join_reader();
         if let Some(mut s) = self.server.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            if s.status(Duration::from_secs(60)).is_none() {
-                let _ = s.child.kill();
-                let _ = s.child.wait();
-            }
+            s.stop_within(Duration::from_secs(60));
         }
         match self.completions.lost() {
             Some(why) if why != "the device was closed" => Err(DeviceError::Disconnected(why)),
@@ -274,15 +288,16 @@ impl Transport for ProcessTransport {
 
 impl Drop for ProcessTransport {
     fn drop(&mut self) {
-        // Without a close, the server sees the connection end (as when the host dies): it finishes its
-        // queued work and exits without being told to checkpoint.
+        // Without a close, the server sees its host go (the connection and its lifeline end, as when the
+        // host dies): it finishes its queued work, checkpoints and exits on its own. It is reaped in the
+        // background, so dropping many devices after an error does not wait for each in turn.
         let _ = self.writer.lock().unwrap_or_else(|p| p.into_inner()).shutdown(std::net::Shutdown::Both);
         self.join_reader();
         if let Some(mut s) = self.server.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            if s.status(Duration::from_secs(10)).is_none() {
-                let _ = s.child.kill();
+            s.stdin.take();
+            std::thread::spawn(move || {
                 let _ = s.child.wait();
-            }
+            });
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::transport::client::Transport;
 use crate::transport::fabric::PeerFabric;
 use crate::transport::local::LocalTransport;
 use crate::transport::process::{ProcessTransport, ServeOptions};
-use crate::transport::wire::{decode_command, read_frame, write_frame, write_reply, Kind};
+use crate::transport::wire::{decode_command, read_frame, write_frame, write_reply, Kind, NoSignal};
 
 /// How long a server waits for the previous server of the same device to let go of it.
 const LOCK_PATIENCE: Duration = Duration::from_secs(20);
@@ -28,9 +28,18 @@ struct Sink(Mutex<UnixStream>);
 
 impl WireSink for Sink {
     fn send(&self, id: CommandId, reply: Result<Payload>) {
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let w = self.0.lock().unwrap_or_else(|p| p.into_inner());
         // A host that went away gets no reply; the device goes on.
-        let _ = write_reply(&mut *w, id, reply);
+        let _ = write_reply(&mut NoSignal(&w), id, reply);
+    }
+}
+
+/// Makes room for the socket: a stale socket of an earlier server is removed, anything else is left alone
+/// (and binding then fails, naming the path).
+fn clear_socket(path: &std::path::Path) {
+    use std::os::unix::fs::FileTypeExt;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -52,15 +61,20 @@ fn open(opts: &ServeOptions) -> Result<Device> {
 /// connections, or `error JSON` (the typed error) and returns it if it cannot start.
 pub fn serve(opts: &ServeOptions) -> Result<()> {
     let started = open(opts).and_then(|device| {
-        let _ = std::fs::remove_file(&opts.socket);
+        clear_socket(&opts.socket);
         let listener = UnixListener::bind(&opts.socket).map_err(|e| DeviceError::io(&opts.socket, e))?;
+        // Accepting polls, so that the server stops promptly however its host went away.
+        listener.set_nonblocking(true).map_err(|e| DeviceError::io(&opts.socket, e))?;
         Ok((device, listener))
     });
     let mut out = std::io::stdout();
     let (device, listener) = match started {
         Ok(x) => x,
         Err(e) => {
-            let _ = writeln!(out, "error {}", serde_json::to_string(&e).unwrap_or_default());
+            let json = serde_json::to_string(&e)
+                .or_else(|_| serde_json::to_string(&DeviceError::Protocol(e.to_string())))
+                .unwrap_or_default();
+            let _ = writeln!(out, "error {json}");
             let _ = out.flush();
             return Err(e);
         }
@@ -82,13 +96,12 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
     let _ = out.flush();
     let faults = Arc::new(FaultPlan::from_env());
     let done = Arc::new(AtomicBool::new(false));
-    // Closes the device and stops the accept loop (waking it with a connection of its own).
+    // Closes the device (once, however many threads ask) and stops the accept loop.
     let finish = {
-        let (local, done, socket) = (local.clone(), done.clone(), opts.socket.clone());
+        let (local, done) = (local.clone(), done.clone());
         move || {
             let _ = local.device().close();
             done.store(true, Ordering::Release);
-            let _ = UnixStream::connect(&socket);
         }
     };
     if opts.exit_with_owner {
@@ -103,11 +116,18 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
         });
     }
     let mut first = true;
-    for conn in listener.incoming() {
-        if done.load(Ordering::Acquire) {
-            break;
+    while !done.load(Ordering::Acquire) {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            }
+            Err(_) => continue,
+        };
+        if stream.set_nonblocking(false).is_err() {
+            continue;
         }
-        let Ok(stream) = conn else { continue };
         let owner = std::mem::take(&mut first) && opts.exit_with_owner;
         let (local, faults, finish) = (local.clone(), faults.clone(), finish.clone());
         std::thread::spawn(move || {
@@ -117,7 +137,7 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
             }
         });
     }
-    let _ = std::fs::remove_file(&opts.socket);
+    clear_socket(&opts.socket);
     Ok(())
 }
 
@@ -157,7 +177,7 @@ fn serve_connection(stream: UnixStream, device: &Device, faults: &FaultPlan) -> 
 impl Sink {
     /// Tells the host the device is closed.
     fn closed(&self) {
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = write_frame(&mut *w, Kind::Closed, 0, &[], &[]);
+        let w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = write_frame(&mut NoSignal(&w), Kind::Closed, 0, &[], &[]);
     }
 }

@@ -2,6 +2,7 @@
 //! postcard header, then the bulk bytes exactly as they are (data never goes through the serializer).
 
 use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 
 use insitu_kernels::le;
 
@@ -38,9 +39,38 @@ impl Kind {
 }
 
 const PREFIX: usize = 21;
-/// Headers are small (commands, program arguments and results); anything larger is a broken stream.
+/// Headers are small (commands, program arguments and results); anything larger is refused as a command
+/// or reply of its own, and read as a broken stream.
 const MAX_HEADER: u64 = 1 << 30;
 const MAX_BULK: u64 = 1 << 36;
+/// What a reader sets aside before the bytes arrive (more is grown as they do).
+const PREALLOC: u64 = 64 << 20;
+
+/// Fails when a payload cannot travel in one frame.
+fn check_size(p: &Payload) -> Result<()> {
+    if p.header.len() as u64 > MAX_HEADER || p.bulk.len() as u64 > MAX_BULK {
+        return Err(DeviceError::Protocol(format!(
+            "a message of {} + {} bytes is larger than a frame carries ({MAX_HEADER} + {MAX_BULK})",
+            p.header.len(),
+            p.bulk.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A socket written with `MSG_NOSIGNAL` (a vanished peer is an error, not a SIGPIPE).
+pub(crate) struct NoSignal<'a>(pub &'a UnixStream);
+
+impl Write for NoSignal<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        crate::sys::send_all(self.0, buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Frame {
@@ -86,10 +116,10 @@ pub(crate) fn read_frame(r: &mut impl Read) -> Result<Option<Frame>> {
     if hlen > MAX_HEADER || blen > MAX_BULK {
         return Err(broken(format!("header {hlen} / bulk {blen} bytes")));
     }
-    let mut header = Vec::with_capacity(hlen as usize);
+    let mut header = Vec::with_capacity(hlen.min(PREALLOC) as usize);
     r.by_ref().take(hlen).read_to_end(&mut header).map_err(|e| broken(e.to_string()))?;
     // The bulk is read straight into its final buffer (no zero-fill, no second copy).
-    let mut bulk = Vec::with_capacity(blen as usize);
+    let mut bulk = Vec::with_capacity(blen.min(PREALLOC) as usize);
     r.by_ref().take(blen).read_to_end(&mut bulk).map_err(|e| broken(e.to_string()))?;
     if header.len() as u64 != hlen || bulk.len() as u64 != blen {
         return Err(broken("cut short".into()));
@@ -102,6 +132,7 @@ pub(crate) fn encode_command(mut cmd: Command) -> Result<Payload> {
     let bulk = cmd.take_bulk();
     let mut p = Payload::encode(&cmd)?;
     p.bulk = bulk;
+    check_size(&p)?;
     Ok(p)
 }
 
@@ -112,12 +143,15 @@ pub(crate) fn decode_command(p: Payload) -> Result<Command> {
     Ok(cmd)
 }
 
-/// Writes a reply frame: the response, or the typed error.
+/// Writes a reply frame: the response, or the typed error (one that cannot be encoded, such as a path
+/// that is not UTF-8, travels as its message).
 pub(crate) fn write_reply(w: &mut impl Write, id: u64, reply: Result<Payload>) -> std::io::Result<()> {
-    match reply {
+    match reply.and_then(|p| check_size(&p).map(|()| p)) {
         Ok(p) => write_frame(w, Kind::Ok, id, &p.header, &p.bulk),
         Err(e) => {
-            let header = postcard::to_stdvec(&e).unwrap_or_default();
+            let header = postcard::to_stdvec(&e)
+                .or_else(|_| postcard::to_stdvec(&DeviceError::Protocol(e.to_string())))
+                .unwrap_or_default();
             write_frame(w, Kind::Err, id, &header, &[])
         }
     }
@@ -157,6 +191,25 @@ mod tests {
         assert!(matches!(decode_command(f.payload).unwrap(), Command::Read(Read { offset: 1, len: 2, .. })));
         assert!(read_frame(&mut rd).unwrap().is_none());
         assert!(read_frame(&mut &buf[..10]).is_err(), "a cut frame is an error, not an end");
+    }
+
+    #[test]
+    fn every_command_carrying_data_keeps_it_across_a_stream() {
+        use crate::protocol::{PeerWrite, WriteLba, WriteMemory};
+        let data = vec![7u8; 5000];
+        let cmds: Vec<Command> = vec![
+            Append { txn: 1, data: data.clone() }.into(),
+            WriteMemory { dst: 2, offset: 3, data: data.clone() }.into(),
+            WriteLba { lba: 4, data: data.clone() }.into(),
+            PeerWrite { dst: 5, offset: 6, hops: 1, data: data.clone() }.into(),
+        ];
+        for cmd in cmds {
+            let name = cmd.name();
+            let p = encode_command(cmd).unwrap();
+            assert_eq!(p.bulk, data, "{name}: the data travels as bulk");
+            let mut back = decode_command(p).unwrap();
+            assert_eq!(back.take_bulk(), data, "{name}: and comes back in place");
+        }
     }
 
     #[test]
