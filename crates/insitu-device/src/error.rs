@@ -47,6 +47,10 @@ pub enum DeviceError {
     Disconnected(String),
     #[error("device protocol: {0}")]
     Protocol(String),
+    /// A resident firmware extension refused a request or failed (Self-Sort: a bad command block, a
+    /// write straddling an indexed range, an index that no longer fits device memory...).
+    #[error("{firmware}: {detail}")]
+    Firmware { firmware: String, detail: String },
 }
 
 impl DeviceError {

@@ -15,6 +15,7 @@ pub type MemHandle = u64;
 struct Budget {
     capacity: u64,
     used: AtomicU64,
+    peak: AtomicU64,
 }
 
 /// Accounting for `bytes` of device memory, released when dropped.
@@ -27,6 +28,36 @@ pub struct MemReservation {
 impl MemReservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Accounts for `more` bytes on top (fails, changing nothing, past the bound).
+    pub fn grow(&mut self, more: u64) -> Result<()> {
+        let b = &self.budget;
+        let mut used = b.used.load(Ordering::Acquire);
+        loop {
+            let new =
+                used.checked_add(more).filter(|n| *n <= b.capacity).ok_or(DeviceError::MemoryExhausted {
+                    requested: more,
+                    available: b.capacity.saturating_sub(used),
+                    capacity: b.capacity,
+                })?;
+            match b.used.compare_exchange_weak(used, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    self.bytes += more;
+                    b.peak.fetch_max(new, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    /// Gives back all but `keep` bytes.
+    pub fn shrink_to(&mut self, keep: u64) {
+        if keep < self.bytes {
+            self.budget.used.fetch_sub(self.bytes - keep, Ordering::AcqRel);
+            self.bytes = keep;
+        }
     }
 }
 
@@ -61,16 +92,14 @@ pub struct DeviceMemory {
     budget: Arc<Budget>,
     buffers: Mutex<HashMap<MemHandle, Arc<Buffer>>>,
     next: AtomicU64,
-    peak: AtomicU64,
 }
 
 impl DeviceMemory {
     pub fn new(capacity: u64) -> DeviceMemory {
         DeviceMemory {
-            budget: Arc::new(Budget { capacity, used: AtomicU64::new(0) }),
+            budget: Arc::new(Budget { capacity, used: AtomicU64::new(0), peak: AtomicU64::new(0) }),
             buffers: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
-            peak: AtomicU64::new(0),
         }
     }
 
@@ -88,28 +117,14 @@ impl DeviceMemory {
 
     /// Highest use seen since creation.
     pub fn peak(&self) -> u64 {
-        self.peak.load(Ordering::Relaxed)
+        self.budget.peak.load(Ordering::Relaxed)
     }
 
     /// Accounts for `bytes` of device memory (a program's scratch space).
     pub fn reserve(&self, bytes: u64) -> Result<MemReservation> {
-        let b = &self.budget;
-        let mut used = b.used.load(Ordering::Acquire);
-        loop {
-            let new =
-                used.checked_add(bytes).filter(|n| *n <= b.capacity).ok_or(DeviceError::MemoryExhausted {
-                    requested: bytes,
-                    available: b.capacity.saturating_sub(used),
-                    capacity: b.capacity,
-                })?;
-            match b.used.compare_exchange_weak(used, new, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    self.peak.fetch_max(new, Ordering::Relaxed);
-                    return Ok(MemReservation { budget: self.budget.clone(), bytes });
-                }
-                Err(now) => used = now,
-            }
-        }
+        let mut r = MemReservation { budget: self.budget.clone(), bytes: 0 };
+        r.grow(bytes)?;
+        Ok(r)
     }
 
     /// Allocates a zeroed, host-addressable buffer.

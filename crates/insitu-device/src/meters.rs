@@ -24,6 +24,11 @@ pub struct DeviceCounters {
     pub flash_program_bytes: u64,
     pub flash_program_pages: u64,
     pub flash_erase_blocks: u64,
+    /// Extra read time, in bytes of a fully striped read, that pages read together lost to landing on
+    /// the same channel (a batch of pages takes as long as its busiest channel): redirected reads of
+    /// records in key order touch pages all over the flash (Self-Sorting SSD §IV-D).
+    #[serde(default)]
+    pub flash_read_conflict_bytes: u64,
     pub flash_to_device_mem: u64,
     pub device_mem_to_flash: u64,
     pub host_to_device: u64,
@@ -42,6 +47,10 @@ pub struct DeviceCounters {
     /// CPU time by kernel class (`transfer` for data movement, which the model charges by bandwidth).
     pub cpu_ns_by_class: BTreeMap<String, u64>,
     pub programs: BTreeMap<String, ProgramStats>,
+    /// Work done by resident firmware, counted (tree nodes visited, keys compared...), which the model
+    /// prices by the profile's `[firmware]` cycles.
+    #[serde(default)]
+    pub work: BTreeMap<String, u64>,
 }
 
 impl DeviceCounters {
@@ -53,6 +62,13 @@ impl DeviceCounters {
             let x = d(*v, before.cpu_ns_by_class.get(k).copied().unwrap_or(0));
             if x > 0 {
                 cpu.insert(k.clone(), x);
+            }
+        }
+        let mut work = BTreeMap::new();
+        for (k, v) in &self.work {
+            let x = d(*v, before.work.get(k).copied().unwrap_or(0));
+            if x > 0 {
+                work.insert(k.clone(), x);
             }
         }
         let mut programs = BTreeMap::new();
@@ -77,6 +93,7 @@ impl DeviceCounters {
             flash_program_bytes: d(self.flash_program_bytes, before.flash_program_bytes),
             flash_program_pages: d(self.flash_program_pages, before.flash_program_pages),
             flash_erase_blocks: d(self.flash_erase_blocks, before.flash_erase_blocks),
+            flash_read_conflict_bytes: d(self.flash_read_conflict_bytes, before.flash_read_conflict_bytes),
             flash_to_device_mem: d(self.flash_to_device_mem, before.flash_to_device_mem),
             device_mem_to_flash: d(self.device_mem_to_flash, before.device_mem_to_flash),
             host_to_device: d(self.host_to_device, before.host_to_device),
@@ -89,6 +106,7 @@ impl DeviceCounters {
             device_cpu_ns: d(self.device_cpu_ns, before.device_cpu_ns),
             cpu_ns_by_class: cpu,
             programs,
+            work,
         }
     }
 }
@@ -96,6 +114,7 @@ impl DeviceCounters {
 /// Live counters of one device (the flash counters come from the FTL and are merged into snapshots).
 #[derive(Debug, Default)]
 pub struct Meters {
+    pub flash_read_conflict_bytes: AtomicU64,
     pub flash_to_device_mem: AtomicU64,
     pub device_mem_to_flash: AtomicU64,
     pub host_to_device: AtomicU64,
@@ -108,6 +127,7 @@ pub struct Meters {
     pub device_cpu_ns: AtomicU64,
     classes: Mutex<BTreeMap<String, u64>>,
     programs: Mutex<BTreeMap<String, ProgramStats>>,
+    work: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Meters {
@@ -119,6 +139,16 @@ impl Meters {
         self.device_cpu_ns.fetch_add(ns, Ordering::Relaxed);
         let mut c = self.classes.lock().unwrap_or_else(|p| p.into_inner());
         *c.entry(class.to_string()).or_default() += ns;
+    }
+
+    /// Counts firmware work (names in [`crate::firmware::work`]).
+    pub fn add_work(&self, items: &[(&'static str, u64)]) {
+        let mut w = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, n) in items {
+            if *n > 0 {
+                *w.entry(name).or_default() += n;
+            }
+        }
     }
 
     pub fn record_program(&self, id: &str, class: &str, cpu_ns: u64, wall_ns: u64, bytes_in: u64) {
@@ -147,6 +177,14 @@ impl Meters {
             device_cpu_ns: g(&self.device_cpu_ns),
             cpu_ns_by_class: self.classes.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             programs: self.programs.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            work: self
+                .work
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            flash_read_conflict_bytes: g(&self.flash_read_conflict_bytes),
             ..Default::default()
         }
     }

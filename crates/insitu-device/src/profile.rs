@@ -101,6 +101,52 @@ pub struct CpuProfile {
     pub core_memory_bytes: u64,
 }
 
+/// The processor that runs resident firmware on the I/O path (the Self-Sorting SSD's index), and what the
+/// firmware keeps in device memory beside it. Firmware time is modeled from counted work: each unit of
+/// work (a tree node visited, a key compared, a byte moved...) costs `cycles` at `clock_hz`, so the same
+/// run gives the same modeled time on any machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirmwareProfile {
+    pub clock_hz: f64,
+    /// Cycles per unit of counted firmware work, by the work's name (see `insitu_device::firmware::work`).
+    pub cycles: BTreeMap<String, f64>,
+    /// The FTL's page map (4 bytes per logical page) lives in device memory: one DRAM for everything, as
+    /// on the OpenSSD Jasmine, so it counts against `device.memory_bytes`.
+    #[serde(default)]
+    pub ftl_map_in_memory: bool,
+    /// Device memory the firmware keeps for its I/O buffers.
+    #[serde(default)]
+    pub io_buffer_bytes: u64,
+}
+
+impl Default for FirmwareProfile {
+    /// A 1 GHz controller core with caches (for profiles that do not say).
+    fn default() -> FirmwareProfile {
+        let cycles = [
+            ("index.visit", 10.0),
+            ("index.compare", 8.0),
+            ("index.move_byte", 0.125),
+            ("index.record", 20.0),
+            ("index.copy_byte", 0.125),
+            ("merge.compare", 10.0),
+        ];
+        FirmwareProfile {
+            clock_hz: 1.0e9,
+            cycles: cycles.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ftl_map_in_memory: false,
+            io_buffer_bytes: 0,
+        }
+    }
+}
+
+impl FirmwareProfile {
+    /// Seconds the firmware's processor takes for `count` units of work `name` (unpriced work is free).
+    pub fn seconds(&self, name: &str, count: u64) -> f64 {
+        self.cycles.get(name).map_or(0.0, |c| count as f64 * c / self.clock_hz)
+    }
+}
+
 /// A whole hardware profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +162,8 @@ pub struct Profile {
     pub power: PowerProfile,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuProfile>,
+    #[serde(default)]
+    pub firmware: FirmwareProfile,
 }
 
 impl Profile {
@@ -199,6 +247,23 @@ impl Profile {
         if self.device.compute_units == 0 || self.device.compute_units > 256 {
             return bad(format!("device.compute_units must be 1..=256, got {}", self.device.compute_units));
         }
+        if !(self.firmware.clock_hz.is_finite() && self.firmware.clock_hz > 0.0) {
+            return bad(format!(
+                "firmware.clock_hz must be a positive number, got {}",
+                self.firmware.clock_hz
+            ));
+        }
+        for (work, v) in &self.firmware.cycles {
+            if !(v.is_finite() && *v >= 0.0) {
+                return bad(format!("firmware.cycles.{work} must be zero or more, got {v}"));
+            }
+        }
+        if self.firmware.io_buffer_bytes >= self.device.memory_bytes {
+            return bad(format!(
+                "firmware.io_buffer_bytes ({}) leaves no device memory of {}",
+                self.firmware.io_buffer_bytes, self.device.memory_bytes
+            ));
+        }
         if self.default_capacity_bytes == 0 {
             return bad("default_capacity_bytes must be positive".into());
         }
@@ -215,6 +280,13 @@ impl Profile {
             pages_per_block: self.nand.pages_per_block,
             page_size: self.nand.page_size,
         }
+    }
+
+    /// Device memory the firmware keeps for itself on a device of `logical_pages` pages: the FTL's page
+    /// map (4 bytes a page) if it lives in device memory, and the I/O buffers.
+    pub fn firmware_memory_bytes(&self, logical_pages: u64) -> u64 {
+        let map = if self.firmware.ftl_map_in_memory { logical_pages * 4 } else { 0 };
+        map + self.firmware.io_buffer_bytes
     }
 
     /// Device time per second of CPU measured here for a kernel class.

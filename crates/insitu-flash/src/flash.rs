@@ -56,6 +56,10 @@ pub struct FsckReport {
     pub problems: Vec<String>,
     pub objects: u64,
     pub pages_scrubbed: u64,
+    /// What was checked and found in order, beside the problems (resident firmware says what state its
+    /// indexes are in).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// One device's flash.
@@ -520,6 +524,28 @@ impl Flash {
         self.ftl.journal.flush()
     }
 
+    /// Takes logical pages `lba..lba + pages` out of the object allocator's free space: they stay readable
+    /// and writable through the block view only. Resident firmware keeps its ranges this way (a range of
+    /// records being indexed, its own metadata area). Not persisted: the owner sets it aside again after
+    /// every open, before any object is created. Fails, naming the owner, if an object holds any of them.
+    pub fn set_aside(&mut self, lba: Lpn, pages: u64) -> Result<()> {
+        self.check_lba_range(lba, pages)?;
+        for l in lba..lba + pages {
+            if !self.raw.contains(l, 1) && !self.free.contains(l, 1) {
+                return Err(FlashError::LbaOwned { lba: l, owner: self.owner_of(l) });
+            }
+        }
+        self.free.remove(lba, pages);
+        self.raw.remove(lba, pages);
+        self.raw.insert(lba, pages);
+        Ok(())
+    }
+
+    /// Whether logical page `lba` holds data (unwritten and trimmed pages read as zeros).
+    pub fn is_mapped(&self, lba: Lpn) -> bool {
+        self.ftl.map().get(lba).is_some()
+    }
+
     /// Trims logical blocks written through the block view.
     pub fn lba_trim(&mut self, lba: Lpn, pages: u64) -> Result<()> {
         self.check_lba_range(lba, pages)?;
@@ -642,6 +668,11 @@ impl Flash {
                 }
             }
         }
-        FsckReport { problems, objects: self.objects.len() as u64, pages_scrubbed: scrubbed }
+        FsckReport {
+            problems,
+            objects: self.objects.len() as u64,
+            pages_scrubbed: scrubbed,
+            notes: Vec::new(),
+        }
     }
 }

@@ -4,10 +4,12 @@
 //! is busy for `bytes / bandwidth` or `CPU time x factor`, and the phase lasts as long as its busiest
 //! resource (a bottleneck model, as the papers reason: "the kernel keeps up with the flash").
 //!
-//! Per device (devices work in parallel): flash (reads at the internal read bandwidth, programs at the
-//! internal write bandwidth, erases at the erase latency spread over all chips), device DRAM (every byte
-//! moved in or out of device memory), compute (measured CPU time of each kernel class x the profile's
-//! factor, spread over the compute units that ran programs), its host link (per-device bandwidth each
+//! Per device (devices work in parallel): flash (reads at the internal read bandwidth, plus the time pages
+//! read together lost to sharing a channel; programs at the internal write bandwidth, erases at the erase
+//! latency spread over all chips), device DRAM (every byte moved in or out of device memory), compute
+//! (programs: measured CPU time of each kernel class x the profile's factor, spread over the compute units
+//! that ran programs; resident firmware: its counted work x the profile's `[firmware]` cycles), its host
+//! link (per-device bandwidth each
 //! way), and its network port (device to device, plus each hop's latency). Shared by all devices: the host's uplink
 //! (`host_link.shared_bw`). The host: its CPU time x `host_factor`, over the threads it used.
 //!
@@ -97,7 +99,7 @@ pub struct Modeled {
 /// Models one device's phase.
 pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
     let chips = (p.nand.channels * p.nand.chips_per_channel).max(1) as f64;
-    let flash_s = c.flash_read_bytes as f64 / p.device.internal_read_bw
+    let flash_s = (c.flash_read_bytes + c.flash_read_conflict_bytes) as f64 / p.device.internal_read_bw
         + c.flash_program_bytes as f64 / p.device.internal_write_bw
         + c.flash_erase_blocks as f64 * p.nand.erase_latency_us * 1e-6 / chips;
     let dram_bytes = c.flash_to_device_mem
@@ -109,9 +111,12 @@ pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
     let dram_s = dram_bytes as f64 / p.device.memory_bw;
     let runs: u64 = c.programs.values().map(|s| s.runs).sum();
     let parallel = (p.device.compute_units as u64).min(runs.max(1)) as f64;
-    let compute_s =
+    let programs_s =
         c.cpu_ns_by_class.iter().map(|(class, ns)| *ns as f64 * 1e-9 * p.device_factor(class)).sum::<f64>()
             / parallel;
+    // Resident firmware: counted work at the firmware processor's cycles (the same on any machine).
+    let firmware_s: f64 = c.work.iter().map(|(w, n)| p.firmware.seconds(w, *n)).sum();
+    let compute_s = programs_s + firmware_s;
     let host_link_s =
         c.device_to_host as f64 / p.host_link.read_bw + c.host_to_device as f64 / p.host_link.write_bw;
     let network_s = c.device_to_device_out.max(c.device_to_device_in) as f64 / p.network.link_bw;

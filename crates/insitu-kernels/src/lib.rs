@@ -13,6 +13,7 @@
 //! - [`intersect`]: SvS intersection of sorted ID lists, linear merge or galloping (DaMoN '16 §3.2).
 //! - [`keys`]: key types and their bytes, key columns -> sorted indices, the sorted-indices format.
 //! - [`shuffle`]: the steps of a shuffle write (compose records, partition, group, encode), PSACS §III-IV.
+//! - [`btree`]: an order-statistic B+tree over fixed-size byte keys (Self-Sorting SSD §III-C).
 //! - [`le`]: little-endian integer arrays, the byte format of everything stored.
 //!
 //! `unsafe` code lives only in [`arch`], each block with its safety argument and a scalar reference.
@@ -24,6 +25,7 @@
 //! ```
 
 pub mod arch;
+pub mod btree;
 pub mod columnar;
 pub mod dict;
 pub mod gather;

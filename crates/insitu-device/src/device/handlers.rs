@@ -12,9 +12,11 @@ use crate::meters::Meters;
 use crate::program::ProgramContext;
 use crate::programs;
 use crate::protocol::{
-    Abort, AllocMemory, Append, Command, Commit, CopyToPeer, CreateObject, Delete, Flush, FreeMemory, Fsck,
-    Identify, List, LoadObject, PeerWrite, PhysicalPages, ProgramInfo, Properties, Read, ReadLba, ReadMemory,
-    ReadPages, Request, Stat, Statistics, StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
+    Abort, AllocMemory, Append, Command, Commit, ConfigureIndex, CopyToPeer, CreateObject, Delete, DropIndex,
+    Flush, FlushIndexes, FreeMemory, Fsck, GenerateIndex, GenerateProgress, Identify, IndexInfo, IndexStatus,
+    List, LoadObject, PeerWrite, PhysicalPages, ProgramInfo, Properties, QueryIndex, QueryRows, Read,
+    ReadLba, ReadMemory, ReadPages, Request, ResizeIndex, SelfSortStatus, SetIndexFlags, Stat, Statistics,
+    StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
 };
 use crate::sys::thread_cpu_ns;
 
@@ -49,6 +51,8 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
         AllocMemory, FreeMemory, LoadObject, StoreToObject, WriteMemory, ReadMemory, CopyToPeer, PeerWrite,
         CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba,
         TrimLba, Flush, ReadPages,
+        ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus,
+        QueryIndex,
     }
 }
 
@@ -126,6 +130,8 @@ impl Handle for Identify {
                 })
                 .collect(),
             firmware: dev.io_path.names(),
+            lba_blocks: dev.host_lbas(),
+            lba_block_size: dev.media.read().page_size(),
             flash: dev.media.read().stats(),
         })
     }
@@ -139,7 +145,10 @@ impl Handle for Statistics {
 
 impl Handle for Fsck {
     fn handle(self, dev: &Inner) -> Result<insitu_flash::FsckReport> {
-        Ok(dev.media.read().fsck())
+        let mut report = dev.media.read().fsck();
+        let fw = dev.firmware_context();
+        dev.selfsort.with(|st| st.fsck(&fw, &mut report))?;
+        Ok(report)
     }
 }
 
@@ -314,20 +323,24 @@ impl Handle for Read {
     }
 }
 
+/// Refuses block I/O past the LBAs the host may address (the firmware keeps the pages above them).
+fn check_lbas(dev: &Inner, lba: u64, blocks: u64) -> Result<()> {
+    let pages = dev.host_lbas();
+    if lba.checked_add(blocks).is_none_or(|end| end > pages) {
+        return Err(insitu_flash::FlashError::LbaOutOfRange {
+            start: lba,
+            end: lba.saturating_add(blocks),
+            pages,
+        }
+        .into());
+    }
+    Ok(())
+}
+
 impl Handle for ReadLba {
     fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
-        let (page_size, pages) = {
-            let flash = dev.media.read();
-            (flash.page_size() as u64, flash.geometry().logical_pages())
-        };
-        if self.lba.checked_add(self.blocks).is_none_or(|end| end > pages) {
-            return Err(insitu_flash::FlashError::LbaOutOfRange {
-                start: self.lba,
-                end: self.lba.saturating_add(self.blocks),
-                pages,
-            }
-            .into());
-        }
+        check_lbas(dev, self.lba, self.blocks)?;
+        let page_size = dev.media.read().page_size() as u64;
         let len = self.blocks * page_size;
         host_read(dev, Io::ReadLba { lba: self.lba, blocks: self.blocks }, len, || {
             let mut data = vec![0u8; len as usize];
@@ -340,6 +353,8 @@ impl Handle for ReadLba {
 
 impl Handle for WriteLba {
     fn handle(self, dev: &Inner) -> Result<()> {
+        let ps = dev.media.read().page_size() as u64;
+        check_lbas(dev, self.lba, self.data.len() as u64 / ps)?;
         Meters::add(&dev.meters.host_to_device, self.data.len() as u64);
         let io = Io::WriteLba { lba: self.lba, data: &self.data };
         io_path(dev, io, || Ok(dev.media.write().lba_write(self.lba, &self.data)?), |_| Ok(()))
@@ -348,6 +363,7 @@ impl Handle for WriteLba {
 
 impl Handle for TrimLba {
     fn handle(self, dev: &Inner) -> Result<()> {
+        check_lbas(dev, self.lba, self.blocks)?;
         let io = Io::TrimLba { lba: self.lba, blocks: self.blocks };
         io_path(dev, io, || Ok(dev.media.write().lba_trim(self.lba, self.blocks)?), |_| Ok(()))
     }
@@ -374,5 +390,64 @@ impl Handle for ReadPages {
         Meters::add(&dev.meters.flash_to_device_mem, data.len() as u64);
         Meters::add(&dev.meters.device_to_host, data.len() as u64);
         Ok(data)
+    }
+}
+
+impl Handle for ConfigureIndex {
+    fn handle(self, dev: &Inner) -> Result<IndexInfo> {
+        let fw = dev.firmware_context();
+        dev.selfsort.with(|st| st.configure(&fw, self.config))
+    }
+}
+
+impl Handle for ResizeIndex {
+    fn handle(self, dev: &Inner) -> Result<IndexInfo> {
+        let fw = dev.firmware_context();
+        dev.selfsort.with(|st| st.resize(&fw, self.index, self.records))
+    }
+}
+
+impl Handle for SetIndexFlags {
+    fn handle(self, dev: &Inner) -> Result<IndexInfo> {
+        let fw = dev.firmware_context();
+        dev.selfsort.with(|st| st.set_flags(&fw, self.index, self.sort_on_write, self.active_read))
+    }
+}
+
+impl Handle for GenerateIndex {
+    fn handle(self, dev: &Inner) -> Result<GenerateProgress> {
+        let fw = dev.firmware_context();
+        dev.selfsort.with(|st| st.generate(&fw, self.index, self.max_records))
+    }
+}
+
+impl Handle for DropIndex {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        let fw = dev.firmware_context();
+        dev.selfsort.with(|st| st.drop_index(&fw, self.index))
+    }
+}
+
+impl Handle for FlushIndexes {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        dev.selfsort.flush(&dev.firmware_context())
+    }
+}
+
+impl Handle for IndexStatus {
+    fn handle(self, dev: &Inner) -> Result<SelfSortStatus> {
+        let fw = dev.firmware_context();
+        dev.selfsort.with(|st| st.status(&fw))
+    }
+}
+
+impl Handle for QueryIndex {
+    fn handle(self, dev: &Inner) -> Result<QueryRows> {
+        let fw = dev.firmware_context();
+        let rows = dev
+            .selfsort
+            .with(|st| st.query(&fw, self.index, &self.query, self.skip, self.limit, self.count_only))?;
+        Meters::add(&dev.meters.device_to_host, rows.records.len() as u64);
+        Ok(rows)
     }
 }

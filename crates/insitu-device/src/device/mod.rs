@@ -68,7 +68,7 @@ impl Device {
         let lock = lock(dir)?;
         let flash = Flash::format(dir, profile.base_geometry(), capacity_bytes)?;
         DeviceConfig::new(id, profile.clone()).save(dir)?;
-        Ok(Self::start(Inner::new(id, dir.to_path_buf(), profile, Media::new(flash), lock)))
+        Self::start(Inner::new(id, dir.to_path_buf(), profile, Media::new(flash), lock))
     }
 
     /// Opens (and recovers) the device in `dir`. Fails with [`DeviceError::InUse`] while another process
@@ -77,10 +77,11 @@ impl Device {
         let lock = lock(dir)?;
         let config = DeviceConfig::load(dir)?;
         let flash = Flash::open(dir)?;
-        Ok(Self::start(Inner::new(config.id, dir.to_path_buf(), config.profile, Media::new(flash), lock)))
+        Self::start(Inner::new(config.id, dir.to_path_buf(), config.profile, Media::new(flash), lock))
     }
 
-    fn start(inner: Inner) -> Device {
+    fn start(inner: Inner) -> Result<Device> {
+        inner.mount_firmware()?;
         let units = inner.profile.device.compute_units as usize;
         let id = inner.id;
         let inner = Arc::new(inner);
@@ -92,14 +93,14 @@ impl Device {
         for u in 0..units {
             workers.push(spawn_worker(format!("dev{id}-cu{u}"), inner.clone(), cu_rx.clone()));
         }
-        Device {
+        Ok(Device {
             inner,
             queues: Mutex::new(Some(Queues { io: io_tx, compute: cu_tx })),
             workers: Mutex::new(workers),
             completions: Arc::new(Completions::default()),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
-        }
+        })
     }
 
     pub fn id(&self) -> u32 {
@@ -172,8 +173,8 @@ impl Device {
         self.inner.counters()
     }
 
-    /// Finishes every queued command, stops the workers and checkpoints the flash (if anything changed) so
-    /// the next open is quick, then lets go of the device directory. Later submissions fail with
+    /// Finishes every queued command, stops the workers, saves the firmware's indexes and checkpoints the
+    /// flash (if anything changed) so the next open is quick, then lets go of the device directory. Later submissions fail with
     /// [`DeviceError::ShutDown`]. Closing again (or from another thread at the same time) waits for the
     /// first close and does nothing more.
     pub fn close(&self) -> Result<()> {
@@ -182,9 +183,11 @@ impl Device {
             return Ok(());
         }
         self.stop(&mut workers);
+        let saved = self.inner.selfsort.flush(&self.inner.firmware_context());
         let r = self.inner.media.write().checkpoint_if_dirty();
         self.closed.store(true, Ordering::Release);
         self.inner.release_lock();
+        saved?;
         Ok(r?)
     }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{DeviceError, Result};
 use crate::fabric::Fabric;
+use crate::firmware::selfsort::SelfSort;
 use crate::firmware::{FirmwareContext, IoPath};
 use crate::media::Media;
 use crate::memory::DeviceMemory;
@@ -21,6 +22,8 @@ pub(crate) struct Inner {
     pub(crate) memory: DeviceMemory,
     pub(crate) meters: Meters,
     pub(crate) io_path: IoPath,
+    /// The resident Self-Sort firmware (also on the I/O path).
+    pub(crate) selfsort: Arc<SelfSort>,
     fabric: RwLock<Option<Arc<dyn Fabric>>>,
     /// The lock on the device directory: one process serves a device at a time. Released when the device
     /// closes (even if a thread still holds this state) or drops.
@@ -37,9 +40,22 @@ impl Inner {
             media,
             meters: Meters::default(),
             io_path: IoPath::default(),
+            selfsort: Arc::new(SelfSort::default()),
             fabric: RwLock::new(None),
             lock: Mutex::new(Some(lock)),
         }
+    }
+
+    /// Starts the resident firmware: Self-Sort takes its area and loads (or rebuilds) its indexes.
+    pub(crate) fn mount_firmware(&self) -> Result<()> {
+        self.selfsort.mount(&self.firmware_context())?;
+        self.io_path.install(self.selfsort.clone());
+        Ok(())
+    }
+
+    /// LBAs the host may address (the firmware keeps the top of the logical pages).
+    pub(crate) fn host_lbas(&self) -> u64 {
+        self.selfsort.host_lbas().unwrap_or_else(|| self.media.read().geometry().logical_pages())
     }
 
     /// Lets another process open the device directory.
@@ -54,7 +70,12 @@ impl Inner {
     }
 
     pub(crate) fn firmware_context(&self) -> FirmwareContext<'_> {
-        FirmwareContext { media: &self.media, memory: &self.memory, meters: &self.meters }
+        FirmwareContext {
+            media: &self.media,
+            memory: &self.memory,
+            meters: &self.meters,
+            profile: &self.profile,
+        }
     }
 
     pub(crate) fn set_fabric(&self, f: Arc<dyn Fabric>) {

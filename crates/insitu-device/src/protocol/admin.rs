@@ -35,6 +35,11 @@ pub struct Properties {
     pub programs: Vec<ProgramInfo>,
     /// Resident firmware extensions on the I/O path.
     pub firmware: Vec<String>,
+    /// Logical blocks the host may address with block I/O, and their size (one flash page each).
+    #[serde(default)]
+    pub lba_blocks: u64,
+    #[serde(default)]
+    pub lba_block_size: u32,
     pub flash: FlashStats,
 }
 

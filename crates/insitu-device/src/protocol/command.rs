@@ -5,6 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::admin::{Fsck, Identify, Statistics};
+use crate::protocol::index::{
+    ConfigureIndex, DropIndex, FlushIndexes, GenerateIndex, IndexStatus, QueryIndex, ResizeIndex,
+    SetIndexFlags,
+};
 use crate::protocol::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };
@@ -63,6 +67,7 @@ commands! {
     AllocMemory, FreeMemory, LoadObject, StoreToObject, WriteMemory, ReadMemory, CopyToPeer, PeerWrite,
     CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba, TrimLba,
     Flush, ReadPages,
+    ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus, QueryIndex,
 }
 
 impl<P: Program> From<Execute<P>> for Command {

@@ -14,12 +14,14 @@
 //! | NVMe read / write / dataset mgmt / flush| [`ReadLba`], [`WriteLba`], [`TrimLba`], [`Flush`]      |
 //! | namespace of objects (key-value-like)   | [`CreateObject`] / [`Append`] / [`Commit`] / [`Abort`] / [`Read`] / [`Delete`] / [`List`] / [`Stat`] |
 //! | raw flash (below the FTL)               | [`PhysicalPages`] (where an object lives), [`ReadPages`] |
+//! | vendor commands (Self-Sorting SSD §III-E) | [`ConfigureIndex`], [`GenerateIndex`], [`QueryIndex`], [`FlushIndexes`], [`IndexStatus`]... (also as a command block written to the command LBA) |
 //!
 //! Both usage models: *direct* (the host passes memory handles in a program's arguments) and *indirect*
 //! (the program reads objects itself).
 
 mod admin;
 mod command;
+mod index;
 mod memory;
 mod payload;
 pub mod programs;
@@ -28,6 +30,11 @@ mod storage;
 
 pub use self::admin::{Fsck, Identify, ProgramInfo, Properties, Statistics};
 pub use self::command::{Call, Command};
+pub use self::index::{
+    ConfigureIndex, DropIndex, FlushIndexes, GenerateIndex, GenerateProgress, IndexConfig, IndexInfo,
+    IndexKind, IndexQuery, IndexStatus, QueryIndex, QueryRows, ResizeIndex, RunExtent, SelfSortStatus,
+    SetIndexFlags, DEFAULT_FANOUT, DEFAULT_GENERATE_CHUNK, MAX_INDEXES, MAX_RUNS,
+};
 pub use self::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };

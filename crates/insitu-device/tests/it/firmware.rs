@@ -83,7 +83,7 @@ fn an_extension_observes_writes_and_redirects_reads_without_the_ftl_knowing() {
         dev.call(WriteLba { lba: BASE + i as u64, data: record(*k, i as u8) }).unwrap();
     }
     let props = dev.call(Identify).unwrap();
-    assert_eq!(props.firmware, vec!["sorted-view"]);
+    assert_eq!(props.firmware, vec!["self-sort", "sorted-view"], "after the resident Self-Sort");
     assert_eq!(props.memory_available, free - 5 * 16, "the index lives in device memory");
     // The indexed range reads back in key order; its neighbours read as stored.
     let sorted = dev.call(ReadLba { lba: BASE, blocks: RECORDS }).unwrap();

@@ -4,6 +4,7 @@
 
 mod firmware;
 mod nascent;
+mod selfsort;
 
 use std::path::Path;
 use std::sync::Arc;

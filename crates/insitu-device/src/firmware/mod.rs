@@ -4,8 +4,9 @@
 //! about extensions; an extension reaches the media only through its [`FirmwareContext`], whose reads and
 //! writes go straight to the FTL (never back through the extensions).
 //!
-//! The Self-Sorting SSD is such an extension: it indexes records as they are written and serves reads of
-//! the data's LBA range in key order. A minimal one, serving reads of LBA 0 from LBA 1:
+//! The Self-Sorting SSD ([`selfsort`]) is such an extension, resident on every device: it indexes records
+//! as they are written and serves reads of the data's LBA range in key order. A minimal one, serving
+//! reads of LBA 0 from LBA 1:
 //!
 //! ```
 //! use insitu_device::firmware::{Decision, Firmware, FirmwareContext, Io};
@@ -32,6 +33,8 @@
 //! ```
 //! Installed with [`crate::Device::install_firmware`]; the device then lists it in `Identify`.
 
+pub mod selfsort;
+
 use std::sync::{Arc, RwLock};
 
 use insitu_flash::raw::RawFlash;
@@ -40,6 +43,24 @@ use crate::error::Result;
 use crate::media::Media;
 use crate::memory::{DeviceMemory, MemReservation};
 use crate::meters::Meters;
+use crate::profile::Profile;
+
+/// Names of the firmware work the meters count and the profile's `[firmware]` cycles price.
+pub mod work {
+    /// A tree node entered.
+    pub const INDEX_VISIT: &str = "index.visit";
+    /// Two keys compared.
+    pub const INDEX_COMPARE: &str = "index.compare";
+    /// A byte of tree entries moved (inserts shift entries, splits move half a node).
+    pub const INDEX_MOVE_BYTE: &str = "index.move_byte";
+    /// A record parsed: its key found and taken out.
+    pub const INDEX_RECORD: &str = "index.record";
+    /// A byte the firmware copied itself to assemble a redirected read (records that are not whole,
+    /// aligned pages; whole pages move by DMA).
+    pub const INDEX_COPY_BYTE: &str = "index.copy_byte";
+    /// Two run heads compared by an on-the-fly merge (ActiveSort).
+    pub const MERGE_COMPARE: &str = "merge.compare";
+}
 
 /// A request on the I/O path, as an extension sees it.
 #[derive(Debug, Clone, Copy)]
@@ -107,11 +128,99 @@ pub struct FirmwareContext<'a> {
     pub(crate) media: &'a Media,
     pub(crate) memory: &'a DeviceMemory,
     pub(crate) meters: &'a Meters,
+    pub(crate) profile: &'a Profile,
 }
 
 impl FirmwareContext<'_> {
     pub fn page_size(&self) -> u32 {
         self.media.read().page_size()
+    }
+
+    /// Logical pages of the flash (the host sees fewer: the firmware keeps the top for itself).
+    pub fn logical_pages(&self) -> u64 {
+        self.media.read().geometry().logical_pages()
+    }
+
+    pub fn channels(&self) -> u32 {
+        self.media.read().geometry().channels
+    }
+
+    pub fn profile(&self) -> &Profile {
+        self.profile
+    }
+
+    /// Whether logical page `lba` holds data.
+    pub fn is_mapped(&self, lba: u64) -> bool {
+        self.media.read().is_mapped(lba)
+    }
+
+    /// Takes pages out of the object allocator's free space (see [`insitu_flash::Flash::set_aside`]).
+    pub fn set_aside(&self, lba: u64, pages: u64) -> Result<()> {
+        Ok(self.media.write().set_aside(lba, pages)?)
+    }
+
+    /// Trims logical pages through the FTL.
+    pub fn trim_lba(&self, lba: u64, pages: u64) -> Result<()> {
+        Ok(self.media.write().lba_trim(lba, pages)?)
+    }
+
+    /// Reads the logical pages `lbas` (each once, in any order) as one batch: the pages go to the flash
+    /// together, so a batch takes as long as its busiest channel, and the time lost to pages sharing a
+    /// channel is counted (`flash_read_conflict_bytes`: the busiest channel's pages times the channels,
+    /// less the pages read). Channels are those of a page-striping FTL (page `lba` on channel
+    /// `lba % channels`: pages written in order are striped over all of them), which this emulator's
+    /// log-structured FTL, striping by block, does not reproduce physically. Page `lbas[i]` lands at
+    /// `out[i * page_size..]`.
+    pub fn read_batch(&self, lbas: &[u64], out: &mut [u8]) -> Result<()> {
+        self.read_pages(lbas, out)?;
+        self.count_batch(lbas);
+        Ok(())
+    }
+
+    /// Reads the logical pages `lbas` (page `lbas[i]` at `out[i * page_size..]`), without counting them
+    /// as a batch: for reads whose batch is counted at once later ([`FirmwareContext::count_batch`]).
+    pub fn read_pages(&self, lbas: &[u64], out: &mut [u8]) -> Result<()> {
+        let flash = self.media.read();
+        let ps = flash.page_size() as usize;
+        for (i, &lba) in lbas.iter().enumerate() {
+            flash.lba_read(lba, &mut out[i * ps..(i + 1) * ps])?;
+        }
+        Meters::add(&self.meters.flash_to_device_mem, (lbas.len() * ps) as u64);
+        Ok(())
+    }
+
+    /// Counts the channel conflicts of pages read together (see [`FirmwareContext::read_batch`]).
+    pub fn count_batch(&self, lbas: &[u64]) {
+        let (ps, channels) = {
+            let flash = self.media.read();
+            (flash.page_size() as u64, flash.geometry().channels.max(1) as u64)
+        };
+        let mut per_channel = vec![0u64; channels as usize];
+        for &lba in lbas {
+            per_channel[(lba % channels) as usize] += 1;
+        }
+        let busiest = per_channel.iter().copied().max().unwrap_or(0);
+        let lost = busiest * channels - lbas.len() as u64;
+        Meters::add(&self.meters.flash_read_conflict_bytes, lost * ps);
+    }
+
+    /// Counts firmware work (names in [`work`]).
+    pub fn add_work(&self, items: &[(&'static str, u64)]) {
+        self.meters.add_work(items);
+    }
+
+    /// Device memory not in use.
+    pub fn memory_available(&self) -> u64 {
+        self.memory.available()
+    }
+
+    pub fn memory_capacity(&self) -> u64 {
+        self.memory.capacity()
+    }
+
+    /// Makes everything written durable (an FTL flush).
+    pub fn sync(&self) -> Result<()> {
+        Ok(self.media.write().sync()?)
     }
 
     /// Reads logical blocks from `lba` into `buf` (whole pages), through the FTL.
@@ -136,7 +245,7 @@ impl FirmwareContext<'_> {
     }
 
     /// Reads whole physical pages from `ppn` (the raw path below the FTL); returns their spare-area tags.
-    pub fn read_pages(&self, ppn: u64, buf: &mut [u8]) -> Result<Vec<u64>> {
+    pub fn read_physical(&self, ppn: u64, buf: &mut [u8]) -> Result<Vec<u64>> {
         let tags = self.media.read().ftl().nand().read_tagged(ppn, buf)?;
         Meters::add(&self.meters.flash_to_device_mem, buf.len() as u64);
         Ok(tags)

@@ -1,0 +1,182 @@
+//! Where Self-Sort keeps itself (§III-C: the index "resides in the DRAM memory, however in order to
+//! guarantee durability it is possible to flush this information into non-volatile flash memory").
+//!
+//! The top of the device's logical pages is the firmware's area, hidden from the host:
+//! ```text
+//! host LBAs 0 .. H-1          data; LBA H-1 is the command LBA (command block in, status out)
+//! H, H+1                      header slots (one page each, written alternately)
+//! H+2 ..                      image slot 0, then image slot 1 (S pages each)
+//! ```
+//! A header names the state's generation, whether the indexes match the saved image (`clean`), which
+//! image slot holds that image, and every index's configuration. A flush writes the image to the slot
+//! not in use, then a clean header (the switch); before the first change of indexed records after a
+//! flush, a dirty header goes out first. At open, the newest valid header decides: clean, the image is
+//! loaded; dirty (the device stopped without a flush), the indexes are rebuilt from the records. So after
+//! a kill at any point an index either matches the data or is rebuilt: never a wrong order.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::firmware::selfsort::index::refuse;
+use crate::firmware::FirmwareContext;
+use crate::protocol::IndexConfig;
+
+const HEADER_MAGIC: &[u8; 8] = b"ISSSHDR1";
+
+/// The firmware's area of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Area {
+    pub host_lbas: u64,
+    pub start: u64,
+    pub slot_pages: u64,
+}
+
+impl Area {
+    /// The area of a device of `logical_pages` pages with `memory_bytes` of device memory: image slots as
+    /// large as device memory (no index outgrows it), but together at most a sixteenth of the device.
+    pub fn for_device(logical_pages: u64, page_size: u32, memory_bytes: u64) -> Area {
+        let ps = page_size as u64;
+        let slot_pages = (memory_bytes / ps).min(logical_pages / 32).max(1);
+        let start = logical_pages.saturating_sub(2 + 2 * slot_pages);
+        Area { host_lbas: start, start, slot_pages }
+    }
+
+    pub fn command_lba(&self) -> u64 {
+        self.host_lbas - 1
+    }
+
+    pub fn pages(&self) -> u64 {
+        2 + 2 * self.slot_pages
+    }
+
+    fn header_lba(&self, slot: u64) -> u64 {
+        self.start + slot
+    }
+
+    pub fn image_lba(&self, slot: u32) -> u64 {
+        self.start + 2 + slot as u64 * self.slot_pages
+    }
+}
+
+/// What a header says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Header {
+    pub generation: u64,
+    /// The indexes match the image in `image_slot` (nothing changed since it was written).
+    pub clean: bool,
+    pub image_slot: u32,
+    pub image_bytes: u64,
+    pub image_crc: u32,
+    pub indexes: Vec<SavedIndex>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedIndex {
+    pub config: IndexConfig,
+    pub generated: u64,
+}
+
+/// A saved index: its entries in key order.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct IndexImage {
+    pub id: u32,
+    pub keys: Vec<u8>,
+    pub ids: Vec<u64>,
+}
+
+/// Reads the newest valid header, if any.
+pub(crate) fn read_header(fw: &FirmwareContext<'_>, area: &Area) -> Result<Option<Header>> {
+    let ps = fw.page_size() as usize;
+    let mut best: Option<Header> = None;
+    for slot in 0..2 {
+        let lba = area.header_lba(slot);
+        if !fw.is_mapped(lba) {
+            continue;
+        }
+        let mut page = vec![0u8; ps];
+        fw.read_lba(lba, &mut page)?;
+        if let Some(h) = parse_header(&page) {
+            if best.as_ref().is_none_or(|b| h.generation > b.generation) {
+                best = Some(h);
+            }
+        }
+    }
+    Ok(best)
+}
+
+fn parse_header(page: &[u8]) -> Option<Header> {
+    if page.len() < 16 || &page[..8] != HEADER_MAGIC {
+        return None;
+    }
+    let len = u32::from_le_bytes(page[8..12].try_into().ok()?) as usize;
+    let body = page.get(12..12 + len)?;
+    let crc = u32::from_le_bytes(page.get(12 + len..16 + len)?.try_into().ok()?);
+    (crc32fast::hash(body) == crc).then(|| postcard::from_bytes(body).ok()).flatten()
+}
+
+/// Writes `h` to its header slot (by generation).
+pub(crate) fn write_header(fw: &FirmwareContext<'_>, area: &Area, h: &Header) -> Result<()> {
+    let ps = fw.page_size() as usize;
+    let body = postcard::to_stdvec(h).map_err(|e| refuse(format!("encoding the header: {e}")))?;
+    if 16 + body.len() > ps {
+        return Err(refuse(format!(
+            "the configuration of {} indexes ({} bytes) does not fit one {ps}-byte page",
+            h.indexes.len(),
+            body.len()
+        )));
+    }
+    let mut page = vec![0u8; ps];
+    page[..8].copy_from_slice(HEADER_MAGIC);
+    page[8..12].copy_from_slice(&(body.len() as u32).to_le_bytes());
+    page[12..12 + body.len()].copy_from_slice(&body);
+    page[12 + body.len()..16 + body.len()].copy_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    fw.write_lba(area.header_lba(h.generation % 2), &page)
+}
+
+/// Writes an image into slot `slot`; returns its length and checksum.
+pub(crate) fn write_image(
+    fw: &FirmwareContext<'_>,
+    area: &Area,
+    slot: u32,
+    images: &[IndexImage],
+) -> Result<(u64, u32)> {
+    let ps = fw.page_size() as usize;
+    let mut bytes = postcard::to_stdvec(images).map_err(|e| refuse(format!("encoding the indexes: {e}")))?;
+    let (len, crc) = (bytes.len() as u64, crc32fast::hash(&bytes));
+    let pages = bytes.len().div_ceil(ps) as u64;
+    if pages > area.slot_pages {
+        return Err(refuse(format!(
+            "the indexes take {len} bytes saved, more than the firmware area's {} bytes a slot",
+            area.slot_pages * ps as u64
+        )));
+    }
+    bytes.resize(pages as usize * ps, 0);
+    for (i, chunk) in bytes.chunks(4 << 20).enumerate() {
+        fw.write_lba(area.image_lba(slot) + (i * (4 << 20) / ps) as u64, chunk)?;
+    }
+    Ok((len, crc))
+}
+
+/// Reads the image a clean header names; `None` if it is unreadable (then the indexes are rebuilt).
+pub(crate) fn read_image(
+    fw: &FirmwareContext<'_>,
+    area: &Area,
+    h: &Header,
+) -> Result<Option<Vec<IndexImage>>> {
+    let ps = fw.page_size() as u64;
+    let pages = h.image_bytes.div_ceil(ps);
+    if pages > area.slot_pages {
+        return Ok(None);
+    }
+    let mut bytes = vec![0u8; (pages * ps) as usize];
+    for (i, chunk) in bytes.chunks_mut(4 << 20).enumerate() {
+        if fw.read_lba(area.image_lba(h.image_slot) + (i * (4 << 20)) as u64 / ps, chunk).is_err() {
+            return Ok(None);
+        }
+    }
+    bytes.truncate(h.image_bytes as usize);
+    if crc32fast::hash(&bytes) != h.image_crc {
+        return Ok(None);
+    }
+    Ok(postcard::from_bytes(&bytes).ok())
+}

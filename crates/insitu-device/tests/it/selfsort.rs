@@ -1,0 +1,374 @@
+//! The Self-Sorting SSD firmware end to end, through the command set (in this process and over a socket):
+//! records written through the block interface read back in key order, checked against a stable sort of
+//! the same records; sort-on-command, queries, secondary indexes, the command block, device memory
+//! limits, persistence across a clean and an unclean stop, ActiveSort's merge, and refused requests.
+
+use insitu_device::firmware::selfsort::block::{self, BlockCommand};
+use insitu_device::protocol::{
+    ConfigureIndex, DropIndex, FlushIndexes, Fsck, GenerateIndex, IndexConfig, IndexKind, IndexQuery,
+    IndexStatus, QueryIndex, ReadLba, ResizeIndex, RunExtent, SetIndexFlags, TrimLba, WriteLba,
+};
+use insitu_device::{transport, Device, DeviceClient, Profile};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{device, BOTH};
+
+const PS: usize = 4096;
+
+/// `n` records of `size` bytes; the key (bytes `off..off + ks`) drawn from a small alphabet so keys repeat.
+fn records(n: usize, size: usize, off: usize, ks: usize, seed: u64) -> Vec<u8> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut v = vec![0u8; n * size];
+    for (i, r) in v.chunks_mut(size).enumerate() {
+        rng.fill(r);
+        for b in &mut r[off..off + ks] {
+            *b = b'a' + rng.gen_range(0..4);
+        }
+        // A record's tail names it, so a wrong record cannot pass for a right one.
+        let tail = size.saturating_sub(4);
+        if size >= off + ks + 4 && tail >= off + ks {
+            r[tail..].copy_from_slice(&(i as u32).to_le_bytes()[..size - tail]);
+        }
+    }
+    v
+}
+
+/// The records in key order, equal keys in record order.
+fn sorted(data: &[u8], size: usize, off: usize, ks: usize) -> Vec<u8> {
+    let mut recs: Vec<&[u8]> = data.chunks(size).collect();
+    recs.sort_by(|a, b| a[off..off + ks].cmp(&b[off..off + ks]));
+    recs.concat()
+}
+
+/// Writes `data` from LBA `lba` in whole pages (the last one zero-padded), in pieces of `piece` pages.
+fn write(dev: &DeviceClient, lba: u64, data: &[u8], piece: usize) {
+    let mut padded = data.to_vec();
+    padded.resize(data.len().div_ceil(PS) * PS, 0);
+    for (i, chunk) in padded.chunks(piece * PS).enumerate() {
+        dev.call(WriteLba { lba: lba + (i * piece) as u64, data: chunk.to_vec() }).unwrap();
+    }
+}
+
+/// Reads `bytes` bytes from LBA `lba`.
+fn read(dev: &DeviceClient, lba: u64, bytes: usize) -> Vec<u8> {
+    let mut v = dev.call(ReadLba { lba, blocks: bytes.div_ceil(PS) as u64 }).unwrap();
+    v.truncate(bytes);
+    v
+}
+
+fn tree(id: u32, base: u64, size: u32, off: u32, ks: u32, n: u64, on_write: bool) -> IndexConfig {
+    IndexConfig { records: n, sort_on_write: on_write, ..IndexConfig::tree(id, base, size, off, ks) }
+}
+
+#[test]
+fn records_written_in_any_order_read_back_sorted_and_follow_rewrites() {
+    for via in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let s = device(dir.path(), via);
+        let dev = &s.dev;
+        // 100-byte records straddle 4 KB pages; keys at offset 3.
+        let (n, size, off, ks) = (500usize, 100usize, 3usize, 4usize);
+        let data = records(n, size, off, ks, 1);
+        dev.call(ConfigureIndex { config: tree(1, 10, size as u32, off as u32, ks as u32, n as u64, true) })
+            .unwrap();
+        // Pages in reverse order, so records complete only when their second page arrives.
+        let mut padded = data.clone();
+        padded.resize(data.len().div_ceil(PS) * PS, 0);
+        for (i, page) in padded.chunks(PS).enumerate().rev() {
+            dev.call(WriteLba { lba: 10 + i as u64, data: page.to_vec() }).unwrap();
+        }
+        let want = sorted(&data, size, off, ks);
+        assert_eq!(read(dev, 10, data.len()), want, "{via:?}");
+        // Any page of the range, alone, is the same slice of the sorted records.
+        for p in [0usize, 3, 7, 12] {
+            let got = dev.call(ReadLba { lba: 10 + p as u64, blocks: 1 }).unwrap();
+            let end = ((p + 1) * PS).min(want.len());
+            assert_eq!(&got[..end - p * PS], &want[p * PS..end], "page {p} {via:?}");
+        }
+        // Rewrite page 2 with new keys: the records it touches move.
+        let mut data2 = data.clone();
+        let fresh = records(n, size, off, ks, 2);
+        data2[2 * PS..3 * PS].copy_from_slice(&fresh[2 * PS..3 * PS]);
+        dev.call(WriteLba { lba: 12, data: data2[2 * PS..3 * PS].to_vec() }).unwrap();
+        assert_eq!(read(dev, 10, data.len()), sorted(&data2, size, off, ks), "after a rewrite {via:?}");
+        // Active read off: the range reads as stored.
+        dev.call(SetIndexFlags { index: 1, sort_on_write: true, active_read: false }).unwrap();
+        assert_eq!(read(dev, 10, data.len()), data2);
+        dev.call(SetIndexFlags { index: 1, sort_on_write: true, active_read: true }).unwrap();
+        // A trim unindexes the records it cuts; reads in key order are refused until they are back.
+        dev.call(TrimLba { lba: 11, blocks: 1 }).unwrap();
+        let err = dev.call(ReadLba { lba: 10, blocks: 1 }).unwrap_err().to_string();
+        assert!(err.contains("holds") && err.contains("of its 500 records"), "{err}");
+        dev.call(WriteLba { lba: 11, data: data2[PS..2 * PS].to_vec() }).unwrap();
+        assert_eq!(read(dev, 10, data.len()), sorted(&data2, size, off, ks));
+        let report = dev.call(Fsck).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert!(
+            report.notes.iter().any(|n| n.contains("every entry matches its record")),
+            "{:?}",
+            report.notes
+        );
+    }
+}
+
+#[test]
+fn sort_on_command_generates_in_chunks_and_refuses_an_empty_range() {
+    for via in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let s = device(dir.path(), via);
+        let dev = &s.dev;
+        let (n, size) = (300usize, 64usize);
+        let data = records(n, size, 0, 10, 3);
+        dev.call(ConfigureIndex { config: tree(2, 0, size as u32, 0, 10, n as u64, false) }).unwrap();
+        let err = dev.call(GenerateIndex { index: 2, max_records: 100 }).unwrap_err().to_string();
+        assert!(err.contains("nothing to generate"), "{err}");
+        write(dev, 0, &data, 2);
+        let err = dev.call(ReadLba { lba: 0, blocks: 1 }).unwrap_err().to_string();
+        assert!(err.contains("run generate"), "{err}");
+        let mut steps = Vec::new();
+        loop {
+            let p = dev.call(GenerateIndex { index: 2, max_records: 128 }).unwrap();
+            steps.push(p.done);
+            if p.done == p.total {
+                break;
+            }
+        }
+        assert_eq!(steps, vec![128, 256, 300]);
+        assert_eq!(read(dev, 0, data.len()), sorted(&data, size, 0, 10), "{via:?}");
+        let st = dev.call(IndexStatus).unwrap();
+        assert_eq!((st.indexes[0].indexed, st.indexes[0].generated), (300, 300));
+        assert!(st.indexes[0].memory_bytes >= 2060, "nodes count in device memory");
+    }
+}
+
+#[test]
+fn queries_answer_from_the_index_and_secondary_indexes_use_another_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = device(dir.path(), crate::Via::InProcess);
+    let dev = &s.dev;
+    let (n, size) = (400usize, 32usize);
+    let data = records(n, size, 0, 2, 4);
+    dev.call(ConfigureIndex { config: tree(1, 0, size as u32, 0, 2, n as u64, true) }).unwrap();
+    dev.call(ConfigureIndex {
+        config: IndexConfig { active_read: false, ..tree(2, 0, size as u32, 8, 3, 0, true) },
+    })
+    .unwrap();
+    write(dev, 0, &data, 1);
+    let recs: Vec<&[u8]> = data.chunks(size).collect();
+    let q = |index: u32, query: IndexQuery, count_only: bool| {
+        dev.call(QueryIndex { index, query, skip: 0, limit: u64::MAX, count_only }).unwrap()
+    };
+    let min_key = recs.iter().map(|r| &r[..2]).min().unwrap();
+    let min = q(1, IndexQuery::Min, false);
+    assert_eq!(min.count as usize, recs.iter().filter(|r| &r[..2] == min_key).count());
+    assert_eq!(min.records, sorted(&data, size, 0, 2)[..min.count as usize * size]);
+    let max_key = recs.iter().map(|r| &r[..2]).max().unwrap();
+    assert_eq!(
+        q(1, IndexQuery::Max, true).count as usize,
+        recs.iter().filter(|r| &r[..2] == max_key).count()
+    );
+    let range = q(1, IndexQuery::Range { lo: b"ab".to_vec(), hi: b"bc".to_vec() }, false);
+    let want: Vec<&[u8]> = {
+        let mut w: Vec<&[u8]> =
+            recs.iter().copied().filter(|r| r[..2] >= b"ab"[..] && r[..2] <= b"bc"[..]).collect();
+        w.sort_by(|a, b| a[..2].cmp(&b[..2]));
+        w
+    };
+    assert_eq!(range.count as usize, want.len());
+    assert_eq!(range.records, want.concat());
+    // Paging through an answer gives the same records.
+    let page = dev
+        .call(QueryIndex {
+            index: 1,
+            query: IndexQuery::Range { lo: b"ab".to_vec(), hi: b"bc".to_vec() },
+            skip: 5,
+            limit: 7,
+            count_only: false,
+        })
+        .unwrap();
+    assert_eq!(page.records, want[5..12].concat());
+    // The secondary index on bytes 8..11 (reads of the range stay in the primary's order).
+    let sel = q(2, IndexQuery::Range { lo: b"abc".to_vec(), hi: b"abc".to_vec() }, true);
+    assert_eq!(sel.count as usize, recs.iter().filter(|r| &r[8..11] == b"abc").count());
+    assert_eq!(read(dev, 0, data.len()), sorted(&data, size, 0, 2));
+    let err = dev.call(QueryIndex { index: 1, query: IndexQuery::Min, skip: 0, limit: 1, count_only: false });
+    assert!(err.is_ok());
+    let err = dev
+        .call(QueryIndex {
+            index: 1,
+            query: IndexQuery::Range { lo: b"a".to_vec(), hi: b"b".to_vec() },
+            skip: 0,
+            limit: 1,
+            count_only: true,
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("1 bytes, the index's keys 2"), "{err}");
+    let err = dev
+        .call(QueryIndex { index: 9, query: IndexQuery::Min, skip: 0, limit: 1, count_only: true })
+        .unwrap_err();
+    assert!(err.to_string().contains("no index 9"), "{err}");
+}
+
+#[test]
+fn the_command_block_configures_and_the_status_page_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = device(dir.path(), crate::Via::Socket);
+    let dev = &s.dev;
+    let st = dev.call(IndexStatus).unwrap();
+    let cmd = st.command_lba;
+    let block = block::encode(&BlockCommand::Configure(tree(3, 0, 50, 0, 8, 80, true)), PS as u32).unwrap();
+    dev.call(WriteLba { lba: cmd, data: block }).unwrap();
+    let status = block::decode_status(&dev.call(ReadLba { lba: cmd, blocks: 1 }).unwrap()).unwrap();
+    assert!(status.last.ok && status.last.opcode == 1, "{status:?}");
+    assert_eq!(status.indexes, vec![(3, 80, 0, false)]);
+    let data = records(80, 50, 0, 8, 5);
+    write(dev, 0, &data, 1);
+    assert_eq!(read(dev, 0, data.len()), sorted(&data, 50, 0, 8));
+    // A block with a bad magic is refused, and the status page says so.
+    let mut bad = block::encode(&BlockCommand::Flush, PS as u32).unwrap();
+    bad[..8].copy_from_slice(b"NOTSORT!");
+    let err = dev.call(WriteLba { lba: cmd, data: bad }).unwrap_err().to_string();
+    assert!(err.contains("bad magic"), "{err}");
+    let status = block::decode_status(&dev.call(ReadLba { lba: cmd, blocks: 1 }).unwrap()).unwrap();
+    assert!(!status.last.ok && status.last.message.contains("bad magic"), "{status:?}");
+    let mut old = block::encode(&BlockCommand::Flush, PS as u32).unwrap();
+    old[8] = 2;
+    assert!(dev.call(WriteLba { lba: cmd, data: old }).unwrap_err().to_string().contains("version 2"));
+    // The command LBA is one page; nothing past it is the host's.
+    let two = vec![0u8; 2 * PS];
+    assert!(dev.call(WriteLba { lba: cmd - 1, data: two }).unwrap_err().to_string().contains("command LBA"));
+    let past = dev.call(ReadLba { lba: cmd + 1, blocks: 1 }).unwrap_err().to_string();
+    assert!(past.contains("outside the device's 1948"), "{past}");
+}
+
+#[test]
+fn bad_configurations_and_straddling_writes_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = device(dir.path(), crate::Via::InProcess);
+    let dev = &s.dev;
+    let refuse = |c: IndexConfig, what: &str| {
+        let e = dev.call(ConfigureIndex { config: c }).unwrap_err().to_string();
+        assert!(e.contains(what), "{what}: {e}");
+    };
+    refuse(tree(1, 0, 0, 0, 0, 10, true), "at least 1 byte");
+    refuse(tree(1, 0, 16, 10, 8, 10, true), "ends past the 16-byte record");
+    refuse(tree(1, 0, 16, 0, 99, 10, true), "key size must be");
+    refuse(tree(1, 0, 1 << 30, 0, 8, 10, true), "does not fit the device's data LBAs");
+    refuse(tree(0, 0, 16, 0, 8, 10, true), "index ids");
+    dev.call(ConfigureIndex { config: tree(1, 4, 100, 0, 8, 100, true) }).unwrap(); // LBAs 4..7
+    refuse(tree(2, 6, 100, 0, 8, 100, true), "overlaps index 1");
+    refuse(tree(2, 4, 50, 0, 8, 0, true), "share its record size");
+    refuse(tree(2, 4, 100, 8, 8, 0, true), "already serves reads");
+    dev.call(SetIndexFlags { index: 1, sort_on_write: true, active_read: false }).unwrap();
+    let before = read(dev, 0, 10 * PS);
+    let err = dev.call(WriteLba { lba: 2, data: vec![7u8; 3 * PS] }).unwrap_err().to_string();
+    assert!(err.contains("straddles index 1's range (LBAs 4..7)"), "{err}");
+    let err = dev.call(WriteLba { lba: 6, data: vec![7u8; 2 * PS] }).unwrap_err().to_string();
+    assert!(err.contains("straddles"), "{err}");
+    assert_eq!(read(dev, 0, 10 * PS), before, "a refused write changes nothing");
+    let err = dev.call(GenerateIndex { index: 7, max_records: 1 }).unwrap_err().to_string();
+    assert!(err.contains("no index 7") && err.contains("configured: 1"), "{err}");
+    dev.call(DropIndex { index: 1 }).unwrap();
+    dev.call(WriteLba { lba: 2, data: vec![7u8; 3 * PS] }).unwrap();
+}
+
+#[test]
+fn an_index_that_outgrows_device_memory_fails_clearly_and_the_data_stays_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = Profile::load("tiny").unwrap();
+    let mut p = text.clone();
+    p.device.memory_bytes = 1 << 20;
+    let dev = transport::in_process(Device::format(&dir.path().join("d"), 0, p, 16 << 20).unwrap());
+    let (n, size) = (60_000usize, 16usize);
+    let mut data = vec![0u8; n * size];
+    let mut rng = SmallRng::seed_from_u64(9);
+    rng.fill(&mut data[..]);
+    dev.call(ConfigureIndex { config: tree(1, 0, size as u32, 0, 8, n as u64, true) }).unwrap();
+    let mut padded = data.clone();
+    padded.resize(data.len().div_ceil(PS) * PS, 0);
+    let mut failed = None;
+    for (i, chunk) in padded.chunks(16 * PS).enumerate() {
+        if let Err(e) = dev.call(WriteLba { lba: (i * 16) as u64, data: chunk.to_vec() }) {
+            failed.get_or_insert(e.to_string());
+        }
+    }
+    let err = failed.expect("the tree outgrows 1 MiB");
+    assert!(err.contains("device memory exhausted") && err.contains("stay stored and readable"), "{err}");
+    let err = dev.call(ReadLba { lba: 0, blocks: 1 }).unwrap_err().to_string();
+    assert!(err.contains("of its 60000 records"), "{err}");
+    dev.call(SetIndexFlags { index: 1, sort_on_write: false, active_read: false }).unwrap();
+    assert_eq!(read(&dev, 0, data.len()), data, "every record is stored");
+    dev.call(DropIndex { index: 1 }).unwrap();
+    dev.close().unwrap();
+}
+
+#[test]
+fn indexes_are_loaded_after_a_clean_stop_and_rebuilt_after_an_unclean_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    let (n, size) = (700usize, 40usize);
+    let data = records(n, size, 5, 3, 6);
+    {
+        let dev =
+            transport::in_process(Device::format(&d, 0, Profile::load("tiny").unwrap(), 8 << 20).unwrap());
+        dev.call(ConfigureIndex { config: tree(1, 3, size as u32, 5, 3, 0, true) }).unwrap();
+        dev.call(ResizeIndex { index: 1, records: n as u64 }).unwrap();
+        write(&dev, 3, &data, 3);
+        dev.close().unwrap();
+    }
+    let dev = transport::in_process(Device::open(&d).unwrap());
+    let st = dev.call(IndexStatus).unwrap();
+    assert!(st.indexes[0].notes[0].contains("loaded from flash"), "{:?}", st.indexes[0].notes);
+    assert_eq!(read(&dev, 3, data.len()), sorted(&data, size, 5, 3));
+    // Change records after the save, then stop without closing (the flush never happens).
+    let mut data2 = data.clone();
+    data2[..PS].copy_from_slice(&records(n, size, 5, 3, 7)[..PS]);
+    dev.call(WriteLba { lba: 3, data: data2[..PS].to_vec() }).unwrap();
+    dev.call(FlushIndexes).unwrap();
+    dev.call(WriteLba { lba: 4, data: data[PS..2 * PS].iter().map(|b| b ^ 1).collect() }).unwrap();
+    data2[PS..2 * PS].iter_mut().for_each(|b| *b ^= 1);
+    drop(dev);
+    let dev = transport::in_process(Device::open(&d).unwrap());
+    let st = dev.call(IndexStatus).unwrap();
+    assert!(st.indexes[0].notes[0].contains("rebuilt from the records"), "{:?}", st.indexes[0].notes);
+    assert_eq!(read(&dev, 3, data.len()), sorted(&data2, size, 5, 3));
+    let report = dev.call(Fsck).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(report.notes.iter().any(|n| n.contains("rebuilt")), "{:?}", report.notes);
+    dev.close().unwrap();
+}
+
+#[test]
+fn activesort_merges_sorted_runs_on_the_fly() {
+    for via in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let s = device(dir.path(), via);
+        let dev = &s.dev;
+        let (n, size) = (600usize, 100usize);
+        let data = records(n, size, 0, 3, 8);
+        // Three runs of 200 records, each sorted, each on its own LBA region.
+        let mut runs = Vec::new();
+        for (i, part) in data.chunks(200 * size).enumerate() {
+            let lba = 100 + 10 * i as u64;
+            write(dev, lba, &sorted(part, size, 0, 3), 4);
+            runs.push(RunExtent { lba, records: 200 });
+        }
+        let mut c = tree(4, 20, size as u32, 0, 3, 0, false);
+        c.kind = IndexKind::Runs(runs);
+        let info = dev.call(ConfigureIndex { config: c }).unwrap();
+        assert_eq!(info.config.records, 600);
+        let want = sorted(&data, size, 0, 3);
+        assert_eq!(read(dev, 20, want.len()), want, "{via:?}");
+        // Sequential reads in pieces, then one out of order (the merge starts again).
+        let mut got = Vec::new();
+        for p in 0..want.len().div_ceil(PS) {
+            got.extend(dev.call(ReadLba { lba: 20 + p as u64, blocks: 1 }).unwrap());
+        }
+        got.truncate(want.len());
+        assert_eq!(got, want);
+        let p5 = dev.call(ReadLba { lba: 25, blocks: 1 }).unwrap();
+        assert_eq!(&p5[..], &want[5 * PS..6 * PS]);
+    }
+}

@@ -1,0 +1,1001 @@
+//! An order-statistic B+tree over fixed-size byte keys: the index of the Self-Sorting SSD (§III-C, §IV-B).
+//!
+//! Entries are `(key, id)`: `key` is a fixed number of bytes (1 to [`MAX_KEY_BYTES`]) compared as `memcmp`
+//! does, `id` a u64 (the record's position in its range), so duplicate keys are kept in id order and every
+//! entry is unique. Leaves hold entries and are linked left to right; internal nodes hold separators and,
+//! per child, the number of entries below it (subtree counts), so the entry of any rank is one descent
+//! away: the paper walks the leaves from the first (Fig. 1), but a read at a random offset of the range
+//! needs its rank.
+//!
+//! A node holds at most `fanout` entries (leaf) or children (internal); an insert that overfills a node
+//! splits it in half, the paper's choice (about 69% full for random keys). Removal never merges nodes: a
+//! leaf may empty out and stay linked (counts skip it). The tree counts the work it does ([`TreeWork`]:
+//! nodes visited, keys compared, entry bytes moved) so a model can price it on a device's processor, and
+//! its footprint in the paper's node layout ([`node_bytes`]: 2,060 bytes at fanout 128, 10-byte keys).
+//!
+//! Layout here (not the paper's, which is the one priced): keys are stored as big-endian u64 words, which
+//! compare like the bytes; each node is one block of words in an arena, column by column (first key
+//! words, other key words, ids or separators' ids, children, counts), so a node search scans one
+//! contiguous column: on a machine where a cache miss costs 200 ns, a B+tree is a chain of misses.
+//!
+//! ```
+//! use insitu_kernels::btree::BTree;
+//! let mut t = BTree::new(2, 4);
+//! for (i, k) in [b"qq", b"aa", b"mm", b"aa", b"zz", b"bb"].iter().enumerate() {
+//!     t.insert(&k[..], i as u64);
+//! }
+//! let sorted: Vec<(Vec<u8>, u64)> = t.iter_from(0).map(|(k, id)| (k.to_vec(), id)).collect();
+//! assert_eq!(sorted[0], (b"aa".to_vec(), 1));
+//! assert_eq!(sorted[1], (b"aa".to_vec(), 3)); // duplicates in id order
+//! assert_eq!(t.nth(5).map(|(k, _)| k.to_vec()), Some(b"zz".to_vec()));
+//! assert_eq!(t.count_range(b"ab", b"mm"), 2); // bb, mm
+//! ```
+
+use std::cell::Cell;
+use std::cmp::Ordering;
+
+/// The paper's fanout (§IV-B).
+pub const PAPER_FANOUT: usize = 128;
+/// Longest key the tree takes.
+pub const MAX_KEY_BYTES: usize = 64;
+
+const MAX_KW: usize = MAX_KEY_BYTES / 8;
+const NONE: u64 = u64::MAX;
+/// Node ids with this bit set are internal nodes (the rest index the leaf arena).
+const INTERNAL: u32 = 1 << 31;
+/// Nodes per arena chunk (chunks never move, so growing the tree copies nothing).
+const CHUNK_NODES: usize = 512;
+
+/// Bytes of one node in the paper's layout: a 12-byte header, then `fanout` slots of the key (padded to
+/// 4 bytes) and a 4-byte record address or child pointer: 12 + 128 x (12 + 4) = 2,060 for 10-byte keys
+/// (§IV-B). Internal nodes here also keep a 4-byte subtree count per child (our addition, for ranks).
+pub fn node_bytes(key_size: usize, fanout: usize, internal: bool) -> u64 {
+    let slot = key_size.div_ceil(4) * 4 + 4 + if internal { 4 } else { 0 };
+    (12 + fanout * slot) as u64
+}
+
+/// Work done by a tree since it was created (or since [`BTree::take_work`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeWork {
+    /// Nodes entered by descents and leaf walks.
+    pub visits: u64,
+    /// Key comparisons, as a binary search of each node makes them (the device's algorithm; the search
+    /// here scans a column of prefixes instead, which finds the same slot).
+    pub compares: u64,
+    /// Entry bytes moved (in the paper's layout) by inserts, removals and splits.
+    pub moved_bytes: u64,
+}
+
+/// A key as the tree returns it.
+#[derive(Clone, Copy)]
+pub struct Key {
+    bytes: [u8; MAX_KEY_BYTES],
+    len: u8,
+}
+
+impl std::ops::Deref for Key {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Key({:02x?})", &self[..])
+    }
+}
+
+/// A search target: `(key, id)` with the key as words.
+struct Target {
+    words: [u64; MAX_KW],
+    id: u64,
+}
+
+/// Fixed-size nodes in chunks of [`CHUNK_NODES`].
+#[derive(Debug)]
+struct Arena {
+    words: usize,
+    chunks: Vec<Box<[u64]>>,
+    len: usize,
+}
+
+impl Arena {
+    fn new(words: usize) -> Arena {
+        Arena { words, chunks: Vec::new(), len: 0 }
+    }
+
+    fn alloc(&mut self) -> usize {
+        if self.len == self.chunks.len() * CHUNK_NODES {
+            self.chunks.push(vec![0u64; CHUNK_NODES * self.words].into_boxed_slice());
+        }
+        self.len += 1;
+        self.len - 1
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &[u64] {
+        let o = (i % CHUNK_NODES) * self.words;
+        &self.chunks[i / CHUNK_NODES][o..o + self.words]
+    }
+
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut [u64] {
+        let o = (i % CHUNK_NODES) * self.words;
+        &mut self.chunks[i / CHUNK_NODES][o..o + self.words]
+    }
+}
+
+/// The column layout of a node: `[len, next, key word 0 x cap, ..., key word kw-1 x cap, ids x cap,
+/// children x cap, counts x cap]` (leaves stop after the ids).
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    kw: usize,
+    cap: usize,
+}
+
+impl Layout {
+    #[inline]
+    fn col(self, j: usize) -> usize {
+        2 + j * self.cap
+    }
+
+    #[inline]
+    fn ids(self) -> usize {
+        self.col(self.kw)
+    }
+
+    #[inline]
+    fn children(self) -> usize {
+        self.col(self.kw + 1)
+    }
+
+    #[inline]
+    fn counts(self) -> usize {
+        self.col(self.kw + 2)
+    }
+
+    fn leaf_words(self) -> usize {
+        self.col(self.kw + 1)
+    }
+
+    fn internal_words(self) -> usize {
+        self.col(self.kw + 3)
+    }
+
+    /// Compares entry `i` of `node` with `t`.
+    #[inline]
+    fn cmp(self, node: &[u64], i: usize, t: &Target) -> Ordering {
+        for j in 0..self.kw {
+            let w = node[self.col(j) + i];
+            if w != t.words[j] {
+                return w.cmp(&t.words[j]);
+            }
+        }
+        node[self.ids() + i].cmp(&t.id)
+    }
+
+    /// First of the `n` entries of `node` that is `>= t` (`upper`: `> t`). Every entry whose first word
+    /// is below the target's is below the target: one pass over that column counts them (sequential
+    /// loads the CPU overlaps, not a binary search's chain of misses); only equal first words are
+    /// compared further.
+    #[inline]
+    fn search(self, node: &[u64], n: usize, t: &Target, upper: bool) -> usize {
+        let first = &node[self.col(0)..self.col(0) + n];
+        let mut lo = first.iter().map(|&w| (w < t.words[0]) as usize).sum::<usize>();
+        let mut hi = lo + first[lo..].iter().take_while(|&&w| w == t.words[0]).count();
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let below = match self.cmp(node, mid, t) {
+                Ordering::Less => true,
+                Ordering::Equal => upper,
+                Ordering::Greater => false,
+            };
+            if below {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Makes room at `pos` in every column `0..=last` (of `n` used slots) and writes `vals` there.
+    #[inline]
+    fn insert_at(self, node: &mut [u64], cols: usize, n: usize, pos: usize, vals: &[u64]) {
+        for (j, v) in vals.iter().enumerate().take(cols) {
+            let c = self.col(j);
+            node.copy_within(c + pos..c + n, c + pos + 1);
+            node[c + pos] = *v;
+        }
+    }
+
+    /// Removes slot `pos` from every column `0..cols` (of `n` used slots).
+    #[inline]
+    fn remove_at(self, node: &mut [u64], cols: usize, n: usize, pos: usize) {
+        for j in 0..cols {
+            let c = self.col(j);
+            node.copy_within(c + pos + 1..c + n, c + pos);
+        }
+    }
+}
+
+/// Number of comparisons a binary search over `n` entries makes.
+#[inline]
+fn binary_compares(n: usize) -> u64 {
+    (usize::BITS - n.leading_zeros()) as u64
+}
+
+/// An order-statistic B+tree of `(key, id)` entries.
+#[derive(Debug)]
+pub struct BTree {
+    key_size: usize,
+    fanout: usize,
+    layout: Layout,
+    leaves: Arena,
+    internals: Arena,
+    root: u32,
+    first_leaf: u32,
+    height: u32,
+    len: u64,
+    work: Cell<TreeWork>,
+    path: Vec<(u32, usize)>,
+    scratch: Vec<u64>,
+}
+
+impl BTree {
+    /// An empty tree for keys of `key_size` bytes with nodes of at most `fanout` entries.
+    ///
+    /// # Panics
+    /// If `key_size` is not 1..=[`MAX_KEY_BYTES`] or `fanout` is below 3 (callers validate both).
+    pub fn new(key_size: usize, fanout: usize) -> BTree {
+        assert!(
+            (1..=MAX_KEY_BYTES).contains(&key_size) && fanout >= 3,
+            "key size {key_size}, fanout {fanout}"
+        );
+        let layout = Layout { kw: key_size.div_ceil(8), cap: fanout + 1 };
+        let mut t = BTree {
+            key_size,
+            fanout,
+            layout,
+            leaves: Arena::new(layout.leaf_words()),
+            internals: Arena::new(layout.internal_words()),
+            root: 0,
+            first_leaf: 0,
+            height: 1,
+            len: 0,
+            work: Cell::new(TreeWork::default()),
+            path: Vec::new(),
+            scratch: Vec::new(),
+        };
+        t.root = t.new_leaf();
+        t
+    }
+
+    fn new_leaf(&mut self) -> u32 {
+        let i = self.leaves.alloc();
+        let n = self.leaves.get_mut(i);
+        n[0] = 0;
+        n[1] = NONE;
+        i as u32
+    }
+
+    fn new_internal(&mut self) -> u32 {
+        let i = self.internals.alloc();
+        self.internals.get_mut(i)[0] = 0;
+        i as u32 | INTERNAL
+    }
+
+    #[inline]
+    fn node(&self, id: u32) -> &[u64] {
+        if id & INTERNAL != 0 {
+            self.internals.get((id & !INTERNAL) as usize)
+        } else {
+            self.leaves.get(id as usize)
+        }
+    }
+
+    #[inline]
+    fn node_mut(&mut self, id: u32) -> &mut [u64] {
+        if id & INTERNAL != 0 {
+            self.internals.get_mut((id & !INTERNAL) as usize)
+        } else {
+            self.leaves.get_mut(id as usize)
+        }
+    }
+
+    fn target(&self, key: &[u8], id: u64) -> Target {
+        let mut words = [0u64; MAX_KW];
+        for (j, w) in words.iter_mut().enumerate().take(self.layout.kw) {
+            let mut b = [0u8; 8];
+            let part = &key[(j * 8).min(key.len())..((j + 1) * 8).min(key.len())];
+            b[..part.len()].copy_from_slice(part);
+            *w = u64::from_be_bytes(b);
+        }
+        Target { words, id }
+    }
+
+    fn key_of(&self, node: &[u64], i: usize) -> Key {
+        let mut k = Key { bytes: [0u8; MAX_KEY_BYTES], len: self.key_size as u8 };
+        for j in 0..self.layout.kw {
+            k.bytes[j * 8..j * 8 + 8].copy_from_slice(&node[self.layout.col(j) + i].to_be_bytes());
+        }
+        k
+    }
+
+    pub fn key_size(&self) -> usize {
+        self.key_size
+    }
+
+    pub fn fanout(&self) -> usize {
+        self.fanout
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Levels, counting the leaves (1 for a tree that is one leaf).
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+
+    /// `(leaves, internal nodes)`.
+    pub fn nodes(&self) -> (u64, u64) {
+        (self.leaves.len as u64, self.internals.len as u64)
+    }
+
+    /// Bytes of all nodes in the paper's layout ([`node_bytes`]).
+    pub fn footprint_bytes(&self) -> u64 {
+        let (l, i) = self.nodes();
+        l * node_bytes(self.key_size, self.fanout, false) + i * node_bytes(self.key_size, self.fanout, true)
+    }
+
+    /// Most bytes (paper's layout) that `inserts` more inserts can add: a split on every level and a new
+    /// root each. What to have room for before inserting.
+    pub fn growth_bound_bytes(&self, inserts: u64) -> u64 {
+        inserts * (self.height as u64 + 1) * node_bytes(self.key_size, self.fanout, true)
+    }
+
+    /// The work done since the last call.
+    pub fn take_work(&self) -> TreeWork {
+        self.work.replace(TreeWork::default())
+    }
+
+    fn count(&self, visits: u64, compares: u64, moved_entries: u64) {
+        let mut w = self.work.get();
+        w.visits += visits;
+        w.compares += compares;
+        w.moved_bytes += moved_entries * (self.key_size.div_ceil(4) * 4 + 4) as u64;
+        self.work.set(w);
+    }
+
+    /// Inserts `(key, id)`; false if that exact entry is already present.
+    ///
+    /// # Panics
+    /// If `key` is not `key_size` bytes long.
+    pub fn insert(&mut self, key: &[u8], id: u64) -> bool {
+        assert_eq!(key.len(), self.key_size, "key of the wrong size");
+        let lay = self.layout;
+        let t = self.target(key, id);
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        let (mut visits, mut compares) = (0u64, 0u64);
+        let mut id_n = self.root;
+        while id_n & INTERNAL != 0 {
+            let node = self.node(id_n);
+            let seps = node[0] as usize - 1;
+            let ci = lay.search(node, seps, &t, true);
+            visits += 1;
+            compares += binary_compares(seps);
+            path.push((id_n, ci));
+            id_n = node[lay.children() + ci] as u32;
+        }
+        let leaf = self.node(id_n);
+        let n = leaf[0] as usize;
+        let pos = lay.search(leaf, n, &t, false);
+        visits += 1;
+        compares += binary_compares(n);
+        if pos < n && lay.cmp(leaf, pos, &t) == Ordering::Equal {
+            self.count(visits, compares, 0);
+            self.path = path;
+            return false;
+        }
+        for &(p, ci) in &path {
+            let c = lay.counts();
+            self.node_mut(p)[c + ci] += 1;
+        }
+        let mut vals = [0u64; MAX_KW + 1];
+        vals[..lay.kw].copy_from_slice(&t.words[..lay.kw]);
+        vals[lay.kw] = id;
+        let leaf = self.node_mut(id_n);
+        lay.insert_at(leaf, lay.kw + 1, n, pos, &vals);
+        leaf[0] += 1;
+        self.len += 1;
+        self.count(visits, compares, (n - pos) as u64);
+        if n + 1 > self.fanout {
+            self.split_leaf(id_n, &mut path);
+        }
+        self.path = path;
+        true
+    }
+
+    /// Splits an overfull leaf in half and pushes the new separator up the path.
+    fn split_leaf(&mut self, left: u32, path: &mut Vec<(u32, usize)>) {
+        let lay = self.layout;
+        let right = self.new_leaf();
+        let mut moved = std::mem::take(&mut self.scratch);
+        moved.clear();
+        let node = self.node_mut(left);
+        let n = node[0] as usize;
+        let h = n / 2;
+        for j in 0..=lay.kw {
+            moved.extend_from_slice(&node[lay.col(j) + h..lay.col(j) + n]);
+        }
+        node[0] = h as u64;
+        let next = std::mem::replace(&mut node[1], right as u64);
+        let r = n - h;
+        let rnode = self.node_mut(right);
+        for j in 0..=lay.kw {
+            rnode[lay.col(j)..lay.col(j) + r].copy_from_slice(&moved[j * r..(j + 1) * r]);
+        }
+        rnode[0] = r as u64;
+        rnode[1] = next;
+        // The separator: the right leaf's first entry.
+        let mut sep = [0u64; MAX_KW + 1];
+        for (j, s) in sep.iter_mut().enumerate().take(lay.kw + 1) {
+            *s = moved[j * r];
+        }
+        self.scratch = moved;
+        self.count(1, 0, r as u64);
+        self.push_up(left, right, h as u64, r as u64, sep, path);
+    }
+
+    /// Inserts separator `sep` (key words, then id) and child `right` after child `left` in the parent on
+    /// top of `path` (a new root if there is none), splitting parents that overfill.
+    fn push_up(
+        &mut self,
+        left: u32,
+        right: u32,
+        left_n: u64,
+        right_n: u64,
+        sep: [u64; MAX_KW + 1],
+        path: &mut Vec<(u32, usize)>,
+    ) {
+        let lay = self.layout;
+        let Some((parent, ci)) = path.pop() else {
+            let root = self.new_internal();
+            let node = self.node_mut(root);
+            for (j, s) in sep.iter().enumerate().take(lay.kw + 1) {
+                node[lay.col(j)] = *s;
+            }
+            node[lay.children()] = left as u64;
+            node[lay.children() + 1] = right as u64;
+            node[lay.counts()] = left_n;
+            node[lay.counts() + 1] = right_n;
+            node[0] = 2;
+            self.root = root;
+            self.height += 1;
+            return;
+        };
+        let node = self.node_mut(parent);
+        let children = node[0] as usize;
+        // Separator ci goes before the old separator ci (it bounds the new child ci + 1).
+        lay.insert_at(node, lay.kw + 1, children - 1, ci, &sep);
+        let (ch, co) = (lay.children(), lay.counts());
+        node.copy_within(ch + ci + 1..ch + children, ch + ci + 2);
+        node[ch + ci + 1] = right as u64;
+        node.copy_within(co + ci + 1..co + children, co + ci + 2);
+        node[co + ci] = left_n;
+        node[co + ci + 1] = right_n;
+        node[0] += 1;
+        self.count(0, 0, (children - ci - 1) as u64);
+        if children < self.fanout {
+            return;
+        }
+        // Overfull: children [h..) move to a new node, separator h-1 goes up.
+        let children = children + 1;
+        let h = children / 2;
+        let new = self.new_internal();
+        let mut moved = std::mem::take(&mut self.scratch);
+        moved.clear();
+        let node = self.node_mut(parent);
+        let mut up = [0u64; MAX_KW + 1];
+        let rs = children - 1 - h; // separators that move
+        for (j, u) in up.iter_mut().enumerate().take(lay.kw + 1) {
+            *u = node[lay.col(j) + h - 1];
+            moved.extend_from_slice(&node[lay.col(j) + h..lay.col(j) + h + rs]);
+        }
+        moved.extend_from_slice(&node[ch + h..ch + children]);
+        moved.extend_from_slice(&node[co + h..co + children]);
+        let l_n: u64 = node[co..co + h].iter().sum();
+        node[0] = h as u64;
+        let rc = children - h;
+        let rnode = self.node_mut(new);
+        for j in 0..=lay.kw {
+            rnode[lay.col(j)..lay.col(j) + rs].copy_from_slice(&moved[j * rs..(j + 1) * rs]);
+        }
+        let base = (lay.kw + 1) * rs;
+        rnode[ch..ch + rc].copy_from_slice(&moved[base..base + rc]);
+        rnode[co..co + rc].copy_from_slice(&moved[base + rc..base + 2 * rc]);
+        rnode[0] = rc as u64;
+        let r_n: u64 = rnode[co..co + rc].iter().sum();
+        self.scratch = moved;
+        self.count(1, 0, rc as u64);
+        self.push_up(parent, new, l_n, r_n, up, path);
+    }
+
+    /// Removes `(key, id)`; false if it is not there. Nodes are never merged.
+    pub fn remove(&mut self, key: &[u8], id: u64) -> bool {
+        if key.len() != self.key_size {
+            return false;
+        }
+        let lay = self.layout;
+        let t = self.target(key, id);
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        let (mut visits, mut compares) = (0u64, 0u64);
+        let mut id_n = self.root;
+        while id_n & INTERNAL != 0 {
+            let node = self.node(id_n);
+            let seps = node[0] as usize - 1;
+            let ci = lay.search(node, seps, &t, true);
+            visits += 1;
+            compares += binary_compares(seps);
+            path.push((id_n, ci));
+            id_n = node[lay.children() + ci] as u32;
+        }
+        let leaf = self.node(id_n);
+        let n = leaf[0] as usize;
+        let pos = lay.search(leaf, n, &t, false);
+        let found = pos < n && lay.cmp(leaf, pos, &t) == Ordering::Equal;
+        self.count(
+            visits + 1,
+            compares + binary_compares(n) + 1,
+            if found { (n - pos - 1) as u64 } else { 0 },
+        );
+        if found {
+            for &(p, ci) in &path {
+                let c = lay.counts();
+                self.node_mut(p)[c + ci] -= 1;
+            }
+            let leaf = self.node_mut(id_n);
+            lay.remove_at(leaf, lay.kw + 1, n, pos);
+            leaf[0] -= 1;
+            self.len -= 1;
+        }
+        self.path = path;
+        found
+    }
+
+    /// Where the entry of rank `rank` (0-based, in key order) is, if there is one.
+    pub fn cursor(&self, rank: u64) -> Option<Cursor> {
+        if rank >= self.len {
+            return None;
+        }
+        let lay = self.layout;
+        let (mut r, mut id_n, mut visits, mut steps) = (rank, self.root, 0u64, 0u64);
+        while id_n & INTERNAL != 0 {
+            let node = self.node(id_n);
+            let counts = &node[lay.counts()..lay.counts() + node[0] as usize];
+            let mut i = 0;
+            while r >= counts[i] {
+                r -= counts[i];
+                i += 1;
+            }
+            visits += 1;
+            steps += binary_compares(counts.len());
+            id_n = node[lay.children() + i] as u32;
+        }
+        // Summing counts is arithmetic, priced like the comparisons of a search of the node.
+        self.count(visits + 1, steps, 0);
+        Some(Cursor { leaf: id_n, pos: r as usize })
+    }
+
+    /// The entry of rank `rank`.
+    pub fn nth(&self, rank: u64) -> Option<(Key, u64)> {
+        self.cursor(rank).map(|c| self.entry(c))
+    }
+
+    /// The entry a cursor points at.
+    pub fn entry(&self, c: Cursor) -> (Key, u64) {
+        let node = self.node(c.leaf);
+        (self.key_of(node, c.pos), node[self.layout.ids() + c.pos])
+    }
+
+    /// Entries in key order from rank `rank`.
+    pub fn iter_from(&self, rank: u64) -> Iter<'_> {
+        Iter { ids: self.ids_from(rank) }
+    }
+
+    /// The ids of the entries in key order from rank `rank` (what a redirected read needs).
+    pub fn ids_from(&self, rank: u64) -> Ids<'_> {
+        let cursor = self.cursor(rank);
+        Ids { tree: self, cursor, left: self.len.saturating_sub(rank), visits: 0 }
+    }
+
+    /// Number of entries `< (key, id)`, or `<= (key, id)` with `inclusive`; 0 for a key of the wrong size.
+    pub fn rank(&self, key: &[u8], id: u64, inclusive: bool) -> u64 {
+        if key.len() != self.key_size {
+            return 0;
+        }
+        let lay = self.layout;
+        let t = self.target(key, id);
+        let (mut rank, mut id_n, mut visits, mut compares) = (0u64, self.root, 0u64, 0u64);
+        while id_n & INTERNAL != 0 {
+            let node = self.node(id_n);
+            let seps = node[0] as usize - 1;
+            let ci = lay.search(node, seps, &t, true);
+            rank += node[lay.counts()..lay.counts() + ci].iter().sum::<u64>();
+            visits += 1;
+            compares += binary_compares(seps);
+            id_n = node[lay.children() + ci] as u32;
+        }
+        let leaf = self.node(id_n);
+        let n = leaf[0] as usize;
+        let pos = lay.search(leaf, n, &t, inclusive);
+        self.count(visits + 1, compares + binary_compares(n), 0);
+        rank + pos as u64
+    }
+
+    /// Ranks `lo..hi` of the entries whose key lies in `lo_key..=hi_key` (keys of `key_size` bytes).
+    pub fn key_range(&self, lo_key: &[u8], hi_key: &[u8]) -> std::ops::Range<u64> {
+        let lo = self.rank(lo_key, 0, false);
+        let hi = self.rank(hi_key, u64::MAX, true).max(lo);
+        lo..hi
+    }
+
+    /// Number of entries whose key lies in `lo_key..=hi_key`.
+    pub fn count_range(&self, lo_key: &[u8], hi_key: &[u8]) -> u64 {
+        let r = self.key_range(lo_key, hi_key);
+        r.end - r.start
+    }
+
+    /// A tree of `entries` (sorted by `(key, id)`, unique), leaves filled to `fill` entries: the fast way
+    /// to restore an index saved in order.
+    ///
+    /// # Panics
+    /// If `fill` is 0 or above the fanout, or a key has the wrong size; debug builds also check the order.
+    pub fn bulk_load<'k>(
+        key_size: usize,
+        fanout: usize,
+        fill: usize,
+        entries: impl IntoIterator<Item = (&'k [u8], u64)>,
+    ) -> BTree {
+        assert!(fill >= 1 && fill <= fanout, "fill {fill} of fanout {fanout}");
+        let mut t = BTree::new(key_size, fanout);
+        let lay = t.layout;
+        // (node, entries below, first entry) of the level being built.
+        let mut level: Vec<(u32, u64, [u64; MAX_KW + 1])> = Vec::new();
+        let mut leaf = t.root;
+        let mut last: Option<(Vec<u8>, u64)> = None;
+        for (k, id) in entries {
+            assert_eq!(k.len(), key_size, "key of the wrong size");
+            if cfg!(debug_assertions) {
+                let e = (k.to_vec(), id);
+                debug_assert!(last.as_ref().is_none_or(|l| *l < e), "bulk_load needs sorted, unique entries");
+                last = Some(e);
+            }
+            let tw = t.target(k, id);
+            if t.node(leaf)[0] as usize == fill {
+                let next = t.new_leaf();
+                t.node_mut(leaf)[1] = next as u64;
+                leaf = next;
+            }
+            let node = t.node_mut(leaf);
+            let n = node[0] as usize;
+            if n == 0 {
+                let mut first = [0u64; MAX_KW + 1];
+                first[..lay.kw].copy_from_slice(&tw.words[..lay.kw]);
+                first[lay.kw] = id;
+                level.push((leaf, 0, first));
+            }
+            for j in 0..lay.kw {
+                node[lay.col(j) + n] = tw.words[j];
+            }
+            node[lay.ids() + n] = id;
+            node[0] += 1;
+            level.last_mut().expect("a leaf was started").1 += 1;
+            t.len += 1;
+        }
+        while level.len() > 1 {
+            // Internal nodes full, in groups of even size (never a node of one child).
+            let groups = level.len().div_ceil(fanout);
+            let mut up = Vec::with_capacity(groups);
+            let mut start = 0;
+            for g in 0..groups {
+                let end = start + (level.len() - start) / (groups - g);
+                let group = &level[start..end];
+                start = end;
+                let id = t.new_internal();
+                let node = t.node_mut(id);
+                for (i, (child, n, first)) in group.iter().enumerate() {
+                    if i > 0 {
+                        for (j, w) in first.iter().enumerate().take(lay.kw + 1) {
+                            node[lay.col(j) + i - 1] = *w;
+                        }
+                    }
+                    node[lay.children() + i] = *child as u64;
+                    node[lay.counts() + i] = *n;
+                }
+                node[0] = group.len() as u64;
+                up.push((id, group.iter().map(|g| g.1).sum(), group[0].2));
+            }
+            level = up;
+            t.height += 1;
+        }
+        if let Some((root, _, _)) = level.first() {
+            t.root = *root;
+        }
+        t
+    }
+
+    /// Checks every invariant (order within and across nodes, separators, subtree counts, the leaf
+    /// chain, the length); returns the first violation found.
+    pub fn check(&self) -> Result<(), String> {
+        let lay = self.layout;
+        let mut prev: Option<(Vec<u8>, u64)> = None;
+        let mut total = 0u64;
+        let mut leaf = self.first_leaf as u64;
+        while leaf != NONE {
+            let node = self.node(leaf as u32);
+            for i in 0..node[0] as usize {
+                let e = (self.key_of(node, i).to_vec(), node[lay.ids() + i]);
+                if prev.as_ref().is_some_and(|p| *p >= e) {
+                    return Err(format!("leaf {leaf}: entry {i} is out of order"));
+                }
+                prev = Some(e);
+            }
+            total += node[0];
+            leaf = node[1];
+        }
+        if total != self.len {
+            return Err(format!("the leaf chain holds {total} entries, the tree says {}", self.len));
+        }
+        self.check_node(self.root, None, None).map(|_| ())
+    }
+
+    /// Checks the subtree at `id` against its bounds; returns its entry count.
+    fn check_node(&self, id: u32, lo: Option<(Key, u64)>, hi: Option<(Key, u64)>) -> Result<u64, String> {
+        let lay = self.layout;
+        let node = self.node(id);
+        let n = node[0] as usize;
+        let entry = |i: usize| (self.key_of(node, i), node[lay.ids() + i]);
+        let inside = |e: &(Key, u64)| {
+            lo.is_none_or(|l| (&l.0[..], l.1) <= (&e.0[..], e.1))
+                && hi.is_none_or(|h| (&e.0[..], e.1) < (&h.0[..], h.1))
+        };
+        if id & INTERNAL == 0 {
+            if n > self.fanout {
+                return Err(format!("leaf {id} holds {n} entries"));
+            }
+            if let Some(i) = (0..n).find(|&i| !inside(&entry(i))) {
+                return Err(format!("leaf {id}: entry {i} lies outside its parent's separators"));
+            }
+            return Ok(n as u64);
+        }
+        if !(2..=self.fanout).contains(&n) {
+            return Err(format!("internal node {} has {n} children", id & !INTERNAL));
+        }
+        let mut total = 0;
+        for i in 0..n {
+            let clo = if i == 0 { lo } else { Some(entry(i - 1)) };
+            let chi = if i + 1 == n { hi } else { Some(entry(i)) };
+            let below = self.check_node(node[lay.children() + i] as u32, clo, chi)?;
+            if below != node[lay.counts() + i] {
+                return Err(format!(
+                    "internal node {}: child {i} holds {below}, counted {}",
+                    id & !INTERNAL,
+                    node[lay.counts() + i]
+                ));
+            }
+            total += below;
+        }
+        Ok(total)
+    }
+}
+
+/// A position in the leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    leaf: u32,
+    pos: usize,
+}
+
+/// Ids of entries in key order (see [`BTree::ids_from`]).
+#[derive(Debug)]
+pub struct Ids<'a> {
+    tree: &'a BTree,
+    cursor: Option<Cursor>,
+    left: u64,
+    visits: u64,
+}
+
+impl Ids<'_> {
+    /// The entry the next call returns the id of.
+    fn advance(&mut self) -> Option<Cursor> {
+        let c = self.cursor?;
+        self.left -= 1;
+        let t = self.tree;
+        let (mut leaf, mut pos) = (c.leaf as u64, c.pos + 1);
+        while pos >= t.node(leaf as u32)[0] as usize {
+            leaf = t.node(leaf as u32)[1];
+            pos = 0;
+            self.visits += 1;
+            if leaf == NONE {
+                break;
+            }
+        }
+        self.cursor = (leaf != NONE && self.left > 0).then_some(Cursor { leaf: leaf as u32, pos });
+        Some(c)
+    }
+}
+
+impl Iterator for Ids<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        let c = self.advance()?;
+        Some(self.tree.node(c.leaf)[self.tree.layout.ids() + c.pos])
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl Drop for Ids<'_> {
+    fn drop(&mut self) {
+        self.tree.count(self.visits, 0, 0);
+    }
+}
+
+/// Entries in key order (see [`BTree::iter_from`]).
+#[derive(Debug)]
+pub struct Iter<'a> {
+    ids: Ids<'a>,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (Key, u64);
+
+    fn next(&mut self) -> Option<(Key, u64)> {
+        let c = self.ids.advance()?;
+        Some(self.ids.tree.entry(c))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ids.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn contents(t: &BTree) -> Vec<(Vec<u8>, u64)> {
+        t.iter_from(0).map(|(k, id)| (k.to_vec(), id)).collect()
+    }
+
+    #[test]
+    fn the_papers_node_is_2060_bytes() {
+        assert_eq!(node_bytes(10, PAPER_FANOUT, false), 2060);
+    }
+
+    #[test]
+    fn random_inserts_fill_leaves_about_two_thirds_as_the_paper_says() {
+        // §IV-B: 524,288 records, 12,103 KB of nodes -> ~5,900 nodes, ~88 entries a leaf (~69%).
+        let mut t = BTree::new(10, PAPER_FANOUT);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for id in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t.insert(&x.to_be_bytes()[..].repeat(2)[..10], id);
+        }
+        t.check().unwrap();
+        let (leaves, _) = t.nodes();
+        let fill = t.len() as f64 / leaves as f64 / PAPER_FANOUT as f64;
+        assert!((0.64..0.75).contains(&fill), "leaf fill {fill}");
+        let w = t.take_work();
+        assert!(w.visits >= 200_000 * 2 && w.compares > w.visits && w.moved_bytes > 0, "{w:?}");
+    }
+
+    #[test]
+    fn sorted_inserts_and_removal_keep_order_and_counts() {
+        let mut t = BTree::new(4, 4);
+        for i in 0..100u32 {
+            assert!(t.insert(&i.to_be_bytes(), 7));
+        }
+        assert!(!t.insert(&5u32.to_be_bytes(), 7));
+        for i in (0..100u32).step_by(3) {
+            assert!(t.remove(&i.to_be_bytes(), 7));
+        }
+        assert!(!t.remove(&0u32.to_be_bytes(), 7));
+        t.check().unwrap();
+        assert_eq!(t.len(), 66);
+        assert_eq!(&t.nth(0).unwrap().0[..], 1u32.to_be_bytes());
+        // Remove everything: empty leaves stay linked, iteration and ranks skip them.
+        for i in 0..100u32 {
+            t.remove(&i.to_be_bytes(), 7);
+        }
+        assert!(t.is_empty() && t.nth(0).is_none() && t.iter_from(0).next().is_none());
+        assert!(t.insert(&9u32.to_be_bytes(), 1));
+        assert_eq!(contents(&t), vec![(9u32.to_be_bytes().to_vec(), 1)]);
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn long_keys_compare_past_the_first_word() {
+        let mut t = BTree::new(20, 5);
+        let key = |last: u8| {
+            let mut k = [7u8; 20];
+            k[19] = last;
+            k
+        };
+        for (i, b) in [9u8, 3, 200, 3, 0].iter().enumerate() {
+            t.insert(&key(*b), i as u64);
+        }
+        let got: Vec<(u8, u64)> = t.iter_from(0).map(|(k, id)| (k[19], id)).collect();
+        assert_eq!(got, vec![(0, 4), (3, 1), (3, 3), (9, 0), (200, 2)]);
+        assert_eq!(t.count_range(&key(3), &key(9)), 3);
+        t.check().unwrap();
+    }
+
+    proptest! {
+        #[test]
+        fn matches_a_sorted_vector(
+            ops in proptest::collection::vec((any::<bool>(), 0u8..6, 0u8..4, 0u64..8), 0..600),
+            fanout in 3usize..9,
+            key_size in 2usize..12,
+        ) {
+            let mut t = BTree::new(key_size, fanout);
+            let mut model: Vec<(Vec<u8>, u64)> = Vec::new();
+            let key = |a: u8, b: u8| { let mut k = vec![0u8; key_size]; k[0] = a; k[key_size - 1] = b; k };
+            for (ins, a, b, id) in ops {
+                let k = key(a, b);
+                if ins {
+                    let fresh = !model.contains(&(k.clone(), id));
+                    prop_assert_eq!(t.insert(&k, id), fresh);
+                    if fresh { model.push((k, id)); }
+                } else {
+                    let there = model.iter().position(|e| *e == (k.clone(), id));
+                    prop_assert_eq!(t.remove(&k, id), there.is_some());
+                    if let Some(p) = there { model.remove(p); }
+                }
+            }
+            prop_assert_eq!(t.check(), Ok(()));
+            model.sort();
+            let sorted = model;
+            prop_assert_eq!(contents(&t), sorted.clone());
+            for (r, e) in sorted.iter().enumerate() {
+                let (k, id) = t.nth(r as u64).unwrap();
+                prop_assert_eq!((k.to_vec(), id), e.clone());
+                prop_assert_eq!(t.rank(&e.0, e.1, false), r as u64);
+                prop_assert_eq!(t.rank(&e.0, e.1, true), r as u64 + 1);
+                let tail: Vec<u64> = t.ids_from(r as u64).collect();
+                let want: Vec<u64> = sorted[r..].iter().map(|e| e.1).collect();
+                prop_assert_eq!(tail, want);
+            }
+            for lo in 0u8..6 {
+                for hi in lo..6 {
+                    let want = sorted.iter().filter(|(k, _)| k[0] >= lo && k[0] <= hi).count() as u64;
+                    let (mut lk, mut hk) = (vec![0u8; key_size], vec![255u8; key_size]);
+                    lk[0] = lo;
+                    hk[0] = hi;
+                    prop_assert_eq!(t.count_range(&lk, &hk), want);
+                }
+            }
+            let bulk = BTree::bulk_load(key_size, fanout, fanout, sorted.iter().map(|(k, id)| (&k[..], *id)));
+            prop_assert_eq!(bulk.check(), Ok(()));
+            prop_assert_eq!(contents(&bulk), sorted);
+        }
+    }
+}
