@@ -12,7 +12,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use insitu_host::DeviceTransport;
 
-use crate::cmd::{array, blob, demo, gen, intersect, repro, shuffle, table, Ctx};
+use crate::cmd::{array, blob, demo, gen, intersect, lba, repro, selfsort, shuffle, table, Ctx};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -70,6 +70,12 @@ enum Cmd {
     IndexText(intersect::IndexText),
     /// Intersect lists (SvS) in the device that holds them, on the host, or where the cost model says.
     Intersect(intersect::Intersect),
+    /// Block I/O on one device: write a file at an LBA, read, trim.
+    #[command(subcommand)]
+    Lba(lba::LbaCmd),
+    /// Self-Sorting SSD: records sorted by the drive as they are written or on command, read in key order.
+    #[command(subcommand)]
+    Selfsort(selfsort::SelfSortCmd),
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -129,6 +135,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::PutList(c) => c.run(&ctx),
         Cmd::IndexText(c) => c.run(&ctx),
         Cmd::Intersect(c) => c.run(&ctx),
+        Cmd::Lba(c) => c.run(&ctx),
+        Cmd::Selfsort(c) => c.run(&ctx),
         Cmd::Stats => array::stats(&ctx),
         Cmd::Fsck => array::fsck(&ctx),
         Cmd::Profiles => array::profiles(&ctx),

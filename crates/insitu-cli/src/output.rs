@@ -65,6 +65,30 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// A progress bar whose total is learned as the work goes (bytes), on stderr when it is a terminal.
+pub fn dynamic(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// A progress bar of counted items (records), total learned as the work goes.
+pub fn count_progress(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} records eta {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
 /// The readable summary of a report.
 pub fn summary(r: &Report) -> String {
     let b = &r.bytes;

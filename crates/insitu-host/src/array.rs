@@ -286,10 +286,19 @@ impl Array {
     /// Checks every device (FTL invariants, namespace, a scrub of every page) and the catalog against the
     /// devices' parts.
     pub fn fsck(&self) -> Result<Vec<String>> {
+        Ok(self.check()?.problems)
+    }
+
+    /// [`Array::fsck`], with what the devices noted besides the problems (the state of their indexes).
+    pub fn check(&self) -> Result<FsckSummary> {
         let mut problems = Vec::new();
+        let mut notes = Vec::new();
         for d in &self.devices {
             match d.call(Fsck) {
-                Ok(r) => problems.extend(r.problems.into_iter().map(|x| format!("dev{}: {x}", d.id()))),
+                Ok(r) => {
+                    problems.extend(r.problems.into_iter().map(|x| format!("dev{}: {x}", d.id())));
+                    notes.extend(r.notes.into_iter().map(|x| format!("dev{}: {x}", d.id())));
+                }
                 Err(e) => problems.push(format!("dev{}: {e}", d.id())),
             }
         }
@@ -325,11 +334,11 @@ impl Array {
                 }
             }
         }
-        Ok(problems)
+        Ok(FsckSummary { problems, notes })
     }
 
     /// Checks an array that may not open: reports what prevents it instead of failing.
-    pub fn fsck_dir(dir: &Path, transport: &DeviceTransport) -> Result<Vec<String>> {
+    pub fn fsck_dir(dir: &Path, transport: &DeviceTransport) -> Result<FsckSummary> {
         if !dir.join("array.json").exists() {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
@@ -337,20 +346,22 @@ impl Array {
         let opts = OpenOptions { transport: transport.clone(), ..Default::default() };
         match Array::open_locked(dir, held, opts) {
             Ok(a) => {
-                let p = a.fsck()?;
+                let s = a.check()?;
                 a.close()?;
-                Ok(p)
+                Ok(s)
             }
             Err(e) => {
                 let _held = lock(dir)?;
                 // Say which part cannot be opened, and check the devices that can.
                 let mut problems = vec![e.to_string()];
+                let mut notes = Vec::new();
                 if let Ok(config) = ArrayConfig::load(dir) {
                     for i in 0..config.devices {
                         match crate::devices::open_one(dir, i, transport) {
                             Ok((d, _sockets)) => {
                                 if let Ok(r) = d.call(Fsck) {
                                     problems.extend(r.problems.into_iter().map(|x| format!("dev{i}: {x}")));
+                                    notes.extend(r.notes.into_iter().map(|x| format!("dev{i}: {x}")));
                                 }
                                 let _ = d.close();
                             }
@@ -362,8 +373,15 @@ impl Array {
                         }
                     }
                 }
-                Ok(problems)
+                Ok(FsckSummary { problems, notes })
             }
         }
     }
+}
+
+/// What a consistency check found: problems, and notes on what was checked and found in order.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FsckSummary {
+    pub problems: Vec<String>,
+    pub notes: Vec<String>,
 }

@@ -10,6 +10,9 @@
 //! - [`nascent`]: NASCENT's sort (FPGA '21), with its host and host-accelerator baselines;
 //! - [`psacs`]: PSACS's shuffle write inside the devices, its host baselines, shuffle read (ICCD '21);
 //! - [`intersect`]: the Smart SSD list intersection (DaMoN '16): lists, sessions, SvS, the §4 model;
+//! - [`selfsort`]: the Self-Sorting SSD (2015): records sorted by the drive's firmware as they are written
+//!   or on command, read back in key order; its baselines (host merge sort, ActiveSort);
+//! - [`lba`]: the block interface of one device (write, read, trim);
 //! - [`model`]: counters -> modeled time and energy on a profile; [`report`]: what every operation returns.
 //!
 //! ```
@@ -40,11 +43,13 @@ pub mod catalog;
 pub mod devices;
 pub mod error;
 pub mod intersect;
+pub mod lba;
 pub mod model;
 pub mod nascent;
 pub mod psacs;
 pub mod report;
 pub mod search;
+pub mod selfsort;
 pub mod stats;
 pub mod table;
 pub mod units;

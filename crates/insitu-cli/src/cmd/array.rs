@@ -62,14 +62,18 @@ pub fn stats(ctx: &Ctx) -> Result<ExitCode> {
 }
 
 pub fn fsck(ctx: &Ctx) -> Result<ExitCode> {
-    let problems = Array::fsck_dir(&ctx.data, &ctx.transport)?;
+    let summary = Array::fsck_dir(&ctx.data, &ctx.transport)?;
+    let (problems, notes) = (&summary.problems, &summary.notes);
     let ok = problems.is_empty();
-    let text = if ok {
+    let mut text = if ok {
         format!("{}: clean", ctx.data.display())
     } else {
         format!("{}: {} problem(s)\n  {}", ctx.data.display(), problems.len(), problems.join("\n  "))
     };
-    ctx.out.plain("fsck", json!({ "ok": ok, "problems": problems }), &text);
+    for n in notes {
+        text.push_str(&format!("\n  {n}"));
+    }
+    ctx.out.plain("fsck", json!({ "ok": ok, "problems": problems, "notes": notes }), &text);
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 

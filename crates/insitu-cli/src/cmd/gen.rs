@@ -46,6 +46,36 @@ pub enum GenCmd {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// Fixed-size records for the Self-Sorting SSD: gensort's 100-byte layout, the paper's 16 KB records,
+    /// any fixed layout, or rows of a table (Parquet or CSV) padded to a width.
+    Records {
+        /// gensort, paper, fixed, or table.
+        #[arg(long, default_value = "gensort")]
+        format: String,
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+        /// fixed: record size, key offset and key size.
+        #[arg(long, default_value_t = 0)]
+        record_size: u32,
+        #[arg(long, default_value_t = 0)]
+        key_offset: u32,
+        #[arg(long, default_value_t = 10)]
+        key_size: u32,
+        /// Keys ascending (the paper's presorted inputs) instead of random.
+        #[arg(long)]
+        presorted: bool,
+        /// table: the table, its key column, and the record width (default: the longest row).
+        #[arg(long)]
+        table: Option<PathBuf>,
+        #[arg(long)]
+        key: Option<String>,
+        #[arg(long)]
+        width: Option<u32>,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// NASCENT Fig. 12/13's synthetic table: ROWS x COLUMNS 4-byte values, key column c0.
     Synthetic {
         #[arg(long, default_value_t = 1024)]
@@ -94,6 +124,48 @@ impl GenCmd {
                     json!({ "output": output, "rows": rows }),
                     &format!(
                         "wrote {rows} ORDER-LINE rows ({warehouses} warehouse(s)) to {}",
+                        output.display()
+                    ),
+                );
+            }
+            GenCmd::Records {
+                format,
+                count,
+                record_size,
+                key_offset,
+                key_size,
+                presorted,
+                table,
+                key,
+                width,
+                output,
+                seed,
+            } => {
+                use insitu_host::selfsort::{records, table as tbl, KeyOrder, RecordFormat};
+                let f = std::fs::File::create(&output)
+                    .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.display()))?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let (fmt, n) = if format == "table" {
+                    let (Some(t), Some(k)) = (table, key) else {
+                        anyhow::bail!("--format table needs --table FILE and --key COLUMN");
+                    };
+                    let r = tbl::records_from_table(&t, &k, width, &mut w)?;
+                    (r.format, r.rows)
+                } else {
+                    let fmt = RecordFormat::named(&format, record_size, key_offset, key_size)?;
+                    let order = if presorted { KeyOrder::Presorted } else { KeyOrder::Random };
+                    records::generate(&fmt, count, order, seed, &mut w)?;
+                    (fmt, count)
+                };
+                std::io::Write::flush(&mut w)?;
+                ctx.out.plain(
+                    "gen",
+                    json!({ "output": output, "records": n, "record_size": fmt.size, "key_offset": fmt.key_offset, "key_size": fmt.key_size }),
+                    &format!(
+                        "wrote {n} records of {} bytes (key: {} bytes at offset {}) to {}",
+                        fmt.size,
+                        fmt.key_size,
+                        fmt.key_offset,
                         output.display()
                     ),
                 );

@@ -5,7 +5,9 @@ pub mod blob;
 pub mod demo;
 pub mod gen;
 pub mod intersect;
+pub mod lba;
 pub mod repro;
+pub mod selfsort;
 pub mod shuffle;
 pub mod table;
 

@@ -34,6 +34,24 @@ pub enum ReproCmd {
         #[arg(long)]
         work: Option<PathBuf>,
     },
+    /// Self-Sorting SSD §IV: Table I and Figs. 3-5, the four sorting methods on emulated Jasmine drives.
+    Selfsort {
+        /// Data to sort, in the paper's units (8GB = its 524,288 records of 16 KB).
+        #[arg(long, default_value = "64MB")]
+        size: String,
+        /// Skip the presorted (PS) inputs.
+        #[arg(long)]
+        random_only: bool,
+        #[arg(long, default_value_t = 8)]
+        runs: u32,
+        /// Bytes per host read request of the final reads.
+        #[arg(long, default_value = "128KiB")]
+        request: String,
+        #[arg(long, default_value = "jasmine")]
+        profile: String,
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
     /// NASCENT Fig. 13: sort on 1 to 12 SmartSSDs vs the host CPU vs one accelerator beside the host.
     Nascent {
         /// Device counts to run (default 1 to 12).
@@ -67,6 +85,22 @@ impl ReproCmd {
                 )?;
                 let text = insitu_host::psacs::repro::render(&ws, partitions, &profile);
                 ctx.out.plain("repro psacs", json!(ws), text.trim_end());
+            }
+            ReproCmd::Selfsort { size, random_only, runs, request, profile, work } => {
+                use insitu_host::selfsort::repro;
+                let bytes = repro::paper_size(&size)?;
+                let records = crate::cmd::selfsort::check_records(bytes / 16384)?;
+                let opts = repro::ReproOptions {
+                    records,
+                    presorted: !random_only,
+                    runs,
+                    request_bytes: insitu_host::units::parse_size(&request)?,
+                    seed: 42,
+                    profile: insitu_host::Profile::load(&profile)?,
+                    workdir: work.unwrap_or_else(default_work).join("selfsort"),
+                };
+                let r = repro::run(&opts, &progress)?;
+                ctx.out.plain("repro selfsort", repro::to_json(&r), r.text.trim_end());
             }
             ReproCmd::Nascent { devices, profile, algo, work } => {
                 let counts = devices.unwrap_or_else(|| (1..=12).collect());

@@ -7,8 +7,8 @@
 //! ([`insitu_kernels::btree`], §III-C, fanout 128), built as records are written (sort-on-write) or by
 //! generate commands the host repeats, each indexing a chunk of stored records (sort-on-command,
 //! §III-B). Queries (min, max, key ranges, ranks) run against it; secondary indexes are indexes over the
-//! same range on another field. The indexes survive restarts ([`persist`]). ActiveSort's on-the-fly merge
-//! of sorted runs, the paper's baseline, is an index kind too ([`runs`]).
+//! same range on another field. The indexes survive restarts (module `persist`). ActiveSort's on-the-fly merge
+//! of sorted runs, the paper's baseline, is an index kind too (module `runs`).
 //!
 //! The FTL and the namespace know nothing of this: the firmware sees host reads, writes and trims before
 //! the FTL does and carries out those that touch its ranges itself, through the FTL. Its work (records

@@ -1,0 +1,103 @@
+//! `lba`: the block interface of one device (write a file at an LBA, read bytes back, trim). One LBA is
+//! one flash page of the device's profile.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use insitu_host::lba;
+use insitu_host::units::parse_size;
+
+use crate::cmd::Ctx;
+use crate::output;
+
+#[derive(Subcommand, Debug)]
+pub enum LbaCmd {
+    /// Write FILE's bytes at block LBA of device DEV (the last block zero-padded).
+    Write {
+        device: u32,
+        file: PathBuf,
+        #[arg(long)]
+        at: u64,
+    },
+    /// Read LEN bytes from block LBA of device DEV (to stdout unless -o is given).
+    Read {
+        device: u32,
+        #[arg(long)]
+        at: u64,
+        /// Bytes to read (4096, 64KiB, 1MB...).
+        #[arg(long)]
+        len: String,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Trim LEN bytes (whole blocks) from block LBA of device DEV: they read as zeros afterwards.
+    Trim {
+        device: u32,
+        #[arg(long)]
+        at: u64,
+        #[arg(long)]
+        len: String,
+    },
+}
+
+impl LbaCmd {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let array = ctx.open()?;
+        match self {
+            LbaCmd::Write { device, file, at } => {
+                let size = std::fs::metadata(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?
+                    .len();
+                let bar = output::progress(size, "lba write");
+                let r = lba::write(&array, device, at, &file, &|d, _| bar.set_position(d))?;
+                bar.finish_and_clear();
+                array.close()?;
+                ctx.out.report(&r);
+            }
+            LbaCmd::Read { device, at, len, output: out } => {
+                let len = parse_size(&len)?;
+                let bar = output::progress(len, "lba read");
+                let to_file = out.as_ref().filter(|p| p.as_os_str() != "-");
+                match to_file {
+                    Some(p) => {
+                        let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
+                        let mut w = BufWriter::with_capacity(1 << 20, f);
+                        let r = lba::read(&array, device, at, len, &mut w, &|d, _| bar.set_position(d));
+                        let r = r.and_then(|r| {
+                            w.flush()
+                                .map(|()| r)
+                                .map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })
+                        });
+                        if r.is_err() {
+                            drop(w);
+                            let _ = std::fs::remove_file(p);
+                        }
+                        let r = r?;
+                        bar.finish_and_clear();
+                        array.close()?;
+                        ctx.out.report(&r);
+                    }
+                    None => {
+                        let stdout = std::io::stdout();
+                        let mut lock = stdout.lock();
+                        let r = lba::read(&array, device, at, len, &mut lock, &|d, _| bar.set_position(d))?;
+                        bar.finish_and_clear();
+                        array.close()?;
+                        ctx.out.report_to_stderr(&r);
+                    }
+                }
+            }
+            LbaCmd::Trim { device, at, len } => {
+                let len = parse_size(&len)?;
+                let r = lba::trim(&array, device, at, len)?;
+                array.close()?;
+                ctx.out.report(&r);
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

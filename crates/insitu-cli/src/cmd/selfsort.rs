@@ -1,0 +1,405 @@
+//! `selfsort`: the Self-Sorting SSD. Configure an index on a device, write records through the block
+//! interface, generate on command, read them back in key order, query, flush, see its state; or sort a
+//! file of records end to end with one of the paper's four methods.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use insitu_host::selfsort::{self, ops, Interface, Method, Query, RecordFormat, SortJob};
+use insitu_host::{Array, Report};
+
+use crate::cmd::Ctx;
+use crate::output;
+
+/// Which device and index a command is about.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Target {
+    #[arg(long, default_value_t = 0)]
+    device: u32,
+    #[arg(long, default_value_t = 1)]
+    index: u32,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum Via {
+    /// The paper's way: a command block written to the command LBA, the status read back (§III-E).
+    Block,
+    /// The typed vendor commands of the device protocol.
+    Vendor,
+}
+
+impl From<Via> for Interface {
+    fn from(v: Via) -> Interface {
+        match v {
+            Via::Block => Interface::CommandBlock,
+            Via::Vendor => Interface::Vendor,
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum MethodArg {
+    SelfSortWrite,
+    SelfSortCommand,
+    MergeSort,
+    ActiveSort,
+}
+
+impl From<MethodArg> for Method {
+    fn from(m: MethodArg) -> Method {
+        match m {
+            MethodArg::SelfSortWrite => Method::SelfSortWrite,
+            MethodArg::SelfSortCommand => Method::SelfSortCommand,
+            MethodArg::MergeSort => Method::MergeSort,
+            MethodArg::ActiveSort => Method::ActiveSort,
+        }
+    }
+}
+
+/// A key on the command line: hex, or text with `--text`.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct KeyText {
+    /// Keys are text, not hex.
+    #[arg(long)]
+    text: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SelfSortCmd {
+    /// Configure (or replace) an index over fixed-size records packed from an LBA.
+    Config {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        record_size: u32,
+        #[arg(long)]
+        key_size: u32,
+        #[arg(long, default_value_t = 0)]
+        key_offset: u32,
+        /// Insert every record as it is written (otherwise: `generate` on command).
+        #[arg(long)]
+        sort_on_write: bool,
+        /// First LBA of the records.
+        #[arg(long, default_value_t = 0)]
+        base_lba: u64,
+        /// Records in the range (default: set by `selfsort write`).
+        #[arg(long, default_value_t = 0)]
+        records: u64,
+        /// Reads of the range return the records as stored, not in key order (a secondary index).
+        #[arg(long)]
+        no_active_read: bool,
+        /// B+tree fanout (the paper: 128).
+        #[arg(long, default_value_t = 128)]
+        fanout: u32,
+        #[arg(long, value_enum, default_value = "block")]
+        via: Via,
+    },
+    /// Write a file of records into the index's range through the block interface.
+    Write {
+        file: PathBuf,
+        #[command(flatten)]
+        target: Target,
+        /// Record of the range the file's first record goes to.
+        #[arg(long, default_value_t = 0)]
+        at_record: u64,
+        #[arg(long, value_enum, default_value = "block")]
+        via: Via,
+    },
+    /// Sort-on-command: have the device index the stored records, a chunk per command.
+    Generate {
+        #[command(flatten)]
+        target: Target,
+        /// Records per generate command (default: the firmware's).
+        #[arg(long, default_value_t = 0)]
+        chunk: u64,
+        #[arg(long, value_enum, default_value = "block")]
+        via: Via,
+    },
+    /// Read the whole range in key order (active reads) to a file.
+    Read {
+        #[command(flatten)]
+        target: Target,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// The records with the smallest key.
+    Min {
+        #[command(flatten)]
+        target: Target,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// The records with the largest key.
+    Max {
+        #[command(flatten)]
+        target: Target,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// The records whose key lies between LO and HI, both inclusive (a shorter bound is a prefix).
+    Range {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        lo: String,
+        #[arg(long)]
+        hi: String,
+        #[command(flatten)]
+        key: KeyText,
+        /// Only count them.
+        #[arg(long)]
+        count: bool,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// The records with key KEY (or starting with it).
+    Select {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        key: String,
+        #[command(flatten)]
+        text: KeyText,
+        #[arg(long)]
+        count: bool,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Save the device's indexes to its flash now (also done when the array closes).
+    Flush {
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        #[arg(long, value_enum, default_value = "block")]
+        via: Via,
+    },
+    /// Forget an index (its records stay).
+    Drop {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// The firmware's state: command LBA, memory, every index.
+    Stats {
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+    },
+    /// Sort a file of records end to end on a device with one of the paper's four methods.
+    Sort {
+        file: PathBuf,
+        #[arg(short, long)]
+        output: PathBuf,
+        #[command(flatten)]
+        target: Target,
+        #[arg(long, value_enum, default_value = "self-sort-write")]
+        method: MethodArg,
+        /// Record format: gensort (100 bytes, 10-byte keys), paper (16 KB, 10-byte keys), or fixed.
+        #[arg(long, default_value = "gensort")]
+        format: String,
+        #[arg(long, default_value_t = 0)]
+        record_size: u32,
+        #[arg(long, default_value_t = 0)]
+        key_size: u32,
+        #[arg(long, default_value_t = 0)]
+        key_offset: u32,
+        #[arg(long, default_value_t = 0)]
+        base_lba: u64,
+        /// Runs of merge-sort and active-sort (the host sorts records/runs at a time).
+        #[arg(long, default_value_t = 8)]
+        runs: u32,
+    },
+}
+
+/// Opens the array, runs `f`, and closes the array whether `f` succeeded or not (so the indexes are
+/// saved, not rebuilt at the next open).
+fn on_array(ctx: &Ctx, f: impl FnOnce(&Array) -> insitu_host::Result<Report>) -> Result<Report> {
+    let array = ctx.open()?;
+    let r = f(&array);
+    let closed = array.close();
+    let r = r?;
+    closed?;
+    Ok(r)
+}
+
+/// Runs a query, writing the records to `output` if given (no partial file on failure).
+fn query(ctx: &Ctx, t: Target, q: Query, count_only: bool, output: Option<PathBuf>) -> Result<Report> {
+    on_array(ctx, |array| match output.filter(|_| !count_only) {
+        Some(p) => {
+            let f = File::create(&p).map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })?;
+            let mut w = BufWriter::new(f);
+            let r = ops::query(array, t.device, t.index, &q, false, Some(&mut w));
+            let r = r.and_then(|r| {
+                w.flush().map(|()| r).map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })
+            });
+            if r.is_err() {
+                drop(w);
+                let _ = std::fs::remove_file(&p);
+            }
+            r
+        }
+        None => ops::query(array, t.device, t.index, &q, count_only, None),
+    })
+}
+
+impl SelfSortCmd {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let report = match self {
+            SelfSortCmd::Config {
+                target,
+                record_size,
+                key_size,
+                key_offset,
+                sort_on_write,
+                base_lba,
+                records,
+                no_active_read,
+                fanout,
+                via,
+            } => {
+                let config = index_config_from_args(
+                    target.index,
+                    base_lba,
+                    records,
+                    record_size,
+                    key_offset,
+                    key_size,
+                    sort_on_write,
+                    !no_active_read,
+                    fanout,
+                );
+                on_array(ctx, |a| ops::configure(a, target.device, config, via.into()))?
+            }
+            SelfSortCmd::Write { file, target, at_record, via } => {
+                let size = std::fs::metadata(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?
+                    .len();
+                let bar = output::progress(size, "selfsort write");
+                let r = on_array(ctx, |a| {
+                    ops::write_records(
+                        a,
+                        target.device,
+                        target.index,
+                        &file,
+                        at_record,
+                        via.into(),
+                        &|d, _| bar.set_position(d),
+                    )
+                });
+                bar.finish_and_clear();
+                r?
+            }
+            SelfSortCmd::Generate { target, chunk, via } => {
+                let bar = output::count_progress("generate");
+                let r = on_array(ctx, |a| {
+                    ops::generate(a, target.device, target.index, chunk, via.into(), &|d, t| {
+                        bar.set_length(t);
+                        bar.set_position(d)
+                    })
+                });
+                bar.finish_and_clear();
+                r?
+            }
+            SelfSortCmd::Read { target, output: out } => {
+                let f = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+                let mut w = BufWriter::with_capacity(1 << 20, f);
+                let bar = output::dynamic("selfsort read");
+                let r = on_array(ctx, |a| {
+                    ops::read_sorted(a, target.device, target.index, &mut w, &|d, t| {
+                        bar.set_length(t);
+                        bar.set_position(d)
+                    })
+                });
+                bar.finish_and_clear();
+                let r = r.and_then(|r| w.flush().map(|()| r).map_err(Into::into));
+                if r.is_err() {
+                    drop(w);
+                    let _ = std::fs::remove_file(&out);
+                }
+                r?
+            }
+            SelfSortCmd::Min { target, output } => query(ctx, target, Query::Min, false, output)?,
+            SelfSortCmd::Max { target, output } => query(ctx, target, Query::Max, false, output)?,
+            SelfSortCmd::Range { target, lo, hi, key, count, output } => {
+                let q =
+                    Query::Range { lo: ops::parse_key(&lo, key.text)?, hi: ops::parse_key(&hi, key.text)? };
+                query(ctx, target, q, count, output)?
+            }
+            SelfSortCmd::Select { target, key, text, count, output } => {
+                let q = Query::Select { key: ops::parse_key(&key, text.text)? };
+                query(ctx, target, q, count, output)?
+            }
+            SelfSortCmd::Flush { device, via } => on_array(ctx, |a| ops::flush(a, device, via.into()))?,
+            SelfSortCmd::Drop { target } => {
+                on_array(ctx, |a| ops::drop_index(a, target.device, target.index, Interface::CommandBlock))?
+            }
+            SelfSortCmd::Stats { device } => {
+                let r = on_array(ctx, |a| ops::stats(a, device))?;
+                ctx.out.listing(&r);
+                return Ok(ExitCode::SUCCESS);
+            }
+            SelfSortCmd::Sort {
+                file,
+                output: out,
+                target,
+                method,
+                format,
+                record_size,
+                key_size,
+                key_offset,
+                base_lba,
+                runs,
+            } => {
+                let fmt = RecordFormat::named(&format, record_size, key_offset, key_size)?;
+                let mut job = SortJob::new(fmt);
+                (job.device, job.index, job.base_lba, job.runs) =
+                    (target.device, target.index, base_lba, runs);
+                let f = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+                let mut w = BufWriter::with_capacity(1 << 20, f);
+                let progress = ctx.progress();
+                let r = on_array(ctx, |a| {
+                    selfsort::sort(a, &job, method.into(), &file, &mut w, &|m| progress(m))
+                        .map(|run| run.report)
+                });
+                let r = r.and_then(|r| w.flush().map(|()| r).map_err(Into::into));
+                if r.is_err() {
+                    drop(w);
+                    let _ = std::fs::remove_file(&out);
+                }
+                r?
+            }
+        };
+        ctx.out.report(&report);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn index_config_from_args(
+    id: u32,
+    base_lba: u64,
+    records: u64,
+    record_size: u32,
+    key_offset: u32,
+    key_size: u32,
+    sort_on_write: bool,
+    active_read: bool,
+    fanout: u32,
+) -> insitu_host::selfsort::IndexConfig {
+    insitu_host::selfsort::IndexConfig {
+        records,
+        sort_on_write,
+        active_read,
+        fanout,
+        ..insitu_host::selfsort::IndexConfig::tree(id, base_lba, record_size, key_offset, key_size)
+    }
+}
+
+/// `--size` of `repro selfsort` in the paper's units.
+pub fn check_records(records: u64) -> Result<u64> {
+    if records < 2 {
+        bail!("the experiment needs at least two 16 KB records (--size 32KB or more)");
+    }
+    Ok(records)
+}

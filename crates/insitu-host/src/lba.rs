@@ -1,0 +1,195 @@
+//! The block interface of one device: write a file at an LBA, read bytes from an LBA, trim (NVMe write,
+//! read, dataset management). One LBA is one flash page of the device's profile. Writes and reads stream
+//! in pieces with a few commands in flight; the last block of a write is padded with zeros. Like a disk,
+//! a multi-block write that fails part way leaves the blocks before the failure written.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use insitu_device::protocol::{Identify, ReadLba, TrimLba, WriteLba};
+use insitu_device::transport::Pending;
+use serde_json::json;
+
+use crate::array::Array;
+use crate::blob::Progress;
+use crate::error::{HostError, Result};
+use crate::report::{Measure, Report};
+use crate::units::human_bytes;
+
+/// Bytes per block command.
+pub const PIECE_BYTES: u64 = 1 << 20;
+/// Block commands in flight.
+const WINDOW: usize = 4;
+
+/// A device's block geometry: blocks the host may address, and bytes per block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocks {
+    pub count: u64,
+    pub size: u32,
+}
+
+impl Blocks {
+    pub fn of(array: &Array, device: u32) -> Result<Blocks> {
+        let p = array.device(device)?.call(Identify).map_err(HostError::device(device))?;
+        Ok(Blocks { count: p.lba_blocks, size: p.lba_block_size })
+    }
+
+    /// Blocks that hold `bytes` bytes.
+    pub fn blocks_for(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.size as u64)
+    }
+
+    /// Fails unless blocks `lba..lba + n` exist.
+    pub fn check(&self, lba: u64, n: u64) -> Result<()> {
+        if lba.checked_add(n).is_none_or(|e| e > self.count) {
+            return Err(HostError::InvalidArgument(format!(
+                "LBAs {lba}..{} are past the device's {} blocks of {} bytes",
+                lba.saturating_add(n),
+                self.count,
+                self.size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Bytes per command: a whole number of blocks near [`PIECE_BYTES`].
+    fn piece(&self) -> u64 {
+        (PIECE_BYTES / self.size as u64).max(1) * self.size as u64
+    }
+}
+
+/// Writes `size` bytes from `src` at block `lba` of `device` (the last block zero-padded).
+pub fn write_stream(
+    array: &Array,
+    device: u32,
+    lba: u64,
+    src: &mut dyn Read,
+    size: u64,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let blocks = Blocks::of(array, device)?;
+    blocks.check(lba, blocks.blocks_for(size))?;
+    let dev = array.device(device)?;
+    let piece = blocks.piece();
+    let mut inflight: VecDeque<Pending<'_, WriteLba>> = VecDeque::new();
+    let (mut done, mut at) = (0u64, lba);
+    while done < size {
+        let len = piece.min(size - done);
+        let mut data = vec![0u8; blocks.blocks_for(len) as usize * blocks.size as usize];
+        src.read_exact(&mut data[..len as usize]).map_err(|e| HostError::io("input", e))?;
+        if inflight.len() >= WINDOW {
+            inflight.pop_front().expect("window is not empty").wait().map_err(HostError::device(device))?;
+        }
+        let n = data.len() as u64 / blocks.size as u64;
+        inflight.push_back(dev.submit(WriteLba { lba: at, data }).map_err(HostError::device(device))?);
+        at += n;
+        done += len;
+        progress(done, size);
+    }
+    while let Some(p) = inflight.pop_front() {
+        p.wait().map_err(HostError::device(device))?;
+    }
+    Ok(())
+}
+
+/// Reads `len` bytes from block `lba` of `device` into `out`.
+pub fn read_stream(
+    array: &Array,
+    device: u32,
+    lba: u64,
+    len: u64,
+    out: &mut dyn Write,
+    progress: Progress<'_>,
+) -> Result<()> {
+    read_stream_in(array, device, lba, len, out, progress, PIECE_BYTES)
+}
+
+/// [`read_stream`] in requests of about `request_bytes` (whole blocks) each.
+pub fn read_stream_in(
+    array: &Array,
+    device: u32,
+    lba: u64,
+    len: u64,
+    out: &mut dyn Write,
+    progress: Progress<'_>,
+    request_bytes: u64,
+) -> Result<()> {
+    let blocks = Blocks::of(array, device)?;
+    blocks.check(lba, blocks.blocks_for(len))?;
+    let dev = array.device(device)?;
+    let piece = (request_bytes / blocks.size as u64).max(1) * blocks.size as u64;
+    let mut inflight: VecDeque<(Pending<'_, ReadLba>, u64)> = VecDeque::new();
+    let (mut issued, mut done, mut at) = (0u64, 0u64, lba);
+    while done < len {
+        while issued < len && inflight.len() < WINDOW {
+            let want = piece.min(len - issued);
+            let n = blocks.blocks_for(want);
+            inflight.push_back((
+                dev.submit(ReadLba { lba: at, blocks: n }).map_err(HostError::device(device))?,
+                want,
+            ));
+            at += n;
+            issued += want;
+        }
+        let (p, want) = inflight.pop_front().expect("something is in flight");
+        let data = p.wait().map_err(HostError::device(device))?;
+        out.write_all(&data[..want as usize]).map_err(|e| HostError::io("output", e))?;
+        done += want;
+        progress(done, len);
+    }
+    Ok(())
+}
+
+/// `insitu lba write`: the file's bytes at block `lba`.
+pub fn write(array: &Array, device: u32, lba: u64, path: &Path, progress: Progress<'_>) -> Result<Report> {
+    let size = std::fs::metadata(path).map_err(|e| HostError::io(path, e))?.len();
+    let mut f = File::open(path).map_err(|e| HostError::io(path, e))?;
+    let measure = Measure::start("lba-write", array)?;
+    write_stream(
+        array,
+        device,
+        lba,
+        &mut std::io::BufReader::with_capacity(1 << 20, &mut f),
+        size,
+        progress,
+    )?;
+    let blocks = Blocks::of(array, device)?;
+    let n = blocks.blocks_for(size);
+    let headline = format!("wrote {} to device {device} at LBA {lba} ({n} blocks)", human_bytes(size));
+    measure.finish(array, headline, json!({ "device": device, "lba": lba, "bytes": size, "blocks": n }))
+}
+
+/// `insitu lba read`: `len` bytes from block `lba`.
+pub fn read(
+    array: &Array,
+    device: u32,
+    lba: u64,
+    len: u64,
+    out: &mut dyn Write,
+    progress: Progress<'_>,
+) -> Result<Report> {
+    let measure = Measure::start("lba-read", array)?;
+    read_stream(array, device, lba, len, out, progress)?;
+    out.flush().map_err(|e| HostError::io("output", e))?;
+    let headline = format!("read {} from device {device} at LBA {lba}", human_bytes(len));
+    measure.finish(array, headline, json!({ "device": device, "lba": lba, "bytes": len }))
+}
+
+/// `insitu lba trim`: `len` bytes (whole blocks) from block `lba` read as zeros from now on.
+pub fn trim(array: &Array, device: u32, lba: u64, len: u64) -> Result<Report> {
+    let blocks = Blocks::of(array, device)?;
+    if len % blocks.size as u64 != 0 {
+        return Err(HostError::InvalidArgument(format!(
+            "a trim is whole blocks: {len} bytes is not a multiple of {} bytes",
+            blocks.size
+        )));
+    }
+    let n = len / blocks.size as u64;
+    blocks.check(lba, n)?;
+    let measure = Measure::start("lba-trim", array)?;
+    array.device(device)?.call(TrimLba { lba, blocks: n }).map_err(HostError::device(device))?;
+    let headline = format!("trimmed {n} blocks of device {device} from LBA {lba}");
+    measure.finish(array, headline, json!({ "device": device, "lba": lba, "blocks": n }))
+}
