@@ -87,6 +87,7 @@ pub fn write_stream(
         at += n;
         done += len;
         progress(done, size);
+        array.faults.hit("lba-write-piece");
     }
     while let Some(p) = inflight.pop_front() {
         p.wait().map_err(HostError::device(device))?;

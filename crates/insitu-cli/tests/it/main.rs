@@ -5,6 +5,7 @@ mod crash;
 mod errors;
 mod psacs;
 mod roundtrip;
+mod selfsort;
 mod tables;
 
 use std::path::{Path, PathBuf};

@@ -305,7 +305,15 @@ pub fn query(
         Query::Min => IndexQuery::Min,
         Query::Max => IndexQuery::Max,
         Query::Range { lo, hi } => {
-            IndexQuery::Range { lo: pad(lo, ks, 0, "low")?, hi: pad(hi, ks, 0xFF, "high")? }
+            let (lo_key, hi_key) = (pad(lo, ks, 0, "low")?, pad(hi, ks, 0xFF, "high")?);
+            if lo_key > hi_key {
+                return Err(HostError::InvalidArgument(format!(
+                    "the range's low key {} is above its high key {}",
+                    hex(lo),
+                    hex(hi)
+                )));
+            }
+            IndexQuery::Range { lo: lo_key, hi: hi_key }
         }
         Query::Select { key } => IndexQuery::Range { lo: pad(key, ks, 0, "")?, hi: pad(key, ks, 0xFF, "")? },
     };
