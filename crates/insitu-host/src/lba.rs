@@ -54,25 +54,27 @@ impl Blocks {
         Ok(())
     }
 
-    /// Bytes per command: a whole number of blocks near [`PIECE_BYTES`].
-    fn piece(&self) -> u64 {
-        (PIECE_BYTES / self.size as u64).max(1) * self.size as u64
+    /// Bytes per command: a whole number of blocks near `bytes`.
+    fn piece(&self, bytes: u64) -> u64 {
+        (bytes / self.size as u64).max(1) * self.size as u64
     }
 }
 
-/// Writes `size` bytes from `src` at block `lba` of `device` (the last block zero-padded).
+/// Writes `size` bytes from `src` at block `lba` of `device` (the last block zero-padded), in commands of
+/// about `request_bytes`.
 pub fn write_stream(
     array: &Array,
     device: u32,
     lba: u64,
     src: &mut dyn Read,
     size: u64,
+    request_bytes: u64,
     progress: Progress<'_>,
 ) -> Result<()> {
     let blocks = Blocks::of(array, device)?;
     blocks.check(lba, blocks.blocks_for(size))?;
     let dev = array.device(device)?;
-    let piece = blocks.piece();
+    let piece = blocks.piece(request_bytes);
     let mut inflight: VecDeque<Pending<'_, WriteLba>> = VecDeque::new();
     let (mut done, mut at) = (0u64, lba);
     while done < size {
@@ -154,6 +156,7 @@ pub fn write(array: &Array, device: u32, lba: u64, path: &Path, progress: Progre
         lba,
         &mut std::io::BufReader::with_capacity(1 << 20, &mut f),
         size,
+        PIECE_BYTES,
         progress,
     )?;
     let blocks = Blocks::of(array, device)?;

@@ -280,7 +280,8 @@ fn an_index_that_outgrows_device_memory_fails_clearly_and_the_data_stays_readabl
     let text = Profile::load("tiny").unwrap();
     let mut p = text.clone();
     p.device.memory_bytes = 1 << 20;
-    let dev = transport::in_process(Device::format(&dir.path().join("d"), 0, p, 16 << 20).unwrap());
+    // 64 MiB: an image slot (1/32 of the capacity) large enough for the saved index.
+    let dev = transport::in_process(Device::format(&dir.path().join("d"), 0, p, 64 << 20).unwrap());
     let (n, size) = (60_000usize, 16usize);
     let mut data = vec![0u8; n * size];
     let mut rng = SmallRng::seed_from_u64(9);

@@ -210,7 +210,7 @@ pub fn sort(
             1 << 20,
             File::open(input).map_err(|e| HostError::io(input, e))?,
         );
-        lba::write_stream(ph.array, job.device, job.base_lba, &mut f, size, &quiet)
+        lba::write_stream(ph.array, job.device, job.base_lba, &mut f, size, ops::RECORD_WRITE_BYTES, &quiet)
     };
     match method {
         Method::SelfSortWrite => {

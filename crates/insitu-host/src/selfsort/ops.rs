@@ -22,6 +22,10 @@ use crate::report::{Measure, Report};
 use crate::units::human_bytes;
 
 /// How the host talks to the firmware.
+/// Bytes per write command of records: large, so that a sort-on-write index takes each command's
+/// records as one batch (see the firmware's `insert_batch`).
+pub const RECORD_WRITE_BYTES: u64 = 8 << 20;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Interface {
     /// The paper's way: a command block written to the command LBA, the status read back from it.
@@ -173,7 +177,7 @@ pub fn write_records(
         .chain(std::io::BufReader::with_capacity(1 << 20, f))
         .chain(std::io::Cursor::new(tail.clone()));
     let total = head.len() as u64 + size + tail.len() as u64;
-    lba::write_stream(array, device, first, &mut src, total, progress)?;
+    lba::write_stream(array, device, first, &mut src, total, RECORD_WRITE_BYTES, progress)?;
     let info = index_info(array, device, index)?;
     let headline = format!(
         "wrote {n} records ({}) into index {index} of device {device} at record {at_record}: {} of {} indexed",

@@ -192,6 +192,39 @@ impl Index {
         Ok(())
     }
 
+    /// Inserts records `rids` with their keys (`keys`: one after another, `key_size` bytes each), as
+    /// many [`Index::insert`]s. The emulator inserts a batch (a generate chunk, the records a write
+    /// completes) in key order rather than record order: the same entries, but the inserts then visit
+    /// the leaves in order, which the host's caches reward (about twice as fast for large trees). The
+    /// firmware modeled inserts them one by one as they come, so the sort is not counted as its work;
+    /// the inserts' work is (it differs from record order's by about 1%). Stops at the first failure
+    /// (device memory), the records before it inserted.
+    pub fn insert_batch(&mut self, fw: &FirmwareContext<'_>, keys: &[u8], rids: &[u64]) -> Result<()> {
+        let ks = self.config.key_size as usize;
+        debug_assert_eq!(keys.len(), rids.len() * ks);
+        let key = |i: usize| &keys[i * ks..(i + 1) * ks];
+        // Sorted by the first 16 key bytes as integers, then the rest of the key, then the record.
+        let prefix = |k: &[u8]| {
+            let mut b = [0u8; 16];
+            let n = k.len().min(16);
+            b[..n].copy_from_slice(&k[..n]);
+            u128::from_be_bytes(b)
+        };
+        let mut order: Vec<(u128, u64, u32)> =
+            (0..rids.len()).map(|i| (prefix(key(i)), rids[i], i as u32)).collect();
+        if ks <= 16 {
+            order.sort_unstable();
+        } else {
+            order.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0).then_with(|| key(a.2 as usize).cmp(key(b.2 as usize))).then(a.1.cmp(&b.1))
+            });
+        }
+        for (_, rid, i) in order {
+            self.insert(fw, key(i as usize), rid)?;
+        }
+        Ok(())
+    }
+
     /// Removes record `rid`, whose key was `key`.
     pub fn remove(&mut self, key: &[u8], rid: u64) {
         if self.tree.remove(key, rid) {

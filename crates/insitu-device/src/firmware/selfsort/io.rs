@@ -106,12 +106,7 @@ pub(crate) fn write(st: &mut State, fw: &FirmwareContext<'_>, lba: u64, data: &[
             })
             .collect();
         let keys = records::keys(&c, fw, &rids, Some((from, data)))?;
-        for (rid, key) in rids.iter().zip(keys) {
-            if let Err(e) = ix.insert(fw, &key, *rid) {
-                result = Err(e);
-                break;
-            }
-        }
+        result = ix.insert_batch(fw, &keys.concat(), &rids);
         ix.charge_work(fw);
         if result.is_err() {
             break;

@@ -137,7 +137,34 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
             return bad(format!("{who} overlaps index {}'s range", oc.id));
         }
     }
+    // Every index must fit the saved image (checked now, not when a flush finds out after the work).
+    let slot = area.slot_pages * ps as u64;
+    let image: u64 = image_bound(c)
+        + st.indexes
+            .values()
+            .filter(|o| o.config.id != c.id)
+            .map(|o| {
+                let records = if o.config.base_lba == c.base_lba { c.records } else { o.config.records };
+                image_bound(&IndexConfig { records, ..o.config.clone() })
+            })
+            .sum::<u64>();
+    if image > slot {
+        return bad(format!(
+            "saved, the indexes would take up to {image} bytes, more than the {slot} bytes of an image slot \
+             (the smaller of the device memory and 1/32 of the capacity): give the device more capacity or \
+             index fewer records"
+        ));
+    }
     Ok(())
+}
+
+/// Most bytes an index takes in a saved image: its keys, and its record ids as varints.
+fn image_bound(c: &IndexConfig) -> u64 {
+    if !matches!(c.kind, IndexKind::Tree) {
+        return 64;
+    }
+    let id_bytes = (64 - c.records.saturating_sub(1).leading_zeros() as u64).div_ceil(7).max(1);
+    64 + c.records * (c.key_size as u64 + id_bytes)
 }
 
 /// Rebuilds an index from the stored records: all stored ones for sort-on-write, the generated ones
@@ -149,8 +176,22 @@ pub(crate) fn rebuild(ix: &mut Index, fw: &FirmwareContext<'_>) -> Result<u64> {
     }
     let upto = if ix.config.sort_on_write { ix.config.records } else { ix.generated };
     let cfg = ix.config.clone();
-    records::scan(&cfg, fw, 0, upto, true, |rid, key| ix.insert(fw, key, rid))?;
-    ix.charge_work(fw);
+    // In batches, as generate does.
+    const BATCH: u64 = 1 << 18;
+    let mut from = 0;
+    while from < upto {
+        let to = (from + BATCH).min(upto);
+        let (mut keys, mut rids) = (Vec::new(), Vec::new());
+        records::scan(&cfg, fw, from, to, true, |rid, key| {
+            keys.extend_from_slice(key);
+            rids.push(rid);
+            Ok(())
+        })?;
+        let r = ix.insert_batch(fw, &keys, &rids);
+        ix.charge_work(fw);
+        r?;
+        from = to;
+    }
     Ok(ix.tree.len())
 }
 
@@ -261,12 +302,16 @@ impl State {
             self.changed = true;
             let ix = self.index(id)?;
             // Records already indexed (written since with the range maintained) are not inserted twice.
+            let ks = c.key_size as usize;
+            let (mut keys, mut rids) = (Vec::with_capacity((to - from) as usize * ks), Vec::new());
             let r = records::scan(&c, fw, from, to, false, |rid, key| {
                 if !ix.is_indexed(rid) {
-                    ix.insert(fw, key, rid)?;
+                    keys.extend_from_slice(key);
+                    rids.push(rid);
                 }
                 Ok(())
-            });
+            })
+            .and_then(|()| ix.insert_batch(fw, &keys, &rids));
             ix.charge_work(fw);
             r?;
             ix.generated = to;
