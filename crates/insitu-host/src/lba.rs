@@ -122,7 +122,7 @@ pub fn read_stream_in(
     let blocks = Blocks::of(array, device)?;
     blocks.check(lba, blocks.blocks_for(len))?;
     let dev = array.device(device)?;
-    let piece = (request_bytes / blocks.size as u64).max(1) * blocks.size as u64;
+    let piece = blocks.piece(request_bytes);
     let mut inflight: VecDeque<(Pending<'_, ReadLba>, u64)> = VecDeque::new();
     let (mut issued, mut done, mut at) = (0u64, 0u64, lba);
     while done < len {

@@ -376,6 +376,26 @@ impl BTree {
         self.work.set(w);
     }
 
+    /// Walks from the root to the leaf where `t` belongs, recording `(node, child index)` of every internal
+    /// node in `path`; returns the leaf, `t`'s position in it, and the internal nodes' visits and compares.
+    fn descend(&self, t: &Target, path: &mut Vec<(u32, usize)>) -> (u32, usize, u64, u64) {
+        let lay = self.layout;
+        path.clear();
+        let (mut visits, mut compares) = (0u64, 0u64);
+        let mut id_n = self.root;
+        while id_n & INTERNAL != 0 {
+            let node = self.node(id_n);
+            let seps = node[0] as usize - 1;
+            let ci = lay.search(node, seps, t, true);
+            visits += 1;
+            compares += binary_compares(seps);
+            path.push((id_n, ci));
+            id_n = node[lay.children() + ci] as u32;
+        }
+        let leaf = self.node(id_n);
+        (id_n, lay.search(leaf, leaf[0] as usize, t, false), visits, compares)
+    }
+
     /// Inserts `(key, id)`; false if that exact entry is already present.
     ///
     /// # Panics
@@ -385,21 +405,9 @@ impl BTree {
         let lay = self.layout;
         let t = self.target(key, id);
         let mut path = std::mem::take(&mut self.path);
-        path.clear();
-        let (mut visits, mut compares) = (0u64, 0u64);
-        let mut id_n = self.root;
-        while id_n & INTERNAL != 0 {
-            let node = self.node(id_n);
-            let seps = node[0] as usize - 1;
-            let ci = lay.search(node, seps, &t, true);
-            visits += 1;
-            compares += binary_compares(seps);
-            path.push((id_n, ci));
-            id_n = node[lay.children() + ci] as u32;
-        }
+        let (id_n, pos, mut visits, mut compares) = self.descend(&t, &mut path);
         let leaf = self.node(id_n);
         let n = leaf[0] as usize;
-        let pos = lay.search(leaf, n, &t, false);
         visits += 1;
         compares += binary_compares(n);
         if pos < n && lay.cmp(leaf, pos, &t) == Ordering::Equal {
@@ -539,21 +547,9 @@ impl BTree {
         let lay = self.layout;
         let t = self.target(key, id);
         let mut path = std::mem::take(&mut self.path);
-        path.clear();
-        let (mut visits, mut compares) = (0u64, 0u64);
-        let mut id_n = self.root;
-        while id_n & INTERNAL != 0 {
-            let node = self.node(id_n);
-            let seps = node[0] as usize - 1;
-            let ci = lay.search(node, seps, &t, true);
-            visits += 1;
-            compares += binary_compares(seps);
-            path.push((id_n, ci));
-            id_n = node[lay.children() + ci] as u32;
-        }
+        let (id_n, pos, visits, compares) = self.descend(&t, &mut path);
         let leaf = self.node(id_n);
         let n = leaf[0] as usize;
-        let pos = lay.search(leaf, n, &t, false);
         let found = pos < n && lay.cmp(leaf, pos, &t) == Ordering::Equal;
         self.count(
             visits + 1,
