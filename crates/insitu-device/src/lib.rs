@@ -34,6 +34,7 @@ pub mod fault;
 pub mod firmware;
 mod media;
 pub mod memory;
+pub mod network;
 pub mod meters;
 pub mod profile;
 mod program;

@@ -62,6 +62,70 @@ pub struct NetworkProfile {
     /// Device <-> device, bytes/s per link.
     pub link_bw: f64,
     pub hop_latency_us: f64,
+    /// The storage network's ports, links and packets (BlueDBM §3.2), for profiles of devices that have
+    /// one: what `insitu_device::network` simulates packet by packet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageNetworkProfile>,
+}
+
+/// A storage network built into the devices (BlueDBM §3.2): serial links between device ports, packets
+/// of flits, link-level credits, logical endpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageNetworkProfile {
+    /// Network ports per device.
+    pub ports: u32,
+    /// Serial line rate of one link, bits/s, before the line code.
+    pub line_rate_bps: f64,
+    /// The line code as (data bits, coded bits), e.g. 64b/66b.
+    pub line_code: [u32; 2],
+    /// Bits one flit occupies on the link (payload, packet header and framing), before the line code.
+    pub flit_wire_bits: u32,
+    /// Payload bits one flit carries.
+    pub flit_payload_bits: u32,
+    /// Flits the receiving port of a link buffers: the credits its sender starts with.
+    pub link_buffer_flits: u32,
+    /// Logical endpoints (virtual channels) per node.
+    pub endpoints: u32,
+    /// Flits an endpoint's receive queue holds before back-pressure reaches the links.
+    pub endpoint_queue_flits: u32,
+}
+
+impl StorageNetworkProfile {
+    /// Payload bytes per second one link sustains for one stream: line rate, less the line code, less
+    /// the flits' headers and framing.
+    pub fn payload_bw(&self) -> f64 {
+        let [data, coded] = self.line_code;
+        self.line_rate_bps * data as f64 / coded as f64 * self.flit_payload_bits as f64
+            / self.flit_wire_bits as f64
+            / 8.0
+    }
+
+    /// Picoseconds one flit occupies a link.
+    pub fn flit_ps(&self) -> f64 {
+        let [data, coded] = self.line_code;
+        self.flit_wire_bits as f64 * coded as f64 / data as f64 / self.line_rate_bps * 1e12
+    }
+
+    fn validate(&self) -> std::result::Result<(), String> {
+        let [data, coded] = self.line_code;
+        if !(self.line_rate_bps.is_finite() && self.line_rate_bps > 0.0) {
+            return Err(format!("network.storage.line_rate_bps must be positive, got {}", self.line_rate_bps));
+        }
+        if data == 0 || coded < data {
+            return Err(format!("network.storage.line_code must be [data, coded] with 0 < data <= coded, got {:?}", self.line_code));
+        }
+        if self.flit_payload_bits == 0 || self.flit_wire_bits < self.flit_payload_bits {
+            return Err("network.storage: a flit needs 0 < flit_payload_bits <= flit_wire_bits".into());
+        }
+        if !(1..=64).contains(&self.ports) || !(1..=64).contains(&self.endpoints) {
+            return Err("network.storage: ports and endpoints must be 1..=64".into());
+        }
+        if self.link_buffer_flits < 2 || self.endpoint_queue_flits < self.link_buffer_flits {
+            return Err("network.storage: link_buffer_flits must be at least 2, endpoint_queue_flits at least that".into());
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -268,6 +332,9 @@ impl Profile {
             return bad("default_capacity_bytes must be positive".into());
         }
         self.base_geometry().validate().or_else(|e| bad(format!("nand: {e}")))?;
+        if let Some(net) = &self.network.storage {
+            net.validate().or_else(bad)?;
+        }
         Ok(())
     }
 
@@ -316,6 +383,17 @@ mod tests {
         assert_eq!(Profile::load("smartssd-2016").unwrap().host_link.read_bw, 550e6);
         assert_eq!(Profile::load("jasmine").unwrap().nand.page_size, 16384);
         assert_eq!(Profile::load("bluedbm").unwrap().network.hop_latency_us, 0.48);
+    }
+
+    #[test]
+    fn bluedbm_link_price_is_what_its_packet_format_sustains() {
+        let p = Profile::load("bluedbm").unwrap();
+        let net = p.network.storage.as_ref().unwrap();
+        // 10 Gb/s x 64/66 x 106/128 payload bits per flit: 8.03 Gb/s (§6.3 measured 8.2).
+        assert!((net.payload_bw() - p.network.link_bw).abs() / p.network.link_bw < 1e-3, "{}", net.payload_bw());
+        assert!((net.flit_ps() - 13_200.0).abs() < 1e-6);
+        let text = BUILTIN[3].1.replace("flit_payload_bits = 106", "flit_payload_bits = 200");
+        assert!(Profile::from_toml(&text, "b.toml").unwrap_err().to_string().contains("flit_payload_bits"));
     }
 
     #[test]

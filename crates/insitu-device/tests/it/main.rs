@@ -4,6 +4,7 @@
 
 mod firmware;
 mod nascent;
+mod network;
 mod selfsort;
 
 use std::path::Path;

@@ -1,0 +1,634 @@
+//! The storage network as a discrete-event simulation (BlueDBM §3.2): real messages cross it, and the
+//! time they take comes from the links, not from the wall clock.
+//!
+//! A message is cut into flits ([`NetConfig::flit_payload_bits`] each) and moved in groups of up to
+//! [`NetConfig::unit_flits`] flits (a *unit*: the simulation's grain, not a hardware packet). Each
+//! direction of a cable is a channel: it sends one unit at a time, for the unit's flits times the flit
+//! time; a unit may start only when the port at the far end has buffer credits for all its flits
+//! (token flow control, §3.2.2: nothing is ever dropped, a full buffer stops the sender). Forwarding is
+//! cut-through: a unit's head reaches the next node one hop latency after it starts, and the next
+//! channel may start it then; the buffer's credits go back to the sender one hop latency after the
+//! unit's head leaves the node (it streams out as it streams in; a unit that waits holds them).
+//!
+//! Shortest routes on a ring or a mesh can close a cycle of full buffers and deadlock the network.
+//! The paper does not say how BlueDBM avoids it; here each port's buffer has one class per hop of the
+//! longest route (a unit on its h-th hop uses class h), so that a unit only ever waits for a class
+//! further along than its own and no cycle can form. Among classes, the oldest unit that fits goes
+//! first; the units of one (endpoint, destination) are all in one class at a channel, so they stay
+//! in order. At the destination a unit enters the endpoint's receive queue; a paused endpoint
+//! stops draining it, and once full, units wait in the link buffers and back-pressure spreads upstream.
+//! Endpoints with end-to-end flow control send only what the destination has reserved room for.
+//!
+//! Everything is deterministic: time is integer picoseconds, ties are broken by event order.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::routes::{ChannelId, Routes};
+use super::topology::{NodeId, Topology};
+use crate::profile::Profile;
+
+/// Simulated time, picoseconds.
+pub type Ps = u64;
+
+/// A logical endpoint's index on its node.
+pub type EndpointId = u32;
+
+/// The figures the simulation runs on (from a profile's `[network.storage]`, see [`NetConfig::from_profile`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetConfig {
+    pub endpoints: u32,
+    pub flit_payload_bits: u32,
+    /// Time one flit occupies a link.
+    pub flit_ps: f64,
+    pub hop_latency_ps: Ps,
+    /// Credits a channel starts with: flits the far port buffers.
+    pub link_buffer_flits: u32,
+    /// Flits an endpoint's receive queue holds.
+    pub endpoint_queue_flits: u32,
+    /// Flits an endpoint's send queue holds before `send` reports back-pressure.
+    pub send_queue_flits: u32,
+    /// The simulation's grain: flits moved as one unit (at most half a link buffer).
+    pub unit_flits: u32,
+    /// Endpoints that use end-to-end flow control (bit `e` for endpoint `e`).
+    pub end_to_end: u64,
+}
+
+impl NetConfig {
+    /// The storage network of `profile`, or `None` if its devices have none.
+    pub fn from_profile(profile: &Profile) -> Option<NetConfig> {
+        let s = profile.network.storage.as_ref()?;
+        Some(NetConfig {
+            endpoints: s.endpoints,
+            flit_payload_bits: s.flit_payload_bits,
+            flit_ps: s.flit_ps(),
+            hop_latency_ps: (profile.network.hop_latency_us * 1e6).round() as Ps,
+            link_buffer_flits: s.link_buffer_flits,
+            endpoint_queue_flits: s.endpoint_queue_flits,
+            send_queue_flits: s.endpoint_queue_flits,
+            unit_flits: (s.link_buffer_flits / 2).min(64),
+            end_to_end: 0,
+        })
+    }
+
+    /// Flits a message of `bytes` needs (at least one: an empty message still crosses as a packet).
+    pub fn flits(&self, bytes: usize) -> u64 {
+        ((bytes as u64 * 8).div_ceil(self.flit_payload_bits as u64)).max(1)
+    }
+
+    fn unit_ps(&self, flits: u32) -> Ps {
+        (flits as f64 * self.flit_ps).round() as Ps
+    }
+}
+
+/// Why a message was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetError {
+    #[error("node {0} is not in the network")]
+    UnknownNode(NodeId),
+    #[error("endpoint {0} does not exist (endpoints 0..{1})")]
+    UnknownEndpoint(EndpointId, u32),
+    /// Back-pressure: the endpoint's send queue is full; send again after the network has moved on.
+    #[error("endpoint {ep} of node {node} is full (back-pressure): try again later")]
+    Full { node: NodeId, ep: EndpointId },
+    #[error("a message of {flits} flits can never fit endpoint {ep}'s queues of {limit} flits")]
+    TooLarge { ep: EndpointId, flits: u64, limit: u64 },
+}
+
+/// A message as the destination receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub ep: EndpointId,
+    pub data: Vec<u8>,
+    pub sent_ps: Ps,
+    /// When its last flit reached the destination's endpoint.
+    pub delivered_ps: Ps,
+    pub hops: u32,
+    /// The message's number in the order messages were sent, network-wide.
+    pub seq: u64,
+}
+
+/// What crossed one channel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChannelStats {
+    pub payload_bytes: u64,
+    pub flits: u64,
+    pub busy_ps: Ps,
+}
+
+type UnitId = u32;
+type MsgId = u32;
+
+#[derive(Debug)]
+struct Unit {
+    msg: MsgId,
+    flits: u32,
+    /// Payload bytes of the message in this unit.
+    bytes: u32,
+    /// The channel and buffer class whose far buffer holds this unit (`None` while it is still in its
+    /// send queue).
+    held: Option<(ChannelId, u32)>,
+    /// Channels crossed so far: the buffer class it takes on the next one.
+    hop: u32,
+    /// When its head reached the node it is at.
+    head_ps: Ps,
+}
+
+#[derive(Debug)]
+struct Msg {
+    src: NodeId,
+    dst: NodeId,
+    ep: EndpointId,
+    data: Vec<u8>,
+    units_left: u32,
+    sent_ps: Ps,
+    seq: u64,
+}
+
+#[derive(Debug, Default)]
+struct ChannelState {
+    busy_until: Ps,
+    /// Credits per buffer class of the far port.
+    credits: Vec<u32>,
+    /// Units at the channel's node waiting to cross it, per buffer class, with their arrival number.
+    waiting: Vec<VecDeque<(u64, UnitId)>>,
+    stats: ChannelStats,
+}
+
+#[derive(Debug, Default)]
+struct EndpointState {
+    /// Units not yet handed to their first channel (they wait for end-to-end credits).
+    pending: VecDeque<UnitId>,
+    /// Flits in the send queue (pending or waiting for the first channel).
+    send_flits: u64,
+    /// Flits in the receive queue, not yet drained by the endpoint's user.
+    recv_flits: u64,
+    /// Units arrived while the receive queue was full, held in their link buffers.
+    parked: VecDeque<UnitId>,
+    /// Units in the receive queue.
+    queued: VecDeque<UnitId>,
+    paused: bool,
+    ready: VecDeque<Delivery>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// A channel finished sending a unit.
+    ChannelFree(ChannelId),
+    /// Credits reach a channel's sender.
+    Credit(ChannelId, u32, u32),
+    /// A unit's head reaches a node.
+    Arrive(UnitId),
+    /// A unit's tail reaches its destination's receive queue.
+    Land(UnitId),
+    /// End-to-end credits reach endpoint `ep` of `src` for destination `dst`.
+    EndToEnd { src: NodeId, dst: NodeId, ep: EndpointId, flits: u64 },
+}
+
+/// A storage network in simulation: nodes, channels, endpoints, and the events still to happen.
+#[derive(Debug)]
+pub struct Network {
+    cfg: NetConfig,
+    routes: Routes,
+    now: Ps,
+    events: BinaryHeap<Reverse<(Ps, u64, Event)>>,
+    event_seq: u64,
+    channels: Vec<ChannelState>,
+    endpoints: Vec<EndpointState>,
+    /// Current position of every unit in flight (the node it is at).
+    at: Vec<NodeId>,
+    units: Vec<Option<Unit>>,
+    free_units: Vec<UnitId>,
+    msgs: Vec<Option<Msg>>,
+    free_msgs: Vec<MsgId>,
+    msg_seq: u64,
+    /// Units queued at channels so far (their arrival numbers).
+    arrivals: u64,
+    /// End-to-end credits, `[src][dst][ep]`, in flits.
+    e2e: Vec<u64>,
+    /// Deliveries in completion order, as (node, endpoint) of the endpoint that holds them.
+    completed: VecDeque<(NodeId, EndpointId, u64)>,
+}
+
+impl Network {
+    pub fn new(topology: &Topology, cfg: NetConfig) -> Network {
+        let routes = Routes::build(topology, cfg.endpoints);
+        let n = topology.nodes() as usize;
+        let classes = (0..n as NodeId)
+            .flat_map(|a| (0..n as NodeId).map(move |b| (a, b)))
+            .map(|(a, b)| routes.hops(a, b))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let channels = (0..routes.channels().len())
+            .map(|_| ChannelState {
+                credits: vec![cfg.link_buffer_flits; classes as usize],
+                waiting: vec![VecDeque::new(); classes as usize],
+                ..Default::default()
+            })
+            .collect();
+        let endpoints = (0..n * cfg.endpoints as usize).map(|_| EndpointState::default()).collect();
+        let share = (cfg.endpoint_queue_flits as u64 / n as u64).max(1);
+        Network {
+            e2e: vec![share; n * n * cfg.endpoints as usize],
+            cfg,
+            routes,
+            now: 0,
+            events: BinaryHeap::new(),
+            event_seq: 0,
+            channels,
+            endpoints,
+            at: Vec::new(),
+            units: Vec::new(),
+            free_units: Vec::new(),
+            msgs: Vec::new(),
+            free_msgs: Vec::new(),
+            msg_seq: 0,
+            arrivals: 0,
+            completed: VecDeque::new(),
+        }
+    }
+
+    pub fn config(&self) -> &NetConfig {
+        &self.cfg
+    }
+
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// The simulated time now.
+    pub fn now(&self) -> Ps {
+        self.now
+    }
+
+    /// What crossed channel `c` so far.
+    pub fn channel_stats(&self, c: ChannelId) -> ChannelStats {
+        self.channels[c as usize].stats
+    }
+
+    /// Sends `data` from endpoint `ep` of `src` to the same endpoint of `dst`, now. Refused with
+    /// [`NetError::Full`] when the endpoint's send queue has no room (back-pressure: nothing is lost,
+    /// the caller keeps the data and tries again once the network has moved on).
+    pub fn send(&mut self, src: NodeId, ep: EndpointId, dst: NodeId, data: Vec<u8>) -> Result<(), NetError> {
+        for node in [src, dst] {
+            if node >= self.routes.nodes() {
+                return Err(NetError::UnknownNode(node));
+            }
+        }
+        if ep >= self.cfg.endpoints {
+            return Err(NetError::UnknownEndpoint(ep, self.cfg.endpoints));
+        }
+        let flits = self.cfg.flits(data.len());
+        let limit = if self.e2e_on(ep) { self.e2e_share() } else { self.cfg.send_queue_flits as u64 };
+        if flits > limit {
+            return Err(NetError::TooLarge { ep, flits, limit });
+        }
+        let e = self.ep_index(src, ep);
+        if self.endpoints[e].send_flits + flits > self.cfg.send_queue_flits as u64 {
+            return Err(NetError::Full { node: src, ep });
+        }
+        let units = flits.div_ceil(self.cfg.unit_flits as u64) as u32;
+        let msg = self.alloc_msg(Msg {
+            src,
+            dst,
+            ep,
+            data,
+            units_left: units,
+            sent_ps: self.now,
+            seq: self.msg_seq,
+        });
+        self.msg_seq += 1;
+        self.endpoints[e].send_flits += flits;
+        let mut left = flits;
+        let mut bytes_left = self.msg(msg).data.len() as u64;
+        for _ in 0..units {
+            let f = left.min(self.cfg.unit_flits as u64) as u32;
+            left -= f as u64;
+            let b = bytes_left.min(f as u64 * self.cfg.flit_payload_bits as u64 / 8);
+            bytes_left -= b;
+            let u = self.alloc_unit(Unit { msg, flits: f, bytes: b as u32, held: None, hop: 0, head_ps: 0 }, src);
+            self.endpoints[e].pending.push_back(u);
+        }
+        self.pump_source(src, ep);
+        Ok(())
+    }
+
+    /// Stops (`true`) or resumes draining endpoint `ep` of `node`: a stopped endpoint's receive queue
+    /// fills, then its links' buffers, then theirs (§3.2.2's back-pressure).
+    pub fn pause(&mut self, node: NodeId, ep: EndpointId, paused: bool) {
+        let e = self.ep_index(node, ep);
+        self.endpoints[e].paused = paused;
+        if !paused {
+            self.drain(node, ep);
+        }
+    }
+
+    /// The next message delivered to endpoint `ep` of `node`, in delivery order.
+    pub fn receive(&mut self, node: NodeId, ep: EndpointId) -> Option<Delivery> {
+        let e = self.ep_index(node, ep);
+        self.endpoints[e].ready.pop_front()
+    }
+
+    /// The next message delivered anywhere, in delivery order.
+    pub fn receive_any(&mut self) -> Option<Delivery> {
+        while let Some((node, ep, seq)) = self.completed.pop_front() {
+            let e = self.ep_index(node, ep);
+            // A delivery taken by `receive` leaves a stale marker behind.
+            if let Some(d) = self.endpoints[e].ready.front() {
+                if d.seq == seq {
+                    return self.endpoints[e].ready.pop_front();
+                }
+            }
+        }
+        None
+    }
+
+    /// When the next event happens (`None`: the network is idle).
+    pub fn next_event(&self) -> Option<Ps> {
+        self.events.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// Runs every event up to and including time `t`, then sets the clock to `t` (never backwards).
+    pub fn run_until(&mut self, t: Ps) {
+        while let Some(&Reverse((when, _, event))) = self.events.peek() {
+            if when > t {
+                break;
+            }
+            self.events.pop();
+            self.now = when;
+            self.handle(event);
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Runs until nothing is left to happen; returns the time then.
+    pub fn run(&mut self) -> Ps {
+        while let Some(Reverse((when, _, event))) = self.events.pop() {
+            self.now = when;
+            self.handle(event);
+        }
+        self.now
+    }
+
+    /// Units waiting at some channel (none once the network has run to idle: it cannot deadlock).
+    pub fn units_waiting(&self) -> usize {
+        self.channels.iter().flat_map(|c| c.waiting.iter()).map(VecDeque::len).sum()
+    }
+
+    /// Messages still inside the network (sent, not yet delivered whole).
+    pub fn in_flight(&self) -> usize {
+        self.msgs.iter().filter(|m| m.is_some()).count()
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::ChannelFree(c) => self.try_start(c),
+            Event::Credit(c, class, flits) => {
+                self.channels[c as usize].credits[class as usize] += flits;
+                self.try_start(c);
+            }
+            Event::Arrive(u) => self.arrive(u),
+            Event::Land(u) => {
+                let (msg, _) = self.unit_parts(u);
+                let (node, ep) = (self.msg(msg).dst, self.msg(msg).ep);
+                let e = self.ep_index(node, ep);
+                self.endpoints[e].queued.push_back(u);
+                if !self.endpoints[e].paused {
+                    self.drain(node, ep);
+                }
+            }
+            Event::EndToEnd { src, dst, ep, flits } => {
+                let i = self.e2e_index(src, dst, ep);
+                self.e2e[i] += flits;
+                self.pump_source(src, ep);
+            }
+        }
+    }
+
+    /// Moves units of an endpoint's send queue to their first channel, as end-to-end credits allow.
+    fn pump_source(&mut self, node: NodeId, ep: EndpointId) {
+        let e = self.ep_index(node, ep);
+        while let Some(&u) = self.endpoints[e].pending.front() {
+            let (msg, flits) = self.unit_parts(u);
+            let dst = self.msg(msg).dst;
+            if self.e2e_on(ep) {
+                let i = self.e2e_index(node, dst, ep);
+                if self.e2e[i] < flits as u64 {
+                    return;
+                }
+                self.e2e[i] -= flits as u64;
+            }
+            self.endpoints[e].pending.pop_front();
+            match self.routes.next(node, dst, ep) {
+                Some(c) => self.enqueue(c, u),
+                None => {
+                    // A message to its own node goes through the internal switch only.
+                    self.endpoints[e].send_flits -= flits as u64;
+                    if let Some(unit) = self.units[u as usize].as_mut() {
+                        unit.head_ps = self.now;
+                    }
+                    self.arrive(u);
+                }
+            }
+        }
+    }
+
+    /// Starts the next waiting unit on channel `c` if the channel is idle and the far port has room.
+    fn try_start(&mut self, c: ChannelId) {
+        let ch = &self.channels[c as usize];
+        if ch.busy_until > self.now {
+            return;
+        }
+        // The oldest unit among the classes whose far buffer has room for it.
+        let mut best: Option<(u64, usize)> = None;
+        for (class, q) in ch.waiting.iter().enumerate() {
+            if let Some(&(arrival, u)) = q.front() {
+                let fits = self.unit_parts(u).1 <= ch.credits[class];
+                if fits && best.is_none_or(|(a, _)| arrival < a) {
+                    best = Some((arrival, class));
+                }
+            }
+        }
+        let Some((_, class)) = best else { return };
+        let ch = &mut self.channels[c as usize];
+        let (_, u) = ch.waiting[class].pop_front().expect("the chosen class has a unit");
+        let unit = self.units[u as usize].as_ref().expect("a waiting unit exists");
+        let (flits, held, msg, payload) = (unit.flits, unit.held, unit.msg, unit.bytes as u64);
+        ch.credits[class] -= flits;
+        let ser = self.cfg.unit_ps(flits);
+        ch.busy_until = self.now + ser;
+        ch.stats.flits += flits as u64;
+        ch.stats.busy_ps += ser;
+        let m = self.msg(msg);
+        let (src, ep) = (m.src, m.ep);
+        self.channels[c as usize].stats.payload_bytes += payload;
+        let lat = self.cfg.hop_latency_ps;
+        self.schedule(self.now + ser, Event::ChannelFree(c));
+        match held {
+            // It streams out of this node's buffer as it streams in: the buffer's credits go back one
+            // hop latency after its head leaves (a unit stuck here holds them until it moves).
+            Some((h, hc)) => self.schedule(self.now + lat, Event::Credit(h, hc, flits)),
+            None => {
+                let e = self.ep_index(src, ep);
+                self.endpoints[e].send_flits -= flits as u64;
+                self.pump_source(src, ep);
+            }
+        }
+        let next = self.routes.channels()[c as usize].to.node;
+        if let Some(unit) = self.units[u as usize].as_mut() {
+            unit.held = Some((c, class as u32));
+            unit.hop += 1;
+            unit.head_ps = self.now + lat;
+        }
+        self.at[u as usize] = next;
+        // Cut-through: the next node may forward the unit as soon as its head arrives.
+        self.schedule(self.now + lat, Event::Arrive(u));
+    }
+
+    fn arrive(&mut self, u: UnitId) {
+        let node = self.at[u as usize];
+        let (msg, _) = self.unit_parts(u);
+        let (dst, ep) = {
+            let m = self.msg(msg);
+            (m.dst, m.ep)
+        };
+        if node != dst {
+            let c = self.routes.next(node, dst, ep).expect("a relay has a route onward");
+            self.enqueue(c, u);
+            return;
+        }
+        let e = self.ep_index(node, ep);
+        self.endpoints[e].parked.push_back(u);
+        self.admit(node, ep);
+    }
+
+    /// Moves parked units into the receive queue while it has room, releasing their link buffers; each
+    /// lands (is whole in the queue) once its tail is in.
+    fn admit(&mut self, node: NodeId, ep: EndpointId) {
+        let e = self.ep_index(node, ep);
+        let cap = self.cfg.endpoint_queue_flits as u64;
+        while let Some(&u) = self.endpoints[e].parked.front() {
+            let unit = self.units[u as usize].as_ref().expect("a parked unit exists");
+            let (flits, held, head_ps) = (unit.flits, unit.held, unit.head_ps);
+            let q = &mut self.endpoints[e];
+            if q.recv_flits + flits as u64 > cap && q.recv_flits > 0 {
+                break;
+            }
+            q.parked.pop_front();
+            q.recv_flits += flits as u64;
+            if let Some((h, class)) = held {
+                self.schedule(self.now + self.cfg.hop_latency_ps, Event::Credit(h, class, flits));
+            }
+            let tail = if held.is_some() { head_ps + self.cfg.unit_ps(flits) } else { head_ps };
+            self.schedule(tail.max(self.now), Event::Land(u));
+        }
+    }
+
+    /// The endpoint's user takes every queued unit: whole messages become deliveries.
+    fn drain(&mut self, node: NodeId, ep: EndpointId) {
+        let e = self.ep_index(node, ep);
+        while let Some(u) = self.endpoints[e].queued.pop_front() {
+            let unit = self.units[u as usize].take().expect("a queued unit exists");
+            self.free_units.push(u);
+            self.endpoints[e].recv_flits -= unit.flits as u64;
+            let m = self.msgs[unit.msg as usize].as_mut().expect("its message exists");
+            m.units_left -= 1;
+            let (src, done) = (m.src, m.units_left == 0);
+            if self.e2e_on(ep) && src != node {
+                let back = self.now + self.routes.hops(node, src) as Ps * self.cfg.hop_latency_ps;
+                let flits = unit.flits as u64;
+                self.schedule(back, Event::EndToEnd { src, dst: node, ep, flits });
+            }
+            if done {
+                let m = self.msgs[unit.msg as usize].take().expect("its message exists");
+                self.free_msgs.push(unit.msg);
+                let hops = self.routes.hops(m.src, m.dst);
+                self.completed.push_back((node, ep, m.seq));
+                self.endpoints[e].ready.push_back(Delivery {
+                    src: m.src,
+                    dst: m.dst,
+                    ep,
+                    data: m.data,
+                    sent_ps: m.sent_ps,
+                    delivered_ps: self.now,
+                    hops,
+                    seq: m.seq,
+                });
+            }
+        }
+        if !self.endpoints[e].parked.is_empty() {
+            self.admit(node, ep);
+        }
+    }
+
+    /// Queues a unit for channel `c` in the buffer class of its hop.
+    fn enqueue(&mut self, c: ChannelId, u: UnitId) {
+        let hop = self.units[u as usize].as_ref().expect("a live unit").hop;
+        self.channels[c as usize].waiting[hop as usize].push_back((self.arrivals, u));
+        self.arrivals += 1;
+        self.try_start(c);
+    }
+
+    fn schedule(&mut self, t: Ps, event: Event) {
+        self.events.push(Reverse((t, self.event_seq, event)));
+        self.event_seq += 1;
+    }
+
+    fn e2e_on(&self, ep: EndpointId) -> bool {
+        ep < 64 && self.cfg.end_to_end >> ep & 1 == 1
+    }
+
+    fn e2e_share(&self) -> u64 {
+        (self.cfg.endpoint_queue_flits as u64 / self.routes.nodes() as u64).max(1)
+    }
+
+    fn e2e_index(&self, src: NodeId, dst: NodeId, ep: EndpointId) -> usize {
+        let n = self.routes.nodes() as usize;
+        (src as usize * n + dst as usize) * self.cfg.endpoints as usize + ep as usize
+    }
+
+    fn ep_index(&self, node: NodeId, ep: EndpointId) -> usize {
+        node as usize * self.cfg.endpoints as usize + ep as usize
+    }
+
+    fn msg(&self, m: MsgId) -> &Msg {
+        self.msgs[m as usize].as_ref().expect("a live message")
+    }
+
+    fn unit_parts(&self, u: UnitId) -> (MsgId, u32) {
+        let unit = self.units[u as usize].as_ref().expect("a live unit");
+        (unit.msg, unit.flits)
+    }
+
+    fn alloc_unit(&mut self, unit: Unit, at: NodeId) -> UnitId {
+        match self.free_units.pop() {
+            Some(u) => {
+                self.units[u as usize] = Some(unit);
+                self.at[u as usize] = at;
+                u
+            }
+            None => {
+                self.units.push(Some(unit));
+                self.at.push(at);
+                (self.units.len() - 1) as UnitId
+            }
+        }
+    }
+
+    fn alloc_msg(&mut self, msg: Msg) -> MsgId {
+        match self.free_msgs.pop() {
+            Some(m) => {
+                self.msgs[m as usize] = Some(msg);
+                m
+            }
+            None => {
+                self.msgs.push(Some(msg));
+                (self.msgs.len() - 1) as MsgId
+            }
+        }
+    }
+}
