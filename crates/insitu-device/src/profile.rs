@@ -110,10 +110,16 @@ impl StorageNetworkProfile {
     fn validate(&self) -> std::result::Result<(), String> {
         let [data, coded] = self.line_code;
         if !(self.line_rate_bps.is_finite() && self.line_rate_bps > 0.0) {
-            return Err(format!("network.storage.line_rate_bps must be positive, got {}", self.line_rate_bps));
+            return Err(format!(
+                "network.storage.line_rate_bps must be positive, got {}",
+                self.line_rate_bps
+            ));
         }
         if data == 0 || coded < data {
-            return Err(format!("network.storage.line_code must be [data, coded] with 0 < data <= coded, got {:?}", self.line_code));
+            return Err(format!(
+                "network.storage.line_code must be [data, coded] with 0 < data <= coded, got {:?}",
+                self.line_code
+            ));
         }
         if self.flit_payload_bits == 0 || self.flit_wire_bits < self.flit_payload_bits {
             return Err("network.storage: a flit needs 0 < flit_payload_bits <= flit_wire_bits".into());
@@ -122,7 +128,10 @@ impl StorageNetworkProfile {
             return Err("network.storage: ports and endpoints must be 1..=64".into());
         }
         if self.link_buffer_flits < 2 || self.endpoint_queue_flits < self.link_buffer_flits {
-            return Err("network.storage: link_buffer_flits must be at least 2, endpoint_queue_flits at least that".into());
+            return Err(
+                "network.storage: link_buffer_flits must be at least 2, endpoint_queue_flits at least that"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -390,7 +399,11 @@ mod tests {
         let p = Profile::load("bluedbm").unwrap();
         let net = p.network.storage.as_ref().unwrap();
         // 10 Gb/s x 64/66 x 106/128 payload bits per flit: 8.03 Gb/s (§6.3 measured 8.2).
-        assert!((net.payload_bw() - p.network.link_bw).abs() / p.network.link_bw < 1e-3, "{}", net.payload_bw());
+        assert!(
+            (net.payload_bw() - p.network.link_bw).abs() / p.network.link_bw < 1e-3,
+            "{}",
+            net.payload_bw()
+        );
         assert!((net.flit_ps() - 13_200.0).abs() < 1e-6);
         let text = BUILTIN[3].1.replace("flit_payload_bits = 106", "flit_payload_bits = 200");
         assert!(Profile::from_toml(&text, "b.toml").unwrap_err().to_string().contains("flit_payload_bits"));

@@ -38,6 +38,7 @@
 
 pub mod array;
 pub mod blob;
+pub mod bluedbm;
 pub mod buffer;
 pub mod catalog;
 pub mod devices;

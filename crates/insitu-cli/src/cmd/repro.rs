@@ -52,6 +52,12 @@ pub enum ReproCmd {
         #[arg(long)]
         work: Option<PathBuf>,
     },
+    /// BlueDBM §6.3 Fig. 11: the storage network's latency per hop, bandwidth per stream, 8 ports at
+    /// once and a 20-node ring, simulated on the profile's links.
+    BluedbmNet {
+        #[arg(long, default_value = "bluedbm")]
+        profile: String,
+    },
     /// NASCENT Fig. 13: sort on 1 to 12 SmartSSDs vs the host CPU vs one accelerator beside the host.
     Nascent {
         /// Device counts to run (default 1 to 12).
@@ -101,6 +107,11 @@ impl ReproCmd {
                 };
                 let r = repro::run(&opts, &progress)?;
                 ctx.out.plain("repro selfsort", repro::to_json(&r), r.text.trim_end());
+            }
+            ReproCmd::BluedbmNet { profile } => {
+                use insitu_host::bluedbm::repro;
+                let figures = repro::run(&insitu_host::Profile::load(&profile)?, &progress)?;
+                ctx.out.plain("repro bluedbm-net", json!(figures), repro::render(&figures).trim_end());
             }
             ReproCmd::Nascent { devices, profile, algo, work } => {
                 let counts = devices.unwrap_or_else(|| (1..=12).collect());

@@ -310,7 +310,8 @@ impl Network {
             left -= f as u64;
             let b = bytes_left.min(f as u64 * self.cfg.flit_payload_bits as u64 / 8);
             bytes_left -= b;
-            let u = self.alloc_unit(Unit { msg, flits: f, bytes: b as u32, held: None, hop: 0, head_ps: 0 }, src);
+            let u =
+                self.alloc_unit(Unit { msg, flits: f, bytes: b as u32, held: None, hop: 0, head_ps: 0 }, src);
             self.endpoints[e].pending.push_back(u);
         }
         self.pump_source(src, ep);

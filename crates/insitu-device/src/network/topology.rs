@@ -160,7 +160,11 @@ impl Topology {
                         }
                     };
                     if port >= ports {
-                        return Err(TopologyError::PortOutOfRange { link: i, port: PortRef { node, port }, ports });
+                        return Err(TopologyError::PortOutOfRange {
+                            link: i,
+                            port: PortRef { node, port },
+                            ports,
+                        });
                     }
                     Ok(PortRef { node, port })
                 };
@@ -223,8 +227,10 @@ impl Topology {
     /// whose node count must then be `n` when `n` is given).
     pub fn named(shape: &str, n: Option<u32>, lanes: u32, ports: u32) -> Result<Topology, TopologyError> {
         if shape.ends_with(".toml") || Path::new(shape).is_file() {
-            let text = std::fs::read_to_string(shape)
-                .map_err(|e| TopologyError::Parse { origin: shape.into(), detail: format!("cannot read it: {e}") })?;
+            let text = std::fs::read_to_string(shape).map_err(|e| TopologyError::Parse {
+                origin: shape.into(),
+                detail: format!("cannot read it: {e}"),
+            })?;
             let t = Self::from_toml(&text, shape, ports)?;
             if let Some(n) = n.filter(|n| *n != t.nodes) {
                 return Err(TopologyError::Parse {
@@ -347,9 +353,15 @@ mod tests {
         assert_eq!(t.cables()[2].a, PortRef { node: 0, port: 7 });
         assert_eq!(t.cables()[0].a.port, 0);
         let err = |text: &str| Topology::from_toml(text, "t.toml", 8).unwrap_err();
-        assert!(matches!(err("nodes = 2\n[[link]]\na = 0\nb = 5\n"), TopologyError::UnknownNode { node: 5, .. }));
+        assert!(matches!(
+            err("nodes = 2\n[[link]]\na = 0\nb = 5\n"),
+            TopologyError::UnknownNode { node: 5, .. }
+        ));
         let twice = "nodes = 3\n[[link]]\na = 0\na_port = 1\nb = 1\n[[link]]\na = 0\na_port = 1\nb = 2\n";
-        assert!(matches!(err(twice), TopologyError::PortUsedTwice { port: PortRef { node: 0, port: 1 }, .. }));
+        assert!(matches!(
+            err(twice),
+            TopologyError::PortUsedTwice { port: PortRef { node: 0, port: 1 }, .. }
+        ));
         let nine = "nodes = 2\n[[link]]\na = 0\nb = 1\nlanes = 9\n";
         assert!(matches!(err(nine), TopologyError::TooManyPorts { node: 0, .. }));
         let past = "nodes = 2\n[[link]]\na = 0\na_port = 8\nb = 1\n";

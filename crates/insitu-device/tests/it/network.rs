@@ -57,7 +57,12 @@ fn one_stream_runs_at_the_links_payload_rate_over_any_hops() {
 }
 
 /// Random traffic between every node of a mesh on every endpoint: (src, ep, dst, data) in send order.
-fn random_traffic(net: &mut Network, nodes: u32, seed: u64, messages: usize) -> Vec<(u32, u32, u32, Vec<u8>)> {
+fn random_traffic(
+    net: &mut Network,
+    nodes: u32,
+    seed: u64,
+    messages: usize,
+) -> Vec<(u32, u32, u32, Vec<u8>)> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut sent = Vec::new();
     while sent.len() < messages {

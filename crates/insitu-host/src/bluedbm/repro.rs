@@ -1,0 +1,253 @@
+//! `insitu repro bluedbm-net`: the storage network's measurements of BlueDBM §6.3 (Fig. 11), modeled by
+//! simulating the profile's links packet by packet, and measured here as the emulator's own speed.
+//!
+//! Each row has the paper's value, the modeled value (simulated time on the profile: the same on any
+//! machine) and the measured one: how fast this machine emulated the same traffic (for a latency, the
+//! wall time per message; for a bandwidth, real payload bytes moved per wall second).
+
+use std::time::Instant;
+
+use insitu_device::network::{NetConfig, NetError, Network, NodeId, Topology};
+use insitu_device::Profile;
+use serde::Serialize;
+
+use crate::error::{HostError, Result};
+
+/// One row of a figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub unit: &'static str,
+    pub paper: Option<f64>,
+    pub modeled: f64,
+    /// `None` where nothing is measured (a property of the routes, not of traffic).
+    pub measured: Option<f64>,
+    /// Why the modeled value is what it is, where it differs from the paper's.
+    pub note: String,
+}
+
+/// The figures, by name.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub profile: String,
+    pub fig11: Vec<Row>,
+}
+
+/// The paper's values (§6.3).
+mod paper {
+    pub const HOP_US: f64 = 0.48;
+    pub const STREAM_GBPS: f64 = 8.2;
+    /// "8.2 GB/s" aggregate over 8 ports, each way.
+    pub const PORTS8_GBYTES: f64 = 8.2;
+    /// A 20-node ring with 4 lanes to each neighbour: "5 hops, or 2.5 us" on average, "32.8 Gbps".
+    pub const RING_HOPS: f64 = 5.0;
+    pub const RING_US: f64 = 2.5;
+    pub const RING_GBPS: f64 = 32.8;
+}
+
+/// Runs Fig. 11 on `profile` (which must describe a storage network, as `bluedbm` does).
+pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
+    let cfg = NetConfig::from_profile(profile).ok_or_else(|| {
+        HostError::InvalidArgument(format!(
+            "profile {} has no storage network ([network.storage]); try --profile bluedbm",
+            profile.name
+        ))
+    })?;
+    let ports = profile.network.storage.as_ref().map_or(8, |s| s.ports);
+    let mut fig11 = Vec::new();
+    progress("fig11: latency by hops");
+    for hops in 1..=8u32 {
+        let topo = line(hops + 1, ports)?;
+        let started = Instant::now();
+        let rounds = 200u32;
+        let mut modeled_ps = 0;
+        for _ in 0..rounds {
+            let mut net = Network::new(&topo, cfg.clone());
+            net.send(0, 0, hops, vec![0x5a; 16]).map_err(net_err)?;
+            net.run();
+            let d = net.receive(hops, 0).ok_or_else(|| lost("a 128-bit packet"))?;
+            modeled_ps = d.delivered_ps - d.sent_ps;
+        }
+        fig11.push(Row {
+            label: format!("latency of one 128-bit packet, {hops} hop{}", if hops == 1 { "" } else { "s" }),
+            unit: "us",
+            paper: Some(paper::HOP_US * hops as f64),
+            modeled: modeled_ps as f64 * 1e-6,
+            measured: Some(started.elapsed().as_secs_f64() * 1e6 / rounds as f64),
+            note: "hops x the hop latency, plus the packet's own 2 flits on the last link".into(),
+        });
+    }
+    progress("fig11: one stream over 1 to 8 hops");
+    for hops in [1u32, 2, 4, 8] {
+        let topo = line(hops + 1, ports)?;
+        let mut net = Network::new(&topo, cfg.clone());
+        let flows = [(0, 0, hops)];
+        let (modeled, measured) = stream(&mut net, &flows, 16 << 20, 8192)?;
+        fig11.push(Row {
+            label: format!("one stream, {hops} hop{}", if hops == 1 { "" } else { "s" }),
+            unit: "Gb/s",
+            paper: Some(paper::STREAM_GBPS),
+            modeled: modeled * 8e-9,
+            measured: Some(measured * 8e-9),
+            note: "10 Gb/s less 64b/66b, less 22 bits of header and framing per 128-bit flit".into(),
+        });
+    }
+    progress("fig11: 8 ports at once");
+    let star: Vec<(NodeId, NodeId)> = (1..=8).map(|n| (0, n)).collect();
+    let topo = Topology::from_pairs(9, ports, &star).map_err(topo_err)?;
+    let mut net = Network::new(&topo, cfg.clone());
+    let flows: Vec<(NodeId, u32, NodeId)> = (1..=8).flat_map(|n| [(0, n - 1, n), (n, n - 1, 0)]).collect();
+    let (modeled, measured) = stream(&mut net, &flows, 4 << 20, 8192)?;
+    fig11.push(Row {
+        label: "8 ports, full duplex, each way".into(),
+        unit: "GB/s",
+        paper: Some(paper::PORTS8_GBYTES),
+        modeled: modeled / 2.0 * 1e-9,
+        measured: Some(measured / 2.0 * 1e-9),
+        note: "8 links' payload rate each way".into(),
+    });
+    progress("fig11: a 20-node ring with 4 lanes to each neighbour");
+    let ring = Topology::ring(20, 4, ports).map_err(topo_err)?;
+    let net = Network::new(&ring, cfg.clone());
+    let hops: u32 = (1..20).map(|d| net.routes().hops(0, d)).sum();
+    let mean = hops as f64 / 19.0;
+    fig11.push(Row {
+        label: "20-node ring: mean hops to a remote node".into(),
+        unit: "hops",
+        paper: Some(paper::RING_HOPS),
+        modeled: mean,
+        measured: None,
+        note: "shortest routes: 100 hops over 19 nodes".into(),
+    });
+    fig11.push(Row {
+        label: "20-node ring: mean latency to a remote node".into(),
+        unit: "us",
+        paper: Some(paper::RING_US),
+        modeled: mean * cfg.hop_latency_ps as f64 * 1e-6,
+        measured: None,
+        note: "mean hops x the hop latency (the paper rounds a hop to 0.5 us here)".into(),
+    });
+    let mut net = Network::new(&ring, cfg);
+    let flows: Vec<(NodeId, u32, NodeId)> = (0..4).map(|ep| (0, ep, 1)).collect();
+    let (modeled, measured) = stream(&mut net, &flows, 8 << 20, 8192)?;
+    fig11.push(Row {
+        label: "20-node ring: throughput to a neighbour (4 lanes)".into(),
+        unit: "Gb/s",
+        paper: Some(paper::RING_GBPS),
+        modeled: modeled * 8e-9,
+        measured: Some(measured * 8e-9),
+        note: "4 endpoints take the 4 lanes (routes differ per endpoint)".into(),
+    });
+    Ok(Figures { profile: profile.name.clone(), fig11 })
+}
+
+/// Streams `bytes` in messages of `message` bytes on each flow (src, endpoint, dst) at once; returns
+/// (modeled payload bytes/s, payload bytes/s of wall time here), both over all flows.
+fn stream(
+    net: &mut Network,
+    flows: &[(NodeId, u32, NodeId)],
+    bytes: usize,
+    message: usize,
+) -> Result<(f64, f64)> {
+    let started = Instant::now();
+    let per_flow = bytes / message;
+    let mut sent = vec![0usize; flows.len()];
+    let payload = vec![0xa5u8; message];
+    while sent.iter().any(|s| *s < per_flow) {
+        let mut progressed = false;
+        for (i, &(src, ep, dst)) in flows.iter().enumerate() {
+            while sent[i] < per_flow {
+                match net.send(src, ep, dst, payload.clone()) {
+                    Ok(()) => {
+                        sent[i] += 1;
+                        progressed = true;
+                    }
+                    Err(NetError::Full { .. }) => break,
+                    Err(e) => return Err(net_err(e)),
+                }
+            }
+        }
+        if !progressed {
+            let t = net.next_event().ok_or_else(|| lost("a stream"))?;
+            net.run_until(t);
+        }
+        while net.receive_any().is_some() {}
+    }
+    let end = net.run();
+    let mut received = 0;
+    while let Some(d) = net.receive_any() {
+        received += d.data.len();
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let total = per_flow * message * flows.len();
+    if received > total {
+        return Err(lost("a stream (more received than sent)"));
+    }
+    Ok((total as f64 / (end as f64 * 1e-12), total as f64 / wall))
+}
+
+fn line(nodes: u32, ports: u32) -> Result<Topology> {
+    Topology::line(nodes, 1, ports).map_err(topo_err)
+}
+
+fn topo_err(e: insitu_device::network::TopologyError) -> HostError {
+    HostError::InvalidArgument(e.to_string())
+}
+
+fn net_err(e: NetError) -> HostError {
+    HostError::InvalidArgument(format!("storage network: {e}"))
+}
+
+fn lost(what: &str) -> HostError {
+    HostError::InvalidArgument(format!("storage network: {what} was not delivered"))
+}
+
+/// The figures as text, beside the paper.
+pub fn render(f: &Figures) -> String {
+    let mut out = format!(
+        "BlueDBM storage network (ISCA '15 §6.3, Fig. 11) on profile {}: modeled = simulated links, \
+         measured = this machine emulating them\n\n",
+        f.profile
+    );
+    out += &format!(
+        "{:<52} {:>6} {:>9} {:>9} {:>10}  {}\n",
+        "fig11", "unit", "paper", "modeled", "measured", "why"
+    );
+    for r in &f.fig11 {
+        let paper = r.paper.map_or("-".to_string(), |p| format!("{p:.2}"));
+        let measured = r.measured.map_or("-".to_string(), |m| format!("{m:.3}"));
+        out += &format!(
+            "{:<52} {:>6} {:>9} {:>9.3} {:>10}  {}\n",
+            r.label, r.unit, paper, r.modeled, measured, r.note
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fig11_follows_from_the_profile_and_is_deterministic() {
+        let p = Profile::load("bluedbm").unwrap();
+        let a = run(&p, &|_| {}).unwrap();
+        let b = run(&p, &|_| {}).unwrap();
+        let modeled = |f: &Figures| f.fig11.iter().map(|r| r.modeled).collect::<Vec<_>>();
+        assert_eq!(modeled(&a), modeled(&b));
+        let bw = p.network.storage.as_ref().unwrap().payload_bw() * 8e-9;
+        for r in &a.fig11 {
+            if r.label.starts_with("one stream") {
+                assert!((r.modeled / bw - 1.0).abs() < 0.01, "{r:?}");
+            }
+            if r.label.starts_with("latency") {
+                let hops: f64 =
+                    r.label.split(", ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+                assert!((r.modeled - 0.48 * hops).abs() < 0.03, "{r:?}");
+            }
+        }
+        let ring = a.fig11.iter().find(|r| r.label.contains("throughput")).unwrap();
+        assert!((ring.modeled / (4.0 * bw) - 1.0).abs() < 0.01, "{ring:?}");
+        assert!(run(&Profile::load("tiny").unwrap(), &|_| {}).is_err());
+    }
+}
