@@ -12,7 +12,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use insitu_host::DeviceTransport;
 
-use crate::cmd::{array, blob, demo, gen, intersect, lba, repro, selfsort, shuffle, table, Ctx};
+use crate::cmd::{array, blob, demo, gen, intersect, lba, net, repro, selfsort, shuffle, table, Ctx};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -76,6 +76,9 @@ enum Cmd {
     /// Self-Sorting SSD: records sorted by the drive as they are written or on command, read in key order.
     #[command(subcommand)]
     Selfsort(selfsort::SelfSortCmd),
+    /// BlueDBM's storage network: check a topology, print its routing tables.
+    #[command(subcommand)]
+    Net(net::NetCmd),
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -137,6 +140,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Intersect(c) => c.run(&ctx),
         Cmd::Lba(c) => c.run(&ctx),
         Cmd::Selfsort(c) => c.run(&ctx),
+        Cmd::Net(c) => c.run(&ctx),
         Cmd::Stats => array::stats(&ctx),
         Cmd::Fsck => array::fsck(&ctx),
         Cmd::Profiles => array::profiles(&ctx),

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod gen;
 pub mod intersect;
 pub mod lba;
+pub mod net;
 pub mod repro;
 pub mod selfsort;
 pub mod shuffle;

@@ -20,3 +20,43 @@ fn repro_bluedbm_net_gives_fig11_beside_the_paper() {
     let err = env.fails(&["repro", "bluedbm-net", "--profile", "smartssd"]);
     assert!(err.contains("no storage network"), "{err}");
 }
+
+#[test]
+fn net_routes_checks_topologies_and_refuses_bad_files_by_name() {
+    let env = Env::new();
+    let r = env.json(&["net", "routes", "--topology", "ring", "--nodes", "20", "--lanes", "4"]);
+    assert_eq!(r["result"]["cables"], 80);
+    assert_eq!(r["result"]["diameter"], 10);
+    let pair = &r["result"]["pairs"][0];
+    assert_eq!(
+        (pair["src"].as_u64(), pair["dst"].as_u64(), pair["distinct"].as_u64()),
+        (Some(0), Some(1), Some(4))
+    );
+    let file = env.path("star.toml");
+    std::fs::write(
+        &file,
+        "nodes = 3\n[[link]]\na = 0\nb = 1\nlanes = 2\n[[link]]\na = 0\nb = 2\nlanes = 2\n",
+    )
+    .unwrap();
+    let r = env.json(&["net", "routes", "--topology", file.to_str().unwrap()]);
+    assert_eq!((r["result"]["nodes"].as_u64(), r["result"]["cables"].as_u64()), (Some(3), Some(4)));
+    let bad = [
+        ("nodes = 2\n[[link]]\na = 0\nb = 2\n", "names node 2"),
+        (
+            "nodes = 3\n[[link]]\na = 0\na_port = 1\nb = 1\n[[link]]\na = 0\na_port = 1\nb = 2\n",
+            "node 0 port 1 is used twice",
+        ),
+        ("nodes = 2\n[[link]]\na = 0\nb = 1\nlanes = 9\n", "needs 9 ports"),
+        ("nodes = 4\n[[link]]\na = 0\nb = 1\n[[link]]\na = 2\nb = 3\n", "no route from node 0 to node 2"),
+        ("nodes = 2\n[[links]]\na = 0\nb = 1\n", "unknown field"),
+    ];
+    for (text, want) in bad {
+        std::fs::write(&file, text).unwrap();
+        let err = env.fails(&["net", "routes", "--topology", file.to_str().unwrap()]);
+        assert!(err.contains(want) && !err.contains("panicked"), "{text}: {err}");
+    }
+    let err = env.fails(&["net", "routes", "--topology", "torus"]);
+    assert!(err.contains("unknown shape"), "{err}");
+    let err = env.fails(&["net", "routes", "--topology", env.path("missing.toml").to_str().unwrap()]);
+    assert!(err.contains("cannot read it"), "{err}");
+}

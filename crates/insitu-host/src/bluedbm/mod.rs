@@ -3,3 +3,7 @@
 //! [`insitu_device::network`].
 
 pub mod repro;
+
+pub mod routes;
+
+pub use insitu_device::network::{Topology, TopologyError};

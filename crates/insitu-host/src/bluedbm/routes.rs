@@ -1,0 +1,106 @@
+//! `insitu net routes`: a topology validated, and the routing tables built from it (BlueDBM §3.2.3),
+//! shown per (source, destination): hops, the route each endpoint takes, how many distinct routes the
+//! endpoints spread over.
+
+use insitu_device::network::{Routes, Topology};
+use insitu_device::Profile;
+use serde::Serialize;
+
+use crate::error::{HostError, Result};
+
+/// Routes between one pair of nodes.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairRoutes {
+    pub src: u32,
+    pub dst: u32,
+    pub hops: u32,
+    /// Per endpoint, the route as "node.port" hops: `0.2>1.0 1.3>2.1` leaves node 0 on port 2, enters
+    /// node 1 on port 0, and so on.
+    pub routes: Vec<String>,
+    pub distinct: usize,
+}
+
+/// A topology's routing tables.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoutesReport {
+    pub nodes: u32,
+    pub cables: usize,
+    pub ports: u32,
+    pub endpoints: u32,
+    pub diameter: u32,
+    pub mean_hops: f64,
+    pub pairs: Vec<PairRoutes>,
+}
+
+/// The topology `shape` (ring, line, mesh, full or a TOML file) of `nodes` nodes with `lanes` cables per
+/// neighbour, on the ports and endpoints of `profile`.
+pub fn routes(shape: &str, nodes: Option<u32>, lanes: u32, profile: &Profile) -> Result<RoutesReport> {
+    let net = profile.network.storage.as_ref().ok_or_else(|| {
+        HostError::InvalidArgument(format!(
+            "profile {} has no storage network ([network.storage]); try --profile bluedbm",
+            profile.name
+        ))
+    })?;
+    if lanes == 0 {
+        return Err(HostError::InvalidArgument("--lanes must be at least 1".into()));
+    }
+    let topo = Topology::named(shape, nodes, lanes, net.ports)
+        .map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    let r = Routes::build(&topo, net.endpoints);
+    let n = topo.nodes();
+    let mut pairs = Vec::new();
+    let (mut diameter, mut total) = (0, 0u64);
+    for src in 0..n {
+        for dst in (0..n).filter(|d| *d != src) {
+            let routes: Vec<String> = (0..net.endpoints).map(|ep| describe(&r, src, dst, ep)).collect();
+            let mut distinct = routes.clone();
+            distinct.sort();
+            distinct.dedup();
+            let hops = r.hops(src, dst);
+            diameter = diameter.max(hops);
+            total += hops as u64;
+            pairs.push(PairRoutes { src, dst, hops, routes, distinct: distinct.len() });
+        }
+    }
+    let mean_hops = if pairs.is_empty() { 0.0 } else { total as f64 / pairs.len() as f64 };
+    Ok(RoutesReport {
+        nodes: n,
+        cables: topo.cables().len(),
+        ports: net.ports,
+        endpoints: net.endpoints,
+        diameter,
+        mean_hops,
+        pairs,
+    })
+}
+
+fn describe(r: &Routes, src: u32, dst: u32, ep: u32) -> String {
+    r.path(src, dst, ep)
+        .iter()
+        .map(|c| {
+            let ch = r.channels()[*c as usize];
+            format!("{}.{}>{}.{}", ch.from.node, ch.from.port, ch.to.node, ch.to.port)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The report as text: a summary, then one line per pair (endpoint 0's route and the spread).
+pub fn render(r: &RoutesReport) -> String {
+    let mut out = format!(
+        "{} nodes, {} cables ({} ports a node), {} endpoints; diameter {} hops, mean {:.2} hops\n",
+        r.nodes, r.cables, r.ports, r.endpoints, r.diameter, r.mean_hops
+    );
+    for p in &r.pairs {
+        out += &format!(
+            "{:>3} -> {:<3} {:>2} hop{}  {} routes  endpoint 0: {}\n",
+            p.src,
+            p.dst,
+            p.hops,
+            if p.hops == 1 { " " } else { "s" },
+            p.distinct,
+            p.routes[0]
+        );
+    }
+    out
+}
