@@ -211,6 +211,8 @@ pub struct Network {
     e2e: Vec<u64>,
     /// Deliveries in completion order, as (node, endpoint) of the endpoint that holds them.
     completed: VecDeque<(NodeId, EndpointId, u64)>,
+    /// Deliveries not yet received.
+    ready_total: usize,
 }
 
 impl Network {
@@ -249,6 +251,7 @@ impl Network {
             msg_seq: 0,
             arrivals: 0,
             completed: VecDeque::new(),
+            ready_total: 0,
         }
     }
 
@@ -331,7 +334,15 @@ impl Network {
     /// The next message delivered to endpoint `ep` of `node`, in delivery order.
     pub fn receive(&mut self, node: NodeId, ep: EndpointId) -> Option<Delivery> {
         let e = self.ep_index(node, ep);
-        self.endpoints[e].ready.pop_front()
+        let d = self.endpoints[e].ready.pop_front()?;
+        // Its marker in the completion order is now stale; drop stale markers once they dominate.
+        self.ready_total -= 1;
+        if self.completed.len() > 1024 && self.completed.len() > 2 * self.ready_total {
+            let live: std::collections::HashSet<u64> =
+                self.endpoints.iter().flat_map(|q| q.ready.iter().map(|d| d.seq)).collect();
+            self.completed.retain(|(_, _, seq)| live.contains(seq));
+        }
+        Some(d)
     }
 
     /// The next message delivered anywhere, in delivery order.
@@ -341,6 +352,7 @@ impl Network {
             // A delivery taken by `receive` leaves a stale marker behind.
             if let Some(d) = self.endpoints[e].ready.front() {
                 if d.seq == seq {
+                    self.ready_total -= 1;
                     return self.endpoints[e].ready.pop_front();
                 }
             }
@@ -549,6 +561,7 @@ impl Network {
                 self.free_msgs.push(unit.msg);
                 let hops = self.routes.hops(m.src, m.dst);
                 self.completed.push_back((node, ep, m.seq));
+                self.ready_total += 1;
                 self.endpoints[e].ready.push_back(Delivery {
                     src: m.src,
                     dst: m.dst,
