@@ -233,7 +233,7 @@ impl Network {
             })
             .collect();
         let endpoints = (0..n * cfg.endpoints as usize).map(|_| EndpointState::default()).collect();
-        let share = (cfg.endpoint_queue_flits as u64 / n as u64).max(1);
+        let share = e2e_share(&cfg, n as u32);
         Network {
             e2e: vec![share; n * n * cfg.endpoints as usize],
             cfg,
@@ -597,7 +597,7 @@ impl Network {
     }
 
     fn e2e_share(&self) -> u64 {
-        (self.cfg.endpoint_queue_flits as u64 / self.routes.nodes() as u64).max(1)
+        e2e_share(&self.cfg, self.routes.nodes())
     }
 
     fn e2e_index(&self, src: NodeId, dst: NodeId, ep: EndpointId) -> usize {
@@ -645,4 +645,9 @@ impl Network {
             }
         }
     }
+}
+
+/// Flits of an endpoint's receive queue reserved for each source node under end-to-end flow control.
+fn e2e_share(cfg: &NetConfig, nodes: u32) -> u64 {
+    (cfg.endpoint_queue_flits as u64 / nodes as u64).max(1)
 }

@@ -7,3 +7,21 @@ pub mod repro;
 pub mod routes;
 
 pub use insitu_device::network::{Topology, TopologyError};
+
+use insitu_device::network::NetConfig;
+use insitu_device::profile::StorageNetworkProfile;
+use insitu_device::Profile;
+
+use crate::error::{HostError, Result};
+
+/// The storage network `profile` describes and the simulation's configuration for it, or an error
+/// naming the profile when its devices have none.
+fn storage_network(profile: &Profile) -> Result<(&StorageNetworkProfile, NetConfig)> {
+    match (profile.network.storage.as_ref(), NetConfig::from_profile(profile)) {
+        (Some(net), Some(cfg)) => Ok((net, cfg)),
+        _ => Err(HostError::InvalidArgument(format!(
+            "profile {} has no storage network ([network.storage]); try --profile bluedbm",
+            profile.name
+        ))),
+    }
+}

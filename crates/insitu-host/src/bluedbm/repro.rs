@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use insitu_device::network::{NetConfig, NetError, Network, NodeId, Topology};
+use insitu_device::network::{NetError, Network, NodeId, Topology};
 use insitu_device::Profile;
 use serde::Serialize;
 
@@ -47,13 +47,8 @@ mod paper {
 
 /// Runs Fig. 11 on `profile` (which must describe a storage network, as `bluedbm` does).
 pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
-    let cfg = NetConfig::from_profile(profile).ok_or_else(|| {
-        HostError::InvalidArgument(format!(
-            "profile {} has no storage network ([network.storage]); try --profile bluedbm",
-            profile.name
-        ))
-    })?;
-    let ports = profile.network.storage.as_ref().map_or(8, |s| s.ports);
+    let (net, cfg) = super::storage_network(profile)?;
+    let ports = net.ports;
     let mut fig11 = Vec::new();
     progress("fig11: latency by hops");
     for hops in 1..=8u32 {

@@ -35,12 +35,7 @@ pub struct RoutesReport {
 /// The topology `shape` (ring, line, mesh, full or a TOML file) of `nodes` nodes with `lanes` cables per
 /// neighbour, on the ports and endpoints of `profile`.
 pub fn routes(shape: &str, nodes: Option<u32>, lanes: u32, profile: &Profile) -> Result<RoutesReport> {
-    let net = profile.network.storage.as_ref().ok_or_else(|| {
-        HostError::InvalidArgument(format!(
-            "profile {} has no storage network ([network.storage]); try --profile bluedbm",
-            profile.name
-        ))
-    })?;
+    let (net, _) = super::storage_network(profile)?;
     if lanes == 0 {
         return Err(HostError::InvalidArgument("--lanes must be at least 1".into()));
     }
