@@ -40,6 +40,7 @@ pub mod profile;
 mod program;
 mod programs;
 pub mod protocol;
+pub mod rawflash;
 pub mod stripe;
 pub mod sys;
 pub mod transport;

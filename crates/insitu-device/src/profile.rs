@@ -29,6 +29,64 @@ pub struct NandProfile {
     pub read_latency_us: f64,
     pub program_latency_us: f64,
     pub erase_latency_us: f64,
+    /// The raw flash interface of the device's controller (BlueDBM §3.1), for profiles of devices that
+    /// expose one: what `insitu_device::rawflash` simulates command by command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<RawInterfaceProfile>,
+}
+
+/// A raw flash interface (BlueDBM §3.1): flash cards whose buses of chips are driven by tagged commands,
+/// reads answered in bursts out of order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawInterfaceProfile {
+    /// Flash cards; the `nand.channels` buses are split evenly among them.
+    pub cards: u32,
+    /// Commands in flight per card, each named by a tag.
+    pub tags_per_card: u32,
+    /// Bytes of one data burst between a card and its user.
+    pub burst_bytes: u32,
+    /// Microseconds one page occupies its flash bus, moving in or out.
+    pub bus_page_us: f64,
+    /// Bytes per second one card moves to or from its user, all its buses together.
+    pub card_bw: f64,
+    /// Microseconds a command or a burst takes between a card and its user.
+    pub card_latency_us: f64,
+}
+
+impl RawInterfaceProfile {
+    fn validate(&self, nand: &NandProfile) -> std::result::Result<(), String> {
+        if self.cards == 0 || nand.channels % self.cards != 0 {
+            return Err(format!(
+                "nand.interface.cards must divide nand.channels ({}), got {}",
+                nand.channels, self.cards
+            ));
+        }
+        if !(1..=65_536).contains(&self.tags_per_card) {
+            return Err(format!(
+                "nand.interface.tags_per_card must be 1..=65536, got {}",
+                self.tags_per_card
+            ));
+        }
+        if self.burst_bytes == 0 || nand.page_size % self.burst_bytes != 0 {
+            return Err(format!(
+                "nand.interface.burst_bytes must divide the page size ({}), got {}",
+                nand.page_size, self.burst_bytes
+            ));
+        }
+        for (field, v) in [("bus_page_us", self.bus_page_us), ("card_bw", self.card_bw)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("nand.interface.{field} must be a positive number, got {v}"));
+            }
+        }
+        if !(self.card_latency_us.is_finite() && self.card_latency_us >= 0.0) {
+            return Err(format!(
+                "nand.interface.card_latency_us must be zero or more, got {}",
+                self.card_latency_us
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -343,6 +401,9 @@ impl Profile {
         self.base_geometry().validate().or_else(|e| bad(format!("nand: {e}")))?;
         if let Some(net) = &self.network.storage {
             net.validate().or_else(bad)?;
+        }
+        if let Some(raw) = &self.nand.interface {
+            raw.validate(&self.nand).or_else(bad)?;
         }
         Ok(())
     }

@@ -105,6 +105,16 @@ impl<M: RawFlash> Ftl<M> {
         }
     }
 
+    /// An FTL over fresh raw media of any kind, journaling into `dir`: what [`crate::Flash`] builds over
+    /// its NAND image, for other media (BlueDBM's block device with a full FTL over the raw flash
+    /// interface, §4).
+    pub fn on_fresh_media(media: M, dir: &std::path::Path) -> Result<Self> {
+        if media.frontier() != 0 {
+            return Err(FlashError::NandViolation("an FTL starts on media that was never programmed".into()));
+        }
+        Ok(Ftl::new(media, Journal::create(dir, 0)?))
+    }
+
     pub fn geometry(&self) -> &Geometry {
         self.nand.geometry()
     }

@@ -5,6 +5,7 @@
 mod firmware;
 mod nascent;
 mod network;
+mod rawflash;
 mod selfsort;
 
 use std::path::Path;

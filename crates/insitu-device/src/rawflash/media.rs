@@ -1,0 +1,213 @@
+//! The raw interface as flash-layer media: [`TaggedMedia`] implements [`RawFlash`] by sending every read,
+//! program and erase through the simulated controller, so the flash layer's FTL runs over the raw
+//! interface unchanged (BlueDBM §4: the block device with a full FTL is one user of the raw interface),
+//! and its operations get the controller's simulated time.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use insitu_flash::geometry::{BlockId, Geometry, Lpn, Ppn};
+use insitu_flash::raw::{BlockState, NandStats, Oob, RawFlash};
+use insitu_flash::FlashError;
+
+use super::controller::{Cells, RawStats, Sim};
+use super::{Event, FlashCommand, Ps, RawConfig, RawFlashError, Tag};
+
+/// Raw media `M` behind a simulated flash controller (see the [module](self) documentation).
+#[derive(Debug)]
+pub struct TaggedMedia<M> {
+    media: M,
+    sim: RefCell<Sim>,
+}
+
+/// Reads through a shared borrow of the media (`RawFlash` reads take `&self`).
+struct ReadOnly<'a, M>(&'a M);
+
+impl<M: RawFlash> Cells for ReadOnly<'_, M> {
+    fn write_ptr(&self, block: BlockId) -> u32 {
+        self.0.block(block).write_ptr
+    }
+
+    fn read_page(&self, ppn: Ppn, buf: &mut [u8]) -> Result<u64, FlashError> {
+        Ok(self.0.read_tagged(ppn, buf)?[0])
+    }
+
+    fn program(&mut self, _: Ppn, _: u64, _: &[u8]) -> Result<(), FlashError> {
+        Err(FlashError::NandViolation("a program while only reads were in flight".into()))
+    }
+
+    fn erase(&mut self, _: BlockId) -> Result<(), FlashError> {
+        Err(FlashError::NandViolation("an erase while only reads were in flight".into()))
+    }
+}
+
+/// The flash layer's words for what the raw interface refused.
+fn to_flash(e: RawFlashError, ppn: Ppn) -> FlashError {
+    match e {
+        RawFlashError::Flash(e) => e,
+        RawFlashError::ErasedPage { .. } => FlashError::NandViolation(format!("read of erased page {ppn}")),
+        other => FlashError::NandViolation(other.to_string()),
+    }
+}
+
+impl<M: RawFlash> TaggedMedia<M> {
+    pub fn new(media: M, cfg: RawConfig) -> Result<Self, RawFlashError> {
+        let sim = Sim::new(*media.geometry(), cfg)?;
+        Ok(TaggedMedia { media, sim: RefCell::new(sim) })
+    }
+
+    /// Simulated time the operations so far took, one after another.
+    pub fn now(&self) -> Ps {
+        self.sim.borrow().now()
+    }
+
+    pub fn raw_stats(&self) -> RawStats {
+        self.sim.borrow().stats()
+    }
+
+    pub fn into_inner(self) -> M {
+        self.media
+    }
+
+    /// Reads `count` pages from `ppn` into `buf`, up to a card's tags at once; returns their spare areas.
+    fn read_pages(&self, ppn: Ppn, count: usize, buf: &mut [u8]) -> Result<Vec<u64>, FlashError> {
+        let ps = self.media.geometry().page_size as usize;
+        let end = ppn.checked_add(count as u64).filter(|e| *e <= self.media.geometry().total_pages());
+        if end.is_none() {
+            return Err(FlashError::NandViolation(format!("read of pages {ppn}+{count} past the array")));
+        }
+        let mut sim = self.sim.borrow_mut();
+        let mut cells = ReadOnly(&self.media);
+        let window = sim.config().tags_per_card as usize;
+        let mut spares = vec![0u64; count];
+        for base in (0..count).step_by(window) {
+            let n = window.min(count - base);
+            for i in 0..n {
+                let addr = sim.addr_of(ppn + (base + i) as u64);
+                sim.issue(&cells, FlashCommand::read(addr, i as Tag)).map_err(|e| to_flash(e, ppn))?;
+            }
+            let mut first_error = None;
+            while let Some(c) = sim.poll_until(&mut cells, Ps::MAX) {
+                let i = base + c.tag as usize;
+                match c.event {
+                    Event::ReadData(s) => {
+                        let at = i * ps + s.offset();
+                        buf[at..at + s.bytes().len()].copy_from_slice(s.bytes());
+                        spares[i] = s.spare;
+                    }
+                    Event::Ack(Err(e)) => {
+                        first_error.get_or_insert(to_flash(e, ppn + i as u64));
+                    }
+                    Event::Ack(Ok(_)) | Event::WriteDataRequest => {}
+                }
+            }
+            if let Some(e) = first_error {
+                return Err(e);
+            }
+        }
+        Ok(spares)
+    }
+
+    /// Runs one write or erase to its acknowledgement.
+    fn run_one(&mut self, cmd: FlashCommand, data: Option<&[u8]>, ppn: Ppn) -> Result<(), FlashError> {
+        let sim = self.sim.get_mut();
+        sim.issue(&self.media, cmd).map_err(|e| to_flash(e, ppn))?;
+        while let Some(c) = sim.poll_until(&mut self.media, Ps::MAX) {
+            match c.event {
+                Event::WriteDataRequest => {
+                    let data = data.expect("only writes ask for data");
+                    sim.write_data(c.card, c.tag, data).map_err(|e| to_flash(e, ppn))?;
+                }
+                Event::Ack(status) => return status.map(|_| ()).map_err(|e| to_flash(e, ppn)),
+                Event::ReadData(_) => {}
+            }
+        }
+        Err(FlashError::NandViolation(format!("the controller lost a {:?} of page {ppn}", cmd.op)))
+    }
+}
+
+impl<M: RawFlash> RawFlash for TaggedMedia<M> {
+    fn geometry(&self) -> &Geometry {
+        self.media.geometry()
+    }
+
+    fn block(&self, block: BlockId) -> BlockState {
+        self.media.block(block)
+    }
+
+    fn blocks(&self) -> &HashMap<BlockId, BlockState> {
+        self.media.blocks()
+    }
+
+    fn frontier(&self) -> BlockId {
+        self.media.frontier()
+    }
+
+    fn program(&mut self, ppn: Ppn, tags: &[Lpn], data: &[u8]) -> insitu_flash::Result<()> {
+        let ps = self.media.geometry().page_size as usize;
+        for (i, tag) in tags.iter().enumerate() {
+            let p = ppn + i as u64;
+            if p >= self.media.geometry().total_pages() {
+                return Err(FlashError::NandViolation(format!("program of page {p} past the array")));
+            }
+            let addr = self.sim.get_mut().addr_of(p);
+            self.run_one(FlashCommand::write(addr, 0, *tag), Some(&data[i * ps..(i + 1) * ps]), p)?;
+        }
+        Ok(())
+    }
+
+    fn with_pages<R>(&self, ppn: Ppn, tags: &[Lpn], f: impl FnOnce(&[u8]) -> R) -> insitu_flash::Result<R> {
+        let ps = self.media.geometry().page_size as usize;
+        let mut buf = vec![0u8; tags.len() * ps];
+        let spares = self.read_pages(ppn, tags.len(), &mut buf)?;
+        for (i, (want, got)) in tags.iter().zip(&spares).enumerate() {
+            if want != got {
+                let p = ppn + i as u64;
+                return Err(FlashError::CorruptPage {
+                    ppn: p,
+                    addr: self.media.geometry().physical(p).to_string(),
+                    detail: format!("spare area names logical page {got}, map says {want}"),
+                });
+            }
+        }
+        Ok(f(&buf))
+    }
+
+    fn read_tagged(&self, ppn: Ppn, buf: &mut [u8]) -> insitu_flash::Result<Vec<Lpn>> {
+        let ps = self.media.geometry().page_size as usize;
+        self.read_pages(ppn, buf.len() / ps, buf)
+    }
+
+    fn read_oob(&self, ppn: Ppn) -> Option<Oob> {
+        self.media.read_oob(ppn)
+    }
+
+    fn erase(&mut self, block: BlockId) -> insitu_flash::Result<()> {
+        if block >= self.media.geometry().total_blocks() {
+            return Err(FlashError::NandViolation(format!("erase of block {block} past the array")));
+        }
+        let ppn = self.media.geometry().first_ppn(block);
+        let addr = self.sim.get_mut().addr_of(ppn);
+        self.run_one(FlashCommand::erase(addr, 0), None, ppn)
+    }
+
+    fn sync(&self) -> insitu_flash::Result<()> {
+        self.media.sync()
+    }
+
+    fn stats(&self) -> NandStats {
+        self.media.stats()
+    }
+
+    fn restore(&mut self, blocks: HashMap<BlockId, BlockState>) {
+        self.media.restore(blocks)
+    }
+
+    fn replay_program(&mut self, ppn: Ppn, count: u32) {
+        self.media.replay_program(ppn, count)
+    }
+
+    fn replay_erase(&mut self, block: BlockId) {
+        self.media.replay_erase(block)
+    }
+}

@@ -1,0 +1,382 @@
+//! The raw flash interface (BlueDBM §3.1) against what must hold of it: pages come back exactly as
+//! written, out of order and interleaved; the NAND rules and the tag rules refuse bad commands by name;
+//! the splitter shares a card among sources with back-pressure and renamed tags; the flash server hands
+//! pages out in request order; the timing is what the profile's figures add up to; and the flash layer's
+//! FTL behaves the same over the raw interface as over the NAND image.
+
+use std::collections::HashMap;
+
+use insitu_device::rawflash::{
+    AddressTranslation, Event, FlashAddr, FlashCommand, FlashController, FlashServer, RawConfig,
+    RawFlashError, Source, Splitter, TaggedMedia,
+};
+use insitu_device::Profile;
+use insitu_flash::ftl::Ftl;
+use insitu_flash::nand::Nand;
+use insitu_flash::raw::RawFlash;
+use insitu_flash::Geometry;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+fn profile() -> Profile {
+    Profile::load("bluedbm").unwrap()
+}
+
+fn cfg() -> RawConfig {
+    RawConfig::from_profile(&profile()).unwrap()
+}
+
+/// The bluedbm geometry with few blocks per chip (2 cards x 8 buses x 8 chips x `blocks`).
+fn controller(dir: &std::path::Path, blocks: u64) -> FlashController<Nand> {
+    let geo = Geometry { blocks_per_chip: blocks, ..profile().base_geometry() };
+    FlashController::new(Nand::open(dir, geo).unwrap(), cfg()).unwrap()
+}
+
+fn page_of(addr: &FlashAddr, salt: u8) -> Vec<u8> {
+    let seed =
+        (addr.card * 1000 + addr.bus * 100 + addr.chip * 10) as u64 + addr.block * 7 + addr.page as u64;
+    (0..8192u64).map(|i| (i.wrapping_mul(31) ^ seed ^ salt as u64) as u8).collect()
+}
+
+/// Writes `addrs` (each block's pages in order) through the controller, one tag per command.
+fn write_all(ctrl: &mut FlashController<Nand>, addrs: &[FlashAddr]) {
+    for (i, a) in addrs.iter().enumerate() {
+        ctrl.issue(FlashCommand::write(*a, i as u32 % 64, i as u64)).unwrap();
+        loop {
+            let c = ctrl.poll().unwrap();
+            match c.event {
+                Event::WriteDataRequest => ctrl.write_data(c.card, c.tag, &page_of(a, 0)).unwrap(),
+                Event::Ack(s) => {
+                    s.unwrap();
+                    break;
+                }
+                Event::ReadData(_) => panic!("no read was issued"),
+            }
+        }
+    }
+}
+
+#[test]
+fn reads_come_back_exact_out_of_order_and_interleaved() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrl = controller(dir.path(), 2);
+    // One page on each bus of card 0 (chip 0), and a second page on bus 0's chip 1.
+    let mut addrs: Vec<FlashAddr> =
+        (0..8).map(|bus| FlashAddr { card: 0, bus, chip: 0, block: 0, page: 0 }).collect();
+    addrs.push(FlashAddr { card: 0, bus: 0, chip: 1, block: 0, page: 0 });
+    write_all(&mut ctrl, &addrs);
+    for (tag, a) in addrs.iter().enumerate() {
+        ctrl.issue(FlashCommand::read(*a, tag as u32)).unwrap();
+    }
+    let mut pages: HashMap<u32, Vec<u8>> = HashMap::new();
+    let mut order = Vec::new();
+    let mut slices = Vec::new();
+    let mut last_at = 0;
+    while let Some(c) = ctrl.poll() {
+        assert!(c.at_ps >= last_at, "events come in time order");
+        last_at = c.at_ps;
+        match c.event {
+            Event::ReadData(s) => {
+                let buf = pages.entry(c.tag).or_insert_with(|| vec![0; 8192]);
+                assert_eq!(s.spare, c.tag as u64, "the spare area written with the page");
+                buf[s.offset()..s.offset() + s.bytes().len()].copy_from_slice(s.bytes());
+                slices.push(c.tag);
+                if s.last {
+                    order.push(c.tag);
+                }
+            }
+            Event::Ack(s) => panic!("reads end with their last slice, not an acknowledgement: {s:?}"),
+            Event::WriteDataRequest => panic!("no write pending"),
+        }
+    }
+    for (tag, a) in addrs.iter().enumerate() {
+        assert_eq!(pages[&(tag as u32)], page_of(a, 0), "page {a}");
+    }
+    // The two pages of bus 0 share the bus: the second waits for the first, so it finishes last.
+    assert_eq!(*order.last().unwrap(), 8, "completion order {order:?}");
+    // Slices of different reads interleave on the card's path.
+    let switches = slices.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(switches > 8 * 4, "slices of concurrent reads interleave ({switches} switches)");
+}
+
+#[test]
+fn a_read_behind_a_long_erase_completes_after_a_later_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrl = controller(dir.path(), 2);
+    let a = FlashAddr { card: 1, bus: 2, chip: 5, block: 0, page: 0 };
+    let b = FlashAddr { card: 1, bus: 3, chip: 0, block: 0, page: 0 };
+    write_all(&mut ctrl, &[a, b]);
+    ctrl.issue(FlashCommand::erase(FlashAddr { block: 1, ..a }, 1)).unwrap();
+    ctrl.issue(FlashCommand::read(a, 2)).unwrap(); // queued behind the erase on its chip
+    ctrl.issue(FlashCommand::read(b, 3)).unwrap();
+    let mut done = Vec::new();
+    while let Some(c) = ctrl.poll() {
+        if c.event.is_done() {
+            done.push(c.tag);
+        }
+    }
+    assert_eq!(done, vec![3, 1, 2], "out of order with respect to issue");
+}
+
+#[test]
+fn nand_and_tag_rules_refuse_bad_commands_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrl = controller(dir.path(), 2);
+    let a = FlashAddr { card: 0, bus: 0, chip: 0, block: 0, page: 0 };
+    // A raw read of an erased page fails with a status, after the cell read.
+    ctrl.issue(FlashCommand::read(a, 0)).unwrap();
+    let c = ctrl.poll().unwrap();
+    assert!(matches!(c.event, Event::Ack(Err(RawFlashError::ErasedPage { .. }))), "{:?}", c.event);
+    // A program out of order within its block is refused at once.
+    let err = ctrl.issue(FlashCommand::write(FlashAddr { page: 1, ..a }, 0, 0)).unwrap_err();
+    assert!(matches!(err, RawFlashError::OutOfOrder { next: 0, .. }), "{err}");
+    assert!(err.to_string().contains("erase before write"), "{err}");
+    // Two writes in flight to one block must still be in order: page 0, then page 1, not page 0 twice.
+    ctrl.issue(FlashCommand::write(a, 1, 0)).unwrap();
+    assert!(matches!(
+        ctrl.issue(FlashCommand::write(a, 2, 0)),
+        Err(RawFlashError::OutOfOrder { next: 1, .. })
+    ));
+    ctrl.issue(FlashCommand::write(FlashAddr { page: 1, ..a }, 2, 0)).unwrap();
+    // Addresses past the geometry, whatever the field.
+    for bad in [
+        FlashAddr { card: 2, ..a },
+        FlashAddr { bus: 8, ..a },
+        FlashAddr { chip: 8, ..a },
+        FlashAddr { block: 2, ..a },
+        FlashAddr { page: 256, ..a },
+    ] {
+        let err = ctrl.issue(FlashCommand::read(bad, 9)).unwrap_err();
+        assert!(matches!(err, RawFlashError::PastGeometry { .. }), "{bad}: {err}");
+        assert!(err.to_string().contains("past the geometry"), "{err}");
+    }
+    // Tags: in flight, past the card's 128.
+    assert!(matches!(ctrl.issue(FlashCommand::read(a, 1)), Err(RawFlashError::TagInUse { tag: 1, .. })));
+    assert!(matches!(
+        ctrl.issue(FlashCommand::read(a, 128)),
+        Err(RawFlashError::TagOutOfRange { tags: 128, .. })
+    ));
+    // Data for a write that did not ask for it, and data of the wrong size.
+    assert!(matches!(ctrl.write_data(0, 1, &[0; 8192]), Err(RawFlashError::NoWriteRequest { .. })));
+    let req = ctrl.poll().unwrap();
+    assert!(matches!(req.event, Event::WriteDataRequest));
+    assert!(matches!(ctrl.write_data(0, req.tag, &[0; 100]), Err(RawFlashError::WrongLength { .. })));
+    assert_eq!(ctrl.stats().failed, 1);
+    assert_eq!(ctrl.media().stats().pages_programmed, 0, "nothing refused reached the cells");
+}
+
+#[test]
+fn timing_adds_up_from_the_profiles_figures() {
+    let c = cfg();
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrl = controller(dir.path(), 4);
+    let a = FlashAddr { card: 0, bus: 0, chip: 0, block: 0, page: 0 };
+    write_all(&mut ctrl, &[a]);
+    let t0 = ctrl.now();
+    ctrl.issue(FlashCommand::read(a, 0)).unwrap();
+    let mut first = None;
+    let mut last = 0;
+    while let Some(e) = ctrl.poll() {
+        first.get_or_insert(e.at_ps);
+        last = e.at_ps;
+    }
+    // Command in, tR, the first sixteenth of the bus transfer, one slice out, back to the user.
+    let first_want = t0 + c.latency_ps + c.read_ps + c.bus_page_ps / 16 + c.slice_ps + c.latency_ps;
+    assert_eq!(first.unwrap(), first_want);
+    assert_eq!(last, t0 + c.latency_ps + c.read_ps + c.bus_page_ps + c.slice_ps + c.latency_ps);
+
+    // Many random reads over both cards: each card moves pages at its bandwidth, not its buses' sum.
+    let mut addrs = Vec::new();
+    for card in 0..2 {
+        for bus in 0..8 {
+            for chip in 0..8 {
+                for page in 0..4 {
+                    addrs.push(FlashAddr { card, bus, chip, block: 0, page });
+                }
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrl = controller(dir.path(), 4);
+    write_all(&mut ctrl, &addrs);
+    let mut rng = SmallRng::seed_from_u64(3);
+    let reads: Vec<FlashAddr> = (0..4000).map(|_| addrs[rng.gen_range(0..addrs.len())]).collect();
+    let t0 = ctrl.now();
+    let (mut next, mut free) = (0, vec![(0..128u32).collect::<Vec<_>>(), (0..128u32).collect()]);
+    let mut bytes = 0u64;
+    loop {
+        while next < reads.len() {
+            let a = reads[next];
+            let Some(tag) = free[a.card as usize].pop() else { break };
+            ctrl.issue(FlashCommand::read(a, tag)).unwrap();
+            next += 1;
+        }
+        let Some(e) = ctrl.poll() else { break };
+        if let Event::ReadData(s) = &e.event {
+            bytes += s.bytes().len() as u64;
+            if s.last {
+                free[e.card as usize].push(e.tag);
+            }
+        }
+    }
+    let secs = (ctrl.now() - t0) as f64 / 1e12;
+    let bw = bytes as f64 / secs;
+    let card_bw = profile().nand.interface.unwrap().card_bw;
+    assert!(bw <= 2.0 * card_bw * 1.001 && bw > 2.0 * card_bw * 0.97, "two cards moved {bw:.3e} B/s");
+    assert_eq!(ctrl.stats().max_in_flight, 128);
+}
+
+#[test]
+fn the_splitter_shares_a_card_with_renamed_tags_and_back_pressure() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrl = controller(dir.path(), 2);
+    let addrs: Vec<FlashAddr> = (0..8)
+        .flat_map(|bus| (0..8).map(move |chip| FlashAddr { card: 1, bus, chip, block: 0, page: 0 }))
+        .collect();
+    write_all(&mut ctrl, &addrs);
+    let mut sp = Splitter::new(ctrl);
+    // Three sources use the same tag numbers: 300 reads on one card of 128 tags.
+    let sources = [Source::Host, Source::Isp, Source::Remote(3)];
+    let mut want = HashMap::new();
+    for i in 0..100u32 {
+        for (k, s) in sources.iter().enumerate() {
+            let a = addrs[(i as usize * 3 + k) % addrs.len()];
+            sp.issue(*s, FlashCommand::read(a, i)).unwrap();
+            want.insert((*s, i), a);
+        }
+    }
+    assert_eq!(sp.waiting(), 300 - 128, "commands past the free tags wait, they are not refused");
+    assert!(matches!(
+        sp.issue(Source::Isp, FlashCommand::read(addrs[0], 5)),
+        Err(RawFlashError::TagInUse { .. })
+    ));
+    let mut got: HashMap<(Source, u32), Vec<u8>> = HashMap::new();
+    while let Some((s, c)) = sp.poll() {
+        if let Event::ReadData(slice) = c.event {
+            let buf = got.entry((s, c.tag)).or_insert_with(|| vec![0; 8192]);
+            buf[slice.offset()..slice.offset() + slice.bytes().len()].copy_from_slice(slice.bytes());
+        }
+    }
+    assert_eq!(got.len(), 300);
+    for (key, a) in &want {
+        assert_eq!(got[key], page_of(a, 0), "{key:?} got another page");
+    }
+    assert_eq!(sp.waiting(), 0);
+    assert_eq!(sp.controller().stats().max_in_flight, 128);
+    // A queued command the controller refuses comes back to its source as a failed status.
+    let a = addrs[0];
+    for t in 0..128 {
+        sp.issue(Source::Host, FlashCommand::read(a, t)).unwrap();
+    }
+    sp.issue(Source::Isp, FlashCommand::write(a, 0, 0)).unwrap(); // page 0 is programmed: out of order
+    let mut refused = false;
+    while let Some((s, c)) = sp.poll() {
+        if let Event::Ack(Err(RawFlashError::OutOfOrder { .. })) = c.event {
+            assert_eq!((s, c.tag), (Source::Isp, 0));
+            refused = true;
+        }
+    }
+    assert!(refused);
+}
+
+#[test]
+fn the_flash_server_streams_file_pages_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctrl = controller(dir.path(), 2);
+    let mut rng = SmallRng::seed_from_u64(11);
+    // A file of 40 pages scattered over both cards, all buses, random chips.
+    let mut pages = Vec::new();
+    let mut next_page: HashMap<(u32, u32, u32), u32> = HashMap::new();
+    for _ in 0..40 {
+        let (card, bus, chip) = (rng.gen_range(0..2), rng.gen_range(0..8), rng.gen_range(0..8));
+        let p = next_page.entry((card, bus, chip)).or_insert(0);
+        pages.push(FlashAddr { card, bus, chip, block: 0, page: *p });
+        *p += 1;
+    }
+    write_all(&mut ctrl, &pages);
+    let file: Vec<u8> = pages.iter().flat_map(|a| page_of(a, 0)).collect();
+    let size = file.len() as u64 - 5000;
+    let mut atu = AddressTranslation::new(8192);
+    atu.map(77, pages.clone(), size).unwrap();
+    let mut sp = Splitter::new(ctrl);
+    let mut server = FlashServer::new(Source::Isp, 8, 8192);
+    server.request_file(&atu, 77, 12_345, 200_000).unwrap();
+    let mut out = Vec::new();
+    let mut times = Vec::new();
+    server
+        .read_all(&mut sp, |data, at| {
+            out.extend_from_slice(data);
+            times.push(at);
+        })
+        .unwrap();
+    assert_eq!(out, file[12_345..212_345]);
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    assert!(sp.controller().stats().max_in_flight <= 8, "no more reads in flight than page buffers");
+    // The address translation unit refuses what the host did not hand over.
+    assert!(matches!(atu.translate(78, 0, 1), Err(RawFlashError::UnknownHandle(78))));
+    let err = atu.translate(77, size - 10, 11).unwrap_err();
+    assert!(matches!(err, RawFlashError::PastFileEnd { .. }), "{err}");
+    assert!(atu.map(1, pages[..1].to_vec(), 8193).is_err());
+    // An erased page in a stream fails the stream by name.
+    let mut server = FlashServer::new(Source::Host, 4, 8192);
+    server.request(FlashAddr { card: 0, bus: 0, chip: 0, block: 1, page: 0 });
+    let err = server.read_all(&mut sp, |_, _| {}).unwrap_err();
+    assert!(matches!(err, RawFlashError::ErasedPage { .. }), "{err}");
+}
+
+/// The FTL's workload: writes, overwrites, trims and enough traffic to garbage-collect.
+fn drive<M: RawFlash>(ftl: &mut Ftl<M>, seed: u64) -> Vec<Vec<u8>> {
+    let ps = ftl.geometry().page_size as usize;
+    let lpns = ftl.geometry().logical_pages() / 2;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for round in 0..6 * lpns {
+        let lpn = rng.gen_range(0..lpns);
+        let n = rng.gen_range(1..4u64).min(lpns - lpn);
+        if rng.gen_bool(0.1) {
+            ftl.trim(lpn, n).unwrap();
+        } else {
+            let data: Vec<u8> = (0..n as usize * ps).map(|i| (i as u64 ^ round ^ lpn) as u8).collect();
+            ftl.write(lpn, &data).unwrap();
+        }
+        ftl.collect_garbage().unwrap();
+    }
+    (0..lpns)
+        .map(|l| {
+            let mut buf = vec![0u8; ps];
+            ftl.read(l, &mut buf).unwrap();
+            buf
+        })
+        .collect()
+}
+
+#[test]
+fn the_ftl_over_the_raw_interface_behaves_as_over_the_nand_image() {
+    let geo = Geometry {
+        channels: 4,
+        chips_per_channel: 2,
+        blocks_per_chip: 6,
+        pages_per_block: 8,
+        page_size: 512,
+    };
+    let mut c = cfg();
+    c.cards = 2;
+    c.slice_bytes = 32;
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut plain = Ftl::on_fresh_media(Nand::open(d1.path(), geo).unwrap(), d1.path()).unwrap();
+    let tagged = TaggedMedia::new(Nand::open(d2.path(), geo).unwrap(), c).unwrap();
+    let mut raw = Ftl::on_fresh_media(tagged, d2.path()).unwrap();
+    let a = drive(&mut plain, 5);
+    let b = drive(&mut raw, 5);
+    assert_eq!(a, b, "the same data");
+    assert!(plain.stats().gc_runs > 0, "the workload garbage-collects");
+    assert_eq!(plain.stats(), raw.stats(), "the same FTL work");
+    assert_eq!(plain.nand().stats(), raw.nand().stats(), "the same page reads, programs and erases");
+    assert_eq!(plain.nand().blocks(), raw.nand().blocks(), "the same wear");
+    assert!(raw.check_invariants().is_empty());
+    let rs = raw.nand().raw_stats();
+    assert_eq!(
+        (rs.writes, rs.erases),
+        (raw.nand().stats().pages_programmed, raw.nand().stats().blocks_erased)
+    );
+    assert!(raw.nand().now() > 0, "the raw interface timed the FTL's work");
+}
