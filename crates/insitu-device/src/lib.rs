@@ -26,6 +26,7 @@
 //! assert_eq!((found.count, found.offsets), (2, Some(vec![0, 22])));
 //! ```
 
+pub mod cluster;
 pub mod completion;
 mod device;
 pub mod error;

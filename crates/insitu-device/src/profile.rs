@@ -52,6 +52,9 @@ pub struct RawInterfaceProfile {
     pub card_bw: f64,
     /// Microseconds a command or a burst takes between a card and its user.
     pub card_latency_us: f64,
+    /// Page buffers the host interface gives the host software, each way (§3.3): reads the host can
+    /// have in flight.
+    pub host_page_buffers: u32,
 }
 
 impl RawInterfaceProfile {
@@ -61,6 +64,9 @@ impl RawInterfaceProfile {
                 "nand.interface.cards must divide nand.channels ({}), got {}",
                 nand.channels, self.cards
             ));
+        }
+        if self.host_page_buffers == 0 {
+            return Err("nand.interface.host_page_buffers must be at least 1".into());
         }
         if !(1..=65_536).contains(&self.tags_per_card) {
             return Err(format!(

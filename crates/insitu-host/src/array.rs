@@ -16,7 +16,7 @@ use insitu_device::{Device, DeviceClient, DeviceCounters, FaultPlan, Profile};
 use serde::Serialize;
 
 use crate::catalog::{ArrayConfig, Catalog, EntryKind, ObjectEntry, ARRAY_FORMAT};
-use crate::devices::{device_dir, DeviceTransport, SocketDir};
+use crate::devices::{device_dir, DeviceTransport, ScratchDir};
 use crate::error::{HostError, Result};
 
 /// Default stripe unit: large extents, so each device streams long runs (BlueDBM-style global space).
@@ -60,7 +60,7 @@ pub struct Array {
     open_report: OpenReport,
     pub(crate) faults: FaultPlan,
     /// Sockets of device servers (process transport); removed after the devices stop.
-    _sockets: Option<SocketDir>,
+    _sockets: Option<ScratchDir>,
     _lock: File,
 }
 

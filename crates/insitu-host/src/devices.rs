@@ -31,18 +31,22 @@ impl DeviceTransport {
     }
 }
 
-/// A private directory for the device servers' sockets, removed when dropped.
+/// A private directory (the device servers' sockets, a simulation's NAND images), removed when dropped.
 #[derive(Debug)]
-pub(crate) struct SocketDir(PathBuf);
+pub(crate) struct ScratchDir(PathBuf);
 
-impl SocketDir {
-    fn new() -> Result<SocketDir> {
+impl ScratchDir {
+    pub(crate) fn new() -> Result<ScratchDir> {
         use std::os::unix::fs::DirBuilderExt;
         let stamp =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let dir = std::env::temp_dir().join(format!("insitu-{}-{stamp}", std::process::id()));
         std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| HostError::io(&dir, e))?;
-        Ok(SocketDir(dir))
+        Ok(ScratchDir(dir))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
     }
 
     fn socket(&self, device: u32) -> PathBuf {
@@ -50,7 +54,7 @@ impl SocketDir {
     }
 }
 
-impl Drop for SocketDir {
+impl Drop for ScratchDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
@@ -65,7 +69,7 @@ pub(crate) fn device_dir(dir: &Path, i: u32) -> PathBuf {
 #[derive(Debug)]
 pub(crate) struct Opened {
     pub clients: Vec<DeviceClient>,
-    pub sockets: Option<SocketDir>,
+    pub sockets: Option<ScratchDir>,
 }
 
 /// Joins already-made devices of this process by a fabric and wraps them in clients.
@@ -122,7 +126,7 @@ fn open_all(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opene
             Ok(Opened { clients: in_process(devices), sockets: None })
         }
         DeviceTransport::Process { program, args } => {
-            let sockets = SocketDir::new()?;
+            let sockets = ScratchDir::new()?;
             let clients = each(count, |i| {
                 let opts = ServeOptions {
                     dir: device_dir(dir, i),
@@ -144,14 +148,14 @@ pub(crate) fn open_one(
     dir: &Path,
     i: u32,
     transport: &DeviceTransport,
-) -> Result<(DeviceClient, Option<SocketDir>)> {
+) -> Result<(DeviceClient, Option<ScratchDir>)> {
     match transport {
         DeviceTransport::InProcess => {
             let d = Device::open(&device_dir(dir, i)).map_err(HostError::device(i))?;
             Ok((insitu_device::transport::in_process(d), None))
         }
         DeviceTransport::Process { program, args } => {
-            let sockets = SocketDir::new()?;
+            let sockets = ScratchDir::new()?;
             let opts = ServeOptions {
                 dir: device_dir(dir, i),
                 socket: sockets.socket(i),

@@ -52,8 +52,9 @@ pub enum ReproCmd {
         #[arg(long)]
         work: Option<PathBuf>,
     },
-    /// BlueDBM §6.3 Fig. 11: the storage network's latency per hop, bandwidth per stream, 8 ports at
-    /// once and a 20-node ring, simulated on the profile's links.
+    /// BlueDBM §6.3-6.5, Figs. 11-13: the storage network (latency per hop, bandwidth per stream, 8 ports
+    /// at once, a 20-node ring), the latency of a remote 8 KB read by path (ISP-F, H-F, H-RH-F, H-D),
+    /// and random-read bandwidth local and remote, simulated on the profile's links, cards and PCIe.
     BluedbmNet {
         #[arg(long, default_value = "bluedbm")]
         profile: String,

@@ -1,9 +1,9 @@
-//! BlueDBM from the command line: the storage network's reproduction (Fig. 11).
+//! BlueDBM from the command line: the reproduction of §6.3-6.5 (Figs. 11-13) and the network's routes.
 
 use crate::Env;
 
 #[test]
-fn repro_bluedbm_net_gives_fig11_beside_the_paper() {
+fn repro_bluedbm_net_gives_figs_11_to_13_beside_the_paper() {
     let env = Env::new();
     let out = env.json(&["repro", "bluedbm-net"]);
     let rows = out["result"]["fig11"].as_array().unwrap();
@@ -15,8 +15,21 @@ fn repro_bluedbm_net_gives_fig11_beside_the_paper() {
         // Everything within 10% of the paper: 8.02 vs 8.2 Gb/s is the largest gap (the packet format).
         assert!((modeled / paper - 1.0).abs() < 0.1, "{r}");
     }
+    // Fig. 12: four paths, each split in four parts and a total; Fig. 13: four bandwidths, within 5% of
+    // the paper (6.28 vs 6.5 GB/s for three nodes is the largest gap: 8.03 vs 8.2 Gb/s links).
+    let fig12 = out["result"]["fig12"].as_array().unwrap();
+    assert_eq!(fig12.len(), 20);
+    assert!(fig12.iter().any(|r| r["label"] == "H-RH-F: storage"));
+    let fig13 = out["result"]["fig13"].as_array().unwrap();
+    assert_eq!(fig13.len(), 4);
+    for r in fig13 {
+        let (paper, modeled) = (r["paper"].as_f64().unwrap(), r["modeled"].as_f64().unwrap());
+        assert!((modeled / paper - 1.0).abs() < 0.05, "{r}");
+        assert!(r["measured"].as_f64().unwrap() > 0.0, "{r}");
+    }
     let text = env.ok(&["repro", "bluedbm-net"]);
     assert!(text.contains("one stream, 8 hops") && text.contains("8.20"), "{text}");
+    assert!(text.contains("ISP-F: total") && text.contains("ISP-3Nodes"), "{text}");
     let err = env.fails(&["repro", "bluedbm-net", "--profile", "smartssd"]);
     assert!(err.contains("no storage network"), "{err}");
 }

@@ -321,6 +321,16 @@ impl Network {
         Ok(())
     }
 
+    /// Whether `send` would take a message of `bytes` from endpoint `ep` of `src` now (its send queue has
+    /// room), so a caller can keep the message rather than hand it over and get it refused.
+    pub fn can_send(&self, src: NodeId, ep: EndpointId, bytes: usize) -> bool {
+        if src >= self.routes.nodes() || ep >= self.cfg.endpoints {
+            return false;
+        }
+        let e = self.ep_index(src, ep);
+        self.endpoints[e].send_flits + self.cfg.flits(bytes) <= self.cfg.send_queue_flits as u64
+    }
+
     /// Stops (`true`) or resumes draining endpoint `ep` of `node`: a stopped endpoint's receive queue
     /// fills, then its links' buffers, then theirs (§3.2.2's back-pressure).
     pub fn pause(&mut self, node: NodeId, ep: EndpointId, paused: bool) {

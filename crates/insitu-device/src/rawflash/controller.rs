@@ -168,6 +168,14 @@ impl Sim {
         self.stats
     }
 
+    /// When something next happens inside, if anything is in flight.
+    pub(crate) fn next_time(&self) -> Option<Ps> {
+        let step = self.steps.peek().map(|r| r.0 .0);
+        let slice = self.cards.iter().filter_map(|c| c.slices.peek().map(|r| r.0 .0)).min();
+        let told = self.user.first_key_value().map(|(k, _)| k.0);
+        [step, slice, told].into_iter().flatten().min()
+    }
+
     pub(crate) fn in_flight(&self, card: u32) -> u32 {
         self.cards.get(card as usize).map_or(0, |c| c.in_flight)
     }
@@ -524,6 +532,12 @@ impl<M: RawFlash> FlashController<M> {
     /// Simulated time: when the last event handed out happened.
     pub fn now(&self) -> Ps {
         self.sim.now()
+    }
+
+    /// When something next happens inside the controller (`None`: nothing is in flight). Co-simulations
+    /// advance the component whose next time is earliest.
+    pub fn next_time(&self) -> Option<Ps> {
+        self.sim.next_time()
     }
 
     pub fn config(&self) -> &RawConfig {

@@ -167,4 +167,13 @@ impl<M: RawFlash> Splitter<M> {
     pub fn now(&self) -> Ps {
         self.ctrl.now()
     }
+
+    /// When something next happens (see [`FlashController::next_time`]).
+    pub fn next_time(&self) -> Option<Ps> {
+        if self.failed.is_empty() {
+            self.ctrl.next_time()
+        } else {
+            Some(self.ctrl.now())
+        }
+    }
 }

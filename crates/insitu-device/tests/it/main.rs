@@ -2,6 +2,7 @@
 //! over the process transport (a server thread on a Unix socket), which must answer alike.
 #![allow(clippy::unwrap_used)]
 
+mod cluster;
 mod firmware;
 mod nascent;
 mod network;

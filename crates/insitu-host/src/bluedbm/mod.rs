@@ -1,7 +1,9 @@
 //! BlueDBM (ISCA '15): an appliance of nodes whose storage devices are joined by their own network.
-//! So far: the storage network's reproduction ([`repro`], Fig. 11), on the discrete-event simulation of
-//! [`insitu_device::network`].
+//! So far: the reproduction of §6.3-6.5 ([`repro`]: Fig. 11 on the discrete-event simulation of
+//! [`insitu_device::network`], Figs. 12-13 in [`access`] on simulated nodes of
+//! [`insitu_device::cluster`]), and the routes of a topology ([`routes`]).
 
+pub mod access;
 pub mod repro;
 
 pub mod routes;

@@ -1,5 +1,6 @@
 //! `insitu repro bluedbm-net`: the storage network's measurements of BlueDBM §6.3 (Fig. 11), modeled by
-//! simulating the profile's links packet by packet, and measured here as the emulator's own speed.
+//! simulating the profile's links packet by packet, and the remote and local page reads of §6.4-6.5
+//! (Figs. 12 and 13, [`super::access`]) on simulated nodes; measured here as the emulator's own speed.
 //!
 //! Each row has the paper's value, the modeled value (simulated time on the profile: the same on any
 //! machine) and the measured one: how fast this machine emulated the same traffic (for a latency, the
@@ -31,6 +32,8 @@ pub struct Row {
 pub struct Figures {
     pub profile: String,
     pub fig11: Vec<Row>,
+    pub fig12: Vec<Row>,
+    pub fig13: Vec<Row>,
 }
 
 /// The paper's values (§6.3).
@@ -45,7 +48,7 @@ mod paper {
     pub const RING_GBPS: f64 = 32.8;
 }
 
-/// Runs Fig. 11 on `profile` (which must describe a storage network, as `bluedbm` does).
+/// Runs Figs. 11-13 on `profile` (which must describe a storage network, as `bluedbm` does).
 pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
     let (net, cfg) = super::storage_network(profile)?;
     let ports = net.ports;
@@ -133,7 +136,9 @@ pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
         measured: Some(measured * 8e-9),
         note: "4 endpoints take the 4 lanes (routes differ per endpoint)".into(),
     });
-    Ok(Figures { profile: profile.name.clone(), fig11 })
+    let fig12 = super::access::fig12(profile, progress)?;
+    let fig13 = super::access::fig13(profile, progress)?;
+    Ok(Figures { profile: profile.name.clone(), fig11, fig12, fig13 })
 }
 
 /// Streams `bytes` in messages of `message` bytes on each flow (src, endpoint, dst) at once; returns
@@ -200,21 +205,33 @@ fn lost(what: &str) -> HostError {
 /// The figures as text, beside the paper.
 pub fn render(f: &Figures) -> String {
     let mut out = format!(
-        "BlueDBM storage network (ISCA '15 §6.3, Fig. 11) on profile {}: modeled = simulated links, \
-         measured = this machine emulating them\n\n",
+        "BlueDBM (ISCA '15 §6.3-6.5) on profile {}: modeled = simulated links, flash cards and PCIe; \
+         measured = this machine emulating them\n",
         f.profile
     );
-    out += &format!(
-        "{:<52} {:>6} {:>9} {:>9} {:>10}  {}\n",
-        "fig11", "unit", "paper", "modeled", "measured", "why"
-    );
-    for r in &f.fig11 {
-        let paper = r.paper.map_or("-".to_string(), |p| format!("{p:.2}"));
-        let measured = r.measured.map_or("-".to_string(), |m| format!("{m:.3}"));
+    let figs = [
+        ("fig11", "storage network (§6.3)", &f.fig11),
+        ("fig12", "latency of one remote 8 KB read (§6.4)", &f.fig12),
+        ("fig13", "random 8 KB read bandwidth (§6.5)", &f.fig13),
+    ];
+    for (name, title, rows) in figs {
         out += &format!(
-            "{:<52} {:>6} {:>9} {:>9.3} {:>10}  {}\n",
-            r.label, r.unit, paper, r.modeled, measured, r.note
+            "\n{:<52} {:>6} {:>9} {:>9} {:>10}  {}\n",
+            format!("{name}: {title}"),
+            "unit",
+            "paper",
+            "modeled",
+            "measured",
+            "why"
         );
+        for r in rows.iter() {
+            let paper = r.paper.map_or("-".to_string(), |p| format!("{p:.2}"));
+            let measured = r.measured.map_or("-".to_string(), |m| format!("{m:.3}"));
+            out += &format!(
+                "{:<52} {:>6} {:>9} {:>9.3} {:>10}  {}\n",
+                r.label, r.unit, paper, r.modeled, measured, r.note
+            );
+        }
     }
     out
 }
@@ -224,12 +241,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fig11_follows_from_the_profile_and_is_deterministic() {
+    fn figs_11_to_13_follow_from_the_profile_and_are_deterministic() {
         let p = Profile::load("bluedbm").unwrap();
         let a = run(&p, &|_| {}).unwrap();
         let b = run(&p, &|_| {}).unwrap();
-        let modeled = |f: &Figures| f.fig11.iter().map(|r| r.modeled).collect::<Vec<_>>();
-        assert_eq!(modeled(&a), modeled(&b));
+        let modeled_of = |rows: &[Row]| rows.iter().map(|r| r.modeled).collect::<Vec<_>>();
+        assert_eq!(modeled_of(&a.fig11), modeled_of(&b.fig11));
         let bw = p.network.storage.as_ref().unwrap().payload_bw() * 8e-9;
         for r in &a.fig11 {
             if r.label.starts_with("one stream") {
@@ -244,5 +261,28 @@ mod tests {
         let ring = a.fig11.iter().find(|r| r.label.contains("throughput")).unwrap();
         assert!((ring.modeled / (4.0 * bw) - 1.0).abs() < 0.01, "{ring:?}");
         assert!(run(&Profile::load("tiny").unwrap(), &|_| {}).is_err());
+
+        // Fig. 12: every path's parts add up to its total; the ISP's path is the fastest flash path.
+        assert_eq!(a.fig12.len(), 20);
+        let total =
+            |name: &str| a.fig12.iter().find(|r| r.label == format!("{name}: total")).unwrap().modeled;
+        for chunk in a.fig12.chunks(5) {
+            let parts: f64 = chunk[..4].iter().map(|r| r.modeled).sum();
+            assert!((parts - chunk[4].modeled).abs() < 1e-6, "{chunk:?}");
+        }
+        assert!(
+            total("ISP-F") < total("H-F") && total("H-F") < total("H-RH-F") && total("H-D") < total("H-F")
+        );
+        assert_eq!(modeled_of(&a.fig12), modeled_of(&b.fig12));
+        assert_eq!(modeled_of(&a.fig13), modeled_of(&b.fig13));
+
+        // Fig. 13 follows from the profile's figures: PCIe, the cards, the links.
+        let raw = p.nand.interface.as_ref().unwrap();
+        let cards = raw.cards as f64 * raw.card_bw * 1e-9;
+        let link = p.network.storage.as_ref().unwrap().payload_bw() * 1e-9;
+        let want = [p.host_link.read_bw * 1e-9, cards, cards + link, cards + 4.0 * link];
+        for (r, w) in a.fig13.iter().zip(want) {
+            assert!((r.modeled / w - 1.0).abs() < 0.03, "{}: {} vs {w}", r.label, r.modeled);
+        }
     }
 }

@@ -1,0 +1,640 @@
+//! BlueDBM nodes in one simulation (ISCA '15 §3, §6.4-6.5): each node's device (its flash cards behind a
+//! [`Splitter`], its host interface's PCIe DMA) and the storage network between the devices, advanced
+//! together in simulated time, with real pages moving through them.
+//!
+//! A read names who asks (a node's in-store processor or its host), how, and the page: a global address
+//! (node, card, bus, chip, block, page). The four remote paths of §6.4:
+//! - **ISP-F** ([`Access::IspFlash`] at another node): the ISP's request crosses the network to the
+//!   remote splitter, and the page streams back slice by slice as it leaves the flash, touching no host;
+//! - **H-F** ([`Access::HostFlash`] at another node): the same, entered and left through the local PCIe;
+//! - **H-RH-F** ([`Access::HostRemoteHost`]): the remote device interrupts its host, which reads the page
+//!   from its flash into its memory and sends it back through its device;
+//! - **H-D** ([`Access::HostRemoteDram`]): the remote host answers from a page it holds in memory.
+//!
+//! At the reader's own node, `IspFlash` is the ISP-Local case of §6.5 and `HostFlash` the Host-Local one.
+//!
+//! The host interface (§3.3) is priced by the profile's PCIe figures: requests and pages cross it one
+//! after another each way at `host_link.write_bw` (to the device) and `host_link.read_bw` (to the host),
+//! plus `host_link.latency_us`. Host software is priced at nothing beyond those crossings: the profile
+//! has no figure for it (the paper's 16-25 us of software per request is Connectal's RPC and interrupt
+//! path, which is not modeled).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use insitu_flash::nand::Nand;
+
+use crate::error::DeviceError;
+use crate::network::{NetConfig, Network, NodeId, Ps, Topology};
+use crate::profile::Profile;
+use crate::rawflash::{
+    Event, FlashAddr, FlashCommand, FlashController, RawConfig, RawFlashError, Source, Splitter,
+};
+
+/// How a read reaches its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Access {
+    /// The reader's in-store processor reads the page's flash: ISP-Local, or ISP-F when remote.
+    IspFlash,
+    /// The reader's host reads the page's flash through its device: Host-Local, or H-F when remote.
+    HostFlash,
+    /// The reader's host asks the page's host, which reads its flash and sends the page (H-RH-F).
+    HostRemoteHost,
+    /// The reader's host asks the page's host, which sends it from its memory (H-D).
+    HostRemoteDram,
+}
+
+/// One page read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Read {
+    /// The node whose ISP or host asks.
+    pub origin: NodeId,
+    pub access: Access,
+    /// The node that holds the page.
+    pub node: NodeId,
+    pub addr: FlashAddr,
+}
+
+/// A finished read: the page and when each part of its way happened.
+#[derive(Debug, Clone)]
+pub struct ReadDone {
+    pub id: u64,
+    pub read: Read,
+    pub data: Vec<u8>,
+    /// When the reader asked.
+    pub issued_ps: Ps,
+    /// When the request was at the reader's device (after the host's PCIe, for a host).
+    pub at_device_ps: Ps,
+    /// When the first byte of the page left the node that serves it (its flash, or its host's memory).
+    pub first_out_ps: Ps,
+    /// When the last byte reached the reader.
+    pub done_ps: Ps,
+    /// Network hops, request and answer together.
+    pub hops: u32,
+}
+
+/// What crossed the network and the PCIe links so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClusterStats {
+    pub reads: u64,
+    pub network_messages: u64,
+    pub network_bytes: u64,
+    pub pcie_up_bytes: u64,
+    pub pcie_down_bytes: u64,
+}
+
+/// The figures the cluster runs on.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    pub raw: RawConfig,
+    pub net: NetConfig,
+    /// Device -> host, host -> device: picoseconds per byte.
+    pub pcie_up_ps_per_byte: f64,
+    pub pcie_down_ps_per_byte: f64,
+    pub pcie_latency_ps: Ps,
+    pub host_page_buffers: u32,
+}
+
+impl ClusterConfig {
+    pub fn from_profile(profile: &Profile) -> Result<ClusterConfig, DeviceError> {
+        let raw = RawConfig::from_profile(profile)?;
+        let net = NetConfig::from_profile(profile).ok_or_else(|| DeviceError::InvalidProfile {
+            profile: profile.name.clone(),
+            detail: "it has no storage network ([network.storage]); BlueDBM's `bluedbm` profile has one"
+                .into(),
+        })?;
+        let buffers = profile.nand.interface.as_ref().map_or(1, |i| i.host_page_buffers);
+        Ok(ClusterConfig {
+            raw,
+            net,
+            pcie_up_ps_per_byte: 1e12 / profile.host_link.read_bw,
+            pcie_down_ps_per_byte: 1e12 / profile.host_link.write_bw,
+            pcie_latency_ps: (profile.host_link.latency_us * 1e6).round() as Ps,
+            host_page_buffers: buffers,
+        })
+    }
+}
+
+/// Bytes of a request message: kind, request id, and the page's address.
+const REQUEST_BYTES: usize = 32;
+/// Bytes of a request crossing PCIe (an RPC or an interrupt's descriptor).
+const DESCRIPTOR_BYTES: u64 = 64;
+const KIND_REQUEST: u8 = 0;
+const KIND_DATA: u8 = 1;
+
+#[derive(Debug)]
+enum Act {
+    /// Issue the read of request `id` at `node`'s splitter for `source`.
+    Issue { node: NodeId, source: Source, id: u64 },
+    /// Send a message on the network.
+    Send { from: NodeId, to: NodeId, msg: Vec<u8> },
+    /// Bytes of the page reach the reader.
+    Deliver { id: u64, offset: usize, bytes: Vec<u8> },
+    /// The page's host has the request (H-RH-F, H-D).
+    HostServe { id: u64 },
+    /// The page's host has the whole page in memory: send it back through its device.
+    HostSend { id: u64 },
+}
+
+#[derive(Debug)]
+struct Pending {
+    read: Read,
+    issued: Ps,
+    at_device: Ps,
+    first_out: Option<Ps>,
+    data: Vec<u8>,
+    got: usize,
+    /// H-RH-F: bytes of the page in the remote host's memory so far.
+    staged: usize,
+}
+
+/// A message waiting to be sent: (destination, bytes).
+type Outgoing = (NodeId, Vec<u8>);
+
+#[derive(Debug, Default)]
+struct Pcie {
+    up_free: Ps,
+    down_free: Ps,
+}
+
+/// Nodes, their devices and the network, in one simulation (see the [module](self) documentation).
+#[derive(Debug)]
+pub struct Cluster {
+    cfg: ClusterConfig,
+    page_size: usize,
+    nodes: Vec<Splitter<Nand>>,
+    pcie: Vec<Pcie>,
+    /// Pages each node's host holds in memory (H-D).
+    dram: Vec<HashMap<FlashAddr, Arc<Vec<u8>>>>,
+    net: Network,
+    acts: BinaryHeap<Reverse<(Ps, u64, usize)>>,
+    act_slots: Vec<Option<Act>>,
+    free_acts: Vec<usize>,
+    order: u64,
+    /// Sends waiting for room in their endpoint's send queue, per (node, endpoint), in order.
+    blocked: BTreeMap<(NodeId, u32), VecDeque<Outgoing>>,
+    pending: HashMap<u64, Pending>,
+    done: VecDeque<ReadDone>,
+    next_id: u64,
+    now: Ps,
+    stats: ClusterStats,
+}
+
+impl Cluster {
+    /// A cluster of `topology.nodes()` nodes, node `i` on `media[i]`.
+    pub fn new(cfg: ClusterConfig, topology: &Topology, media: Vec<Nand>) -> Result<Cluster, RawFlashError> {
+        assert_eq!(media.len(), topology.nodes() as usize, "one NAND image per node");
+        let page_size =
+            media.first().map_or(0, |m| insitu_flash::raw::RawFlash::geometry(m).page_size as usize);
+        let nodes = media
+            .into_iter()
+            .map(|m| Ok(Splitter::new(FlashController::new(m, cfg.raw.clone())?)))
+            .collect::<Result<Vec<_>, RawFlashError>>()?;
+        let n = nodes.len();
+        Ok(Cluster {
+            net: Network::new(topology, cfg.net.clone()),
+            cfg,
+            page_size,
+            nodes,
+            pcie: (0..n).map(|_| Pcie::default()).collect(),
+            dram: vec![HashMap::new(); n],
+            acts: BinaryHeap::new(),
+            act_slots: Vec::new(),
+            free_acts: Vec::new(),
+            order: 0,
+            blocked: BTreeMap::new(),
+            pending: HashMap::new(),
+            done: VecDeque::new(),
+            next_id: 0,
+            now: 0,
+            stats: ClusterStats::default(),
+        })
+    }
+
+    /// A cluster on `profile`'s devices, each node's NAND image in its own directory under `dir`, with
+    /// `blocks_per_chip` blocks on each chip (images are sparse: only written pages take space).
+    pub fn create(
+        profile: &Profile,
+        topology: &Topology,
+        dir: &std::path::Path,
+        blocks_per_chip: u64,
+    ) -> Result<Cluster, DeviceError> {
+        let cfg = ClusterConfig::from_profile(profile)?;
+        let geo = insitu_flash::Geometry { blocks_per_chip, ..profile.base_geometry() };
+        let media = (0..topology.nodes())
+            .map(|n| {
+                let d = dir.join(format!("node{n}"));
+                std::fs::create_dir_all(&d).map_err(|e| DeviceError::io(&d, e))?;
+                Ok(Nand::open(&d, geo)?)
+            })
+            .collect::<Result<Vec<_>, DeviceError>>()?;
+        Cluster::new(cfg, topology, media)
+            .map_err(|e| DeviceError::InvalidProfile { profile: profile.name.clone(), detail: e.to_string() })
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.cfg
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub fn now(&self) -> Ps {
+        self.now
+    }
+
+    pub fn stats(&self) -> ClusterStats {
+        self.stats
+    }
+
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    /// Node `node`'s splitter (its controller, its counters).
+    pub fn splitter(&self, node: NodeId) -> &Splitter<Nand> {
+        &self.nodes[node as usize]
+    }
+
+    /// Reads in flight.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Programs a page at `node` through its raw interface, as its host would, before the experiment:
+    /// runs that node's controller to the acknowledgement.
+    pub fn write(
+        &mut self,
+        node: NodeId,
+        addr: FlashAddr,
+        spare: u64,
+        data: &[u8],
+    ) -> Result<(), RawFlashError> {
+        if !self.pending.is_empty() {
+            return Err(RawFlashError::Lost { pending: self.pending.len() });
+        }
+        let sp = &mut self.nodes[node as usize];
+        sp.issue(Source::Host, FlashCommand::write(addr, u32::MAX, spare))?;
+        while let Some((_, c)) = sp.poll() {
+            match c.event {
+                Event::WriteDataRequest => sp.write_data(Source::Host, c.card, c.tag, data)?,
+                Event::Ack(status) => {
+                    status?;
+                    break;
+                }
+                Event::ReadData(_) => {}
+            }
+        }
+        self.now = self.now.max(sp.now());
+        Ok(())
+    }
+
+    /// Erases a block at `node` before the experiment.
+    pub fn erase(&mut self, node: NodeId, addr: FlashAddr) -> Result<(), RawFlashError> {
+        let sp = &mut self.nodes[node as usize];
+        sp.issue(Source::Host, FlashCommand::erase(addr, u32::MAX))?;
+        while let Some((_, c)) = sp.poll() {
+            if let Event::Ack(status) = c.event {
+                status?;
+                break;
+            }
+        }
+        self.now = self.now.max(sp.now());
+        Ok(())
+    }
+
+    /// Puts a copy of a page in `node`'s host memory (what H-D reads).
+    pub fn put_dram(&mut self, node: NodeId, addr: FlashAddr, data: Vec<u8>) {
+        self.dram[node as usize].insert(addr, Arc::new(data));
+    }
+
+    /// Starts a read now; its [`ReadDone`] comes from [`Cluster::next_done`].
+    pub fn submit(&mut self, read: Read) -> Result<u64, RawFlashError> {
+        let n = self.nodes.len() as u32;
+        if read.origin >= n || read.node >= n {
+            return Err(RawFlashError::Flash(insitu_flash::FlashError::NandViolation(format!(
+                "node {} is not in this {n}-node cluster",
+                read.origin.max(read.node)
+            ))));
+        }
+        self.nodes[read.node as usize].controller().ppn_of(&read.addr)?;
+        if read.access == Access::HostRemoteDram && !self.dram[read.node as usize].contains_key(&read.addr) {
+            return Err(RawFlashError::ErasedPage { addr: read.addr });
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let t = self.now;
+        let host = read.access != Access::IspFlash;
+        let at_device = if host { self.pcie_down(read.origin, t, DESCRIPTOR_BYTES) } else { t };
+        self.pending.insert(
+            id,
+            Pending {
+                read,
+                issued: t,
+                at_device,
+                first_out: None,
+                data: vec![0; self.page_size],
+                got: 0,
+                staged: 0,
+            },
+        );
+        if read.node == read.origin {
+            let source = if host { Source::Host } else { Source::Isp };
+            match read.access {
+                Access::IspFlash | Access::HostFlash => {
+                    self.act(at_device, Act::Issue { node: read.node, source, id })
+                }
+                Access::HostRemoteHost | Access::HostRemoteDram => self.act(at_device, Act::HostServe { id }),
+            }
+        } else {
+            let mut msg = vec![0u8; REQUEST_BYTES];
+            msg[0] = KIND_REQUEST;
+            msg[1..9].copy_from_slice(&id.to_le_bytes());
+            self.act(at_device, Act::Send { from: read.origin, to: read.node, msg });
+        }
+        Ok(id)
+    }
+
+    /// Runs until a read finishes and returns it; `None` when nothing is in flight.
+    pub fn next_done(&mut self) -> Option<ReadDone> {
+        self.next_done_until(Ps::MAX)
+    }
+
+    /// Runs until a read finishes at or before `limit`; `None` if none does (time is then `limit`, or
+    /// nothing is in flight).
+    pub fn next_done_until(&mut self, limit: Ps) -> Option<ReadDone> {
+        loop {
+            if let Some(d) = self.done.pop_front() {
+                return Some(d);
+            }
+            let t_act = self.acts.peek().map(|r| r.0 .0);
+            let t_net = self.net.next_event();
+            let t_node =
+                self.nodes.iter().enumerate().filter_map(|(i, s)| s.next_time().map(|t| (t, i))).min();
+            let t = [t_act, t_net, t_node.map(|x| x.0)].into_iter().flatten().min();
+            let Some(t) = t.filter(|t| *t <= limit) else {
+                if limit != Ps::MAX {
+                    self.now = self.now.max(limit);
+                }
+                return None;
+            };
+            self.now = self.now.max(t);
+            if t_act == Some(t) {
+                let Reverse((_, _, slot)) = self.acts.pop().expect("peeked");
+                let act = self.act_slots[slot].take().expect("a due act");
+                self.free_acts.push(slot);
+                self.perform(t, act);
+            } else if t_net == Some(t) {
+                self.run_network(t);
+            } else {
+                let node = t_node.expect("the minimum").1;
+                self.run_node(node, t);
+            }
+        }
+    }
+
+    fn act(&mut self, at: Ps, act: Act) {
+        let slot = match self.free_acts.pop() {
+            Some(s) => {
+                self.act_slots[s] = Some(act);
+                s
+            }
+            None => {
+                self.act_slots.push(Some(act));
+                self.act_slots.len() - 1
+            }
+        };
+        self.order += 1;
+        self.acts.push(Reverse((at, self.order, slot)));
+    }
+
+    fn pcie_up(&mut self, node: NodeId, t: Ps, bytes: u64) -> Ps {
+        let p = &mut self.pcie[node as usize];
+        let start = t.max(p.up_free);
+        p.up_free = start + (bytes as f64 * self.cfg.pcie_up_ps_per_byte).round() as Ps;
+        self.stats.pcie_up_bytes += bytes;
+        p.up_free + self.cfg.pcie_latency_ps
+    }
+
+    fn pcie_down(&mut self, node: NodeId, t: Ps, bytes: u64) -> Ps {
+        let p = &mut self.pcie[node as usize];
+        let start = t.max(p.down_free);
+        p.down_free = start + (bytes as f64 * self.cfg.pcie_down_ps_per_byte).round() as Ps;
+        self.stats.pcie_down_bytes += bytes;
+        p.down_free + self.cfg.pcie_latency_ps
+    }
+
+    fn perform(&mut self, t: Ps, act: Act) {
+        match act {
+            Act::Issue { node, source, id } => {
+                self.run_node(node as usize, t);
+                let addr = self.pending[&id].read.addr;
+                // Request ids name commands: unique among a source's commands in flight.
+                let tag = id as u32;
+                if let Err(e) = self.nodes[node as usize].issue(source, FlashCommand::read(addr, tag)) {
+                    panic!("a checked read was refused: {e}");
+                }
+            }
+            Act::Send { from, to, msg } => {
+                self.run_network(t);
+                self.send(from, to, msg);
+            }
+            Act::Deliver { id, offset, bytes } => {
+                let p = self.pending.get_mut(&id).expect("a delivery for a read in flight");
+                p.data[offset..offset + bytes.len()].copy_from_slice(&bytes);
+                p.got += bytes.len();
+                if p.got == self.page_size {
+                    let p = self.pending.remove(&id).expect("present");
+                    let hops = if p.read.node == p.read.origin {
+                        0
+                    } else {
+                        let r = self.net.routes();
+                        r.hops(p.read.origin, p.read.node) + r.hops(p.read.node, p.read.origin)
+                    };
+                    self.stats.reads += 1;
+                    self.done.push_back(ReadDone {
+                        id,
+                        read: p.read,
+                        data: p.data,
+                        issued_ps: p.issued,
+                        at_device_ps: p.at_device,
+                        first_out_ps: p.first_out.unwrap_or(t),
+                        done_ps: t,
+                        hops,
+                    });
+                }
+            }
+            Act::HostServe { id } => {
+                // The device interrupts its host with the request.
+                let read = self.pending[&id].read;
+                let at_host = self.pcie_up(read.node, t, DESCRIPTOR_BYTES);
+                match read.access {
+                    Access::HostRemoteHost => {
+                        let at_dev = self.pcie_down(read.node, at_host, DESCRIPTOR_BYTES);
+                        self.act(at_dev, Act::Issue { node: read.node, source: Source::Host, id });
+                    }
+                    _ => self.act(at_host, Act::HostSend { id }),
+                }
+            }
+            Act::HostSend { id } => {
+                let read = self.pending[&id].read;
+                let page = if read.access == Access::HostRemoteDram {
+                    Arc::clone(&self.dram[read.node as usize][&read.addr])
+                } else {
+                    Arc::new(std::mem::take(&mut self.pending.get_mut(&id).expect("in flight").data))
+                };
+                if read.access == Access::HostRemoteDram {
+                    self.pending.get_mut(&id).expect("in flight").first_out = Some(t);
+                } else {
+                    self.pending.get_mut(&id).expect("in flight").data = vec![0; self.page_size];
+                }
+                // The page goes down the host's PCIe slice by slice, each on to the network as it lands.
+                let slice = self.cfg.raw.slice_bytes as usize;
+                for off in (0..self.page_size).step_by(slice) {
+                    let len = slice.min(self.page_size - off);
+                    let at = self.pcie_down(read.node, t, len as u64);
+                    let msg = data_message(id, off, &page[off..off + len]);
+                    if read.node == read.origin {
+                        self.act(at, Act::Deliver { id, offset: off, bytes: page[off..off + len].to_vec() });
+                    } else {
+                        self.act(at, Act::Send { from: read.node, to: read.origin, msg });
+                    }
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, from: NodeId, to: NodeId, msg: Vec<u8>) {
+        let id = u64::from_le_bytes(msg[1..9].try_into().expect("8 bytes"));
+        let ep = (id % self.cfg.net.endpoints as u64) as u32;
+        if self.blocked.contains_key(&(from, ep)) || !self.net.can_send(from, ep, msg.len()) {
+            self.blocked.entry((from, ep)).or_default().push_back((to, msg));
+        } else {
+            self.net_send(from, to, ep, msg);
+        }
+    }
+
+    fn net_send(&mut self, from: NodeId, to: NodeId, ep: u32, msg: Vec<u8>) {
+        self.stats.network_messages += 1;
+        self.stats.network_bytes += msg.len() as u64;
+        if let Err(e) = self.net.send(from, ep, to, msg) {
+            panic!("the network refused a message it had room for: {e}");
+        }
+    }
+
+    fn run_network(&mut self, t: Ps) {
+        self.net.run_until(t);
+        while let Some(d) = self.net.receive_any() {
+            let id = u64::from_le_bytes(d.data[1..9].try_into().expect("8 bytes"));
+            match d.data[0] {
+                KIND_REQUEST => {
+                    let read = self.pending[&id].read;
+                    match read.access {
+                        Access::IspFlash | Access::HostFlash => self.act(
+                            d.delivered_ps,
+                            Act::Issue { node: read.node, source: Source::Remote(read.origin), id },
+                        ),
+                        Access::HostRemoteHost | Access::HostRemoteDram => {
+                            self.act(d.delivered_ps, Act::HostServe { id })
+                        }
+                    }
+                }
+                _ => {
+                    let offset = u32::from_le_bytes(d.data[9..13].try_into().expect("4 bytes")) as usize;
+                    let bytes = d.data[13..].to_vec();
+                    let origin = self.pending[&id].read.origin;
+                    let at = if self.pending[&id].read.access == Access::IspFlash {
+                        d.delivered_ps
+                    } else {
+                        self.pcie_up(origin, d.delivered_ps, bytes.len() as u64)
+                    };
+                    self.act(at, Act::Deliver { id, offset, bytes });
+                }
+            }
+        }
+        // Retry blocked sends, each endpoint's in order.
+        let keys: Vec<(NodeId, u32)> = self.blocked.keys().copied().collect();
+        for (from, ep) in keys {
+            let mut queue = self.blocked.remove(&(from, ep)).expect("a key");
+            while let Some((to, msg)) = queue.pop_front() {
+                if !self.net.can_send(from, ep, msg.len()) {
+                    queue.push_front((to, msg));
+                    break;
+                }
+                self.net_send(from, to, ep, msg);
+            }
+            if !queue.is_empty() {
+                self.blocked.insert((from, ep), queue);
+            }
+        }
+    }
+
+    /// Hands out node `node`'s flash events up to `t`.
+    fn run_node(&mut self, node: usize, t: Ps) {
+        while let Some((source, c)) = self.nodes[node].poll_until(t) {
+            let id = self.resolve_id(c.tag);
+            let Event::ReadData(slice) = c.event else {
+                if let Event::Ack(Err(e)) = c.event {
+                    panic!("a read failed in the cluster: {e}");
+                }
+                continue;
+            };
+            let p = self.pending.get_mut(&id).expect("a slice for a read in flight");
+            let read = p.read;
+            let bytes = slice.bytes();
+            match source {
+                Source::Isp => {
+                    p.first_out.get_or_insert(c.at_ps);
+                    self.act(c.at_ps, Act::Deliver { id, offset: slice.offset(), bytes: bytes.to_vec() });
+                }
+                Source::Remote(origin) => {
+                    p.first_out.get_or_insert(c.at_ps);
+                    let msg = data_message(id, slice.offset(), bytes);
+                    self.act(c.at_ps, Act::Send { from: node as NodeId, to: origin, msg });
+                }
+                Source::Host if read.node == read.origin && read.access == Access::HostFlash => {
+                    p.first_out.get_or_insert(c.at_ps);
+                    let (off, data) = (slice.offset(), bytes.to_vec());
+                    let at = self.pcie_up(node as NodeId, c.at_ps, data.len() as u64);
+                    self.act(at, Act::Deliver { id, offset: off, bytes: data });
+                }
+                Source::Host => {
+                    // H-RH-F: the page's host reads its flash into its memory, then sends it on.
+                    p.data[slice.offset()..slice.offset() + bytes.len()].copy_from_slice(bytes);
+                    p.staged += bytes.len();
+                    let whole = p.staged == self.page_size;
+                    let at = self.pcie_up(node as NodeId, c.at_ps, bytes.len() as u64);
+                    if whole {
+                        self.pending.get_mut(&id).expect("in flight").first_out = Some(at);
+                        self.act(at, Act::HostSend { id });
+                    }
+                }
+            }
+        }
+    }
+
+    /// A command's tag is its request id's low 32 bits: the newest id with those bits (fewer than 2^32
+    /// reads are ever in flight).
+    fn resolve_id(&self, tag: u32) -> u64 {
+        let mut id = (self.next_id & !0xffff_ffff) | tag as u64;
+        if id >= self.next_id {
+            id = id.wrapping_sub(1 << 32);
+        }
+        id
+    }
+}
+
+fn data_message(id: u64, offset: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(13 + bytes.len());
+    msg.push(KIND_DATA);
+    msg.extend_from_slice(&id.to_le_bytes());
+    msg.extend_from_slice(&(offset as u32).to_le_bytes());
+    msg.extend_from_slice(bytes);
+    msg
+}
