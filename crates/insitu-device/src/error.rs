@@ -51,6 +51,12 @@ pub enum DeviceError {
     /// write straddling an indexed range, an index that no longer fits device memory...).
     #[error("{firmware}: {detail}")]
     Firmware { firmware: String, detail: String },
+    #[error("raw flash: {0}")]
+    RawFlash(#[from] crate::rawflash::RawFlashError),
+    #[error(
+        "device {0} has no raw flash partition (its profile has no raw flash interface, [nand.interface])"
+    )]
+    NoRawFlash(u32),
 }
 
 impl DeviceError {

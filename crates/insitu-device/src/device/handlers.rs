@@ -18,6 +18,8 @@ use crate::protocol::{
     ReadLba, ReadMemory, ReadPages, Request, ResizeIndex, SelfSortStatus, SetIndexFlags, Stat, Statistics,
     StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
 };
+use crate::protocol::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
+use crate::rawflash::RawInfo;
 use crate::sys::thread_cpu_ns;
 
 /// How a command's device CPU time is to be charged.
@@ -52,7 +54,7 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
         CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba,
         TrimLba, Flush, ReadPages,
         ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus,
-        QueryIndex,
+        QueryIndex, RawIdentify, RawWrite, RawRead, RawErase, RawSync,
     }
 }
 
@@ -390,6 +392,40 @@ impl Handle for ReadPages {
         Meters::add(&dev.meters.flash_to_device_mem, data.len() as u64);
         Meters::add(&dev.meters.device_to_host, data.len() as u64);
         Ok(data)
+    }
+}
+
+impl Handle for RawIdentify {
+    fn handle(self, dev: &Inner) -> Result<RawInfo> {
+        Ok(dev.raw()?.info())
+    }
+}
+
+impl Handle for RawWrite {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        dev.raw()?.write(&self.pages, &self.data)?;
+        Meters::add(&dev.meters.host_to_device, self.data.len() as u64);
+        Ok(())
+    }
+}
+
+impl Handle for RawRead {
+    fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
+        let out = dev.raw()?.read(&self.addrs)?;
+        Meters::add(&dev.meters.device_to_host, out.len() as u64);
+        Ok(out)
+    }
+}
+
+impl Handle for RawErase {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Ok(dev.raw()?.erase(&self.addrs)?)
+    }
+}
+
+impl Handle for RawSync {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        dev.raw()?.sync()
     }
 }
 

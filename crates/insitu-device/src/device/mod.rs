@@ -26,6 +26,7 @@ use crate::media::Media;
 use crate::meters::{DeviceCounters, Meters};
 use crate::profile::Profile;
 use crate::protocol::{Command, Queue};
+use crate::rawflash::RawPartition;
 use crate::sys::{lock_dir, thread_cpu_ns};
 
 struct Job {
@@ -67,8 +68,13 @@ impl Device {
         std::fs::create_dir_all(dir).map_err(|e| DeviceError::io(dir, e))?;
         let lock = lock(dir)?;
         let flash = Flash::format(dir, profile.base_geometry(), capacity_bytes)?;
+        // A raw flash interface gets a raw partition as large as the FTL's (BlueDBM §4: the file system's).
+        let raw = match profile.nand.interface {
+            Some(_) => Some(RawPartition::create(dir, &profile, capacity_bytes)?),
+            None => None,
+        };
         DeviceConfig::new(id, profile.clone()).save(dir)?;
-        Self::start(Inner::new(id, dir.to_path_buf(), profile, Media::new(flash), lock))
+        Self::start(Inner::new(id, dir.to_path_buf(), profile, Media::new(flash), raw, lock))
     }
 
     /// Opens (and recovers) the device in `dir`. Fails with [`DeviceError::InUse`] while another process
@@ -77,7 +83,11 @@ impl Device {
         let lock = lock(dir)?;
         let config = DeviceConfig::load(dir)?;
         let flash = Flash::open(dir)?;
-        Self::start(Inner::new(config.id, dir.to_path_buf(), config.profile, Media::new(flash), lock))
+        let raw = match RawPartition::exists(dir) {
+            true => Some(RawPartition::open(dir, &config.profile)?),
+            false => None,
+        };
+        Self::start(Inner::new(config.id, dir.to_path_buf(), config.profile, Media::new(flash), raw, lock))
     }
 
     fn start(inner: Inner) -> Result<Device> {

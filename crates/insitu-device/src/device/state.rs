@@ -12,6 +12,7 @@ use crate::media::Media;
 use crate::memory::DeviceMemory;
 use crate::meters::{DeviceCounters, Meters};
 use crate::profile::Profile;
+use crate::rawflash::RawPartition;
 
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -25,13 +26,22 @@ pub(crate) struct Inner {
     /// The resident Self-Sort firmware (also on the I/O path).
     pub(crate) selfsort: Arc<SelfSort>,
     fabric: RwLock<Option<Arc<dyn Fabric>>>,
+    /// The raw flash partition, on devices whose profile has a raw interface.
+    pub(crate) raw: Option<Mutex<RawPartition>>,
     /// The lock on the device directory: one process serves a device at a time. Released when the device
     /// closes (even if a thread still holds this state) or drops.
     lock: Mutex<Option<File>>,
 }
 
 impl Inner {
-    pub(crate) fn new(id: u32, dir: PathBuf, profile: Profile, media: Media, lock: File) -> Inner {
+    pub(crate) fn new(
+        id: u32,
+        dir: PathBuf,
+        profile: Profile,
+        media: Media,
+        raw: Option<RawPartition>,
+        lock: File,
+    ) -> Inner {
         Inner {
             id,
             dir,
@@ -42,6 +52,7 @@ impl Inner {
             io_path: IoPath::default(),
             selfsort: Arc::new(SelfSort::default()),
             fabric: RwLock::new(None),
+            raw: raw.map(Mutex::new),
             lock: Mutex::new(Some(lock)),
         }
     }
@@ -76,6 +87,12 @@ impl Inner {
             meters: &self.meters,
             profile: &self.profile,
         }
+    }
+
+    /// The raw partition, or the error saying this device has none.
+    pub(crate) fn raw(&self) -> Result<std::sync::MutexGuard<'_, RawPartition>> {
+        let raw = self.raw.as_ref().ok_or(DeviceError::NoRawFlash(self.id))?;
+        Ok(raw.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     pub(crate) fn set_fabric(&self, f: Arc<dyn Fabric>) {

@@ -13,6 +13,7 @@ use crate::protocol::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };
 use crate::protocol::programs::{Execute, Program, ProgramCall};
+use crate::protocol::raw::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
 use crate::protocol::request::{Queue, Request};
 use crate::protocol::storage::{
     Abort, Append, Commit, CreateObject, Delete, Flush, List, PhysicalPages, Read, ReadLba, ReadPages, Stat,
@@ -68,6 +69,7 @@ commands! {
     CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba, TrimLba,
     Flush, ReadPages,
     ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus, QueryIndex,
+    RawIdentify, RawWrite, RawRead, RawErase, RawSync,
 }
 
 impl<P: Program> From<Execute<P>> for Command {
@@ -83,7 +85,8 @@ impl Command {
             Command::Append(Append { data, .. })
             | Command::WriteMemory(WriteMemory { data, .. })
             | Command::WriteLba(WriteLba { data, .. })
-            | Command::PeerWrite(PeerWrite { data, .. }) => std::mem::take(data),
+            | Command::PeerWrite(PeerWrite { data, .. })
+            | Command::RawWrite(RawWrite { data, .. }) => std::mem::take(data),
             _ => Vec::new(),
         }
     }
@@ -94,7 +97,8 @@ impl Command {
             Command::Append(Append { data, .. })
             | Command::WriteMemory(WriteMemory { data, .. })
             | Command::WriteLba(WriteLba { data, .. })
-            | Command::PeerWrite(PeerWrite { data, .. }) => *data = bulk,
+            | Command::PeerWrite(PeerWrite { data, .. })
+            | Command::RawWrite(RawWrite { data, .. }) => *data = bulk,
             _ => {}
         }
     }

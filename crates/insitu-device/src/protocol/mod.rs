@@ -14,6 +14,7 @@
 //! | NVMe read / write / dataset mgmt / flush| [`ReadLba`], [`WriteLba`], [`TrimLba`], [`Flush`]      |
 //! | namespace of objects (key-value-like)   | [`CreateObject`] / [`Append`] / [`Commit`] / [`Abort`] / [`Read`] / [`Delete`] / [`List`] / [`Stat`] |
 //! | raw flash (below the FTL)               | [`PhysicalPages`] (where an object lives), [`ReadPages`] |
+//! | raw flash partition (BlueDBM §3.1)      | [`RawIdentify`], [`RawWrite`], [`RawRead`], [`RawErase`], [`RawSync`] |
 //! | vendor commands (Self-Sorting SSD §III-E) | [`ConfigureIndex`], [`GenerateIndex`], [`QueryIndex`], [`FlushIndexes`], [`IndexStatus`]... (also as a command block written to the command LBA) |
 //!
 //! Both usage models: *direct* (the host passes memory handles in a program's arguments) and *indirect*
@@ -25,6 +26,7 @@ mod index;
 mod memory;
 mod payload;
 pub mod programs;
+mod raw;
 mod request;
 mod storage;
 
@@ -40,6 +42,7 @@ pub use self::memory::{
 };
 pub use self::payload::Payload;
 pub use self::programs::*;
+pub use self::raw::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
 pub use self::request::{Queue, Request};
 pub use self::storage::{
     Abort, Append, Commit, CreateObject, Delete, Flush, List, PhysicalPages, Read, ReadLba, ReadPages, Stat,

@@ -46,6 +46,7 @@
 
 mod controller;
 mod media;
+mod partition;
 mod server;
 mod splitter;
 
@@ -57,6 +58,7 @@ use serde::{Deserialize, Serialize};
 
 pub use controller::{FlashController, RawStats};
 pub use media::TaggedMedia;
+pub use partition::{RawInfo, RawPartition};
 pub use server::{AddressTranslation, FileHandle, FlashServer};
 pub use splitter::{Source, Splitter};
 
@@ -176,8 +178,8 @@ pub struct Completion {
     pub event: Event,
 }
 
-/// What the raw interface refuses.
-#[derive(Debug, thiserror::Error)]
+/// What the raw interface refuses. Plain data (serde), so it crosses the device protocol as it is.
+#[derive(Debug, thiserror::Error, Serialize, Deserialize)]
 pub enum RawFlashError {
     #[error("flash address {addr} is past the geometry ({cards} cards x {buses} buses x {chips} chips x {blocks} blocks x {pages} pages)")]
     PastGeometry { addr: FlashAddr, cards: u32, buses: u32, chips: u32, blocks: u64, pages: u32 },

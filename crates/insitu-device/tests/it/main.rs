@@ -72,6 +72,18 @@ fn spawn_server(dir: &Path, socket: &Path, peers: Vec<(u32, std::path::PathBuf)>
     panic!("the server of {} did not start", dir.display());
 }
 
+/// The device already formatted in `dev_dir`, reached `via` (sockets go in `tmp`).
+pub fn serve(dev_dir: &Path, tmp: &Path, via: Via) -> Served {
+    match via {
+        Via::InProcess => Served { dev: transport::in_process(Device::open(dev_dir).unwrap()), server: None },
+        Via::Socket => {
+            let socket = tmp.join("dev.sock");
+            let server = spawn_server(dev_dir, &socket, vec![]);
+            Served { dev: ProcessTransport::connect(&socket, 0).unwrap().into_client(), server: Some(server) }
+        }
+    }
+}
+
 /// A fresh tiny device reached `via`.
 pub fn device(dir: &Path, via: Via) -> Served {
     match via {

@@ -380,3 +380,62 @@ fn the_ftl_over_the_raw_interface_behaves_as_over_the_nand_image() {
     );
     assert!(raw.nand().now() > 0, "the raw interface timed the FTL's work");
 }
+
+#[test]
+fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening() {
+    use insitu_device::protocol::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
+    use insitu_device::{transport, Device, DeviceError};
+    for via in crate::BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let dev_dir = dir.path().join("dev");
+        drop(Device::format(&dev_dir, 0, profile(), 64 << 20).unwrap());
+        let served = crate::serve(&dev_dir, dir.path(), via);
+        let dev = &served.dev;
+        let info = dev.call(RawIdentify).unwrap();
+        assert_eq!((info.cards, info.buses_per_card, info.chips_per_bus), (2, 8, 8));
+        assert!(info.written.is_empty());
+        // Two blocks on different cards, three pages each, written in one batch.
+        let a = FlashAddr { card: 0, bus: 1, chip: 2, block: 0, page: 0 };
+        let b = FlashAddr { card: 1, bus: 7, chip: 7, block: 0, page: 0 };
+        let pages: Vec<(FlashAddr, u64)> = (0..3)
+            .flat_map(|p| {
+                [(FlashAddr { page: p, ..a }, 10 + p as u64), (FlashAddr { page: p, ..b }, 20 + p as u64)]
+            })
+            .collect();
+        let data: Vec<u8> = pages.iter().flat_map(|(addr, _)| page_of(addr, 1)).collect();
+        dev.call(RawWrite { pages: pages.clone(), data: data.clone() }).unwrap();
+        dev.call(RawSync).unwrap();
+        let addrs: Vec<FlashAddr> = pages.iter().map(|p| p.0).collect();
+        let back = dev.call(RawRead { addrs: addrs.clone() }).unwrap();
+        assert_eq!(&back[..data.len()], &data[..], "{via:?}");
+        let spares: Vec<u64> =
+            back[data.len()..].chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(spares, pages.iter().map(|p| p.1).collect::<Vec<_>>());
+        // Refused by name, nothing written: out of order, past the geometry, an erased page.
+        let err = dev
+            .call(RawWrite { pages: vec![(FlashAddr { page: 5, ..a }, 0)], data: vec![0; 8192] })
+            .unwrap_err();
+        assert!(err.to_string().contains("out of order"), "{via:?}: {err}");
+        let err = dev.call(RawRead { addrs: vec![FlashAddr { chip: 9, ..a }] }).unwrap_err();
+        assert!(err.to_string().contains("past the geometry"), "{via:?}: {err}");
+        let err = dev.call(RawRead { addrs: vec![FlashAddr { page: 3, ..a }] }).unwrap_err();
+        assert!(matches!(err, DeviceError::RawFlash(RawFlashError::ErasedPage { .. })), "{via:?}: {err}");
+        let info = dev.call(RawIdentify).unwrap();
+        assert_eq!(info.written, vec![(a, 3), (b, 3)]);
+        assert!(info.modeled_ps > 0 && info.stats.writes == 6);
+        drop(served);
+        // Reopened: the write pointers come back from the spare areas, the pages are intact.
+        let dev = transport::in_process(Device::open(&dev_dir).unwrap());
+        assert_eq!(dev.call(RawIdentify).unwrap().written, vec![(a, 3), (b, 3)]);
+        assert_eq!(&dev.call(RawRead { addrs: addrs.clone() }).unwrap()[..data.len()], &data[..]);
+        dev.call(RawErase { addrs: vec![a] }).unwrap();
+        assert_eq!(dev.call(RawIdentify).unwrap().written, vec![(b, 3)]);
+        dev.call(RawWrite { pages: vec![(a, 1)], data: vec![7; 8192] }).unwrap();
+        dev.close().unwrap();
+    }
+    // A device without a raw interface says so.
+    let dir = tempfile::tempdir().unwrap();
+    let dev = crate::tiny(dir.path(), 0);
+    let err = dev.call(insitu_device::protocol::RawIdentify).unwrap_err();
+    assert!(matches!(err, insitu_device::DeviceError::NoRawFlash(0)), "{err}");
+}

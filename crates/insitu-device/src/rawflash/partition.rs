@@ -1,0 +1,237 @@
+//! A device's raw flash partition: a NAND image of its own (under `raw/` in the device directory) that
+//! only the raw interface touches, for software that manages flash itself (BlueDBM's file system, §4).
+//! The device's FTL keeps the rest of its flash, so objects, tables and the block interface work beside it
+//! as they do on any device: BlueDBM's file system and its block driver with a full FTL, on one device.
+//!
+//! Each command batch runs through a [`FlashController`] with as many commands in flight as the cards
+//! have tags; the controller's clock adds up the simulated time of every batch.
+//!
+//! Nothing but the pages is persisted: on open, each block's write pointer is found again from the
+//! spare areas (a page is programmed when its spare-area record is there), so a program cut off by a
+//! crash leaves its page unprogrammed, and in-order programming resumes after the last whole page.
+//! Erase counts are not kept across restarts.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use insitu_flash::geometry::{BlockId, Geometry};
+use insitu_flash::nand::Nand;
+use insitu_flash::raw::{BlockState, RawFlash};
+use serde::{Deserialize, Serialize};
+
+use super::{Event, FlashAddr, FlashCommand, FlashController, Ps, RawConfig, RawFlashError, RawStats, Tag};
+use crate::error::{DeviceError, Result};
+use crate::profile::Profile;
+
+const DIR: &str = "raw";
+const GEOMETRY_FILE: &str = "geometry.json";
+
+/// The shape and state of a raw partition, as the host's file system sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawInfo {
+    pub cards: u32,
+    pub buses_per_card: u32,
+    pub chips_per_bus: u32,
+    pub blocks_per_chip: u64,
+    pub pages_per_block: u32,
+    pub page_size: u32,
+    pub tags_per_card: u32,
+    /// Blocks holding programmed pages: (the block's address, page 0; pages programmed).
+    pub written: Vec<(FlashAddr, u32)>,
+    /// Simulated time of every command so far.
+    pub modeled_ps: Ps,
+    pub stats: RawStats,
+}
+
+/// One device's raw partition (see the [module](self) documentation).
+#[derive(Debug)]
+pub struct RawPartition {
+    ctrl: FlashController<Nand>,
+}
+
+impl RawPartition {
+    /// Whether `dir` (a device directory) has a raw partition.
+    pub fn exists(dir: &Path) -> bool {
+        dir.join(DIR).join(GEOMETRY_FILE).exists()
+    }
+
+    /// Makes the raw partition of `capacity_bytes` in device directory `dir`.
+    pub fn create(dir: &Path, profile: &Profile, capacity_bytes: u64) -> Result<RawPartition> {
+        let cfg = RawConfig::from_profile(profile)?;
+        let base = profile.base_geometry();
+        let chips = base.chips();
+        let blocks = capacity_bytes.div_ceil(base.block_bytes()).div_ceil(chips).max(1);
+        let geo = Geometry { blocks_per_chip: blocks, ..base };
+        geo.validate()?;
+        let raw = dir.join(DIR);
+        std::fs::create_dir_all(&raw).map_err(|e| DeviceError::io(&raw, e))?;
+        let body = serde_json::to_vec_pretty(&geo).map_err(|e| DeviceError::Protocol(e.to_string()))?;
+        let nand = Nand::open(&raw, geo)?;
+        insitu_flash::persist::write_atomic(&raw.join(GEOMETRY_FILE), &body)?;
+        Ok(RawPartition { ctrl: FlashController::new(nand, cfg)? })
+    }
+
+    /// Opens the raw partition of device directory `dir`, finding each block's write pointer again.
+    pub fn open(dir: &Path, profile: &Profile) -> Result<RawPartition> {
+        let cfg = RawConfig::from_profile(profile)?;
+        let raw = dir.join(DIR);
+        let path = raw.join(GEOMETRY_FILE);
+        let bytes = std::fs::read(&path).map_err(|e| DeviceError::io(&path, e))?;
+        let geo: Geometry = serde_json::from_slice(&bytes).map_err(|e| {
+            DeviceError::Flash(insitu_flash::FlashError::Corrupt {
+                what: "raw partition geometry".into(),
+                path: path.clone(),
+                detail: e.to_string(),
+            })
+        })?;
+        geo.validate()?;
+        let mut nand = Nand::open(&raw, geo)?;
+        let mut blocks: HashMap<BlockId, BlockState> = HashMap::new();
+        let ppb = geo.pages_per_block as u64;
+        for b in 0..geo.total_blocks() {
+            let first = b * ppb;
+            if nand.read_oob(first).is_none() {
+                continue;
+            }
+            let wp = (0..ppb).take_while(|p| nand.read_oob(first + p).is_some()).count() as u32;
+            blocks.insert(b, BlockState { erase_count: 0, write_ptr: wp });
+        }
+        nand.restore(blocks);
+        Ok(RawPartition { ctrl: FlashController::new(nand, cfg)? })
+    }
+
+    pub fn info(&self) -> RawInfo {
+        let geo = *self.ctrl.geometry();
+        let cards = self.ctrl.config().cards;
+        let mut written: Vec<(FlashAddr, u32)> = self
+            .ctrl
+            .media()
+            .blocks()
+            .iter()
+            .filter(|(_, s)| s.write_ptr > 0)
+            .map(|(b, s)| (self.ctrl.addr_of(geo.first_ppn(*b)), s.write_ptr))
+            .collect();
+        written.sort();
+        RawInfo {
+            cards,
+            buses_per_card: geo.channels / cards,
+            chips_per_bus: geo.chips_per_channel,
+            blocks_per_chip: geo.blocks_per_chip,
+            pages_per_block: geo.pages_per_block,
+            page_size: geo.page_size,
+            tags_per_card: self.ctrl.config().tags_per_card,
+            written,
+            modeled_ps: self.ctrl.now(),
+            stats: self.ctrl.stats(),
+        }
+    }
+
+    /// Programs `pages` (address, spare-area value) with `data`, one page after another in `data`; pages
+    /// of one block must come in order. All pages are checked before any is programmed; a page the
+    /// controller then fails stops the batch with its error (pages before it stay programmed).
+    pub fn write(
+        &mut self,
+        pages: &[(FlashAddr, u64)],
+        data: &[u8],
+    ) -> std::result::Result<(), RawFlashError> {
+        let ps = self.ctrl.geometry().page_size as usize;
+        if data.len() != pages.len() * ps {
+            let (card, tag) = pages.first().map_or((0, 0), |p| (p.0.card, 0));
+            return Err(RawFlashError::WrongLength { card, tag, got: data.len(), page: pages.len() * ps });
+        }
+        for (a, _) in pages {
+            self.ctrl.ppn_of(a)?;
+        }
+        let cmds: Vec<FlashCommand> =
+            pages.iter().map(|(a, spare)| FlashCommand::write(*a, 0, *spare)).collect();
+        self.run(&cmds, |_, _| {}, |i| &data[i * ps..(i + 1) * ps])
+    }
+
+    /// Reads `addrs`; returns the pages one after another, then each page's spare-area value (8 bytes,
+    /// little endian).
+    pub fn read(&mut self, addrs: &[FlashAddr]) -> std::result::Result<Vec<u8>, RawFlashError> {
+        let ps = self.ctrl.geometry().page_size as usize;
+        for a in addrs {
+            self.ctrl.ppn_of(a)?;
+        }
+        let mut out = vec![0u8; addrs.len() * (ps + 8)];
+        let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::read(*a, 0)).collect();
+        let (data, spares) = out.split_at_mut(addrs.len() * ps);
+        self.run(
+            &cmds,
+            |i, slice| {
+                let at = i * ps + slice.offset();
+                data[at..at + slice.bytes().len()].copy_from_slice(slice.bytes());
+                spares[i * 8..i * 8 + 8].copy_from_slice(&slice.spare.to_le_bytes());
+            },
+            |_| &[],
+        )?;
+        Ok(out)
+    }
+
+    /// Erases the blocks of `addrs` (their pages are ignored).
+    pub fn erase(&mut self, addrs: &[FlashAddr]) -> std::result::Result<(), RawFlashError> {
+        for a in addrs {
+            self.ctrl.ppn_of(&FlashAddr { page: 0, ..*a })?;
+        }
+        let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::erase(*a, 0)).collect();
+        self.run(&cmds, |_, _| {}, |_| &[])
+    }
+
+    /// Runs `cmds` with up to a card's tags in flight per card; hands read slices to `on_slice` with the
+    /// command's index, and a write's data from `data_of`. The first failure is returned once every
+    /// command in flight has ended.
+    fn run<'d>(
+        &mut self,
+        cmds: &[FlashCommand],
+        mut on_slice: impl FnMut(usize, &super::PageSlice),
+        data_of: impl Fn(usize) -> &'d [u8],
+    ) -> std::result::Result<(), RawFlashError> {
+        let cards = self.ctrl.config().cards as usize;
+        let tags = self.ctrl.config().tags_per_card;
+        let mut free: Vec<Vec<Tag>> = (0..cards).map(|_| (0..tags).rev().collect()).collect();
+        // Which command each (card, tag) runs.
+        let mut running: HashMap<(u32, Tag), usize> = HashMap::new();
+        let mut next = 0;
+        let mut first_error = None;
+        loop {
+            while next < cmds.len() && first_error.is_none() {
+                let card = cmds[next].addr.card;
+                let Some(tag) = free[card as usize].pop() else { break };
+                match self.ctrl.issue(FlashCommand { tag, ..cmds[next] }) {
+                    Ok(()) => {
+                        running.insert((card, tag), next);
+                        next += 1;
+                    }
+                    Err(e) => {
+                        free[card as usize].push(tag);
+                        first_error = Some(e);
+                    }
+                }
+            }
+            let Some(c) = self.ctrl.poll() else { break };
+            let i = running[&(c.card, c.tag)];
+            match &c.event {
+                Event::ReadData(slice) => on_slice(i, slice),
+                Event::WriteDataRequest => self.ctrl.write_data(c.card, c.tag, data_of(i))?,
+                Event::Ack(_) => {}
+            }
+            if c.event.is_done() {
+                running.remove(&(c.card, c.tag));
+                free[c.card as usize].push(c.tag);
+                if let Event::Ack(Err(e)) = c.event {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes programmed pages durable.
+    pub fn sync(&self) -> Result<()> {
+        Ok(self.ctrl.media().sync()?)
+    }
+}
