@@ -12,7 +12,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use insitu_host::DeviceTransport;
 
-use crate::cmd::{array, blob, demo, gen, intersect, lba, net, repro, selfsort, shuffle, table, Ctx};
+use crate::cmd::{array, blob, demo, fs, gen, intersect, lba, net, repro, selfsort, shuffle, table, Ctx};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -79,6 +79,9 @@ enum Cmd {
     /// BlueDBM's storage network: check a topology, print its routing tables.
     #[command(subcommand)]
     Net(net::NetCmd),
+    /// BlueDBM's file system on the nodes' raw flash: files as physical pages.
+    #[command(subcommand)]
+    Fs(fs::FsCmd),
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -141,6 +144,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Lba(c) => c.run(&ctx),
         Cmd::Selfsort(c) => c.run(&ctx),
         Cmd::Net(c) => c.run(&ctx),
+        Cmd::Fs(c) => c.run(&ctx),
         Cmd::Stats => array::stats(&ctx),
         Cmd::Fsck => array::fsck(&ctx),
         Cmd::Profiles => array::profiles(&ctx),

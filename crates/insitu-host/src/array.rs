@@ -102,7 +102,8 @@ impl Array {
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
         let lock = lock(dir)?;
         let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
-        let config = ArrayConfig { format: ARRAY_FORMAT, devices, capacity_bytes, stripe_unit, profile };
+        let config =
+            ArrayConfig { format: ARRAY_FORMAT, devices, capacity_bytes, stripe_unit, profile, topology: None };
         let mut formatted = Vec::new();
         for i in 0..devices {
             let d = Device::format(&device_dir(dir, i), i, config.profile.clone(), capacity_bytes)
@@ -184,6 +185,28 @@ impl Array {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Makes the array an appliance whose devices (its nodes) are cabled by `topology` (BlueDBM §3.2):
+    /// the topology must have one node per device and fit the profile's storage network.
+    pub fn set_topology(&mut self, topology: insitu_device::network::Topology) -> Result<()> {
+        let net = self.config.profile.network.storage.as_ref().ok_or_else(|| {
+            HostError::InvalidArgument(format!(
+                "profile {} has no storage network ([network.storage]); try --profile bluedbm",
+                self.config.profile.name
+            ))
+        })?;
+        if topology.nodes() != self.config.devices || topology.ports() > net.ports {
+            return Err(HostError::InvalidArgument(format!(
+                "the topology has {} nodes of {} ports; the appliance has {} nodes of {} ports",
+                topology.nodes(),
+                topology.ports(),
+                self.config.devices,
+                net.ports
+            )));
+        }
+        self.config.topology = Some(topology);
+        self.config.save(&self.dir)
     }
 
     pub fn config(&self) -> &ArrayConfig {

@@ -26,6 +26,9 @@ pub struct ArrayConfig {
     /// Bytes per stripe when objects are spread over all devices.
     pub stripe_unit: u64,
     pub profile: Profile,
+    /// An appliance's storage network between its devices (BlueDBM: `init --nodes N --topology T`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<insitu_device::network::Topology>,
 }
 
 /// What kind of object an entry is, with what only that kind has.

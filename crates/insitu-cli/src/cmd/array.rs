@@ -16,6 +16,15 @@ use crate::cmd::Ctx;
 pub struct Init {
     #[arg(long, default_value_t = 4)]
     devices: u32,
+    /// A BlueDBM appliance of this many nodes (one device each), cabled by `--topology`.
+    #[arg(long, conflicts_with = "devices")]
+    nodes: Option<u32>,
+    /// The appliance's storage network: ring, line, mesh, full, or a topology file (.toml).
+    #[arg(long)]
+    topology: Option<String>,
+    /// Cables between neighbours (for a topology shape).
+    #[arg(long, default_value_t = 1)]
+    lanes: u32,
     /// Built-in profile name (see `insitu profiles`) or path to a TOML profile.
     #[arg(long, default_value = "smartssd")]
     profile: String,
@@ -32,7 +41,17 @@ impl Init {
         let profile = Profile::load(&self.profile)?;
         let capacity = self.capacity.as_deref().map(parse_size).transpose()?;
         let unit = self.stripe_unit.as_deref().map(parse_size).transpose()?;
-        let array = Array::init(&ctx.data, self.devices, profile, capacity, unit)?;
+        // An appliance's topology is checked before anything is created.
+        let topology = match (&self.topology, self.nodes) {
+            (Some(t), n) => Some(insitu_host::bluedbm::topology(t, n, self.lanes, &profile)?),
+            (None, Some(_)) => anyhow::bail!("--nodes makes an appliance: give its --topology too"),
+            (None, None) => None,
+        };
+        let devices = topology.as_ref().map_or(self.devices, |t| t.nodes());
+        let mut array = Array::init(&ctx.data, devices, profile, capacity, unit)?;
+        if let Some(t) = topology {
+            array.set_topology(t)?;
+        }
         let c = array.config().clone();
         array.close()?;
         ctx.out.plain(
@@ -40,14 +59,25 @@ impl Init {
             json!({
                 "data": ctx.data, "devices": c.devices, "profile": c.profile.name,
                 "capacity_bytes": c.capacity_bytes, "stripe_unit": c.stripe_unit,
+                "topology": c.topology.as_ref().map(|t| json!({"nodes": t.nodes(), "cables": t.cables().len()})),
             }),
-            &format!(
-                "created an array of {} {} device(s) of {} each at {}",
-                c.devices,
-                c.profile.name,
-                human_bytes(c.capacity_bytes),
-                ctx.data.display()
-            ),
+            &match &c.topology {
+                Some(t) => format!(
+                    "created an appliance of {} {} node(s) of {} each, {} cable(s) between them, at {}",
+                    c.devices,
+                    c.profile.name,
+                    human_bytes(c.capacity_bytes),
+                    t.cables().len(),
+                    ctx.data.display()
+                ),
+                None => format!(
+                    "created an array of {} {} device(s) of {} each at {}",
+                    c.devices,
+                    c.profile.name,
+                    human_bytes(c.capacity_bytes),
+                    ctx.data.display()
+                ),
+            },
         );
         Ok(ExitCode::SUCCESS)
     }

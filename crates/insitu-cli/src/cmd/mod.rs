@@ -3,6 +3,7 @@
 pub mod array;
 pub mod blob;
 pub mod demo;
+pub mod fs;
 pub mod gen;
 pub mod intersect;
 pub mod lba;

@@ -4,6 +4,7 @@
 //! [`insitu_device::cluster`]), and the routes of a topology ([`routes`]).
 
 pub mod access;
+pub mod fs;
 pub mod repro;
 
 pub mod routes;
@@ -15,6 +16,19 @@ use insitu_device::profile::StorageNetworkProfile;
 use insitu_device::Profile;
 
 use crate::error::{HostError, Result};
+
+/// The topology `shape` (ring, line, mesh, full, or a TOML file) of `nodes` nodes with `lanes` cables
+/// between neighbours, on `profile`'s storage network; refused by name when it does not fit.
+pub fn topology(shape: &str, nodes: Option<u32>, lanes: u32, profile: &Profile) -> Result<Topology> {
+    let (net, _) = storage_network(profile)?;
+    if lanes == 0 {
+        return Err(HostError::InvalidArgument("--lanes must be at least 1".into()));
+    }
+    if !shape.ends_with(".toml") && nodes.is_none() {
+        return Err(HostError::InvalidArgument(format!("the {shape} topology needs --nodes")));
+    }
+    Topology::named(shape, nodes, lanes, net.ports).map_err(|e| HostError::InvalidArgument(e.to_string()))
+}
 
 /// The storage network `profile` describes and the simulation's configuration for it, or an error
 /// naming the profile when its devices have none.

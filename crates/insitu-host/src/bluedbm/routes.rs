@@ -2,11 +2,11 @@
 //! shown per (source, destination): hops, the route each endpoint takes, how many distinct routes the
 //! endpoints spread over.
 
-use insitu_device::network::{Routes, Topology};
+use insitu_device::network::Routes;
 use insitu_device::Profile;
 use serde::Serialize;
 
-use crate::error::{HostError, Result};
+use crate::error::Result;
 
 /// Routes between one pair of nodes.
 #[derive(Debug, Clone, Serialize)]
@@ -36,11 +36,7 @@ pub struct RoutesReport {
 /// neighbour, on the ports and endpoints of `profile`.
 pub fn routes(shape: &str, nodes: Option<u32>, lanes: u32, profile: &Profile) -> Result<RoutesReport> {
     let (net, _) = super::storage_network(profile)?;
-    if lanes == 0 {
-        return Err(HostError::InvalidArgument("--lanes must be at least 1".into()));
-    }
-    let topo = Topology::named(shape, nodes, lanes, net.ports)
-        .map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    let topo = super::topology(shape, nodes, lanes, profile)?;
     let r = Routes::build(&topo, net.endpoints);
     let n = topo.nodes();
     let mut pairs = Vec::new();

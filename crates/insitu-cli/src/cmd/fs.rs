@@ -1,0 +1,143 @@
+//! `fs`: BlueDBM's file system (§4) over the appliance's raw flash: files as lists of physical pages
+//! that in-store processors can be handed.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use insitu_host::bluedbm::fs::Fs;
+use serde_json::json;
+
+use crate::cmd::{name_for, Ctx};
+use insitu_host::units::human_bytes;
+
+#[derive(Subcommand, Debug)]
+pub enum FsCmd {
+    /// Store a file, striped over every node's cards and buses (or kept on one node).
+    Put {
+        file: PathBuf,
+        /// Name in the file system (default: the file's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Keep the file on this node.
+        #[arg(long)]
+        node: Option<u32>,
+    },
+    /// Write a file out (`-o -` for stdout).
+    Get {
+        name: String,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Files, their sizes and where they live; space in pages.
+    Ls,
+    /// Remove a file (its pages are reclaimed by cleaning).
+    Rm { name: String },
+    /// A file's physical pages, one per line: node card bus chip block page.
+    Pages { name: String },
+    /// Erase every block whose pages are all dead.
+    Gc,
+}
+
+impl FsCmd {
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let array = ctx.open()?;
+        let mut fs = Fs::open(&array)?;
+        let r = fs.report();
+        if r.torn_journal_bytes > 0 {
+            eprintln!("recovered: cut {} byte(s) of a torn record from the file system's journal", r.torn_journal_bytes);
+        }
+        match self {
+            FsCmd::Put { file, name, node } => {
+                let name = name_for(name, &file, true, "file")?;
+                let f = File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
+                let stored = fs.put(&name, &mut BufReader::with_capacity(1 << 20, f), node)?;
+                let nodes: std::collections::BTreeSet<u32> = stored.pages.iter().map(|p| p.node).collect();
+                ctx.out.plain(
+                    "fs put",
+                    json!({"name": stored.name, "size": stored.size, "pages": stored.pages.len(), "nodes": nodes}),
+                    &format!(
+                        "stored {} ({}) in {} pages on node(s) {:?}",
+                        stored.name,
+                        human_bytes(stored.size),
+                        stored.pages.len(),
+                        nodes
+                    ),
+                );
+            }
+            FsCmd::Get { name, output } => {
+                if output.as_os_str() == "-" {
+                    let stdout = std::io::stdout();
+                    let mut lock = stdout.lock();
+                    fs.get(&name, &mut lock)?;
+                    lock.flush()?;
+                } else {
+                    let f = File::create(&output).with_context(|| format!("cannot create {}", output.display()))?;
+                    let mut w = BufWriter::with_capacity(1 << 20, f);
+                    let r = fs.get(&name, &mut w).map_err(anyhow::Error::from).and_then(|n| {
+                        w.flush().with_context(|| format!("cannot write {}", output.display()))?;
+                        Ok(n)
+                    });
+                    if r.is_err() {
+                        // A failed read leaves no partial file behind.
+                        drop(w);
+                        let _ = std::fs::remove_file(&output);
+                    }
+                    let n = r?;
+                    ctx.out.plain(
+                        "fs get",
+                        json!({"name": name, "size": n, "output": output}),
+                        &format!("wrote {name} ({}) to {}", human_bytes(n), output.display()),
+                    );
+                }
+            }
+            FsCmd::Ls => {
+                let files: Vec<_> = fs
+                    .files()
+                    .map(|f| {
+                        let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
+                        json!({"name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes})
+                    })
+                    .collect();
+                let s = fs.stats();
+                let mut text: String = fs
+                    .files()
+                    .map(|f| format!("{:>12}  {:>8} pages  {}\n", f.size, f.pages.len(), f.name))
+                    .collect();
+                text += &format!(
+                    "{} file(s), {}; pages: {} live, {} dead; {} erased block(s) free",
+                    s.files,
+                    human_bytes(s.bytes),
+                    s.live_pages,
+                    s.dead_pages,
+                    s.free_blocks
+                );
+                ctx.out.plain("fs ls", json!({"files": files, "stats": s}), &text);
+            }
+            FsCmd::Rm { name } => {
+                fs.remove(&name)?;
+                ctx.out.plain("fs rm", json!({"removed": name}), &format!("removed {name}"));
+            }
+            FsCmd::Pages { name } => {
+                let f = fs.file(&name)?;
+                let text: Vec<String> = f.pages.iter().map(|p| p.to_string()).collect();
+                ctx.out.plain("fs pages", json!({"name": name, "pages": f.pages}), &text.join("\n"));
+            }
+            FsCmd::Gc => {
+                let n = fs.collect_garbage()?;
+                let s = fs.stats();
+                ctx.out.plain(
+                    "fs gc",
+                    json!({"erased_blocks": n, "stats": s}),
+                    &format!("erased {n} block(s) of dead pages; {} erased block(s) free", s.free_blocks),
+                );
+            }
+        }
+        drop(fs);
+        array.close()?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,702 @@
+//! BlueDBM's file system (ISCA '15 §4): log-structured over the nodes' raw flash partitions, keeping
+//! its own map from files to physical pages (as RFS does) so it can hand those addresses to in-store
+//! processors, and cleaning its own segments.
+//!
+//! - **Layout.** A file is a list of physical pages (node, card, bus, chip, block, page). Pages are
+//!   appended at one write point per (node, card, bus): an open erase block (a *segment*) filled in page
+//!   order. A file's consecutive pages go to different nodes, then different buses, so reading it keeps
+//!   every node and bus busy; `--node K` keeps a file on node K. Each page's spare area holds
+//!   `(file id << 24) | page index`, checked on every read.
+//! - **Metadata.** The map lives on the host, in `fs/` of the appliance's data directory: a checkpoint
+//!   (`fs/index.json`) and a journal of records (`fs/journal`, one checksummed line each: a file put, a
+//!   file removed, a page moved). A put is committed by its journal record, written and synced only once
+//!   every page of the file is durable on its node; a crash before that leaves pages no file names.
+//! - **Recovery.** On open, the checkpoint is loaded, the journal replayed up to its first damaged line
+//!   (a torn tail is cut off), and each node's blocks are read back from its raw partition (the device
+//!   finds each block's programmed pages from their spare areas). Pages no committed file names, such as
+//!   those of a put cut off by a crash (a *torn segment*), are dead: cleaning reclaims them. Partly
+//!   programmed blocks become write points again, appended to from their first erased page.
+//! - **Cleaning.** Each write point keeps one erased block in reserve. When a bus has no other erased
+//!   block, the segment of that bus with the fewest live pages is cleaned: its live pages are copied to
+//!   the bus's cleaning write point, the moves are journaled, then the block is erased. `insitu fs gc`
+//!   erases every block whose pages are all dead.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use insitu_device::protocol::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
+use insitu_device::rawflash::{FlashAddr, RawInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::array::{validate_user_name, Array};
+use crate::error::{HostError, Result};
+
+/// A page in the appliance: a node and its flash address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GlobalPage {
+    pub node: u32,
+    #[serde(flatten)]
+    pub addr: FlashAddr,
+}
+
+impl std::fmt::Display for GlobalPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let a = &self.addr;
+        write!(f, "{} {} {} {} {} {}", self.node, a.card, a.bus, a.chip, a.block, a.page)
+    }
+}
+
+/// A file: its size and its pages in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FsFile {
+    pub id: u64,
+    pub name: String,
+    pub size: u64,
+    pub pages: Vec<GlobalPage>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Index {
+    files: BTreeMap<String, FsFile>,
+    next_id: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Record {
+    Put(FsFile),
+    Remove { name: String },
+    Move { name: String, index: u32, to: GlobalPage },
+}
+
+/// What opening the file system found and did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FsReport {
+    pub journal_records: u64,
+    /// Bytes of a damaged journal tail cut off (a record being written when the process died).
+    pub torn_journal_bytes: u64,
+    /// Blocks found partly programmed, appended to again from their first erased page.
+    pub resumed_segments: u64,
+}
+
+/// Space and activity, for `fs ls` and tests.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FsStats {
+    pub files: u64,
+    pub bytes: u64,
+    pub live_pages: u64,
+    pub dead_pages: u64,
+    pub free_blocks: u64,
+    pub blocks_cleaned: u64,
+    pub pages_moved: u64,
+}
+
+/// Most pages a file may have: the page index takes 24 bits of the spare area.
+const MAX_FILE_PAGES: u64 = 1 << 24;
+/// Pages read or written per device command.
+const BATCH_PAGES: usize = 256;
+/// A checkpoint is taken once the journal is this long.
+const CHECKPOINT_AFTER: u64 = 1 << 20;
+
+fn spare(id: u64, index: u64) -> u64 {
+    id << 24 | index
+}
+
+/// One erase block's use.
+#[derive(Debug, Clone, Copy, Default)]
+struct Segment {
+    written: u32,
+    live: u32,
+}
+
+/// A write point: an open block on one (card, bus), filled in page order.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    chip: u32,
+    block: u64,
+    next: u32,
+}
+
+#[derive(Debug)]
+struct Node {
+    info: RawInfo,
+    /// (card, bus, chip, block) -> use, for blocks with pages.
+    segments: HashMap<(u32, u32, u32, u64), Segment>,
+    /// Per (card, bus): erased blocks as (block, chip), taken from the front.
+    free: HashMap<(u32, u32), VecDeque<(u64, u32)>>,
+    /// Per (card, bus): the host's write point and the cleaner's.
+    host: HashMap<(u32, u32), Open>,
+    cleaner: HashMap<(u32, u32), Open>,
+}
+
+impl Node {
+    fn buses(&self) -> Vec<(u32, u32)> {
+        (0..self.info.cards).flat_map(|c| (0..self.info.buses_per_card).map(move |b| (c, b))).collect()
+    }
+
+    fn is_open(&self, key: (u32, u32, u32, u64)) -> bool {
+        [&self.host, &self.cleaner].iter().any(|m| {
+            m.get(&(key.0, key.1)).is_some_and(|o| o.chip == key.2 && o.block == key.3)
+        })
+    }
+}
+
+/// The file system of an appliance (see the [module](self) documentation).
+#[derive(Debug)]
+pub struct Fs<'a> {
+    array: &'a Array,
+    dir: PathBuf,
+    index: Index,
+    journal: File,
+    journal_len: u64,
+    nodes: Vec<Node>,
+    report: FsReport,
+    cleaned: u64,
+    moved: u64,
+}
+
+fn corrupt(path: &Path, detail: String) -> HostError {
+    HostError::Corrupt { what: "file system metadata", path: path.to_path_buf(), detail }
+}
+
+impl<'a> Fs<'a> {
+    /// Opens (creating on first use) the file system over `array`'s raw partitions, recovering as the
+    /// module documentation says.
+    pub fn open(array: &'a Array) -> Result<Fs<'a>> {
+        let dir = array.dir().join("fs");
+        std::fs::create_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
+        let index_path = dir.join("index.json");
+        let mut index: Index = match std::fs::read(&index_path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| corrupt(&index_path, e.to_string()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Index::default(),
+            Err(e) => return Err(HostError::io(&index_path, e)),
+        };
+        let mut report = FsReport::default();
+        let journal_path = dir.join("journal");
+        let mut journal = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&journal_path)
+            .map_err(|e| HostError::io(&journal_path, e))?;
+        let valid = replay(&mut journal, &journal_path, &mut index, &mut report)?;
+        let total = journal.metadata().map_err(|e| HostError::io(&journal_path, e))?.len();
+        if total > valid {
+            report.torn_journal_bytes = total - valid;
+            journal.set_len(valid).map_err(|e| HostError::io(&journal_path, e))?;
+            journal.sync_all().map_err(|e| HostError::io(&journal_path, e))?;
+        }
+        journal.seek(SeekFrom::Start(valid)).map_err(|e| HostError::io(&journal_path, e))?;
+        let mut nodes = Vec::new();
+        for (i, dev) in array.devices().iter().enumerate() {
+            let info = dev.call(RawIdentify).map_err(HostError::device(i as u32))?;
+            nodes.push(node_of(info, &mut report));
+        }
+        let mut fs = Fs { array, dir, index, journal, journal_len: valid, nodes, report, cleaned: 0, moved: 0 };
+        fs.count_live()?;
+        Ok(fs)
+    }
+
+    /// What opening found.
+    pub fn report(&self) -> &FsReport {
+        &self.report
+    }
+
+    /// Counts each segment's live pages from the map, checking every page the map names was programmed.
+    fn count_live(&mut self) -> Result<()> {
+        for f in self.index.files.values() {
+            for p in &f.pages {
+                let node = self.nodes.get_mut(p.node as usize).ok_or_else(|| {
+                    corrupt(&self.dir, format!("file {:?} names node {}, the appliance has fewer", f.name, p.node))
+                })?;
+                let a = p.addr;
+                let seg = node.segments.get_mut(&(a.card, a.bus, a.chip, a.block)).filter(|s| a.page < s.written);
+                match seg {
+                    Some(s) => s.live += 1,
+                    None => {
+                        return Err(HostError::Damaged {
+                            name: f.name.clone(),
+                            detail: format!("its page at {p} was never programmed on its node"),
+                        })
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn files(&self) -> impl Iterator<Item = &FsFile> {
+        self.index.files.values()
+    }
+
+    pub fn file(&self, name: &str) -> Result<&FsFile> {
+        self.index.files.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))
+    }
+
+    pub fn stats(&self) -> FsStats {
+        let mut s = FsStats {
+            files: self.index.files.len() as u64,
+            bytes: self.index.files.values().map(|f| f.size).sum(),
+            blocks_cleaned: self.cleaned,
+            pages_moved: self.moved,
+            ..FsStats::default()
+        };
+        for n in &self.nodes {
+            for seg in n.segments.values() {
+                s.live_pages += seg.live as u64;
+                s.dead_pages += (seg.written - seg.live) as u64;
+            }
+            s.free_blocks += n.free.values().map(|q| q.len() as u64).sum::<u64>();
+        }
+        s
+    }
+
+    fn append(&mut self, rec: &Record) -> Result<()> {
+        let body = serde_json::to_string(rec).expect("plain data serializes");
+        let line = format!("{:08x} {body}\n", crc32fast::hash(body.as_bytes()));
+        let path = self.dir.join("journal");
+        self.journal.write_all(line.as_bytes()).map_err(|e| HostError::io(&path, e))?;
+        self.journal_len += line.len() as u64;
+        Ok(())
+    }
+
+    fn sync_journal(&mut self) -> Result<()> {
+        let path = self.dir.join("journal");
+        self.journal.sync_data().map_err(|e| HostError::io(&path, e))?;
+        if self.journal_len >= CHECKPOINT_AFTER {
+            let body = serde_json::to_vec(&self.index).expect("plain data serializes");
+            insitu_device::write_atomic(&self.dir.join("index.json"), &body)?;
+            self.journal.set_len(0).map_err(|e| HostError::io(&path, e))?;
+            self.journal.seek(SeekFrom::Start(0)).map_err(|e| HostError::io(&path, e))?;
+            self.journal.sync_all().map_err(|e| HostError::io(&path, e))?;
+            self.journal_len = 0;
+        }
+        Ok(())
+    }
+
+    /// Stores `reader`'s bytes as file `name`, striped over every node, or kept on `node`. If it fails,
+    /// nothing of it is in the file system (pages already programmed are dead, for cleaning).
+    pub fn put(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
+        let r = self.put_pages(name, reader, node);
+        if r.is_err() {
+            self.reload()?;
+        }
+        r
+    }
+
+    /// Reads every node's blocks again and recounts live pages (after a failure left the write points
+    /// in doubt: they are closed, as after a crash).
+    fn reload(&mut self) -> Result<()> {
+        let mut report = FsReport::default();
+        for (i, dev) in self.array.devices().iter().enumerate() {
+            let info = dev.call(RawIdentify).map_err(HostError::device(i as u32))?;
+            self.nodes[i] = node_of(info, &mut report);
+        }
+        self.count_live()
+    }
+
+    fn put_pages(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
+        validate_user_name(name)?;
+        if self.index.files.contains_key(name) {
+            return Err(HostError::AlreadyExists(name.to_string()));
+        }
+        let nodes: Vec<u32> = match node {
+            Some(n) if n as usize >= self.nodes.len() => {
+                return Err(HostError::NoSuchDevice { device: n, count: self.nodes.len() as u32 })
+            }
+            Some(n) => vec![n],
+            None => (0..self.nodes.len() as u32).collect(),
+        };
+        let ps = self.page_size();
+        let id = self.index.next_id;
+        let mut pages: Vec<GlobalPage> = Vec::new();
+        let mut size = 0u64;
+        let mut chunk = vec![0u8; BATCH_PAGES * ps];
+        let mut touched = vec![false; self.nodes.len()];
+        loop {
+            let got = read_full(reader, &mut chunk).map_err(|e| HostError::io(name, e))?;
+            if got == 0 {
+                break;
+            }
+            size += got as u64;
+            chunk[got..].fill(0);
+            let n = got.div_ceil(ps);
+            if pages.len() as u64 + n as u64 > MAX_FILE_PAGES {
+                return Err(HostError::InvalidArgument(format!(
+                    "{name:?} is larger than the file system's largest file ({} pages)",
+                    MAX_FILE_PAGES
+                )));
+            }
+            // Page i goes to node i mod N, then to the buses of that node in turn.
+            let mut by_node: BTreeMap<u32, (Vec<(FlashAddr, u64)>, Vec<u8>)> = BTreeMap::new();
+            let mut failed = None;
+            for k in 0..n {
+                let i = pages.len() as u64;
+                let nd = nodes[(i % nodes.len() as u64) as usize];
+                let buses = self.nodes[nd as usize].buses();
+                let (card, bus) = buses[((i / nodes.len() as u64) % buses.len() as u64) as usize];
+                let addr = match self.alloc(nd, card, bus, false) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                };
+                pages.push(GlobalPage { node: nd, addr });
+                let e = by_node.entry(nd).or_default();
+                e.0.push((addr, spare(id, i)));
+                e.1.extend_from_slice(&chunk[k * ps..(k + 1) * ps]);
+            }
+            // Pages already given out are programmed even when the file fails, so that each block's
+            // programmed pages stay in step with the write points.
+            for (nd, (list, data)) in by_node {
+                touched[nd as usize] = true;
+                self.device(nd)?.call(RawWrite { pages: list, data }).map_err(HostError::device(nd))?;
+            }
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            self.array.faults.hit("fs-put-pages");
+            if got < chunk.len() {
+                break;
+            }
+        }
+        for (nd, _) in touched.iter().enumerate().filter(|(_, t)| **t) {
+            self.device(nd as u32)?.call(RawSync).map_err(HostError::device(nd as u32))?;
+        }
+        let file = FsFile { id, name: name.to_string(), size, pages };
+        self.append(&Record::Put(file.clone()))?;
+        self.sync_journal()?;
+        self.array.faults.hit("fs-put-journal");
+        self.index.next_id += 1;
+        for p in &file.pages {
+            self.segment(p).live += 1;
+        }
+        self.index.files.insert(name.to_string(), file.clone());
+        Ok(file)
+    }
+
+    /// Writes file `name` to `out`, every page checked against the spare area it was written with.
+    pub fn get(&self, name: &str, out: &mut dyn Write) -> Result<u64> {
+        let f = self.file(name)?;
+        let ps = self.page_size();
+        let mut left = f.size;
+        for (c, chunk) in f.pages.chunks(BATCH_PAGES).enumerate() {
+            let data = self.read_pages(f, c * BATCH_PAGES, chunk)?;
+            let take = left.min(data.len() as u64) as usize;
+            out.write_all(&data[..take]).map_err(|e| HostError::io("output", e))?;
+            left -= take as u64;
+            debug_assert_eq!(data.len(), chunk.len() * ps);
+        }
+        Ok(f.size)
+    }
+
+    /// Reads `pages` (pages `first..` of `f`) from their nodes, in order, checking their spare areas.
+    fn read_pages(&self, f: &FsFile, first: usize, pages: &[GlobalPage]) -> Result<Vec<u8>> {
+        let ps = self.page_size();
+        let mut out = vec![0u8; pages.len() * ps];
+        let mut by_node: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, p) in pages.iter().enumerate() {
+            by_node.entry(p.node).or_default().push(i);
+        }
+        for (nd, idx) in by_node {
+            let addrs: Vec<FlashAddr> = idx.iter().map(|i| pages[*i].addr).collect();
+            let got = self.device(nd)?.call(RawRead { addrs }).map_err(HostError::device(nd))?;
+            let (data, spares) = got.split_at(idx.len() * ps);
+            for (k, i) in idx.iter().enumerate() {
+                let s = u64::from_le_bytes(spares[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+                let want = spare(f.id, (first + i) as u64);
+                if s != want {
+                    return Err(HostError::Damaged {
+                        name: f.name.clone(),
+                        detail: format!(
+                            "page {} at {} holds file {} page {}, not this file's",
+                            first + i,
+                            pages[*i],
+                            s >> 24,
+                            s & (MAX_FILE_PAGES - 1)
+                        ),
+                    });
+                }
+                out[i * ps..(i + 1) * ps].copy_from_slice(&data[k * ps..(k + 1) * ps]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes file `name`: its pages are dead, for cleaning to reclaim.
+    pub fn remove(&mut self, name: &str) -> Result<()> {
+        let f = self.file(name)?.clone();
+        self.append(&Record::Remove { name: name.to_string() })?;
+        self.sync_journal()?;
+        for p in &f.pages {
+            self.segment(p).live -= 1;
+        }
+        self.index.files.remove(name);
+        Ok(())
+    }
+
+    /// Erases every closed block whose pages are all dead; returns how many.
+    pub fn collect_garbage(&mut self) -> Result<u64> {
+        let mut n = 0;
+        for nd in 0..self.nodes.len() as u32 {
+            let dead: Vec<(u32, u32, u32, u64)> = {
+                let node = &self.nodes[nd as usize];
+                let mut v: Vec<_> = node
+                    .segments
+                    .iter()
+                    .filter(|(k, s)| s.live == 0 && !node.is_open(**k))
+                    .map(|(k, _)| *k)
+                    .collect();
+                v.sort();
+                v
+            };
+            for key in dead {
+                self.erase(nd, key)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn page_size(&self) -> usize {
+        self.nodes.first().map_or(8192, |n| n.info.page_size as usize)
+    }
+
+    fn device(&self, node: u32) -> Result<&insitu_device::DeviceClient> {
+        self.array.device(node)
+    }
+
+    fn segment(&mut self, p: &GlobalPage) -> &mut Segment {
+        let a = p.addr;
+        self.nodes[p.node as usize].segments.get_mut(&(a.card, a.bus, a.chip, a.block)).expect("a written segment")
+    }
+
+    fn erase(&mut self, nd: u32, key: (u32, u32, u32, u64)) -> Result<()> {
+        let (card, bus, chip, block) = key;
+        let addr = FlashAddr { card, bus, chip, block, page: 0 };
+        self.array.faults.hit("fs-gc-erase");
+        self.device(nd)?.call(RawErase { addrs: vec![addr] }).map_err(HostError::device(nd))?;
+        let node = &mut self.nodes[nd as usize];
+        node.segments.remove(&key);
+        node.free.entry((card, bus)).or_default().push_back((block, chip));
+        self.cleaned += 1;
+        Ok(())
+    }
+
+    /// The next page of (node, card, bus)'s host write point (or its cleaner's), opening a new block
+    /// when the current one is full, and cleaning the bus when it has no erased block left to spare.
+    fn alloc(&mut self, nd: u32, card: u32, bus: u32, cleaning: bool) -> Result<FlashAddr> {
+        let ppb = self.nodes[nd as usize].info.pages_per_block;
+        fn point(n: &mut Node, cleaning: bool) -> &mut HashMap<(u32, u32), Open> {
+            if cleaning {
+                &mut n.cleaner
+            } else {
+                &mut n.host
+            }
+        }
+        if let Some(o) =
+            point(&mut self.nodes[nd as usize], cleaning).get(&(card, bus)).copied().filter(|o| o.next < ppb)
+        {
+            return Ok(self.take(nd, card, bus, o, cleaning));
+        }
+        // A new block: the host keeps one in reserve for cleaning; cleaning may take it.
+        let reserve = if cleaning { 0 } else { 1 };
+        while !cleaning && self.free_on(nd, card, bus) <= reserve {
+            if !self.clean_one(nd, card, bus)? {
+                let ps = self.page_size() as u32;
+                return Err(HostError::Device {
+                    device: nd,
+                    error: insitu_device::FlashError::DeviceFull {
+                        needed_pages: 1,
+                        free_pages: 0,
+                        page_size: ps,
+                    }
+                    .into(),
+                });
+            }
+        }
+        let Some((block, chip)) = self.nodes[nd as usize].free.get_mut(&(card, bus)).and_then(|q| q.pop_front())
+        else {
+            return Err(HostError::InvalidArgument(format!(
+                "node {nd} card {card} bus {bus}: no erased block left to clean into"
+            )));
+        };
+        self.nodes[nd as usize].segments.insert((card, bus, chip, block), Segment::default());
+        let o = Open { chip, block, next: 0 };
+        point(&mut self.nodes[nd as usize], cleaning).insert((card, bus), o);
+        Ok(self.take(nd, card, bus, o, cleaning))
+    }
+
+    fn take(&mut self, nd: u32, card: u32, bus: u32, o: Open, cleaning: bool) -> FlashAddr {
+        let node = &mut self.nodes[nd as usize];
+        let points = if cleaning { &mut node.cleaner } else { &mut node.host };
+        points.insert((card, bus), Open { next: o.next + 1, ..o });
+        node.segments.get_mut(&(card, bus, o.chip, o.block)).expect("an open segment").written += 1;
+        FlashAddr { card, bus, chip: o.chip, block: o.block, page: o.next }
+    }
+
+    fn free_on(&self, nd: u32, card: u32, bus: u32) -> usize {
+        self.nodes[nd as usize].free.get(&(card, bus)).map_or(0, |q| q.len())
+    }
+
+    /// Cleans the segment of (node, card, bus) with the fewest live pages, if one has dead pages: its
+    /// live pages move to the bus's cleaning write point, the moves are journaled, the block is erased.
+    fn clean_one(&mut self, nd: u32, card: u32, bus: u32) -> Result<bool> {
+        let victim = {
+            let node = &self.nodes[nd as usize];
+            node.segments
+                .iter()
+                .filter(|(k, s)| k.0 == card && k.1 == bus && s.live < s.written && !node.is_open(**k))
+                .filter(|(_, s)| s.written == node.info.pages_per_block || s.live == 0)
+                .min_by_key(|(k, s)| (s.live, **k))
+                .map(|(k, _)| *k)
+        };
+        let Some(key) = victim.or_else(|| {
+            // Torn segments are never full: take the emptiest closed one with dead pages.
+            let node = &self.nodes[nd as usize];
+            node.segments
+                .iter()
+                .filter(|(k, s)| k.0 == card && k.1 == bus && s.live < s.written && !node.is_open(**k))
+                .min_by_key(|(k, s)| (s.live, **k))
+                .map(|(k, _)| *k)
+        }) else {
+            return Ok(false);
+        };
+        let (_, _, chip, block) = key;
+        // The live pages of the victim, with the file and index each holds.
+        let mut live: Vec<(String, u32, GlobalPage)> = Vec::new();
+        for f in self.index.files.values() {
+            for (i, p) in f.pages.iter().enumerate() {
+                let a = p.addr;
+                if p.node == nd && (a.card, a.bus, a.chip, a.block) == (card, bus, chip, block) {
+                    live.push((f.name.clone(), i as u32, *p));
+                }
+            }
+        }
+        if !live.is_empty() {
+            let ps = self.page_size();
+            let mut moves = Vec::new();
+            for group in live.chunks(BATCH_PAGES) {
+                let addrs: Vec<FlashAddr> = group.iter().map(|l| l.2.addr).collect();
+                let got = self.device(nd)?.call(RawRead { addrs }).map_err(HostError::device(nd))?;
+                let (data, spares) = got.split_at(group.len() * ps);
+                let mut list = Vec::new();
+                for (k, (name, index, _)) in group.iter().enumerate() {
+                    let s = u64::from_le_bytes(spares[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+                    let to = self.alloc(nd, card, bus, true)?;
+                    list.push((to, s));
+                    moves.push((name.clone(), *index, GlobalPage { node: nd, addr: to }));
+                }
+                self.device(nd)?.call(RawWrite { pages: list, data: data.to_vec() }).map_err(HostError::device(nd))?;
+            }
+            self.device(nd)?.call(RawSync).map_err(HostError::device(nd))?;
+            self.array.faults.hit("fs-gc-moved");
+            for (name, index, to) in &moves {
+                self.append(&Record::Move { name: name.clone(), index: *index, to: *to })?;
+            }
+            self.sync_journal()?;
+            for (name, index, to) in moves {
+                let f = self.index.files.get_mut(&name).expect("a live page's file");
+                f.pages[index as usize] = to;
+                self.segment(&to).live += 1;
+                self.moved += 1;
+            }
+        }
+        self.erase(nd, key)?;
+        Ok(true)
+    }
+}
+
+/// Reads until `buf` is full or the input ends.
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Applies the journal's records to `index`; returns the length of its valid part.
+fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsReport) -> Result<u64> {
+    journal.seek(SeekFrom::Start(0)).map_err(|e| HostError::io(path, e))?;
+    let mut r = BufReader::new(&*journal);
+    let mut valid = 0u64;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = match r.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(_) => break, // not UTF-8: a torn tail
+        };
+        let Some(rec) = line.strip_suffix('\n').and_then(|l| l.split_once(' ')).and_then(|(crc, body)| {
+            let crc = u32::from_str_radix(crc, 16).ok()?;
+            (crc32fast::hash(body.as_bytes()) == crc).then(|| serde_json::from_str::<Record>(body).ok())?
+        }) else {
+            break;
+        };
+        match rec {
+            Record::Put(f) => {
+                index.next_id = index.next_id.max(f.id + 1);
+                index.files.insert(f.name.clone(), f);
+            }
+            Record::Remove { name } => {
+                index.files.remove(&name);
+            }
+            Record::Move { name, index: i, to } => {
+                if let Some(p) = index.files.get_mut(&name).and_then(|f| f.pages.get_mut(i as usize)) {
+                    *p = to;
+                }
+            }
+        }
+        report.journal_records += 1;
+        valid += n as u64;
+    }
+    Ok(valid)
+}
+
+/// A node's blocks as its raw partition reports them: blocks with pages are segments; on each bus, up
+/// to two partly programmed ones become the host's and the cleaner's write points again; the others are
+/// erased and free.
+fn node_of(info: RawInfo, report: &mut FsReport) -> Node {
+    let mut segments = HashMap::new();
+    let mut host = HashMap::new();
+    let mut cleaner = HashMap::new();
+    for (a, written) in &info.written {
+        segments.insert((a.card, a.bus, a.chip, a.block), Segment { written: *written, live: 0 });
+        if *written < info.pages_per_block {
+            let open = Open { chip: a.chip, block: a.block, next: *written };
+            let bus = (a.card, a.bus);
+            if let std::collections::hash_map::Entry::Vacant(e) = host.entry(bus) {
+                e.insert(open);
+            } else if let std::collections::hash_map::Entry::Vacant(e) = cleaner.entry(bus) {
+                e.insert(open);
+            } else {
+                continue;
+            }
+            report.resumed_segments += 1;
+        }
+    }
+    let mut free: HashMap<(u32, u32), VecDeque<(u64, u32)>> = HashMap::new();
+    for card in 0..info.cards {
+        for bus in 0..info.buses_per_card {
+            let q = free.entry((card, bus)).or_default();
+            for block in 0..info.blocks_per_chip {
+                for chip in 0..info.chips_per_bus {
+                    if !segments.contains_key(&(card, bus, chip, block)) {
+                        q.push_back((block, chip));
+                    }
+                }
+            }
+        }
+    }
+    Node { info, segments, free, host, cleaner }
+}
