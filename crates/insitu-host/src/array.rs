@@ -102,8 +102,14 @@ impl Array {
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
         let lock = lock(dir)?;
         let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
-        let config =
-            ArrayConfig { format: ARRAY_FORMAT, devices, capacity_bytes, stripe_unit, profile, topology: None };
+        let config = ArrayConfig {
+            format: ARRAY_FORMAT,
+            devices,
+            capacity_bytes,
+            stripe_unit,
+            profile,
+            topology: None,
+        };
         let mut formatted = Vec::new();
         for i in 0..devices {
             let d = Device::format(&device_dir(dir, i), i, config.profile.clone(), capacity_bytes)

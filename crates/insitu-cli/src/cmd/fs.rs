@@ -48,7 +48,10 @@ impl FsCmd {
         let mut fs = Fs::open(&array)?;
         let r = fs.report();
         if r.torn_journal_bytes > 0 {
-            eprintln!("recovered: cut {} byte(s) of a torn record from the file system's journal", r.torn_journal_bytes);
+            eprintln!(
+                "recovered: cut {} byte(s) of a torn record from the file system's journal",
+                r.torn_journal_bytes
+            );
         }
         match self {
             FsCmd::Put { file, name, node } => {
@@ -75,7 +78,8 @@ impl FsCmd {
                     fs.get(&name, &mut lock)?;
                     lock.flush()?;
                 } else {
-                    let f = File::create(&output).with_context(|| format!("cannot create {}", output.display()))?;
+                    let f = File::create(&output)
+                        .with_context(|| format!("cannot create {}", output.display()))?;
                     let mut w = BufWriter::with_capacity(1 << 20, f);
                     let r = fs.get(&name, &mut w).map_err(anyhow::Error::from).and_then(|n| {
                         w.flush().with_context(|| format!("cannot write {}", output.display()))?;

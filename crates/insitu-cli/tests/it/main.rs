@@ -4,6 +4,7 @@
 mod bluedbm;
 mod crash;
 mod errors;
+mod fs;
 mod psacs;
 mod roundtrip;
 mod selfsort;

@@ -16,10 +16,11 @@
 //!   finds each block's programmed pages from their spare areas). Pages no committed file names, such as
 //!   those of a put cut off by a crash (a *torn segment*), are dead: cleaning reclaims them. Partly
 //!   programmed blocks become write points again, appended to from their first erased page.
-//! - **Cleaning.** Each write point keeps one erased block in reserve. When a bus has no other erased
-//!   block, the segment of that bus with the fewest live pages is cleaned: its live pages are copied to
-//!   the bus's cleaning write point, the moves are journaled, then the block is erased. `insitu fs gc`
-//!   erases every block whose pages are all dead.
+//! - **Cleaning.** Each bus keeps one erased block in reserve. When a bus has no other erased block,
+//!   the closed segment of that bus with the fewest live pages is cleaned: its live pages are copied to
+//!   the bus's write point (into the reserve block if need be), the moves are journaled, then the block
+//!   is erased and becomes the reserve. When a bus has nothing to clean, the page goes to another bus.
+//!   `insitu fs gc` erases every block whose pages are all dead.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -103,6 +104,9 @@ fn spare(id: u64, index: u64) -> u64 {
     id << 24 | index
 }
 
+/// Pages to program per node: (address, spare-area value) and their data, one page after another.
+type Batch = BTreeMap<u32, (Vec<(FlashAddr, u64)>, Vec<u8>)>;
+
 /// One erase block's use.
 #[derive(Debug, Clone, Copy, Default)]
 struct Segment {
@@ -125,9 +129,8 @@ struct Node {
     segments: HashMap<(u32, u32, u32, u64), Segment>,
     /// Per (card, bus): erased blocks as (block, chip), taken from the front.
     free: HashMap<(u32, u32), VecDeque<(u64, u32)>>,
-    /// Per (card, bus): the host's write point and the cleaner's.
+    /// Per (card, bus): the write point.
     host: HashMap<(u32, u32), Open>,
-    cleaner: HashMap<(u32, u32), Open>,
 }
 
 impl Node {
@@ -136,9 +139,7 @@ impl Node {
     }
 
     fn is_open(&self, key: (u32, u32, u32, u64)) -> bool {
-        [&self.host, &self.cleaner].iter().any(|m| {
-            m.get(&(key.0, key.1)).is_some_and(|o| o.chip == key.2 && o.block == key.3)
-        })
+        self.host.get(&(key.0, key.1)).is_some_and(|o| o.chip == key.2 && o.block == key.3)
     }
 }
 
@@ -154,6 +155,8 @@ pub struct Fs<'a> {
     report: FsReport,
     cleaned: u64,
     moved: u64,
+    /// The file being put: its pages are live to the cleaner, which may move them, before it commits.
+    pending: Option<FsFile>,
 }
 
 fn corrupt(path: &Path, detail: String) -> HostError {
@@ -194,7 +197,18 @@ impl<'a> Fs<'a> {
             let info = dev.call(RawIdentify).map_err(HostError::device(i as u32))?;
             nodes.push(node_of(info, &mut report));
         }
-        let mut fs = Fs { array, dir, index, journal, journal_len: valid, nodes, report, cleaned: 0, moved: 0 };
+        let mut fs = Fs {
+            array,
+            dir,
+            index,
+            journal,
+            journal_len: valid,
+            nodes,
+            report,
+            cleaned: 0,
+            moved: 0,
+            pending: None,
+        };
         fs.count_live()?;
         Ok(fs)
     }
@@ -209,10 +223,14 @@ impl<'a> Fs<'a> {
         for f in self.index.files.values() {
             for p in &f.pages {
                 let node = self.nodes.get_mut(p.node as usize).ok_or_else(|| {
-                    corrupt(&self.dir, format!("file {:?} names node {}, the appliance has fewer", f.name, p.node))
+                    corrupt(
+                        &self.dir,
+                        format!("file {:?} names node {}, the appliance has fewer", f.name, p.node),
+                    )
                 })?;
                 let a = p.addr;
-                let seg = node.segments.get_mut(&(a.card, a.bus, a.chip, a.block)).filter(|s| a.page < s.written);
+                let seg =
+                    node.segments.get_mut(&(a.card, a.bus, a.chip, a.block)).filter(|s| a.page < s.written);
                 match seg {
                     Some(s) => s.live += 1,
                     None => {
@@ -281,6 +299,7 @@ impl<'a> Fs<'a> {
     pub fn put(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
         let r = self.put_pages(name, reader, node);
         if r.is_err() {
+            self.pending = None;
             self.reload()?;
         }
         r
@@ -311,7 +330,7 @@ impl<'a> Fs<'a> {
         };
         let ps = self.page_size();
         let id = self.index.next_id;
-        let mut pages: Vec<GlobalPage> = Vec::new();
+        self.pending = Some(FsFile { id, name: name.to_string(), size: 0, pages: Vec::new() });
         let mut size = 0u64;
         let mut chunk = vec![0u8; BATCH_PAGES * ps];
         let mut touched = vec![false; self.nodes.len()];
@@ -323,38 +342,60 @@ impl<'a> Fs<'a> {
             size += got as u64;
             chunk[got..].fill(0);
             let n = got.div_ceil(ps);
-            if pages.len() as u64 + n as u64 > MAX_FILE_PAGES {
+            let have = self.pending.as_ref().map_or(0, |f| f.pages.len());
+            if have as u64 + n as u64 > MAX_FILE_PAGES {
                 return Err(HostError::InvalidArgument(format!(
                     "{name:?} is larger than the file system's largest file ({} pages)",
                     MAX_FILE_PAGES
                 )));
             }
-            // Page i goes to node i mod N, then to the buses of that node in turn.
-            let mut by_node: BTreeMap<u32, (Vec<(FlashAddr, u64)>, Vec<u8>)> = BTreeMap::new();
+            // Page i goes to node i mod N, then to the buses of that node in turn. Pages given out are
+            // written before any cleaning, so the cleaner only ever reads programmed pages.
+            let mut by_node: Batch = BTreeMap::new();
             let mut failed = None;
-            for k in 0..n {
-                let i = pages.len() as u64;
-                let nd = nodes[(i % nodes.len() as u64) as usize];
+            let mut k = 0;
+            while k < n {
+                let i = self.pending.as_ref().map_or(0, |f| f.pages.len()) as u64;
+                // Each file starts one write point further on, so small files spread too.
+                let slot = i + id;
+                let nd = nodes[(slot % nodes.len() as u64) as usize];
                 let buses = self.nodes[nd as usize].buses();
-                let (card, bus) = buses[((i / nodes.len() as u64) % buses.len() as u64) as usize];
-                let addr = match self.alloc(nd, card, bus, false) {
-                    Ok(a) => a,
+                let (card, bus) = buses[((slot / nodes.len() as u64) % buses.len() as u64) as usize];
+                let (nd, addr) = match self.alloc(nd, card, bus, false) {
+                    Ok(Some(a)) => (nd, a),
+                    Ok(None) => {
+                        self.write_batch(std::mem::take(&mut by_node), &mut touched)?;
+                        // Clean this bus; if it has nothing to clean, take any bus of the file's nodes.
+                        let r = match self.clean_one(nd, card, bus) {
+                            Ok(true) => Ok(None),
+                            Ok(false) => self.room_anywhere(&nodes).map(Some),
+                            Err(e) => Err(e),
+                        };
+                        match r {
+                            Ok(Some(placed)) => placed,
+                            Ok(None) => continue,
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        }
+                    }
                     Err(e) => {
                         failed = Some(e);
                         break;
                     }
                 };
-                pages.push(GlobalPage { node: nd, addr });
+                let page = GlobalPage { node: nd, addr };
+                self.segment(&page).live += 1;
+                self.pending.as_mut().expect("a put in progress").pages.push(page);
                 let e = by_node.entry(nd).or_default();
                 e.0.push((addr, spare(id, i)));
                 e.1.extend_from_slice(&chunk[k * ps..(k + 1) * ps]);
+                k += 1;
             }
             // Pages already given out are programmed even when the file fails, so that each block's
             // programmed pages stay in step with the write points.
-            for (nd, (list, data)) in by_node {
-                touched[nd as usize] = true;
-                self.device(nd)?.call(RawWrite { pages: list, data }).map_err(HostError::device(nd))?;
-            }
+            self.write_batch(by_node, &mut touched)?;
             if let Some(e) = failed {
                 return Err(e);
             }
@@ -366,16 +407,23 @@ impl<'a> Fs<'a> {
         for (nd, _) in touched.iter().enumerate().filter(|(_, t)| **t) {
             self.device(nd as u32)?.call(RawSync).map_err(HostError::device(nd as u32))?;
         }
-        let file = FsFile { id, name: name.to_string(), size, pages };
+        let mut file = self.pending.take().expect("a put in progress");
+        file.size = size;
         self.append(&Record::Put(file.clone()))?;
         self.sync_journal()?;
         self.array.faults.hit("fs-put-journal");
         self.index.next_id += 1;
-        for p in &file.pages {
-            self.segment(p).live += 1;
-        }
         self.index.files.insert(name.to_string(), file.clone());
         Ok(file)
+    }
+
+    /// Programs a batch of pages, per node.
+    fn write_batch(&mut self, by_node: Batch, touched: &mut [bool]) -> Result<()> {
+        for (nd, (list, data)) in by_node {
+            touched[nd as usize] = true;
+            self.device(nd)?.call(RawWrite { pages: list, data }).map_err(HostError::device(nd))?;
+        }
+        Ok(())
     }
 
     /// Writes file `name` to `out`, every page checked against the spare area it was written with.
@@ -471,7 +519,10 @@ impl<'a> Fs<'a> {
 
     fn segment(&mut self, p: &GlobalPage) -> &mut Segment {
         let a = p.addr;
-        self.nodes[p.node as usize].segments.get_mut(&(a.card, a.bus, a.chip, a.block)).expect("a written segment")
+        self.nodes[p.node as usize]
+            .segments
+            .get_mut(&(a.card, a.bus, a.chip, a.block))
+            .expect("a written segment")
     }
 
     fn erase(&mut self, nd: u32, key: (u32, u32, u32, u64)) -> Result<()> {
@@ -486,39 +537,20 @@ impl<'a> Fs<'a> {
         Ok(())
     }
 
-    /// The next page of (node, card, bus)'s host write point (or its cleaner's), opening a new block
-    /// when the current one is full, and cleaning the bus when it has no erased block left to spare.
-    fn alloc(&mut self, nd: u32, card: u32, bus: u32, cleaning: bool) -> Result<FlashAddr> {
+    /// The next page of (node, card, bus)'s write point, opening a new block when the current one is
+    /// full; `None` when only the bus's reserve block is left and this is not the cleaner asking (clean
+    /// the bus first, [`Fs::clean_one`]).
+    fn alloc(&mut self, nd: u32, card: u32, bus: u32, cleaning: bool) -> Result<Option<FlashAddr>> {
         let ppb = self.nodes[nd as usize].info.pages_per_block;
-        fn point(n: &mut Node, cleaning: bool) -> &mut HashMap<(u32, u32), Open> {
-            if cleaning {
-                &mut n.cleaner
-            } else {
-                &mut n.host
-            }
-        }
-        if let Some(o) =
-            point(&mut self.nodes[nd as usize], cleaning).get(&(card, bus)).copied().filter(|o| o.next < ppb)
-        {
-            return Ok(self.take(nd, card, bus, o, cleaning));
+        if let Some(o) = self.nodes[nd as usize].host.get(&(card, bus)).copied().filter(|o| o.next < ppb) {
+            return Ok(Some(self.take(nd, card, bus, o)));
         }
         // A new block: the host keeps one in reserve for cleaning; cleaning may take it.
-        let reserve = if cleaning { 0 } else { 1 };
-        while !cleaning && self.free_on(nd, card, bus) <= reserve {
-            if !self.clean_one(nd, card, bus)? {
-                let ps = self.page_size() as u32;
-                return Err(HostError::Device {
-                    device: nd,
-                    error: insitu_device::FlashError::DeviceFull {
-                        needed_pages: 1,
-                        free_pages: 0,
-                        page_size: ps,
-                    }
-                    .into(),
-                });
-            }
+        if !cleaning && self.free_on(nd, card, bus) <= 1 {
+            return Ok(None);
         }
-        let Some((block, chip)) = self.nodes[nd as usize].free.get_mut(&(card, bus)).and_then(|q| q.pop_front())
+        let Some((block, chip)) =
+            self.nodes[nd as usize].free.get_mut(&(card, bus)).and_then(|q| q.pop_front())
         else {
             return Err(HostError::InvalidArgument(format!(
                 "node {nd} card {card} bus {bus}: no erased block left to clean into"
@@ -526,14 +558,32 @@ impl<'a> Fs<'a> {
         };
         self.nodes[nd as usize].segments.insert((card, bus, chip, block), Segment::default());
         let o = Open { chip, block, next: 0 };
-        point(&mut self.nodes[nd as usize], cleaning).insert((card, bus), o);
-        Ok(self.take(nd, card, bus, o, cleaning))
+        self.nodes[nd as usize].host.insert((card, bus), o);
+        Ok(Some(self.take(nd, card, bus, o)))
     }
 
-    fn take(&mut self, nd: u32, card: u32, bus: u32, o: Open, cleaning: bool) -> FlashAddr {
+    /// A page on any bus of `nodes` that has room, cleaning where it can; `Err` when none has.
+    fn room_anywhere(&mut self, nodes: &[u32]) -> Result<(u32, FlashAddr)> {
+        for &nd in nodes {
+            for (card, bus) in self.nodes[nd as usize].buses() {
+                loop {
+                    if let Some(a) = self.alloc(nd, card, bus, false)? {
+                        return Ok((nd, a));
+                    }
+                    if !self.clean_one(nd, card, bus)? {
+                        break;
+                    }
+                }
+            }
+        }
+        let ps = self.page_size() as u32;
+        let error = insitu_device::FlashError::DeviceFull { needed_pages: 1, free_pages: 0, page_size: ps };
+        Err(HostError::Device { device: nodes[0], error: error.into() })
+    }
+
+    fn take(&mut self, nd: u32, card: u32, bus: u32, o: Open) -> FlashAddr {
         let node = &mut self.nodes[nd as usize];
-        let points = if cleaning { &mut node.cleaner } else { &mut node.host };
-        points.insert((card, bus), Open { next: o.next + 1, ..o });
+        node.host.insert((card, bus), Open { next: o.next + 1, ..o });
         node.segments.get_mut(&(card, bus, o.chip, o.block)).expect("an open segment").written += 1;
         FlashAddr { card, bus, chip: o.chip, block: o.block, page: o.next }
     }
@@ -543,32 +593,29 @@ impl<'a> Fs<'a> {
     }
 
     /// Cleans the segment of (node, card, bus) with the fewest live pages, if one has dead pages: its
-    /// live pages move to the bus's cleaning write point, the moves are journaled, the block is erased.
+    /// live pages move to the bus's write point, the moves are journaled, the block is erased.
     fn clean_one(&mut self, nd: u32, card: u32, bus: u32) -> Result<bool> {
-        let victim = {
+        // A victim must have dead pages, be closed, and have no more live pages than the cleaner can
+        // take: what its open block has left, and the bus's erased blocks.
+        let key = {
             let node = &self.nodes[nd as usize];
+            let ppb = node.info.pages_per_block;
+            let open_room = node.host.get(&(card, bus)).map_or(0, |o| ppb - o.next.min(ppb));
+            let room = open_room as u64 + self.free_on(nd, card, bus) as u64 * ppb as u64;
             node.segments
                 .iter()
                 .filter(|(k, s)| k.0 == card && k.1 == bus && s.live < s.written && !node.is_open(**k))
-                .filter(|(_, s)| s.written == node.info.pages_per_block || s.live == 0)
+                .filter(|(_, s)| s.live as u64 <= room)
                 .min_by_key(|(k, s)| (s.live, **k))
                 .map(|(k, _)| *k)
         };
-        let Some(key) = victim.or_else(|| {
-            // Torn segments are never full: take the emptiest closed one with dead pages.
-            let node = &self.nodes[nd as usize];
-            node.segments
-                .iter()
-                .filter(|(k, s)| k.0 == card && k.1 == bus && s.live < s.written && !node.is_open(**k))
-                .min_by_key(|(k, s)| (s.live, **k))
-                .map(|(k, _)| *k)
-        }) else {
+        let Some(key) = key else {
             return Ok(false);
         };
         let (_, _, chip, block) = key;
         // The live pages of the victim, with the file and index each holds.
         let mut live: Vec<(String, u32, GlobalPage)> = Vec::new();
-        for f in self.index.files.values() {
+        for f in self.index.files.values().chain(self.pending.as_ref()) {
             for (i, p) in f.pages.iter().enumerate() {
                 let a = p.addr;
                 if p.node == nd && (a.card, a.bus, a.chip, a.block) == (card, bus, chip, block) {
@@ -586,11 +633,17 @@ impl<'a> Fs<'a> {
                 let mut list = Vec::new();
                 for (k, (name, index, _)) in group.iter().enumerate() {
                     let s = u64::from_le_bytes(spares[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
-                    let to = self.alloc(nd, card, bus, true)?;
+                    let to = self.alloc(nd, card, bus, true)?.ok_or_else(|| {
+                        HostError::InvalidArgument(format!(
+                            "node {nd} card {card} bus {bus}: no block to clean into"
+                        ))
+                    })?;
                     list.push((to, s));
                     moves.push((name.clone(), *index, GlobalPage { node: nd, addr: to }));
                 }
-                self.device(nd)?.call(RawWrite { pages: list, data: data.to_vec() }).map_err(HostError::device(nd))?;
+                self.device(nd)?
+                    .call(RawWrite { pages: list, data: data.to_vec() })
+                    .map_err(HostError::device(nd))?;
             }
             self.device(nd)?.call(RawSync).map_err(HostError::device(nd))?;
             self.array.faults.hit("fs-gc-moved");
@@ -599,7 +652,10 @@ impl<'a> Fs<'a> {
             }
             self.sync_journal()?;
             for (name, index, to) in moves {
-                let f = self.index.files.get_mut(&name).expect("a live page's file");
+                let f = match self.pending.as_mut().filter(|f| f.name == name) {
+                    Some(f) => f,
+                    None => self.index.files.get_mut(&name).expect("a live page's file"),
+                };
                 f.pages[index as usize] = to;
                 self.segment(&to).live += 1;
                 self.moved += 1;
@@ -663,26 +719,18 @@ fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsRep
     Ok(valid)
 }
 
-/// A node's blocks as its raw partition reports them: blocks with pages are segments; on each bus, up
-/// to two partly programmed ones become the host's and the cleaner's write points again; the others are
-/// erased and free.
+/// A node's blocks as its raw partition reports them: blocks with pages are segments; on each bus, the
+/// first partly programmed one becomes the write point again; the others are erased and free.
 fn node_of(info: RawInfo, report: &mut FsReport) -> Node {
     let mut segments = HashMap::new();
     let mut host = HashMap::new();
-    let mut cleaner = HashMap::new();
     for (a, written) in &info.written {
         segments.insert((a.card, a.bus, a.chip, a.block), Segment { written: *written, live: 0 });
         if *written < info.pages_per_block {
-            let open = Open { chip: a.chip, block: a.block, next: *written };
-            let bus = (a.card, a.bus);
-            if let std::collections::hash_map::Entry::Vacant(e) = host.entry(bus) {
-                e.insert(open);
-            } else if let std::collections::hash_map::Entry::Vacant(e) = cleaner.entry(bus) {
-                e.insert(open);
-            } else {
-                continue;
+            if let std::collections::hash_map::Entry::Vacant(e) = host.entry((a.card, a.bus)) {
+                e.insert(Open { chip: a.chip, block: a.block, next: *written });
+                report.resumed_segments += 1;
             }
-            report.resumed_segments += 1;
         }
     }
     let mut free: HashMap<(u32, u32), VecDeque<(u64, u32)>> = HashMap::new();
@@ -698,5 +746,5 @@ fn node_of(info: RawInfo, report: &mut FsReport) -> Node {
             }
         }
     }
-    Node { info, segments, free, host, cleaner }
+    Node { info, segments, free, host }
 }

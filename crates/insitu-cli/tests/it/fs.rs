@@ -1,0 +1,250 @@
+//! BlueDBM's file system from the command line, on a small appliance: files round-trip byte for byte,
+//! their physical pages are listed and spread over nodes and buses, bad input is refused by name with
+//! nothing half-done, cleaning reclaims space without losing a byte, and processes killed at every step
+//! of a put or a cleaning leave files whole or absent.
+
+use crate::{s, text, Env};
+
+/// The bluedbm profile with a small geometry (2 cards x 2 buses x 2 chips, 16 pages of 8 KiB a block),
+/// so that tests fill the raw flash in a few MiB.
+fn small_profile(env: &Env) -> String {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/bluedbm.toml"))
+        .unwrap()
+        .replace("channels = 16 ", "channels = 4 ")
+        .replace("chips_per_channel = 8 ", "chips_per_channel = 2 ")
+        .replace("pages_per_block = 256 ", "pages_per_block = 16 ");
+    let p = env.write("small.toml", text.as_bytes());
+    s(&p).to_string()
+}
+
+/// A 3-node line appliance with `capacity` of raw flash a node.
+fn appliance(capacity: &str) -> Env {
+    let env = Env::new();
+    let profile = small_profile(&env);
+    env.init(&["--nodes", "3", "--topology", "line", "--profile", &profile, "--capacity", capacity]);
+    env
+}
+
+fn get(env: &Env, name: &str) -> Vec<u8> {
+    let out = env.path("got");
+    env.ok(&["fs", "get", name, "-o", s(&out)]);
+    std::fs::read(out).unwrap()
+}
+
+fn names(env: &Env) -> Vec<String> {
+    env.json(&["fs", "ls"])["result"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn files_round_trip_and_their_pages_spread_over_nodes_and_buses() {
+    let env = appliance("8MiB");
+    let sizes = [0usize, 1, 8192, 8193, 3_000_000];
+    for (i, n) in sizes.iter().enumerate() {
+        let f = env.write(&format!("f{i}"), &text(*n, i as u64, b"abcdefgh"));
+        env.ok(&["fs", "put", s(&f)]);
+    }
+    for (i, n) in sizes.iter().enumerate() {
+        assert_eq!(get(&env, &format!("f{i}")), text(*n, i as u64, b"abcdefgh"), "f{i}");
+    }
+    // One physical address per line: node card bus chip block page; a striped file uses every node and
+    // every bus.
+    let pages = env.ok(&["fs", "pages", "f4"]);
+    let rows: Vec<Vec<u64>> =
+        pages.lines().map(|l| l.split(' ').map(|v| v.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len(), 3_000_000usize.div_ceil(8192));
+    assert!(rows.iter().all(|r| r.len() == 6));
+    let nodes: std::collections::BTreeSet<u64> = rows.iter().map(|r| r[0]).collect();
+    let buses: std::collections::BTreeSet<(u64, u64, u64)> =
+        rows.iter().map(|r| (r[0], r[1], r[2])).collect();
+    assert_eq!(nodes.len(), 3);
+    assert_eq!(buses.len(), 3 * 2 * 2);
+    let mut distinct = rows.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), rows.len(), "no page is used twice");
+    // --node keeps a file on one node.
+    let f = env.write("local", &text(100_000, 9, b"xy"));
+    let r = env.json(&["fs", "put", s(&f), "--name", "on-one", "--node", "1"]);
+    assert_eq!(r["result"]["nodes"], serde_json::json!([1]));
+    assert!(env.ok(&["fs", "pages", "on-one"]).lines().all(|l| l.starts_with("1 ")));
+    assert_eq!(get(&env, "on-one"), text(100_000, 9, b"xy"));
+    // Existing commands still work on an appliance.
+    let obj = env.write("obj", b"an object through the FTL");
+    env.ok(&["put", s(&obj)]);
+    assert_eq!(env.run(&["get", "obj"]).stdout, b"an object through the FTL");
+    // ls and rm.
+    let ls = env.json(&["fs", "ls"]);
+    assert_eq!(ls["result"]["stats"]["files"], 6);
+    env.ok(&["fs", "rm", "f4"]);
+    assert!(!names(&env).contains(&"f4".to_string()));
+    assert_eq!(get(&env, "f3"), text(8193, 3, b"abcdefgh"));
+}
+
+#[test]
+fn bad_input_is_refused_by_name_and_changes_nothing() {
+    let env = appliance("8MiB");
+    let f = env.write("a", &text(50_000, 1, b"ab"));
+    env.ok(&["fs", "put", s(&f)]);
+    let before = env.json(&["fs", "ls"])["result"].clone();
+    let (missing, out) = (env.path("missing"), env.path("out"));
+    let cases: [(&[&str], &str); 6] = [
+        (&["fs", "put", s(&f)], "already exists"),
+        (&["fs", "put", s(&f), "--name", "b", "--node", "7"], "no device 7"),
+        (&["fs", "put", s(&f), "--name", "../up"], "invalid"),
+        (&["fs", "put", s(&missing)], "cannot open"),
+        (&["fs", "get", "nope", "-o", s(&out)], "no object named \"nope\""),
+        (&["fs", "rm", "nope"], "no object named"),
+    ];
+    for (args, want) in cases {
+        let err = env.fails(args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    assert!(!env.path("out").exists(), "a failed get leaves no file");
+    assert_eq!(env.json(&["fs", "ls"])["result"], before);
+    // A file larger than the flash left: refused, and the file system is as it was.
+    let big = env.write("big", &text(30_000_000, 2, b"cd"));
+    let err = env.fails(&["fs", "put", s(&big)]);
+    assert!(err.contains("full"), "{err}");
+    assert_eq!(names(&env), vec!["a"]);
+    assert_eq!(get(&env, "a"), text(50_000, 1, b"ab"));
+    env.ok(&["fs", "gc"]);
+    let f2 = env.write("c", &text(1_000_000, 3, b"ef"));
+    env.ok(&["fs", "put", s(&f2)]);
+    assert_eq!(get(&env, "c"), text(1_000_000, 3, b"ef"));
+
+    // Appliances: --nodes needs a topology; a topology needs a profile with a storage network; a bad
+    // topology leaves no array behind.
+    let other = Env::new();
+    assert!(other.fails(&["init", "--nodes", "3"]).contains("--topology"));
+    let err = other.fails(&["init", "--nodes", "3", "--topology", "ring", "--profile", "tiny"]);
+    assert!(err.contains("no storage network"), "{err}");
+    let topo = other.write("t.toml", b"nodes = 3\n[[link]]\na = 0\nb = 1\n");
+    let err = other.fails(&["init", "--topology", s(&topo), "--profile", "bluedbm"]);
+    assert!(err.contains("no route"), "{err}");
+    assert!(!other.data().join("array.json").exists());
+    // A device without a raw partition has no file system.
+    other.init(&["--devices", "2", "--profile", "tiny", "--capacity", "8MiB"]);
+    assert!(other.fails(&["fs", "ls"]).contains("no raw flash partition"));
+}
+
+#[test]
+fn cleaning_reclaims_space_without_losing_a_byte() {
+    // 8 MiB of raw flash a node, 24 MiB in all: write 60 MiB through it, keeping at most ~12 MiB.
+    let env = appliance("8MiB");
+    let mut kept: Vec<(String, usize)> = Vec::new();
+    for i in 0..30 {
+        let name = format!("g{i}");
+        let n = 1_000_000 + i * 37_000;
+        let f = env.write("g", &text(n, 100 + i as u64, b"0123456789"));
+        env.ok(&["fs", "put", s(&f), "--name", &name]);
+        kept.push((name, n));
+        if kept.len() > 6 {
+            // Remove every other file, so segments are left half live and must be cleaned, not just erased.
+            let (old, _) = kept.remove(kept.len() % 3);
+            env.ok(&["fs", "rm", &old]);
+        }
+    }
+    for (name, n) in &kept {
+        let i: u64 = name[1..].parse().unwrap();
+        assert_eq!(get(&env, name).len(), *n);
+        assert!(get(&env, name) == text(*n, 100 + i, b"0123456789"), "{name} changed");
+    }
+    let ls = env.json(&["fs", "ls"]);
+    assert_eq!(ls["result"]["stats"]["files"], kept.len());
+}
+
+fn killed(o: &std::process::Output) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    o.status.signal() == Some(9)
+}
+
+#[test]
+fn sigkill_during_put_or_cleaning_leaves_files_whole_or_absent() {
+    let earlier = text(700_000, 1, b"earlier");
+    let victim = text(5_000_000, 2, b"victim");
+    for (point, exists) in [("fs-put-pages:1", false), ("fs-put-pages:2", false), ("fs-put-journal:1", true)]
+    {
+        let env = appliance("8MiB");
+        let e = env.write("earlier", &earlier);
+        env.ok(&["fs", "put", s(&e)]);
+        let v = env.write("victim", &victim);
+        let o = env.cmd().args(["fs", "put", s(&v)]).env("INSITU_CRASH_AT", point).output().unwrap();
+        assert!(killed(&o), "{point}: {o:?}");
+        // The torn segment: pages programmed for a file no journal record names are dead.
+        let ls = env.json(&["fs", "ls"]);
+        assert_eq!(names(&env).contains(&"victim".to_string()), exists, "{point}: {ls}");
+        if !exists {
+            assert!(ls["result"]["stats"]["dead_pages"].as_u64().unwrap() > 0, "{point}: {ls}");
+        } else {
+            assert_eq!(get(&env, "victim"), victim, "{point}");
+        }
+        assert_eq!(get(&env, "earlier"), earlier, "{point}");
+        // Writes go on after the dead pages, and cleaning reclaims them.
+        let after = text(2_000_000, 3, b"after");
+        let a = env.write("after", &after);
+        env.ok(&["fs", "put", s(&a)]);
+        env.ok(&["fs", "gc"]);
+        assert_eq!(get(&env, "after"), after, "{point}");
+        assert_eq!(get(&env, "earlier"), earlier, "{point}");
+    }
+    // Killed while cleaning: after the moved pages are written but before they are journaled, and after
+    // they are journaled but before the old block is erased. Small files kept at ~75% of the flash, the
+    // middle one removed each time, leave no block all dead: cleaning must move live pages.
+    for point in ["fs-gc-moved:1", "fs-gc-erase:3"] {
+        let env = appliance("2MiB");
+        let mut kept: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut crashed = None;
+        for i in 0..150u64 {
+            let data = text(50_000, 10 + i, b"klmnop");
+            let f = env.write("x", &data);
+            let name = format!("x{i}");
+            let o = env
+                .cmd()
+                .args(["fs", "put", s(&f), "--name", &name])
+                .env("INSITU_CRASH_AT", point)
+                .output()
+                .unwrap();
+            if killed(&o) {
+                crashed = Some((name, data));
+                break;
+            }
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            kept.push((name, data));
+            if kept.len() > 80 {
+                let (old, _) = kept.remove(kept.len() / 2);
+                env.ok(&["fs", "rm", &old]);
+            }
+        }
+        let (victim, data) = crashed.unwrap_or_else(|| panic!("{point}: cleaning never moved a page"));
+        if names(&env).contains(&victim) {
+            assert!(get(&env, &victim) == data, "{point}: {victim} is not whole");
+        }
+        for (name, data) in &kept {
+            assert!(get(&env, name) == *data, "{point}: {name} changed");
+        }
+        // Space comes back: remove a few files, put a larger one.
+        for (name, _) in kept.drain(..10) {
+            env.ok(&["fs", "rm", &name]);
+        }
+        let f = env.write("y", &text(300_000, 99, b"z"));
+        env.ok(&["fs", "put", s(&f), "--name", "after"]);
+        assert_eq!(get(&env, "after"), text(300_000, 99, b"z"));
+    }
+    // A torn record at the journal's end is cut off on open, and said so.
+    let env = appliance("8MiB");
+    let e = env.write("earlier", &earlier);
+    env.ok(&["fs", "put", s(&e)]);
+    let journal = env.data().join("fs").join("journal");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes.extend_from_slice(b"0badc0de {\"Put\":{\"id\":9,\"na");
+    std::fs::write(&journal, bytes).unwrap();
+    let o = env.run(&["fs", "ls"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("torn record"), "{o:?}");
+    assert_eq!(get(&env, "earlier"), earlier);
+}
