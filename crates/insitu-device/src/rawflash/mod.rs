@@ -44,11 +44,11 @@
 //! assert!(ctrl.now() > 75_000_000);                        // tR alone is 75 us on this profile
 //! ```
 
-mod controller;
-mod media;
-mod partition;
-mod server;
-mod splitter;
+pub mod controller;
+pub mod media;
+pub mod partition;
+pub mod server;
+pub mod splitter;
 
 use std::ops::Range;
 use std::sync::Arc;
