@@ -52,7 +52,7 @@ pub enum DeviceError {
     #[error("{firmware}: {detail}")]
     Firmware { firmware: String, detail: String },
     #[error("raw flash: {0}")]
-    RawFlash(#[from] crate::rawflash::RawFlashError),
+    RawFlash(#[from] crate::rawflash::command::RawFlashError),
     #[error(
         "device {0} has no raw flash partition (its profile has no raw flash interface, [nand.interface])"
     )]

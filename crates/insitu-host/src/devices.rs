@@ -37,10 +37,15 @@ pub(crate) struct ScratchDir(PathBuf);
 
 impl ScratchDir {
     pub(crate) fn new() -> Result<ScratchDir> {
+        Self::new_in(&std::env::temp_dir())
+    }
+
+    /// A scratch directory inside `parent`.
+    pub(crate) fn new_in(parent: &Path) -> Result<ScratchDir> {
         use std::os::unix::fs::DirBuilderExt;
         let stamp =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!("insitu-{}-{stamp}", std::process::id()));
+        let dir = parent.join(format!("insitu-{}-{stamp}", std::process::id()));
         std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| HostError::io(&dir, e))?;
         Ok(ScratchDir(dir))
     }

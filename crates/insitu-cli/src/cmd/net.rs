@@ -25,6 +25,27 @@ pub enum NetCmd {
         #[arg(long, default_value = "bluedbm")]
         profile: String,
     },
+    /// Random page reads over simulated nodes by every path (ISP and host, local and remote): how fast
+    /// this machine emulates them, and their bandwidth on the profile.
+    Bench {
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        #[arg(long, default_value = "ring")]
+        topology: String,
+        #[arg(long, default_value_t = 1)]
+        lanes: u32,
+        /// Bytes written, spread evenly over the nodes.
+        #[arg(long, default_value = "4GiB")]
+        size: String,
+        /// Reads per path.
+        #[arg(long, default_value_t = 100_000)]
+        reads: u64,
+        #[arg(long, default_value = "bluedbm")]
+        profile: String,
+        /// Where the nodes' NAND images go while it runs (default: target/insitu-bench).
+        #[arg(long)]
+        work: Option<std::path::PathBuf>,
+    },
 }
 
 impl NetCmd {
@@ -36,6 +57,21 @@ impl NetCmd {
                 let nodes = if topology.ends_with(".toml") { nodes } else { Some(nodes.unwrap_or(4)) };
                 let r = routes::routes(&topology, nodes, lanes, &profile)?;
                 ctx.out.plain("net routes", json!(r), routes::render(&r).trim_end());
+            }
+            NetCmd::Bench { nodes, topology, lanes, size, reads, profile, work } => {
+                use insitu_host::bluedbm::bench;
+                let profile = insitu_host::Profile::load(&profile)?;
+                let opts = bench::BenchOptions {
+                    nodes,
+                    topology,
+                    lanes,
+                    bytes: insitu_host::units::parse_size(&size)?,
+                    reads,
+                    seed: 42,
+                };
+                let work = work.unwrap_or_else(|| "target/insitu-bench".into());
+                let b = bench::run(&profile, &opts, &work, &ctx.progress())?;
+                ctx.out.plain("net bench", json!(b), bench::render(&b).trim_end());
             }
         }
         Ok(ExitCode::SUCCESS)

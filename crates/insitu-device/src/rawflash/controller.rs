@@ -22,9 +22,10 @@ use insitu_flash::raw::RawFlash;
 use insitu_flash::FlashError;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Completion, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, Ps, RawConfig, RawFlashError, Tag,
-};
+use super::command::{Completion, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, RawFlashError, Tag};
+use crate::error::DeviceError;
+use crate::network::Ps;
+use crate::profile::Profile;
 
 /// What the controller did since it was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -573,5 +574,52 @@ impl<M: RawFlash> FlashController<M> {
 
     pub fn into_media(self) -> M {
         self.media
+    }
+}
+
+/// The figures the controller runs on (from a profile's `[nand]` and `[nand.interface]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawConfig {
+    pub cards: u32,
+    pub tags_per_card: u32,
+    pub read_ps: Ps,
+    pub program_ps: Ps,
+    pub erase_ps: Ps,
+    /// Time one page occupies its bus.
+    pub bus_page_ps: Ps,
+    /// Bytes a returned slice holds: a whole number of bursts, a sixteenth of a page when it can be.
+    pub slice_bytes: u32,
+    /// Time a card takes to move one slice to or from its user (the card's bandwidth).
+    pub slice_ps: Ps,
+    /// Time a command or a slice takes between a card and its user.
+    pub latency_ps: Ps,
+}
+
+/// A page comes back in this many slices (fewer when a page holds fewer bursts).
+pub const SLICES_PER_PAGE: u32 = 16;
+
+impl RawConfig {
+    /// The raw interface of `profile`'s devices.
+    pub fn from_profile(profile: &Profile) -> Result<RawConfig, DeviceError> {
+        let raw = profile.nand.interface.as_ref().ok_or_else(|| DeviceError::InvalidProfile {
+            profile: profile.name.clone(),
+            detail: "it has no raw flash interface ([nand.interface]); BlueDBM's `bluedbm` profile has one"
+                .into(),
+        })?;
+        let page = profile.nand.page_size;
+        let bursts = page / raw.burst_bytes;
+        let slice_bytes = raw.burst_bytes * bursts.div_ceil(SLICES_PER_PAGE).max(1);
+        let ps = |us: f64| (us * 1e6).round() as Ps;
+        Ok(RawConfig {
+            cards: raw.cards,
+            tags_per_card: raw.tags_per_card,
+            read_ps: ps(profile.nand.read_latency_us),
+            program_ps: ps(profile.nand.program_latency_us),
+            erase_ps: ps(profile.nand.erase_latency_us),
+            bus_page_ps: ps(raw.bus_page_us),
+            slice_bytes,
+            slice_ps: (slice_bytes as f64 / raw.card_bw * 1e12).round() as Ps,
+            latency_ps: ps(raw.card_latency_us),
+        })
     }
 }

@@ -10,8 +10,9 @@ use insitu_flash::geometry::{BlockId, Geometry, Lpn, Ppn};
 use insitu_flash::raw::{BlockState, NandStats, Oob, RawFlash};
 use insitu_flash::FlashError;
 
-use super::controller::{Cells, RawStats, Sim};
-use super::{Event, FlashCommand, Ps, RawConfig, RawFlashError, Tag};
+use super::command::{Event, FlashCommand, RawFlashError, Tag};
+use super::controller::{Cells, RawConfig, RawStats, Sim};
+use crate::network::Ps;
 
 /// Raw media `M` behind a simulated flash controller (see the [module](self) documentation).
 #[derive(Debug)]

@@ -19,8 +19,10 @@ use insitu_flash::nand::Nand;
 use insitu_flash::raw::{BlockState, RawFlash};
 use serde::{Deserialize, Serialize};
 
-use super::{Event, FlashAddr, FlashCommand, FlashController, Ps, RawConfig, RawFlashError, RawStats, Tag};
+use super::command::{Event, FlashAddr, FlashCommand, PageSlice, RawFlashError, Tag};
+use super::controller::{FlashController, RawConfig, RawStats};
 use crate::error::{DeviceError, Result};
+use crate::network::Ps;
 use crate::profile::Profile;
 
 const DIR: &str = "raw";
@@ -184,7 +186,7 @@ impl RawPartition {
     fn run<'d>(
         &mut self,
         cmds: &[FlashCommand],
-        mut on_slice: impl FnMut(usize, &super::PageSlice),
+        mut on_slice: impl FnMut(usize, &PageSlice),
         data_of: impl Fn(usize) -> &'d [u8],
     ) -> std::result::Result<(), RawFlashError> {
         let cards = self.ctrl.config().cards as usize;

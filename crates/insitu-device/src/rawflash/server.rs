@@ -13,7 +13,9 @@ use std::ops::Range;
 
 use insitu_flash::raw::RawFlash;
 
-use super::{Completion, Event, FlashAddr, FlashCommand, Ps, RawFlashError, Source, Splitter, Tag};
+use super::command::{Completion, Event, FlashAddr, FlashCommand, RawFlashError, Tag};
+use super::splitter::{Source, Splitter};
+use crate::network::Ps;
 
 /// Names a file whose physical pages the host handed to the address translation unit.
 pub type FileHandle = u64;

@@ -12,7 +12,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use insitu_flash::raw::RawFlash;
 use serde::{Deserialize, Serialize};
 
-use super::{Completion, Event, FlashCommand, FlashController, FlashOp, Ps, RawFlashError, Tag};
+use super::command::{Completion, Event, FlashCommand, FlashOp, RawFlashError, Tag};
+use super::controller::FlashController;
+use crate::network::Ps;
 
 /// Who sends a command through the splitter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use insitu_device::Profile;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::repro::Row;
+use super::Row;
 use crate::devices::ScratchDir;
 use crate::error::{HostError, Result};
 

@@ -12,20 +12,8 @@ use insitu_device::network::{NetError, Network, NodeId, Topology};
 use insitu_device::Profile;
 use serde::Serialize;
 
+use super::Row;
 use crate::error::{HostError, Result};
-
-/// One row of a figure.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    pub label: String,
-    pub unit: &'static str,
-    pub paper: Option<f64>,
-    pub modeled: f64,
-    /// `None` where nothing is measured (a property of the routes, not of traffic).
-    pub measured: Option<f64>,
-    /// Why the modeled value is what it is, where it differs from the paper's.
-    pub note: String,
-}
 
 /// The figures, by name.
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,234 @@
+//! `insitu net bench`: random 8 KB page reads over an appliance of simulated nodes (by default 4 on a
+//! ring, 4 GiB spread evenly), by the paths of §6.4-6.5: how fast this machine emulates them (pages per
+//! second of wall time, one core) and the bandwidth they have on the profile (simulated time).
+
+use std::time::Instant;
+
+use insitu_device::cluster::{Access, Cluster, Read};
+use insitu_device::network::NodeId;
+use insitu_device::rawflash::FlashAddr;
+use insitu_device::Profile;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::devices::ScratchDir;
+use crate::error::{HostError, Result};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub nodes: u32,
+    /// ring, line, mesh, full, or a topology file.
+    pub topology: String,
+    pub lanes: u32,
+    /// Bytes written, spread evenly over the nodes.
+    pub bytes: u64,
+    /// Reads per path.
+    pub reads: u64,
+    pub seed: u64,
+}
+
+/// One path's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    pub path: String,
+    pub reads: u64,
+    pub wall_s: f64,
+    /// Pages emulated per second of wall time here.
+    pub pages_per_s: f64,
+    /// Page bytes emulated per second of wall time here.
+    pub emulated_gbps: f64,
+    /// Page bytes per second of simulated time on the profile.
+    pub modeled_gbps: f64,
+}
+
+/// The benchmark's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bench {
+    pub profile: String,
+    pub nodes: u32,
+    pub topology: String,
+    pub bytes: u64,
+    pub page_bytes: u64,
+    /// Wall seconds to write the pages through the nodes' raw interfaces.
+    pub fill_s: f64,
+    pub rows: Vec<BenchRow>,
+}
+
+/// A stream of reads from `origin` by `access` to random pages of one of `targets`, `window` in flight.
+struct Stream {
+    origin: NodeId,
+    access: Access,
+    targets: Vec<NodeId>,
+    window: usize,
+}
+
+/// Runs the benchmark in a scratch directory under `work` (removed afterwards).
+pub fn run(
+    profile: &Profile,
+    opts: &BenchOptions,
+    work: &std::path::Path,
+    progress: &dyn Fn(&str),
+) -> Result<Bench> {
+    let topo = super::topology(&opts.topology, Some(opts.nodes), opts.lanes, profile)?;
+    let n = topo.nodes();
+    if n < 2 {
+        return Err(HostError::InvalidArgument("the benchmark needs at least 2 nodes".into()));
+    }
+    std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
+    let dir = ScratchDir::new_in(work)?;
+    let geo = profile.base_geometry();
+    let page = geo.page_size as u64;
+    let per_node = opts.bytes / n as u64 / page;
+    if per_node == 0 {
+        return Err(HostError::InvalidArgument(format!("--size {} is less than a page a node", opts.bytes)));
+    }
+    let chips = geo.chips();
+    let pages_per_chip = per_node.div_ceil(chips);
+    let blocks = pages_per_chip.div_ceil(geo.pages_per_block as u64).max(1);
+    let mut c = Cluster::create(profile, &topo, dir.path(), blocks)?;
+    let (cards, tags, buffers) = {
+        let raw = profile.nand.interface.as_ref().expect("the cluster checked it");
+        (raw.cards, raw.tags_per_card as usize, raw.host_page_buffers as usize)
+    };
+    let buses = geo.channels / cards;
+    // Page j of a node: chips first (card, bus, chip), then pages of a block, then blocks.
+    let addr = |j: u64| {
+        let chip_index = j % chips;
+        let k = j / chips;
+        let channel = (chip_index % geo.channels as u64) as u32;
+        FlashAddr {
+            card: channel / buses,
+            bus: channel % buses,
+            chip: (chip_index / geo.channels as u64) as u32,
+            block: k / geo.pages_per_block as u64,
+            page: (k % geo.pages_per_block as u64) as u32,
+        }
+    };
+    progress(&format!("writing {} pages on each of {n} nodes", per_node));
+    let started = Instant::now();
+    let mut data = vec![0u8; page as usize];
+    for node in 0..n {
+        for j in 0..per_node {
+            let tag = (node as u64) << 40 | j;
+            for (w, chunk) in data.chunks_exact_mut(8).enumerate() {
+                chunk.copy_from_slice(&(tag ^ w as u64).to_le_bytes());
+            }
+            c.write(node, addr(j), tag, &data).map_err(raw_err)?;
+        }
+    }
+    let fill_s = started.elapsed().as_secs_f64();
+    let remote: Vec<NodeId> = (1..n).collect();
+    let all: Vec<NodeId> = (0..n).collect();
+    let isp_window = tags * cards as usize;
+    let cases: Vec<(&str, Vec<Stream>)> = vec![
+        (
+            "ISP-local",
+            vec![Stream { origin: 0, access: Access::IspFlash, targets: vec![0], window: isp_window }],
+        ),
+        (
+            "ISP-remote (ISP-F)",
+            vec![Stream { origin: 0, access: Access::IspFlash, targets: remote.clone(), window: isp_window }],
+        ),
+        (
+            "Host-local",
+            vec![Stream { origin: 0, access: Access::HostFlash, targets: vec![0], window: buffers }],
+        ),
+        (
+            "Host-remote (H-F)",
+            vec![Stream { origin: 0, access: Access::HostFlash, targets: remote, window: buffers }],
+        ),
+        (
+            "every ISP, any node",
+            all.iter()
+                .map(|&o| Stream {
+                    origin: o,
+                    access: Access::IspFlash,
+                    targets: all.clone(),
+                    window: isp_window,
+                })
+                .collect(),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (i, (name, streams)) in cases.iter().enumerate() {
+        progress(&format!("{name}: {} random reads", opts.reads));
+        let mut rng = SmallRng::seed_from_u64(opts.seed + i as u64);
+        let t0 = c.now();
+        let started = Instant::now();
+        let mut owner = std::collections::HashMap::new();
+        let mut in_flight = vec![0usize; streams.len()];
+        let (mut submitted, mut done) = (0u64, 0u64);
+        loop {
+            for (k, s) in streams.iter().enumerate() {
+                while in_flight[k] < s.window && submitted < opts.reads {
+                    let node = s.targets[rng.gen_range(0..s.targets.len())];
+                    let a = addr(rng.gen_range(0..per_node));
+                    let id = c
+                        .submit(Read { origin: s.origin, access: s.access, node, addr: a })
+                        .map_err(raw_err)?;
+                    owner.insert(id, k);
+                    in_flight[k] += 1;
+                    submitted += 1;
+                }
+            }
+            let Some(d) = c.next_done() else { break };
+            in_flight[owner.remove(&d.id).expect("a read of ours")] -= 1;
+            let want = (d.read.node as u64) << 40;
+            if u64::from_le_bytes(d.data[..8].try_into().expect("8 bytes")) >> 40 != want >> 40 {
+                return Err(HostError::InvalidArgument(format!(
+                    "{name}: a read returned another node's page"
+                )));
+            }
+            done += 1;
+        }
+        let wall = started.elapsed().as_secs_f64();
+        let modeled_s = (c.now() - t0) as f64 * 1e-12;
+        rows.push(BenchRow {
+            path: (*name).into(),
+            reads: done,
+            wall_s: wall,
+            pages_per_s: done as f64 / wall,
+            emulated_gbps: (done * page) as f64 / wall * 1e-9,
+            modeled_gbps: (done * page) as f64 / modeled_s * 1e-9,
+        });
+    }
+    Ok(Bench {
+        profile: profile.name.clone(),
+        nodes: n,
+        topology: opts.topology.clone(),
+        bytes: per_node * page * n as u64,
+        page_bytes: page,
+        fill_s,
+        rows,
+    })
+}
+
+fn raw_err(e: insitu_device::rawflash::RawFlashError) -> HostError {
+    HostError::InvalidArgument(format!("raw flash: {e}"))
+}
+
+/// The report as text.
+pub fn render(b: &Bench) -> String {
+    let mut out = format!(
+        "random {} page reads, {} nodes ({}), {} spread evenly, profile {}; pages written in {:.1} s\n\n",
+        crate::units::human_bytes(b.page_bytes),
+        b.nodes,
+        b.topology,
+        crate::units::human_bytes(b.bytes),
+        b.profile,
+        b.fill_s
+    );
+    out += &format!(
+        "{:<22} {:>9} {:>9} {:>12} {:>14} {:>13}\n",
+        "path", "reads", "wall s", "pages/s", "emulated GB/s", "modeled GB/s"
+    );
+    for r in &b.rows {
+        out += &format!(
+            "{:<22} {:>9} {:>9.2} {:>12.0} {:>14.3} {:>13.3}\n",
+            r.path, r.reads, r.wall_s, r.pages_per_s, r.emulated_gbps, r.modeled_gbps
+        );
+    }
+    out
+}
