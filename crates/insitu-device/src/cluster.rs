@@ -164,6 +164,8 @@ pub struct Cluster {
     cfg: ClusterConfig,
     page_size: usize,
     nodes: Vec<Splitter<Nand>>,
+    /// Each node's next event time, as of the last time the cluster touched it.
+    node_next: Vec<Option<Ps>>,
     pcie: Vec<Pcie>,
     /// Pages each node's host holds in memory (H-D).
     dram: Vec<HashMap<FlashAddr, Arc<Vec<u8>>>>,
@@ -196,6 +198,7 @@ impl Cluster {
             net: Network::new(topology, cfg.net.clone()),
             cfg,
             page_size,
+            node_next: vec![None; n],
             nodes,
             pcie: (0..n).map(|_| Pcie::default()).collect(),
             dram: vec![HashMap::new(); n],
@@ -292,6 +295,7 @@ impl Cluster {
             }
         }
         self.now = self.now.max(sp.now());
+        self.node_next[node as usize] = sp.next_time();
         Ok(())
     }
 
@@ -306,6 +310,7 @@ impl Cluster {
             }
         }
         self.now = self.now.max(sp.now());
+        self.node_next[node as usize] = sp.next_time();
         Ok(())
     }
 
@@ -440,6 +445,7 @@ impl Cluster {
                 if let Err(e) = self.nodes[node as usize].issue(source, FlashCommand::read(addr, tag)) {
                     panic!("a checked read was refused: {e}");
                 }
+                self.node_next[node as usize] = self.nodes[node as usize].next_time();
             }
             Act::Send { from, to, msg } => {
                 self.run_network(t);
@@ -559,20 +565,22 @@ impl Cluster {
             }
         }
         // Retry blocked sends, each endpoint's in order.
-        let keys: Vec<(NodeId, u32)> = self.blocked.keys().copied().collect();
-        for (from, ep) in keys {
-            let mut queue = self.blocked.remove(&(from, ep)).expect("a key");
-            while let Some((to, msg)) = queue.pop_front() {
+        if self.blocked.is_empty() {
+            return;
+        }
+        let mut blocked = std::mem::take(&mut self.blocked);
+        for (&(from, ep), queue) in blocked.iter_mut() {
+            while let Some((to, msg)) = queue.front() {
                 if !self.net.can_send(from, ep, msg.len()) {
-                    queue.push_front((to, msg));
                     break;
                 }
+                let to = *to;
+                let (_, msg) = queue.pop_front().expect("a front");
                 self.net_send(from, to, ep, msg);
             }
-            if !queue.is_empty() {
-                self.blocked.insert((from, ep), queue);
-            }
         }
+        blocked.retain(|_, q| !q.is_empty());
+        self.blocked = blocked;
     }
 
     /// Hands out node `node`'s flash events up to `t`.
@@ -617,6 +625,7 @@ impl Cluster {
                 }
             }
         }
+        self.node_next[node] = self.nodes[node].next_time();
     }
 
     /// A command's tag is its request id's low 32 bits: the newest id with those bits (fewer than 2^32
