@@ -301,10 +301,13 @@ impl Cluster {
 
     /// Erases a block at `node` before the experiment.
     pub fn erase(&mut self, node: NodeId, addr: FlashAddr) -> Result<(), RawFlashError> {
+        if !self.pending.is_empty() {
+            return Err(RawFlashError::Lost { pending: self.pending.len() });
+        }
         let sp = &mut self.nodes[node as usize];
         sp.issue(Source::Host, FlashCommand::erase(addr, u32::MAX))?;
         while let Some((_, c)) = sp.poll() {
-            if let Event::Ack(status) = c.event {
+            if let (Event::Ack(status), u32::MAX) = (c.event, c.tag) {
                 status?;
                 break;
             }
@@ -380,8 +383,7 @@ impl Cluster {
             }
             let t_act = self.acts.peek().map(|r| r.0 .0);
             let t_net = self.net.next_event();
-            let t_node =
-                self.nodes.iter().enumerate().filter_map(|(i, s)| s.next_time().map(|t| (t, i))).min();
+            let t_node = self.node_next.iter().enumerate().filter_map(|(i, t)| t.map(|t| (t, i))).min();
             let t = [t_act, t_net, t_node.map(|x| x.0)].into_iter().flatten().min();
             let Some(t) = t.filter(|t| *t <= limit) else {
                 if limit != Ps::MAX {

@@ -47,6 +47,12 @@ impl FsCmd {
         let array = ctx.open()?;
         let mut fs = Fs::open(&array)?;
         let r = fs.report();
+        if !r.damaged.is_empty() {
+            eprintln!(
+                "damaged: {} name(s) pages that are not programmed (rm removes them)",
+                r.damaged.join(", ")
+            );
+        }
         if r.torn_journal_bytes > 0 {
             eprintln!(
                 "recovered: cut {} byte(s) of a torn record from the file system's journal",

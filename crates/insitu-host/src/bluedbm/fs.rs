@@ -79,6 +79,8 @@ pub struct FsReport {
     pub torn_journal_bytes: u64,
     /// Blocks found partly programmed, appended to again from their first erased page.
     pub resumed_segments: u64,
+    /// Files naming pages that are not programmed (reading them fails; `rm` removes them).
+    pub damaged: Vec<String>,
 }
 
 /// Space and activity, for `fs ls` and tests.
@@ -138,8 +140,10 @@ impl Node {
         (0..self.info.cards).flat_map(|c| (0..self.info.buses_per_card).map(move |b| (c, b))).collect()
     }
 
+    /// Whether the block is a write point with room left (a full one is closed, and may be cleaned).
     fn is_open(&self, key: (u32, u32, u32, u64)) -> bool {
-        self.host.get(&(key.0, key.1)).is_some_and(|o| o.chip == key.2 && o.block == key.3)
+        let ppb = self.info.pages_per_block;
+        self.host.get(&(key.0, key.1)).is_some_and(|o| o.chip == key.2 && o.block == key.3 && o.next < ppb)
     }
 }
 
@@ -157,6 +161,10 @@ pub struct Fs<'a> {
     moved: u64,
     /// The file being put: its pages are live to the cleaner, which may move them, before it commits.
     pending: Option<FsFile>,
+    /// A journal write failed in a way that leaves its durability unknown: no more changes.
+    poisoned: bool,
+    /// Journal bytes past which a checkpoint is taken.
+    checkpoint_after: u64,
 }
 
 fn corrupt(path: &Path, detail: String) -> HostError {
@@ -208,6 +216,8 @@ impl<'a> Fs<'a> {
             cleaned: 0,
             moved: 0,
             pending: None,
+            poisoned: false,
+            checkpoint_after: CHECKPOINT_AFTER,
         };
         fs.count_live()?;
         Ok(fs)
@@ -219,29 +229,29 @@ impl<'a> Fs<'a> {
     }
 
     /// Counts each segment's live pages from the map, checking every page the map names was programmed.
+    /// A file naming a page that is not programmed is damaged: it is reported (reading it fails by
+    /// name), its other pages count, and the rest of the file system works.
     fn count_live(&mut self) -> Result<()> {
+        let mut damaged = Vec::new();
         for f in self.index.files.values() {
+            let mut bad = false;
             for p in &f.pages {
-                let node = self.nodes.get_mut(p.node as usize).ok_or_else(|| {
-                    corrupt(
-                        &self.dir,
-                        format!("file {:?} names node {}, the appliance has fewer", f.name, p.node),
-                    )
-                })?;
                 let a = p.addr;
-                let seg =
-                    node.segments.get_mut(&(a.card, a.bus, a.chip, a.block)).filter(|s| a.page < s.written);
+                let seg = self
+                    .nodes
+                    .get_mut(p.node as usize)
+                    .and_then(|n| n.segments.get_mut(&(a.card, a.bus, a.chip, a.block)))
+                    .filter(|s| a.page < s.written);
                 match seg {
                     Some(s) => s.live += 1,
-                    None => {
-                        return Err(HostError::Damaged {
-                            name: f.name.clone(),
-                            detail: format!("its page at {p} was never programmed on its node"),
-                        })
-                    }
+                    None => bad = true,
                 }
             }
+            if bad {
+                damaged.push(f.name.clone());
+            }
         }
+        self.report.damaged = damaged;
         Ok(())
     }
 
@@ -271,36 +281,85 @@ impl<'a> Fs<'a> {
         s
     }
 
+    fn check_usable(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(corrupt(
+                &self.dir,
+                "a journal write failed after its record may have reached the disk; run the command again \
+                 (the file system is recovered from its journal on open)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Appends a record; a failed append is cut off again, so later records never follow a torn one.
     fn append(&mut self, rec: &Record) -> Result<()> {
         let body = serde_json::to_string(rec).expect("plain data serializes");
         let line = format!("{:08x} {body}\n", crc32fast::hash(body.as_bytes()));
         let path = self.dir.join("journal");
-        self.journal.write_all(line.as_bytes()).map_err(|e| HostError::io(&path, e))?;
+        if let Err(e) = self.journal.write_all(line.as_bytes()) {
+            let undo = self
+                .journal
+                .set_len(self.journal_len)
+                .and_then(|()| self.journal.seek(SeekFrom::Start(self.journal_len)).map(|_| ()));
+            if undo.is_err() {
+                self.poisoned = true;
+            }
+            return Err(HostError::io(&path, e));
+        }
         self.journal_len += line.len() as u64;
         Ok(())
     }
 
+    /// Makes the records appended so far durable: their commit point. If this fails, whether they are
+    /// durable is unknown, so this `Fs` takes no more changes (the next open replays the journal).
     fn sync_journal(&mut self) -> Result<()> {
         let path = self.dir.join("journal");
-        self.journal.sync_data().map_err(|e| HostError::io(&path, e))?;
-        if self.journal_len >= CHECKPOINT_AFTER {
-            let body = serde_json::to_vec(&self.index).expect("plain data serializes");
-            insitu_device::write_atomic(&self.dir.join("index.json"), &body)?;
-            self.journal.set_len(0).map_err(|e| HostError::io(&path, e))?;
-            self.journal.seek(SeekFrom::Start(0)).map_err(|e| HostError::io(&path, e))?;
-            self.journal.sync_all().map_err(|e| HostError::io(&path, e))?;
-            self.journal_len = 0;
+        if let Err(e) = self.journal.sync_data() {
+            self.poisoned = true;
+            return Err(HostError::io(&path, e));
         }
         Ok(())
+    }
+
+    /// Once the journal is long, writes the map as a checkpoint and empties the journal. Called only
+    /// after the map holds every record's change. A checkpoint that fails leaves the journal as it was
+    /// (its records are replayed onto the older checkpoint), so it does not fail the change before it.
+    fn maybe_checkpoint(&mut self) {
+        if self.journal_len < self.checkpoint_after {
+            return;
+        }
+        let body = serde_json::to_vec(&self.index).expect("plain data serializes");
+        if insitu_device::write_atomic(&self.dir.join("index.json"), &body).is_err() {
+            return;
+        }
+        // Replaying records already in the checkpoint is harmless (each is idempotent), so a journal
+        // that cannot be emptied now is emptied by a later checkpoint.
+        let emptied = self
+            .journal
+            .set_len(0)
+            .and_then(|()| self.journal.seek(SeekFrom::Start(0)).map(|_| ()))
+            .and_then(|()| self.journal.sync_all());
+        match emptied {
+            Ok(()) => self.journal_len = 0,
+            Err(_) => self.poisoned = true,
+        }
     }
 
     /// Stores `reader`'s bytes as file `name`, striped over every node, or kept on `node`. If it fails,
     /// nothing of it is in the file system (pages already programmed are dead, for cleaning).
     pub fn put(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
+        self.check_usable()?;
         let r = self.put_pages(name, reader, node);
         if r.is_err() {
-            self.pending = None;
-            self.reload()?;
+            // The failed file's id is not given out again, so its stale pages can never pass as another's.
+            if let Some(f) = self.pending.take() {
+                self.index.next_id = self.index.next_id.max(f.id + 1);
+            }
+            if !self.poisoned {
+                self.reload()?;
+            }
         }
         r
     }
@@ -412,8 +471,9 @@ impl<'a> Fs<'a> {
         self.append(&Record::Put(file.clone()))?;
         self.sync_journal()?;
         self.array.faults.hit("fs-put-journal");
-        self.index.next_id += 1;
+        self.index.next_id = self.index.next_id.max(id + 1);
         self.index.files.insert(name.to_string(), file.clone());
+        self.maybe_checkpoint();
         Ok(file)
     }
 
@@ -476,18 +536,23 @@ impl<'a> Fs<'a> {
 
     /// Removes file `name`: its pages are dead, for cleaning to reclaim.
     pub fn remove(&mut self, name: &str) -> Result<()> {
+        self.check_usable()?;
         let f = self.file(name)?.clone();
         self.append(&Record::Remove { name: name.to_string() })?;
         self.sync_journal()?;
         for p in &f.pages {
-            self.segment(p).live -= 1;
+            if let Some(s) = self.segment_of(p) {
+                s.live = s.live.saturating_sub(1);
+            }
         }
         self.index.files.remove(name);
+        self.maybe_checkpoint();
         Ok(())
     }
 
     /// Erases every closed block whose pages are all dead; returns how many.
     pub fn collect_garbage(&mut self) -> Result<u64> {
+        self.check_usable()?;
         let mut n = 0;
         for nd in 0..self.nodes.len() as u32 {
             let dead: Vec<(u32, u32, u32, u64)> = {
@@ -517,6 +582,11 @@ impl<'a> Fs<'a> {
         self.array.device(node)
     }
 
+    fn segment_of(&mut self, p: &GlobalPage) -> Option<&mut Segment> {
+        let a = p.addr;
+        self.nodes.get_mut(p.node as usize)?.segments.get_mut(&(a.card, a.bus, a.chip, a.block))
+    }
+
     fn segment(&mut self, p: &GlobalPage) -> &mut Segment {
         let a = p.addr;
         self.nodes[p.node as usize]
@@ -542,6 +612,11 @@ impl<'a> Fs<'a> {
     /// the bus first, [`Fs::clean_one`]).
     fn alloc(&mut self, nd: u32, card: u32, bus: u32, cleaning: bool) -> Result<Option<FlashAddr>> {
         let ppb = self.nodes[nd as usize].info.pages_per_block;
+        // A bus with no erased block left (a crash cut a cleaning short after it took the reserve) keeps
+        // its write point's room for the cleaner until cleaning has given it a reserve again.
+        if !cleaning && self.free_on(nd, card, bus) == 0 {
+            return Ok(None);
+        }
         if let Some(o) = self.nodes[nd as usize].host.get(&(card, bus)).copied().filter(|o| o.next < ppb) {
             return Ok(Some(self.take(nd, card, bus, o)));
         }
@@ -660,6 +735,7 @@ impl<'a> Fs<'a> {
                 self.segment(&to).live += 1;
                 self.moved += 1;
             }
+            self.maybe_checkpoint();
         }
         self.erase(nd, key)?;
         Ok(true)
@@ -747,4 +823,76 @@ fn node_of(info: RawInfo, report: &mut FsReport) -> Node {
         }
     }
     Node { info, segments, free, host }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::OpenOptions;
+    use insitu_device::Profile;
+
+    /// A 2-node appliance of the bluedbm profile with a small geometry.
+    fn appliance(dir: &Path) -> Array {
+        let text = include_str!("../../../../profiles/bluedbm.toml")
+            .replace("channels = 16 ", "channels = 4 ")
+            .replace("chips_per_channel = 8 ", "chips_per_channel = 2 ")
+            .replace("pages_per_block = 256 ", "pages_per_block = 16 ");
+        let profile = Profile::from_toml(&text, "small").unwrap();
+        Array::init(dir, 2, profile, Some(4 << 20), None).unwrap()
+    }
+
+    fn bytes(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+    }
+
+    #[test]
+    fn checkpoints_hold_every_change_journaled_before_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        {
+            let mut fs = Fs::open(&array).unwrap();
+            fs.checkpoint_after = 1; // every change ends with a checkpoint
+            fs.put("a", &mut &bytes(30_000, 1)[..], None).unwrap();
+            fs.put("b", &mut &bytes(70_000, 2)[..], None).unwrap();
+            fs.remove("a").unwrap();
+            fs.put("c", &mut &bytes(10, 3)[..], Some(1)).unwrap();
+            assert_eq!(fs.journal_len, 0, "the journal was emptied into the checkpoint");
+        }
+        array.close().unwrap();
+        let array = Array::open(dir.path(), OpenOptions::default()).unwrap();
+        let fs = Fs::open(&array).unwrap();
+        let names: Vec<&str> = fs.files().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["b", "c"]);
+        let mut out = Vec::new();
+        fs.get("b", &mut out).unwrap();
+        assert_eq!(out, bytes(70_000, 2));
+        let ids: Vec<u64> = fs.files().map(|f| f.id).collect();
+        assert!(ids.iter().all(|id| *id < fs.index.next_id), "ids are never given out twice: {ids:?}");
+        assert!(fs.report().damaged.is_empty());
+    }
+
+    #[test]
+    fn a_file_naming_unprogrammed_pages_is_damaged_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        {
+            let mut fs = Fs::open(&array).unwrap();
+            fs.put("good", &mut &bytes(20_000, 4)[..], None).unwrap();
+            fs.put("bad", &mut &bytes(20_000, 5)[..], None).unwrap();
+            // The map names a page that was never programmed (as a lost record would leave it).
+            let mut f = fs.file("bad").unwrap().clone();
+            f.pages[0].addr.block += 1;
+            fs.append(&Record::Put(f)).unwrap();
+            fs.sync_journal().unwrap();
+        }
+        let mut fs = Fs::open(&array).unwrap();
+        assert_eq!(fs.report().damaged, ["bad"]);
+        let mut out = Vec::new();
+        assert!(fs.get("bad", &mut out).is_err());
+        let mut out = Vec::new();
+        fs.get("good", &mut out).unwrap();
+        assert_eq!(out, bytes(20_000, 4));
+        fs.remove("bad").unwrap();
+        fs.put("again", &mut &bytes(5_000, 6)[..], None).unwrap();
+    }
 }
