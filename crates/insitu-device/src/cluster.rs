@@ -152,10 +152,26 @@ struct Pending {
 /// A message waiting to be sent: (destination, bytes).
 type Outgoing = (NodeId, Vec<u8>);
 
-#[derive(Debug, Default)]
+/// One direction of a node's PCIe: transfers one after another, then the link's latency.
+#[derive(Debug)]
+struct Link {
+    free: Ps,
+    ps_per_byte: f64,
+    latency_ps: Ps,
+}
+
+impl Link {
+    /// When `bytes` handed over at `t` have crossed.
+    fn cross(&mut self, t: Ps, bytes: u64) -> Ps {
+        self.free = t.max(self.free) + (bytes as f64 * self.ps_per_byte).round() as Ps;
+        self.free + self.latency_ps
+    }
+}
+
+#[derive(Debug)]
 struct Pcie {
-    up_free: Ps,
-    down_free: Ps,
+    up: Link,
+    down: Link,
 }
 
 /// Nodes, their devices and the network, in one simulation (see the [module](self) documentation).
@@ -194,13 +210,17 @@ impl Cluster {
             .map(|m| Ok(Splitter::new(FlashController::new(m, cfg.raw.clone())?)))
             .collect::<Result<Vec<_>, RawFlashError>>()?;
         let n = nodes.len();
+        let link = |ps_per_byte| Link { free: 0, ps_per_byte, latency_ps: cfg.pcie_latency_ps };
+        let pcie = (0..n)
+            .map(|_| Pcie { up: link(cfg.pcie_up_ps_per_byte), down: link(cfg.pcie_down_ps_per_byte) })
+            .collect();
         Ok(Cluster {
             net: Network::new(topology, cfg.net.clone()),
             cfg,
             page_size,
             node_next: vec![None; n],
             nodes,
-            pcie: (0..n).map(|_| Pcie::default()).collect(),
+            pcie,
             dram: vec![HashMap::new(); n],
             acts: BinaryHeap::new(),
             act_slots: Vec::new(),
@@ -422,19 +442,13 @@ impl Cluster {
     }
 
     fn pcie_up(&mut self, node: NodeId, t: Ps, bytes: u64) -> Ps {
-        let p = &mut self.pcie[node as usize];
-        let start = t.max(p.up_free);
-        p.up_free = start + (bytes as f64 * self.cfg.pcie_up_ps_per_byte).round() as Ps;
         self.stats.pcie_up_bytes += bytes;
-        p.up_free + self.cfg.pcie_latency_ps
+        self.pcie[node as usize].up.cross(t, bytes)
     }
 
     fn pcie_down(&mut self, node: NodeId, t: Ps, bytes: u64) -> Ps {
-        let p = &mut self.pcie[node as usize];
-        let start = t.max(p.down_free);
-        p.down_free = start + (bytes as f64 * self.cfg.pcie_down_ps_per_byte).round() as Ps;
         self.stats.pcie_down_bytes += bytes;
-        p.down_free + self.cfg.pcie_latency_ps
+        self.pcie[node as usize].down.cross(t, bytes)
     }
 
     fn perform(&mut self, t: Ps, act: Act) {

@@ -17,6 +17,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::Row;
+use super::{raw_err, topo_err};
 use crate::devices::ScratchDir;
 use crate::error::{HostError, Result};
 
@@ -67,14 +68,6 @@ fn setup(profile: &Profile, topology: &Topology, dir: &ScratchDir) -> Result<(Cl
         }
     }
     Ok((c, addrs))
-}
-
-fn raw_err(e: insitu_device::rawflash::RawFlashError) -> HostError {
-    HostError::InvalidArgument(format!("raw flash: {e}"))
-}
-
-fn topo_err(e: insitu_device::network::TopologyError) -> HostError {
-    HostError::InvalidArgument(e.to_string())
 }
 
 /// Fig. 12: the latency of one 8 KB read from the next node, by path, split into its parts.

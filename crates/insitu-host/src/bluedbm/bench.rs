@@ -12,6 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
+use super::raw_err;
 use crate::devices::ScratchDir;
 use crate::error::{HostError, Result};
 
@@ -203,10 +204,6 @@ pub fn run(
         fill_s,
         rows,
     })
-}
-
-fn raw_err(e: insitu_device::rawflash::RawFlashError) -> HostError {
-    HostError::InvalidArgument(format!("raw flash: {e}"))
 }
 
 /// The report as text.

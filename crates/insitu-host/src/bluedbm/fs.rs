@@ -200,11 +200,7 @@ impl<'a> Fs<'a> {
             journal.sync_all().map_err(|e| HostError::io(&journal_path, e))?;
         }
         journal.seek(SeekFrom::Start(valid)).map_err(|e| HostError::io(&journal_path, e))?;
-        let mut nodes = Vec::new();
-        for (i, dev) in array.devices().iter().enumerate() {
-            let info = dev.call(RawIdentify).map_err(HostError::device(i as u32))?;
-            nodes.push(node_of(info, &mut report));
-        }
+        let nodes = read_nodes(array, &mut report)?;
         let mut fs = Fs {
             array,
             dir,
@@ -367,11 +363,7 @@ impl<'a> Fs<'a> {
     /// Reads every node's blocks again and recounts live pages (after a failure left the write points
     /// in doubt: they are closed, as after a crash).
     fn reload(&mut self) -> Result<()> {
-        let mut report = FsReport::default();
-        for (i, dev) in self.array.devices().iter().enumerate() {
-            let info = dev.call(RawIdentify).map_err(HostError::device(i as u32))?;
-            self.nodes[i] = node_of(info, &mut report);
-        }
+        self.nodes = read_nodes(self.array, &mut FsReport::default())?;
         self.count_live()
     }
 
@@ -793,6 +785,16 @@ fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsRep
         valid += n as u64;
     }
     Ok(valid)
+}
+
+/// Every node's blocks, from its raw partition.
+fn read_nodes(array: &Array, report: &mut FsReport) -> Result<Vec<Node>> {
+    let mut nodes = Vec::new();
+    for (i, dev) in array.devices().iter().enumerate() {
+        let info = dev.call(RawIdentify).map_err(HostError::device(i as u32))?;
+        nodes.push(node_of(info, report));
+    }
+    Ok(nodes)
 }
 
 /// A node's blocks as its raw partition reports them: blocks with pages are segments; on each bus, the

@@ -57,3 +57,13 @@ fn storage_network(profile: &Profile) -> Result<(&StorageNetworkProfile, NetConf
         ))),
     }
 }
+
+/// A topology the caller built, refused: an invalid argument naming why.
+fn topo_err(e: TopologyError) -> HostError {
+    HostError::InvalidArgument(e.to_string())
+}
+
+/// A raw flash command of a simulation refused.
+fn raw_err(e: insitu_device::rawflash::RawFlashError) -> HostError {
+    HostError::InvalidArgument(format!("raw flash: {e}"))
+}

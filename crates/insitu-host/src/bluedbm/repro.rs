@@ -12,6 +12,7 @@ use insitu_device::network::{NetError, Network, NodeId, Topology};
 use insitu_device::Profile;
 use serde::Serialize;
 
+use super::topo_err;
 use super::Row;
 use crate::error::{HostError, Result};
 
@@ -176,10 +177,6 @@ fn stream(
 
 fn line(nodes: u32, ports: u32) -> Result<Topology> {
     Topology::line(nodes, 1, ports).map_err(topo_err)
-}
-
-fn topo_err(e: insitu_device::network::TopologyError) -> HostError {
-    HostError::InvalidArgument(e.to_string())
 }
 
 fn net_err(e: NetError) -> HostError {
