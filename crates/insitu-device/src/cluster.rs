@@ -117,10 +117,10 @@ impl ClusterConfig {
 }
 
 /// Bytes of a request message: kind, request id, and the page's address.
-const REQUEST_BYTES: usize = 32;
+pub(crate) const REQUEST_BYTES: usize = 32;
 /// Bytes of a request crossing PCIe (an RPC or an interrupt's descriptor).
-const DESCRIPTOR_BYTES: u64 = 64;
-const KIND_REQUEST: u8 = 0;
+pub(crate) const DESCRIPTOR_BYTES: u64 = 64;
+pub(crate) const KIND_REQUEST: u8 = 0;
 const KIND_DATA: u8 = 1;
 
 #[derive(Debug)]
@@ -154,15 +154,19 @@ type Outgoing = (NodeId, Vec<u8>);
 
 /// One direction of a node's PCIe: transfers one after another, then the link's latency.
 #[derive(Debug)]
-struct Link {
+pub(crate) struct Link {
     free: Ps,
     ps_per_byte: f64,
     latency_ps: Ps,
 }
 
 impl Link {
+    pub(crate) fn new(ps_per_byte: f64, latency_ps: Ps) -> Link {
+        Link { free: 0, ps_per_byte, latency_ps }
+    }
+
     /// When `bytes` handed over at `t` have crossed.
-    fn cross(&mut self, t: Ps, bytes: u64) -> Ps {
+    pub(crate) fn cross(&mut self, t: Ps, bytes: u64) -> Ps {
         self.free = t.max(self.free) + (bytes as f64 * self.ps_per_byte).round() as Ps;
         self.free + self.latency_ps
     }
@@ -210,7 +214,7 @@ impl Cluster {
             .map(|m| Ok(Splitter::new(FlashController::new(m, cfg.raw.clone())?)))
             .collect::<Result<Vec<_>, RawFlashError>>()?;
         let n = nodes.len();
-        let link = |ps_per_byte| Link { free: 0, ps_per_byte, latency_ps: cfg.pcie_latency_ps };
+        let link = |ps_per_byte| Link::new(ps_per_byte, cfg.pcie_latency_ps);
         let pcie = (0..n)
             .map(|_| Pcie { up: link(cfg.pcie_up_ps_per_byte), down: link(cfg.pcie_down_ps_per_byte) })
             .collect();
@@ -655,7 +659,7 @@ impl Cluster {
     }
 }
 
-fn data_message(id: u64, offset: usize, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn data_message(id: u64, offset: usize, bytes: &[u8]) -> Vec<u8> {
     let mut msg = Vec::with_capacity(13 + bytes.len());
     msg.push(KIND_DATA);
     msg.extend_from_slice(&id.to_le_bytes());

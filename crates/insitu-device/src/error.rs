@@ -57,6 +57,9 @@ pub enum DeviceError {
         "device {0} has no raw flash partition (its profile has no raw flash interface, [nand.interface])"
     )]
     NoRawFlash(u32),
+    /// A read across the storage network that cannot be done as asked (BlueDBM §3).
+    #[error("storage network: {0}")]
+    StorageNetwork(String),
 }
 
 impl DeviceError {

@@ -33,6 +33,7 @@ pub mod error;
 pub mod fabric;
 pub mod fault;
 pub mod firmware;
+pub mod global;
 mod media;
 pub mod memory;
 pub mod meters;

@@ -18,7 +18,9 @@ use crate::protocol::{
     ReadLba, ReadMemory, ReadPages, Request, ResizeIndex, SelfSortStatus, SetIndexFlags, Stat, Statistics,
     StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
 };
-use crate::protocol::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
+use crate::protocol::{
+    GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
+};
 use crate::rawflash::RawInfo;
 use crate::sys::thread_cpu_ns;
 
@@ -54,7 +56,7 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
         CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba,
         TrimLba, Flush, ReadPages,
         ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus,
-        QueryIndex, RawIdentify, RawWrite, RawRead, RawErase, RawSync,
+        QueryIndex, RawIdentify, RawWrite, RawRead, RawErase, RawSync, GlobalRead, PeerRawRead,
     }
 }
 
@@ -426,6 +428,35 @@ impl Handle for RawErase {
 impl Handle for RawSync {
     fn handle(self, dev: &Inner) -> Result<()> {
         dev.raw()?.sync()
+    }
+}
+
+impl Handle for GlobalRead {
+    fn handle(self, dev: &Inner) -> Result<GlobalReadReply> {
+        let cfg = crate::cluster::ClusterConfig::from_profile(&dev.profile)?;
+        let page_size = dev.raw()?.page_size();
+        let reply = crate::global::read(
+            dev.id,
+            &cfg,
+            page_size,
+            &self,
+            |source, reads| Ok(dev.raw()?.read_at(source, reads)?),
+            |node, req| dev.fabric(node)?.raw_read(node, req),
+        )?;
+        let local = reply.local_pages * page_size as u64;
+        Meters::add(&dev.meters.flash_to_device_mem, local);
+        Meters::add(&dev.meters.device_to_device_in, reply.data.len() as u64 - local);
+        Meters::add(&dev.meters.device_to_host, reply.data.len() as u64);
+        Ok(reply)
+    }
+}
+
+impl Handle for PeerRawRead {
+    fn handle(self, dev: &Inner) -> Result<PeerPages> {
+        let got = crate::global::serve(&self, |source, reads| Ok(dev.raw()?.read_at(source, reads)?))?;
+        Meters::add(&dev.meters.flash_to_device_mem, got.data.len() as u64);
+        Meters::add(&dev.meters.device_to_device_out, got.data.len() as u64);
+        Ok(got)
     }
 }
 

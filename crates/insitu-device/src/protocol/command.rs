@@ -13,7 +13,7 @@ use crate::protocol::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };
 use crate::protocol::programs::{Execute, Program, ProgramCall};
-use crate::protocol::raw::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
+use crate::protocol::raw::{GlobalRead, PeerRawRead, RawErase, RawIdentify, RawRead, RawSync, RawWrite};
 use crate::protocol::request::{Queue, Request};
 use crate::protocol::storage::{
     Abort, Append, Commit, CreateObject, Delete, Flush, List, PhysicalPages, Read, ReadLba, ReadPages, Stat,
@@ -69,7 +69,7 @@ commands! {
     CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba, TrimLba,
     Flush, ReadPages,
     ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus, QueryIndex,
-    RawIdentify, RawWrite, RawRead, RawErase, RawSync,
+    RawIdentify, RawWrite, RawRead, RawErase, RawSync, GlobalRead, PeerRawRead,
 }
 
 impl<P: Program> From<Execute<P>> for Command {

@@ -15,6 +15,7 @@
 //! | namespace of objects (key-value-like)   | [`CreateObject`] / [`Append`] / [`Commit`] / [`Abort`] / [`Read`] / [`Delete`] / [`List`] / [`Stat`] |
 //! | raw flash (below the FTL)               | [`PhysicalPages`] (where an object lives), [`ReadPages`] |
 //! | raw flash partition (BlueDBM §3.1)      | [`RawIdentify`], [`RawWrite`], [`RawRead`], [`RawErase`], [`RawSync`] |
+//! | global address space (BlueDBM §3, §6.4) | [`GlobalRead`] (an ISP's or host's read of any node's pages; [`PeerRawRead`] at each remote node) |
 //! | vendor commands (Self-Sorting SSD §III-E) | [`ConfigureIndex`], [`GenerateIndex`], [`QueryIndex`], [`FlushIndexes`], [`IndexStatus`]... (also as a command block written to the command LBA) |
 //!
 //! Both usage models: *direct* (the host passes memory handles in a program's arguments) and *indirect*
@@ -42,7 +43,10 @@ pub use self::memory::{
 };
 pub use self::payload::Payload;
 pub use self::programs::*;
-pub use self::raw::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
+pub use self::raw::{
+    GlobalPage, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawErase, RawIdentify, RawRead, RawSync,
+    RawWrite,
+};
 pub use self::request::{Queue, Request};
 pub use self::storage::{
     Abort, Append, Commit, CreateObject, Delete, Flush, List, PhysicalPages, Read, ReadLba, ReadPages, Stat,

@@ -4,7 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::request::request;
+use crate::cluster::Access;
+use crate::error::Result;
+use crate::network::{Ps, Topology};
+use crate::protocol::payload::Payload;
+use crate::protocol::request::{request, Queue, Request};
 use crate::rawflash::{FlashAddr, RawInfo};
 
 /// The raw partition's shape, the blocks holding pages and how far each is programmed, and its counters.
@@ -42,3 +46,91 @@ request!(RawWrite => (), Io);
 request!(RawRead => bulk, Io);
 request!(RawErase => (), Io);
 request!(RawSync => (), Io);
+
+/// A page of the appliance's global address space (BlueDBM §3): the node that holds it and its address
+/// in that node's raw partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GlobalPage {
+    pub node: u32,
+    pub addr: FlashAddr,
+}
+
+/// Reads pages anywhere in the appliance as this node's in-store processor (`Access::IspFlash`) or its
+/// host through this device (`Access::HostFlash`) would: pages on this node from its own flash, the
+/// others from their nodes' flash over the storage network of `topology`, through the remote devices'
+/// splitters and no host but this one (§6.4's ISP-F and H-F; ISP-Local and Host-Local for this node's
+/// pages). The reply is the pages in order, and the read's modeled time (see [`crate::global`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GlobalRead {
+    pub access: Access,
+    pub topology: Topology,
+    pub pages: Vec<GlobalPage>,
+}
+
+/// What a [`GlobalRead`] read and cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GlobalReadReply {
+    pub pages: u64,
+    /// Pages on this node (read from its own flash).
+    pub local_pages: u64,
+    /// Simulated time from the request to the last byte at the reader (the in-store processor, or the
+    /// host after its PCIe link).
+    pub modeled_ps: Ps,
+    /// Network messages and their bytes (requests and answers); hops, a request's and its answer's,
+    /// summed over pages.
+    pub network_messages: u64,
+    pub network_bytes: u64,
+    pub hops: u64,
+    /// Bytes over this node's PCIe link, device to host and host to device.
+    pub pcie_up_bytes: u64,
+    pub pcie_down_bytes: u64,
+    /// The pages one after another (sent as bulk data).
+    #[serde(skip)]
+    pub data: Vec<u8>,
+}
+
+/// What a remote node's device receives for a [`GlobalRead`] of its pages: read `addrs` through the
+/// splitter for the in-store processor of node `origin`, each arriving at `arrivals_ps[i]` after the read
+/// started. Answered beside the I/O queue (as a peer's memory write is), so two nodes reading each
+/// other's flash never wait on each other.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerRawRead {
+    pub origin: u32,
+    pub addrs: Vec<FlashAddr>,
+    pub arrivals_ps: Vec<Ps>,
+}
+
+/// The pages of a [`PeerRawRead`] and when each slice left the cards, relative to the read's start:
+/// (page index, offset, length, time).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerPages {
+    pub slices: Vec<(u32, u32, u32, Ps)>,
+    #[serde(skip)]
+    pub data: Vec<u8>,
+}
+
+/// A reply whose `data` travels as bulk beside its header.
+macro_rules! bulk_reply {
+    ($req:ty => $resp:ty, $q:ident) => {
+        impl Request for $req {
+            type Response = $resp;
+            const QUEUE: Queue = Queue::$q;
+
+            fn encode_response(mut r: $resp) -> Result<Payload> {
+                let data = std::mem::take(&mut r.data);
+                let mut p = Payload::encode(&r)?;
+                p.bulk = data;
+                Ok(p)
+            }
+
+            fn decode_response(p: Payload) -> Result<$resp> {
+                let mut r: $resp = p.decode()?;
+                r.data = p.bulk;
+                Ok(r)
+            }
+        }
+    };
+}
+
+bulk_reply!(GlobalRead => GlobalReadReply, Io);
+bulk_reply!(PeerRawRead => PeerPages, Admin);

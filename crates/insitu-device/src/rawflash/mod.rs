@@ -54,7 +54,7 @@ pub mod splitter;
 pub use command::{Completion, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, RawFlashError, Tag};
 pub use controller::{FlashController, RawConfig, RawStats, SLICES_PER_PAGE};
 pub use media::TaggedMedia;
-pub use partition::{RawInfo, RawPartition};
+pub use partition::{RawInfo, RawPartition, TimedPages};
 pub use server::{AddressTranslation, FileHandle, FlashServer};
 pub use splitter::{Source, Splitter};
 

@@ -19,8 +19,9 @@ use insitu_flash::nand::Nand;
 use insitu_flash::raw::{BlockState, RawFlash};
 use serde::{Deserialize, Serialize};
 
-use super::command::{Event, FlashAddr, FlashCommand, PageSlice, RawFlashError, Tag};
+use super::command::{Completion, Event, FlashAddr, FlashCommand, PageSlice, RawFlashError, Tag};
 use super::controller::{FlashController, RawConfig, RawStats};
+use super::splitter::{Source, Splitter};
 use crate::error::{DeviceError, Result};
 use crate::network::Ps;
 use crate::profile::Profile;
@@ -48,7 +49,18 @@ pub struct RawInfo {
 /// One device's raw partition (see the [module](self) documentation).
 #[derive(Debug)]
 pub struct RawPartition {
-    ctrl: FlashController<Nand>,
+    /// The controller behind the splitter that shares it among the host and in-store processors.
+    sp: Splitter<Nand>,
+}
+
+/// Pages read by [`RawPartition::read_at`], and when each slice of each came out of the cards.
+#[derive(Debug, Clone, Default)]
+pub struct TimedPages {
+    /// The pages one after another.
+    pub data: Vec<u8>,
+    /// (page index, offset in the page, length, time out of the card relative to the batch's start), in
+    /// the order the slices came out.
+    pub slices: Vec<(u32, u32, u32, Ps)>,
 }
 
 impl RawPartition {
@@ -70,7 +82,7 @@ impl RawPartition {
         let body = serde_json::to_vec_pretty(&geo).map_err(|e| DeviceError::Protocol(e.to_string()))?;
         let nand = Nand::open(&raw, geo)?;
         insitu_flash::persist::write_atomic(&raw.join(GEOMETRY_FILE), &body)?;
-        Ok(RawPartition { ctrl: FlashController::new(nand, cfg)? })
+        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?) })
     }
 
     /// Opens the raw partition of device directory `dir`, finding each block's write pointer again.
@@ -99,19 +111,28 @@ impl RawPartition {
             blocks.insert(b, BlockState { erase_count: 0, write_ptr: wp });
         }
         nand.restore(blocks);
-        Ok(RawPartition { ctrl: FlashController::new(nand, cfg)? })
+        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?) })
+    }
+
+    fn ctrl(&self) -> &FlashController<Nand> {
+        self.sp.controller()
+    }
+
+    /// Bytes of a page.
+    pub fn page_size(&self) -> usize {
+        self.ctrl().geometry().page_size as usize
     }
 
     pub fn info(&self) -> RawInfo {
-        let geo = *self.ctrl.geometry();
-        let cards = self.ctrl.config().cards;
+        let geo = *self.ctrl().geometry();
+        let cards = self.ctrl().config().cards;
         let mut written: Vec<(FlashAddr, u32)> = self
-            .ctrl
+            .ctrl()
             .media()
             .blocks()
             .iter()
             .filter(|(_, s)| s.write_ptr > 0)
-            .map(|(b, s)| (self.ctrl.addr_of(geo.first_ppn(*b)), s.write_ptr))
+            .map(|(b, s)| (self.ctrl().addr_of(geo.first_ppn(*b)), s.write_ptr))
             .collect();
         written.sort();
         RawInfo {
@@ -121,10 +142,10 @@ impl RawPartition {
             blocks_per_chip: geo.blocks_per_chip,
             pages_per_block: geo.pages_per_block,
             page_size: geo.page_size,
-            tags_per_card: self.ctrl.config().tags_per_card,
+            tags_per_card: self.ctrl().config().tags_per_card,
             written,
-            modeled_ps: self.ctrl.now(),
-            stats: self.ctrl.stats(),
+            modeled_ps: self.ctrl().now(),
+            stats: self.ctrl().stats(),
         }
     }
 
@@ -136,13 +157,13 @@ impl RawPartition {
         pages: &[(FlashAddr, u64)],
         data: &[u8],
     ) -> std::result::Result<(), RawFlashError> {
-        let ps = self.ctrl.geometry().page_size as usize;
+        let ps = self.ctrl().geometry().page_size as usize;
         if data.len() != pages.len() * ps {
             let (card, tag) = pages.first().map_or((0, 0), |p| (p.0.card, 0));
             return Err(RawFlashError::WrongLength { card, tag, got: data.len(), page: pages.len() * ps });
         }
         for (a, _) in pages {
-            self.ctrl.ppn_of(a)?;
+            self.ctrl().ppn_of(a)?;
         }
         let cmds: Vec<FlashCommand> =
             pages.iter().map(|(a, spare)| FlashCommand::write(*a, 0, *spare)).collect();
@@ -152,9 +173,9 @@ impl RawPartition {
     /// Reads `addrs`; returns the pages one after another, then each page's spare-area value (8 bytes,
     /// little endian).
     pub fn read(&mut self, addrs: &[FlashAddr]) -> std::result::Result<Vec<u8>, RawFlashError> {
-        let ps = self.ctrl.geometry().page_size as usize;
+        let ps = self.ctrl().geometry().page_size as usize;
         for a in addrs {
-            self.ctrl.ppn_of(a)?;
+            self.ctrl().ppn_of(a)?;
         }
         let mut out = vec![0u8; addrs.len() * (ps + 8)];
         let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::read(*a, 0)).collect();
@@ -174,7 +195,7 @@ impl RawPartition {
     /// Erases the blocks of `addrs` (their pages are ignored).
     pub fn erase(&mut self, addrs: &[FlashAddr]) -> std::result::Result<(), RawFlashError> {
         for a in addrs {
-            self.ctrl.ppn_of(&FlashAddr { page: 0, ..*a })?;
+            self.ctrl().ppn_of(&FlashAddr { page: 0, ..*a })?;
         }
         let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::erase(*a, 0)).collect();
         self.run(&cmds, |_, _| {}, |_| &[])
@@ -189,8 +210,8 @@ impl RawPartition {
         mut on_slice: impl FnMut(usize, &PageSlice),
         data_of: impl Fn(usize) -> &'d [u8],
     ) -> std::result::Result<(), RawFlashError> {
-        let cards = self.ctrl.config().cards as usize;
-        let tags = self.ctrl.config().tags_per_card;
+        let cards = self.ctrl().config().cards as usize;
+        let tags = self.ctrl().config().tags_per_card;
         let mut free: Vec<Vec<Tag>> = (0..cards).map(|_| (0..tags).rev().collect()).collect();
         // Which command each (card, tag) runs.
         let mut running: HashMap<(u32, Tag), usize> = HashMap::new();
@@ -200,7 +221,7 @@ impl RawPartition {
             while next < cmds.len() && first_error.is_none() {
                 let card = cmds[next].addr.card;
                 let Some(tag) = free[card as usize].pop() else { break };
-                match self.ctrl.issue(FlashCommand { tag, ..cmds[next] }) {
+                match self.sp.issue(Source::Host, FlashCommand { tag, ..cmds[next] }) {
                     Ok(()) => {
                         running.insert((card, tag), next);
                         next += 1;
@@ -211,11 +232,11 @@ impl RawPartition {
                     }
                 }
             }
-            let Some(c) = self.ctrl.poll() else { break };
+            let Some((_, c)) = self.sp.poll() else { break };
             let i = running[&(c.card, c.tag)];
             match &c.event {
                 Event::ReadData(slice) => on_slice(i, slice),
-                Event::WriteDataRequest => self.ctrl.write_data(c.card, c.tag, data_of(i))?,
+                Event::WriteDataRequest => self.sp.write_data(Source::Host, c.card, c.tag, data_of(i))?,
                 Event::Ack(_) => {}
             }
             if c.event.is_done() {
@@ -232,8 +253,59 @@ impl RawPartition {
         }
     }
 
+    /// Reads `reads` (address, arrival) for `source` through the splitter: each command arrives at the
+    /// splitter `arrival` after the batch starts and waits there for a free tag if its
+    /// card has none. Used for reads that come from elsewhere at known times: an in-store processor's,
+    /// a remote node's over the storage network. The first failed read is returned once all have ended.
+    pub fn read_at(
+        &mut self,
+        source: Source,
+        reads: &[(FlashAddr, Ps)],
+    ) -> std::result::Result<TimedPages, RawFlashError> {
+        let ps = self.ctrl().geometry().page_size as usize;
+        for (a, _) in reads {
+            self.ctrl().ppn_of(a)?;
+        }
+        let mut order: Vec<usize> = (0..reads.len()).collect();
+        order.sort_by_key(|&i| reads[i].1);
+        let base = self.sp.now();
+        let mut out = TimedPages { data: vec![0u8; reads.len() * ps], slices: Vec::new() };
+        let mut first_error = None;
+        let on = |(_, c): (Source, Completion), out: &mut TimedPages| match c.event {
+            Event::ReadData(slice) => {
+                let (i, off, len) = (c.tag as usize, slice.offset(), slice.bytes().len());
+                out.data[i * ps + off..i * ps + off + len].copy_from_slice(slice.bytes());
+                out.slices.push((c.tag, off as u32, len as u32, c.at_ps - base));
+                None
+            }
+            Event::Ack(Err(e)) => Some(e),
+            _ => None,
+        };
+        for i in order {
+            let (addr, at) = reads[i];
+            while let Some(c) = self.sp.poll_until(base + at) {
+                if let Some(e) = on(c, &mut out) {
+                    first_error.get_or_insert(e);
+                }
+            }
+            // A refused read is reported after the ones in flight have ended (none is left behind).
+            if let Err(e) = self.sp.issue(source, FlashCommand::read(addr, i as Tag)) {
+                first_error.get_or_insert(e);
+            }
+        }
+        while let Some(c) = self.sp.poll() {
+            if let Some(e) = on(c, &mut out) {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
     /// Makes programmed pages durable.
     pub fn sync(&self) -> Result<()> {
-        Ok(self.ctrl.media().sync()?)
+        Ok(self.ctrl().media().sync()?)
     }
 }

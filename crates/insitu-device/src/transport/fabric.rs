@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock, RwLock, Weak};
 use crate::error::{DeviceError, Result};
 use crate::fabric::Fabric;
 use crate::memory::MemHandle;
-use crate::protocol::PeerWrite;
+use crate::protocol::{PeerPages, PeerRawRead, PeerWrite};
 use crate::transport::client::{DeviceClient, Transport};
 
 type Connect = Box<dyn Fn() -> Result<DeviceClient> + Send + Sync>;
@@ -76,5 +76,9 @@ impl Fabric for PeerFabric {
         const HOPS: u32 = 1;
         self.client(to)?.call(PeerWrite { dst, offset, hops: HOPS, data })?;
         Ok(HOPS)
+    }
+
+    fn raw_read(&self, to: u32, req: PeerRawRead) -> Result<PeerPages> {
+        self.client(to)?.call(req)
     }
 }

@@ -4,6 +4,7 @@
 
 mod cluster;
 mod firmware;
+mod global;
 mod nascent;
 mod network;
 mod rawflash;
@@ -170,29 +171,47 @@ fn internal_path_host_link_and_peer_copies_are_metered() {
 /// Two devices (ids 0 and 1) joined by a fabric: in this process, or each served on its own socket.
 fn pair(dir: &Path, via: Via) -> (Served, Served) {
     let (da, db) = (dir.join("a"), dir.join("b"));
+    drop(format(&da, 0));
+    drop(format(&db, 1));
+    let mut served = joined(dir, &[da, db], via);
+    let b = served.pop().unwrap();
+    (served.pop().unwrap(), b)
+}
+
+/// The devices already formatted in `dirs` (device `i` in `dirs[i]`) joined by a fabric: in this
+/// process, or each served on its own socket (in `tmp`) with the others as its peers.
+pub fn joined(tmp: &Path, dirs: &[std::path::PathBuf], via: Via) -> Vec<Served> {
     match via {
         Via::InProcess => {
             let fabric = Arc::new(PeerFabric::new());
             let mut served = Vec::new();
-            for (id, d) in [(0, &da), (1, &db)] {
-                let local = Arc::new(LocalTransport::new(format(d, id)));
+            for (id, d) in dirs.iter().enumerate() {
+                let local = Arc::new(LocalTransport::new(Device::open(d).unwrap()));
                 local.device().set_fabric(fabric.clone());
                 let t: Arc<dyn Transport> = local;
-                fabric.attach(id, &t);
+                fabric.attach(id as u32, &t);
                 served.push(Served { dev: DeviceClient::new(t), server: None });
             }
-            let b = served.pop().unwrap();
-            (served.pop().unwrap(), b)
+            served
         }
         Via::Socket => {
-            drop(format(&da, 0));
-            drop(format(&db, 1));
-            let (sa, sb) = (dir.join("a.sock"), dir.join("b.sock"));
-            let server_a = spawn_server(&da, &sa, vec![(1, sb.clone())]);
-            let server_b = spawn_server(&db, &sb, vec![(0, sa.clone())]);
-            let a = ProcessTransport::connect(&sa, 0).unwrap().into_client();
-            let b = ProcessTransport::connect(&sb, 1).unwrap().into_client();
-            (Served { dev: a, server: Some(server_a) }, Served { dev: b, server: Some(server_b) })
+            let sockets: Vec<_> = (0..dirs.len()).map(|i| tmp.join(format!("{i}.sock"))).collect();
+            let servers: Vec<_> = dirs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    let peers = (0..dirs.len()).filter(|j| *j != i).map(|j| (j as u32, sockets[j].clone()));
+                    spawn_server(d, &sockets[i], peers.collect())
+                })
+                .collect();
+            servers
+                .into_iter()
+                .enumerate()
+                .map(|(i, server)| Served {
+                    dev: ProcessTransport::connect(&sockets[i], i as u32).unwrap().into_client(),
+                    server: Some(server),
+                })
+                .collect()
         }
     }
 }

@@ -1,0 +1,268 @@
+//! Reads across an appliance's global address space (BlueDBM §3, §6.4-6.5), done by the devices of the
+//! appliance themselves: the reader's device reads its own pages, asks each remote node's device for its
+//! pages over the fabric ([`PeerRawRead`], served by that device's splitter for the reader's in-store
+//! processor, never by its host), and prices the whole read on the storage network of the topology.
+//!
+//! The data moves for real (each remote device reads its NAND image and hands the pages over; the pages
+//! the reader returns are the ones that came out of the simulated network). The time is simulated, in
+//! three steps that need no clock shared between devices:
+//! 1. the requests cross the reader's PCIe link (a host's read) and the network to each remote node:
+//!    the time each reaches its node's splitter;
+//! 2. each node's device reads its pages with those arrival times, relative to the read's start, and
+//!    says when each slice left its cards (its own tags, buses and chips decide);
+//! 3. the slices cross the network back (and the reader's PCIe link for a host): when each byte arrived.
+//!
+//! Splitting requests (step 1) from answers (step 3) loses nothing: on routes of fewest hops the two never
+//! share a directed link (a link from `a` to `b` carrying a request from the reader `r` means
+//! `d(r, b) = d(r, a) + 1`; carrying an answer to `r` means `d(a, r) = d(b, r) + 1`; both cannot hold),
+//! and they leave from different nodes' send queues. So with one reader the result is the one
+//! [`crate::cluster::Cluster`] gets when it runs all nodes in one simulation, which the tests check.
+//!
+//! The four paths of §6.4 cover two more, H-RH-F and H-D, which go through the remote node's *host*
+//! software; the appliance's hosts are one process here, so those two are measured in
+//! [`crate::cluster`] only.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::cluster::{
+    data_message, Access, ClusterConfig, Link, DESCRIPTOR_BYTES, KIND_REQUEST, REQUEST_BYTES,
+};
+use crate::error::{DeviceError, Result};
+use crate::network::{Delivery, Network, NodeId, Ps};
+use crate::protocol::{GlobalRead, GlobalReadReply, PeerPages, PeerRawRead};
+use crate::rawflash::{FlashAddr, Source, TimedPages};
+
+fn refuse(detail: String) -> DeviceError {
+    DeviceError::StorageNetwork(detail)
+}
+
+/// Carries out `req` at node `origin` on `cfg`'s figures, for pages of `page_size` bytes: `local` reads this node's pages (for `source`,
+/// with their arrival times at the splitter), `remote(node, request)` has another node's device read its
+/// pages. Returns what was read and its cost.
+pub fn read(
+    origin: NodeId,
+    cfg: &ClusterConfig,
+    page_size: usize,
+    req: &GlobalRead,
+    local: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
+    mut remote: impl FnMut(NodeId, PeerRawRead) -> Result<PeerPages>,
+) -> Result<GlobalReadReply> {
+    let host = match req.access {
+        Access::IspFlash => false,
+        Access::HostFlash => true,
+        other => {
+            return Err(refuse(format!(
+                "{other:?} goes through the remote node's host; devices read only for their in-store \
+                 processor or their own host (IspFlash, HostFlash)"
+            )))
+        }
+    };
+    req.topology.validate().map_err(|e| refuse(e.to_string()))?;
+    let nodes = req.topology.nodes();
+    if origin >= nodes {
+        return Err(refuse(format!("this device is node {origin}; the topology has {nodes} nodes")));
+    }
+    if let Some(p) = req.pages.iter().find(|p| p.node >= nodes) {
+        return Err(refuse(format!("page {} is on node {}; the topology has {nodes} nodes", p.addr, p.node)));
+    }
+    let n = req.pages.len();
+    let ps = page_size;
+    let mut reply = GlobalReadReply { pages: n as u64, data: vec![0u8; n * ps], ..Default::default() };
+    if n == 0 {
+        return Ok(reply);
+    }
+
+    // The requests reach this device: at once from its ISP, one descriptor after another over PCIe from
+    // its host.
+    let mut down = Link::new(cfg.pcie_down_ps_per_byte, cfg.pcie_latency_ps);
+    let at_device: Vec<Ps> = (0..n)
+        .map(|_| {
+            if host {
+                reply.pcie_down_bytes += DESCRIPTOR_BYTES;
+                down.cross(0, DESCRIPTOR_BYTES)
+            } else {
+                0
+            }
+        })
+        .collect();
+
+    // When each slice reaches the reader's device: (time, page, offset, length), and where its bytes are.
+    let mut arrived: Vec<(Ps, usize, usize, usize)> = Vec::new();
+    let mine: Vec<usize> = (0..n).filter(|&i| req.pages[i].node == origin).collect();
+    reply.local_pages = mine.len() as u64;
+    if !mine.is_empty() {
+        let source = if host { Source::Host } else { Source::Isp };
+        let reads: Vec<(FlashAddr, Ps)> = mine.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
+        let got = local(source, &reads)?;
+        for (k, &i) in mine.iter().enumerate() {
+            reply.data[i * ps..(i + 1) * ps].copy_from_slice(&got.data[k * ps..(k + 1) * ps]);
+        }
+        arrived.extend(
+            got.slices.iter().map(|&(k, off, len, t)| (t, mine[k as usize], off as usize, len as usize)),
+        );
+    }
+
+    // Step 1: the requests over the network to each remote node.
+    let mut net = Network::new(&req.topology, cfg.net.clone());
+    let routes = net.routes();
+    reply.hops = req
+        .pages
+        .iter()
+        .filter(|p| p.node != origin)
+        .map(|p| (routes.hops(origin, p.node) + routes.hops(p.node, origin)) as u64)
+        .sum();
+    let requests: Vec<Message> = (0..n)
+        .filter(|&i| req.pages[i].node != origin)
+        .map(|i| {
+            let mut msg = vec![0u8; REQUEST_BYTES];
+            msg[0] = KIND_REQUEST;
+            msg[1..9].copy_from_slice(&(i as u64).to_le_bytes());
+            Message { at: at_device[i], from: origin, to: req.pages[i].node, msg }
+        })
+        .collect();
+    let mut by_node: BTreeMap<NodeId, (Vec<usize>, Vec<Ps>)> = BTreeMap::new();
+    for d in carry(&mut net, requests, &mut reply)? {
+        let i = message_id(&d) as usize;
+        let e = by_node.entry(d.dst).or_default();
+        e.0.push(i);
+        e.1.push(d.delivered_ps);
+    }
+
+    // Step 2: each remote node reads its pages as they arrive.
+    let mut answers = Vec::new();
+    for (node, (idx, arrivals_ps)) in by_node {
+        let addrs = idx.iter().map(|&i| req.pages[i].addr).collect();
+        let got = remote(node, PeerRawRead { origin, addrs, arrivals_ps })?;
+        if got.data.len() != idx.len() * ps {
+            return Err(refuse(format!(
+                "node {node} answered {} bytes for {} pages",
+                got.data.len(),
+                idx.len()
+            )));
+        }
+        for &(k, off, len, t) in &got.slices {
+            let (k, off, len) = (k as usize, off as usize, len as usize);
+            if k >= idx.len() || off + len > ps {
+                return Err(refuse(format!("node {node} answered a slice outside its pages")));
+            }
+            let msg = data_message(idx[k] as u64, off, &got.data[k * ps + off..k * ps + off + len]);
+            answers.push(Message { at: t, from: node, to: origin, msg });
+        }
+    }
+
+    // Step 3: the answers over the network, into the reader's device.
+    answers.sort_by_key(|m| m.at);
+    let mut net = Network::new(&req.topology, cfg.net.clone());
+    for d in carry(&mut net, answers, &mut reply)? {
+        let i = message_id(&d) as usize;
+        let off = u32::from_le_bytes(d.data[9..13].try_into().expect("4 bytes")) as usize;
+        let bytes = &d.data[13..];
+        reply.data[i * ps + off..i * ps + off + bytes.len()].copy_from_slice(bytes);
+        arrived.push((d.delivered_ps, i, off, bytes.len()));
+    }
+
+    // To the reader: the ISP has each byte as it arrives; a host, after its PCIe link, in arrival order.
+    arrived.sort_by_key(|a| a.0);
+    let mut up = Link::new(cfg.pcie_up_ps_per_byte, cfg.pcie_latency_ps);
+    let mut got = vec![0usize; n];
+    for (t, i, _, len) in arrived {
+        let done = if host {
+            reply.pcie_up_bytes += len as u64;
+            up.cross(t, len as u64)
+        } else {
+            t
+        };
+        got[i] += len;
+        reply.modeled_ps = reply.modeled_ps.max(done);
+    }
+    if let Some(i) = got.iter().position(|&g| g != ps) {
+        return Err(refuse(format!(
+            "page {i} ({:?}) arrived incomplete: {} of {ps} bytes",
+            req.pages[i], got[i]
+        )));
+    }
+    Ok(reply)
+}
+
+/// A message to send at a time.
+struct Message {
+    at: Ps,
+    from: NodeId,
+    to: NodeId,
+    msg: Vec<u8>,
+}
+
+/// The request or page a message belongs to (its id, as [`crate::cluster`] writes them).
+fn message_id(d: &Delivery) -> u64 {
+    u64::from_le_bytes(d.data[1..9].try_into().expect("8 bytes"))
+}
+
+/// Sends `msgs` (in time order) through `net`, each at its time, or when its endpoint's send queue is
+/// full, as soon as there is room (in order per node and endpoint: back-pressure, nothing dropped), on the
+/// endpoint its id picks; returns every delivery, counted into `reply`.
+fn carry(net: &mut Network, msgs: Vec<Message>, reply: &mut GlobalReadReply) -> Result<Vec<Delivery>> {
+    let endpoints = net.config().endpoints as u64;
+    let total = msgs.len();
+    let mut msgs = msgs.into_iter().peekable();
+    let mut blocked: BTreeMap<(NodeId, u32), VecDeque<Message>> = BTreeMap::new();
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        let t = match (msgs.peek().map(|m| m.at), net.next_event()) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => {
+                return Err(refuse(format!("{} messages never left their queues", total - out.len())))
+            }
+        };
+        net.run_until(t);
+        while let Some(d) = net.receive_any() {
+            out.push(d);
+        }
+        // Sends waiting for room go first, each endpoint's in order; then those due now.
+        for ((from, ep), q) in blocked.iter_mut() {
+            while q.front().is_some_and(|m| net.can_send(*from, *ep, m.msg.len())) {
+                let m = q.pop_front().expect("a front");
+                send(net, *ep, m, reply)?;
+            }
+        }
+        blocked.retain(|_, q| !q.is_empty());
+        while let Some(m) = msgs.next_if(|m| m.at <= t) {
+            let id = u64::from_le_bytes(m.msg[1..9].try_into().expect("8 bytes"));
+            let ep = (id % endpoints) as u32;
+            match blocked.get_mut(&(m.from, ep)) {
+                Some(q) => q.push_back(m),
+                None if !net.can_send(m.from, ep, m.msg.len()) => {
+                    blocked.entry((m.from, ep)).or_default().push_back(m)
+                }
+                None => send(net, ep, m, reply)?,
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn send(net: &mut Network, ep: u32, m: Message, reply: &mut GlobalReadReply) -> Result<()> {
+    reply.network_messages += 1;
+    reply.network_bytes += m.msg.len() as u64;
+    net.send(m.from, ep, m.to, m.msg).map_err(|e| refuse(e.to_string()))
+}
+
+/// Serves a [`PeerRawRead`] on a device's raw partition: `read_at` reads for the in-store processor of
+/// the asking node.
+pub fn serve(
+    req: &PeerRawRead,
+    read_at: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
+) -> Result<PeerPages> {
+    if req.addrs.len() != req.arrivals_ps.len() {
+        return Err(refuse(format!(
+            "{} pages with {} arrival times",
+            req.addrs.len(),
+            req.arrivals_ps.len()
+        )));
+    }
+    let reads: Vec<(FlashAddr, Ps)> =
+        req.addrs.iter().copied().zip(req.arrivals_ps.iter().copied()).collect();
+    let got = read_at(Source::Remote(req.origin), &reads)?;
+    Ok(PeerPages { slices: got.slices, data: got.data })
+}

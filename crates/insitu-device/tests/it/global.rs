@@ -1,0 +1,166 @@
+//! Reads across an appliance's global address space (BlueDBM §3, §6.4), done by the devices themselves
+//! over their fabric, in this process and over sockets: every page comes back as written, the modeled
+//! time is the one the single simulation of all nodes ([`Cluster`]) gets for the same reads, and bad
+//! requests are refused by name with nothing changed.
+
+use insitu_device::cluster::{Access, Cluster, ClusterConfig, Read};
+use insitu_device::network::Topology;
+use insitu_device::protocol::{GlobalPage, GlobalRead, RawIdentify, RawRead, RawWrite};
+use insitu_device::rawflash::FlashAddr;
+use insitu_device::{Device, DeviceError, Profile};
+use insitu_flash::nand::Nand;
+use insitu_flash::Geometry;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{joined, Served, BOTH};
+
+const NODES: u32 = 3;
+/// Pages programmed on every chip of every node.
+const PAGES: u32 = 2;
+
+fn page(node: u32, a: &FlashAddr) -> Vec<u8> {
+    let seed =
+        node as u64 * 7919 + a.card as u64 * 131 + a.bus as u64 * 17 + a.chip as u64 * 5 + a.page as u64;
+    (0..8192u64).map(|i| (i.wrapping_mul(seed | 1) >> 3) as u8).collect()
+}
+
+fn addrs() -> Vec<FlashAddr> {
+    let mut v = Vec::new();
+    for card in 0..2 {
+        for bus in 0..8 {
+            for chip in 0..8 {
+                for page in 0..PAGES {
+                    v.push(FlashAddr { card, bus, chip, block: 0, page });
+                }
+            }
+        }
+    }
+    v
+}
+
+fn topology() -> Topology {
+    Topology::line(NODES, 1, 8).unwrap()
+}
+
+/// `NODES` bluedbm devices, their raw partitions programmed with `addrs()`, joined `via`.
+fn appliance(dir: &std::path::Path, via: crate::Via) -> Vec<Served> {
+    let dirs: Vec<_> = (0..NODES).map(|n| dir.join(format!("dev{n}"))).collect();
+    for (n, d) in dirs.iter().enumerate() {
+        let dev = Device::format(d, n as u32, Profile::load("bluedbm").unwrap(), 256 << 20).unwrap();
+        let client = insitu_device::transport::in_process(dev);
+        let pages: Vec<_> = addrs().into_iter().map(|a| (a, 0)).collect();
+        let data = addrs().iter().flat_map(|a| page(n as u32, a)).collect();
+        client.call(RawWrite { pages, data }).unwrap();
+        client.close().unwrap();
+    }
+    joined(dir, &dirs, via)
+}
+
+/// What one simulation of all nodes gives for `reads` submitted at once from node 0: the time from the
+/// submission to the last byte.
+fn cluster_time(dir: &std::path::Path, blocks_per_chip: u64, access: Access, reads: &[GlobalPage]) -> u64 {
+    let profile = Profile::load("bluedbm").unwrap();
+    let geo = Geometry { blocks_per_chip, ..profile.base_geometry() };
+    let media = (0..NODES)
+        .map(|n| {
+            let d = dir.join(format!("sim{n}"));
+            std::fs::create_dir_all(&d).unwrap();
+            Nand::open(&d, geo).unwrap()
+        })
+        .collect();
+    let mut c = Cluster::new(ClusterConfig::from_profile(&profile).unwrap(), &topology(), media).unwrap();
+    for n in 0..NODES {
+        for a in addrs() {
+            c.write(n, a, 0, &page(n, &a)).unwrap();
+        }
+    }
+    let start = c.now();
+    for p in reads {
+        c.submit(Read { origin: 0, access, node: p.node, addr: p.addr }).unwrap();
+    }
+    let mut last = start;
+    while let Some(d) = c.next_done() {
+        assert!(d.data == page(d.read.node, &d.read.addr));
+        last = last.max(d.done_ps);
+    }
+    last - start
+}
+
+#[test]
+fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives() {
+    let mut rng = SmallRng::seed_from_u64(4);
+    let all = addrs();
+    // More reads than a card has tags, from every node, some of the same page.
+    let reads: Vec<GlobalPage> = (0..400)
+        .map(|_| GlobalPage { node: rng.gen_range(0..NODES), addr: all[rng.gen_range(0..all.len())] })
+        .collect();
+    let want: Vec<u8> = reads.iter().flat_map(|p| page(p.node, &p.addr)).collect();
+    for via in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let nodes = appliance(dir.path(), via);
+        let blocks = nodes[0].dev.call(RawIdentify).unwrap().blocks_per_chip;
+        for access in [Access::IspFlash, Access::HostFlash] {
+            let req = GlobalRead { access, topology: topology(), pages: reads.clone() };
+            let got = nodes[0].dev.call(req).unwrap();
+            assert!(got.data == want, "{via:?} {access:?}: the pages differ from those written");
+            assert_eq!(got.pages, 400);
+            assert_eq!(got.local_pages, reads.iter().filter(|p| p.node == 0).count() as u64);
+            let sim = cluster_time(dir.path(), blocks, access, &reads);
+            assert_eq!(
+                got.modeled_ps, sim,
+                "{via:?} {access:?}: the devices and the one simulation disagree"
+            );
+            // Requests and answers both cross the network, a node 2 page over 2 hops each way.
+            let hops: u64 = reads.iter().map(|p| 2 * p.node as u64).sum();
+            assert_eq!(got.hops, hops);
+            assert_eq!(got.pcie_up_bytes, if access == Access::HostFlash { want.len() as u64 } else { 0 });
+        }
+        // A remote node reading the first node's pages at the same time as the first reads its pages.
+        std::thread::scope(|s| {
+            let one = |origin: usize, node: u32| {
+                let nodes = &nodes;
+                let pages = all.iter().map(|a| GlobalPage { node, addr: *a }).collect();
+                let req = GlobalRead { access: Access::IspFlash, topology: topology(), pages };
+                let want: Vec<u8> = all.iter().flat_map(|a| page(node, a)).collect();
+                move || assert!(nodes[origin].dev.call(req).unwrap().data == want)
+            };
+            s.spawn(one(0, 2));
+            s.spawn(one(2, 0));
+        });
+    }
+}
+
+#[test]
+fn bad_global_reads_are_refused_by_name_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = appliance(dir.path(), crate::Via::InProcess);
+    let a = addrs()[5];
+    let read = |access, node, addr| GlobalRead {
+        access,
+        topology: topology(),
+        pages: vec![GlobalPage { node, addr }],
+    };
+    let err = |r: GlobalRead| nodes[1].dev.call(r).unwrap_err();
+    assert!(
+        matches!(err(read(Access::IspFlash, 3, a)), DeviceError::StorageNetwork(m) if m.contains("node 3"))
+    );
+    assert!(
+        matches!(err(read(Access::HostRemoteHost, 0, a)), DeviceError::StorageNetwork(m) if m.contains("host"))
+    );
+    let past = FlashAddr { chip: 8, ..a };
+    assert!(matches!(err(read(Access::IspFlash, 2, past)), DeviceError::RawFlash(_)));
+    let erased = FlashAddr { page: PAGES, ..a };
+    assert!(matches!(err(read(Access::IspFlash, 0, erased)), DeviceError::RawFlash(_)));
+    // A topology smaller than the appliance, with this device outside it.
+    let small =
+        GlobalRead { access: Access::IspFlash, topology: Topology::line(1, 1, 8).unwrap(), pages: vec![] };
+    assert!(matches!(nodes[1].dev.call(small).unwrap_err(), DeviceError::StorageNetwork(_)));
+    // Everything still reads back.
+    for n in 0..NODES {
+        let got = nodes[n as usize].dev.call(RawRead { addrs: addrs() }).unwrap();
+        let want: Vec<u8> = addrs().iter().flat_map(|a| page(n, a)).collect();
+        assert!(got[..want.len()] == want[..]);
+    }
+    assert!(nodes[1].dev.call(read(Access::IspFlash, 0, a)).unwrap().data == page(0, &a));
+}
