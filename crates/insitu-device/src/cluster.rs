@@ -33,9 +33,10 @@ use crate::rawflash::{
 };
 
 /// How a read reaches its page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Access {
     /// The reader's in-store processor reads the page's flash: ISP-Local, or ISP-F when remote.
+    #[default]
     IspFlash,
     /// The reader's host reads the page's flash through its device: Host-Local, or H-F when remote.
     HostFlash,

@@ -67,7 +67,12 @@ pub fn read(
     }
     let n = req.pages.len();
     let ps = page_size;
-    let mut reply = GlobalReadReply { pages: n as u64, data: vec![0u8; n * ps], ..Default::default() };
+    let mut reply = GlobalReadReply {
+        pages: n as u64,
+        data: vec![0u8; n * ps],
+        spares: vec![0; n],
+        ..Default::default()
+    };
     if n == 0 {
         return Ok(reply);
     }
@@ -96,6 +101,7 @@ pub fn read(
         let got = local(source, &reads)?;
         for (k, &i) in mine.iter().enumerate() {
             reply.data[i * ps..(i + 1) * ps].copy_from_slice(&got.data[k * ps..(k + 1) * ps]);
+            reply.spares[i] = got.spares[k];
         }
         arrived.extend(
             got.slices.iter().map(|&(k, off, len, t)| (t, mine[k as usize], off as usize, len as usize)),
@@ -133,12 +139,16 @@ pub fn read(
     for (node, (idx, arrivals_ps)) in by_node {
         let addrs = idx.iter().map(|&i| req.pages[i].addr).collect();
         let got = remote(node, PeerRawRead { origin, addrs, arrivals_ps })?;
-        if got.data.len() != idx.len() * ps {
+        if got.data.len() != idx.len() * ps || got.spares.len() != idx.len() {
             return Err(refuse(format!(
-                "node {node} answered {} bytes for {} pages",
+                "node {node} answered {} bytes and {} spare areas for {} pages",
                 got.data.len(),
+                got.spares.len(),
                 idx.len()
             )));
+        }
+        for (k, &i) in idx.iter().enumerate() {
+            reply.spares[i] = got.spares[k];
         }
         for &(k, off, len, t) in &got.slices {
             let (k, off, len) = (k as usize, off as usize, len as usize);
@@ -264,5 +274,5 @@ pub fn serve(
     let reads: Vec<(FlashAddr, Ps)> =
         req.addrs.iter().copied().zip(req.arrivals_ps.iter().copied()).collect();
     let got = read_at(Source::Remote(req.origin), &reads)?;
-    Ok(PeerPages { slices: got.slices, data: got.data })
+    Ok(PeerPages { slices: got.slices, spares: got.spares, data: got.data })
 }

@@ -8,11 +8,26 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use insitu_host::bluedbm::fs::Fs;
+use insitu_host::bluedbm::fs::{Access, Fs, ViaReport};
 use serde_json::json;
 
 use crate::cmd::{name_for, Ctx};
 use insitu_host::units::human_bytes;
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum Via {
+    Isp,
+    Host,
+}
+
+impl Via {
+    fn access(self) -> Access {
+        match self {
+            Via::Isp => Access::IspFlash,
+            Via::Host => Access::HostFlash,
+        }
+    }
+}
 
 #[derive(Subcommand, Debug)]
 pub enum FsCmd {
@@ -26,11 +41,20 @@ pub enum FsCmd {
         #[arg(long)]
         node: Option<u32>,
     },
-    /// Write a file out (`-o -` for stdout).
+    /// Write a file out (`-o -` for stdout). By default each node's host reads its pages; with `--via`,
+    /// one node reads them all over the storage network (BlueDBM §3, §6.4) and the read is modeled.
     Get {
         name: String,
         #[arg(short, long)]
         output: PathBuf,
+        /// Who reads: node `--from`'s in-store processor (`isp`: ISP-Local and ISP-F) or its host
+        /// through its device (`host`: Host-Local and H-F); remote pages come through their nodes'
+        /// splitters and no other host.
+        #[arg(long, value_enum)]
+        via: Option<Via>,
+        /// The reading node (with `--via`).
+        #[arg(long, default_value_t = 0, requires = "via")]
+        from: u32,
     },
     /// Files, their sizes and where they live; space in pages.
     Ls,
@@ -77,17 +101,29 @@ impl FsCmd {
                     ),
                 );
             }
-            FsCmd::Get { name, output } => {
+            FsCmd::Get { name, output, via, from } => {
+                let read = |w: &mut dyn Write| -> Result<(u64, Option<ViaReport>)> {
+                    Ok(match via {
+                        None => (fs.get(&name, w)?, None),
+                        Some(v) => {
+                            let r = fs.get_via(&name, from, v.access(), w)?;
+                            (r.bytes, Some(r))
+                        }
+                    })
+                };
                 if output.as_os_str() == "-" {
                     let stdout = std::io::stdout();
                     let mut lock = stdout.lock();
-                    fs.get(&name, &mut lock)?;
+                    let (_, r) = read(&mut lock)?;
                     lock.flush()?;
+                    if let Some(r) = r {
+                        eprintln!("{}", via_text(&r, array.profile().name.as_str()));
+                    }
                 } else {
                     let f = File::create(&output)
                         .with_context(|| format!("cannot create {}", output.display()))?;
                     let mut w = BufWriter::with_capacity(1 << 20, f);
-                    let r = fs.get(&name, &mut w).map_err(anyhow::Error::from).and_then(|n| {
+                    let r = read(&mut w).and_then(|n| {
                         w.flush().with_context(|| format!("cannot write {}", output.display()))?;
                         Ok(n)
                     });
@@ -96,11 +132,15 @@ impl FsCmd {
                         drop(w);
                         let _ = std::fs::remove_file(&output);
                     }
-                    let n = r?;
+                    let (n, via) = r?;
+                    let mut text = format!("wrote {name} ({}) to {}", human_bytes(n), output.display());
+                    if let Some(r) = &via {
+                        text = format!("{text}\n{}", via_text(r, array.profile().name.as_str()));
+                    }
                     ctx.out.plain(
                         "fs get",
-                        json!({"name": name, "size": n, "output": output}),
-                        &format!("wrote {name} ({}) to {}", human_bytes(n), output.display()),
+                        json!({"name": name, "size": n, "output": output, "via": via}),
+                        &text,
                     );
                 }
             }
@@ -150,4 +190,27 @@ impl FsCmd {
         array.close()?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// A read by one node, for people: who read, where the pages came from, modeled and measured.
+fn via_text(r: &ViaReport, profile: &str) -> String {
+    let who = match r.access {
+        Access::IspFlash => format!("node {}'s in-store processor", r.origin),
+        _ => format!("node {}'s host", r.origin),
+    };
+    let gbps = |s: f64| if s > 0.0 { r.bytes as f64 / s / 1e9 } else { 0.0 };
+    format!(
+        "  read by {who}: {} pages, {} on node {}; {} from other nodes over the storage network ({} in {} messages, {} hops)\n  modeled   {profile}: {:.6} s ({:.2} GB/s)   measured here: {:.3} s ({:.2} GB/s)",
+        r.pages,
+        r.local_pages,
+        r.origin,
+        r.pages - r.local_pages,
+        human_bytes(r.network_bytes),
+        r.network_messages,
+        r.hops,
+        r.modeled_s,
+        gbps(r.modeled_s),
+        r.wall_s,
+        gbps(r.wall_s),
+    )
 }

@@ -252,3 +252,50 @@ fn sigkill_during_put_or_cleaning_leaves_files_whole_or_absent() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("torn record"), "{o:?}");
     assert_eq!(get(&env, "earlier"), earlier);
 }
+
+/// `fs get --via`: one node's in-store processor or host reads a file's pages from every node over the
+/// storage network. The bytes are the file's; the modeled bandwidth is what the hardware allows: a
+/// node's own flash at its cards' rate (2 x 1.2 GB/s, 1.6 GB/s over PCIe to a host), another node's
+/// through the one 8.2 Gb/s cable of a line (about 1 GB/s); a host's read moves the file over its PCIe.
+#[test]
+fn one_node_reads_files_anywhere_over_the_storage_network() {
+    let env = Env::new();
+    env.init(&["--nodes", "3", "--topology", "line", "--profile", "bluedbm", "--capacity", "256MiB"]);
+    let data = text(12 << 20, 3, b"0123456789abcdef");
+    let f = env.write("f", &data);
+    env.ok(&["fs", "put", s(&f), "--name", "striped"]);
+    env.ok(&["fs", "put", s(&f), "--name", "on1", "--node", "1"]);
+    let via = |name: &str, how: &str, from: &str| {
+        let out = env.path(&format!("{name}-{how}-{from}"));
+        let r = env.json(&["fs", "get", name, "-o", s(&out), "--via", how, "--from", from]);
+        assert!(std::fs::read(&out).unwrap() == data, "{name} read by node {from}'s {how} differs");
+        let r = r["result"]["via"].clone();
+        assert_eq!(r["bytes"], data.len() as u64);
+        let gbps = data.len() as f64 / r["modeled_s"].as_f64().unwrap() / 1e9;
+        (r, gbps)
+    };
+    let (local, isp_local) = via("on1", "isp", "1");
+    assert_eq!(local["local_pages"], local["pages"]);
+    assert_eq!(local["network_bytes"], 0);
+    assert!((2.0..2.5).contains(&isp_local), "ISP-Local at {isp_local} GB/s");
+    let (remote, isp_remote) = via("on1", "isp", "0");
+    assert_eq!(remote["local_pages"], 0);
+    assert_eq!(remote["hops"], 2 * remote["pages"].as_u64().unwrap());
+    assert!((0.8..1.03).contains(&isp_remote), "ISP-F over one cable at {isp_remote} GB/s");
+    let (host, host_local) = via("on1", "host", "1");
+    assert_eq!(host["pcie_up_bytes"], data.len() as u64);
+    assert!((1.3..1.61).contains(&host_local), "Host-Local at {host_local} GB/s");
+    // A striped file read from the middle of the line: a third local, two cables in.
+    let (mid, isp_mid) = via("striped", "isp", "1");
+    let third = mid["pages"].as_u64().unwrap() / 3;
+    assert!(mid["local_pages"].as_u64().unwrap().abs_diff(third) <= 1);
+    assert!(isp_mid > isp_remote, "two cables and the local flash beat one cable ({isp_mid} GB/s)");
+    via("striped", "host", "2");
+    // Modeled figures are the same on every run.
+    assert_eq!(via("striped", "isp", "1").0["modeled_s"], mid["modeled_s"]);
+
+    // Refused by name: a node past the appliance, --from without --via, an array with no network.
+    assert!(env.fails(&["fs", "get", "striped", "-o", "-", "--via", "isp", "--from", "3"]).contains("3"));
+    assert!(env.fails(&["fs", "get", "striped", "-o", "-", "--from", "1"]).contains("--via"));
+    assert!(env.fails(&["fs", "get", "nope", "-o", "-", "--via", "isp"]).contains("nope"));
+}

@@ -84,6 +84,8 @@ pub struct GlobalReadReply {
     /// Bytes over this node's PCIe link, device to host and host to device.
     pub pcie_up_bytes: u64,
     pub pcie_down_bytes: u64,
+    /// Each page's spare-area value.
+    pub spares: Vec<u64>,
     /// The pages one after another (sent as bulk data).
     #[serde(skip)]
     pub data: Vec<u8>,
@@ -105,6 +107,7 @@ pub struct PeerRawRead {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerPages {
     pub slices: Vec<(u32, u32, u32, Ps)>,
+    pub spares: Vec<u64>,
     #[serde(skip)]
     pub data: Vec<u8>,
 }

@@ -58,6 +58,8 @@ pub struct RawPartition {
 pub struct TimedPages {
     /// The pages one after another.
     pub data: Vec<u8>,
+    /// Each page's spare-area value.
+    pub spares: Vec<u64>,
     /// (page index, offset in the page, length, time out of the card relative to the batch's start), in
     /// the order the slices came out.
     pub slices: Vec<(u32, u32, u32, Ps)>,
@@ -269,12 +271,17 @@ impl RawPartition {
         let mut order: Vec<usize> = (0..reads.len()).collect();
         order.sort_by_key(|&i| reads[i].1);
         let base = self.sp.now();
-        let mut out = TimedPages { data: vec![0u8; reads.len() * ps], slices: Vec::new() };
+        let mut out = TimedPages {
+            data: vec![0u8; reads.len() * ps],
+            spares: vec![0; reads.len()],
+            slices: Vec::new(),
+        };
         let mut first_error = None;
         let on = |(_, c): (Source, Completion), out: &mut TimedPages| match c.event {
             Event::ReadData(slice) => {
                 let (i, off, len) = (c.tag as usize, slice.offset(), slice.bytes().len());
                 out.data[i * ps + off..i * ps + off + len].copy_from_slice(slice.bytes());
+                out.spares[i] = slice.spare;
                 out.slices.push((c.tag, off as u32, len as u32, c.at_ps - base));
                 None
             }

@@ -25,6 +25,10 @@ fn page(node: u32, a: &FlashAddr) -> Vec<u8> {
     (0..8192u64).map(|i| (i.wrapping_mul(seed | 1) >> 3) as u8).collect()
 }
 
+fn spare(node: u32, a: &FlashAddr) -> u64 {
+    page(node, a)[..8].iter().fold(node as u64, |s, b| s << 8 | *b as u64)
+}
+
 fn addrs() -> Vec<FlashAddr> {
     let mut v = Vec::new();
     for card in 0..2 {
@@ -49,7 +53,7 @@ fn appliance(dir: &std::path::Path, via: crate::Via) -> Vec<Served> {
     for (n, d) in dirs.iter().enumerate() {
         let dev = Device::format(d, n as u32, Profile::load("bluedbm").unwrap(), 256 << 20).unwrap();
         let client = insitu_device::transport::in_process(dev);
-        let pages: Vec<_> = addrs().into_iter().map(|a| (a, 0)).collect();
+        let pages: Vec<_> = addrs().into_iter().map(|a| (a, spare(n as u32, &a))).collect();
         let data = addrs().iter().flat_map(|a| page(n as u32, a)).collect();
         client.call(RawWrite { pages, data }).unwrap();
         client.close().unwrap();
@@ -105,6 +109,7 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
             let got = nodes[0].dev.call(req).unwrap();
             assert!(got.data == want, "{via:?} {access:?}: the pages differ from those written");
             assert_eq!(got.pages, 400);
+            assert!(got.spares.iter().zip(&reads).all(|(s, p)| *s == spare(p.node, &p.addr)));
             assert_eq!(got.local_pages, reads.iter().filter(|p| p.node == 0).count() as u64);
             let sim = cluster_time(dir.path(), blocks, access, &reads);
             assert_eq!(
