@@ -6,13 +6,14 @@
 //! Each command batch runs through a [`FlashController`] with as many commands in flight as the cards
 //! have tags; the controller's clock adds up the simulated time of every batch.
 //!
-//! Nothing but the pages is persisted: on open, each block's write pointer is found again from the
-//! spare areas (a page is programmed when its spare-area record is there), so a program cut off by a
-//! crash leaves its page unprogrammed, and in-order programming resumes after the last whole page.
-//! Erase counts are not kept across restarts.
+//! Beside the pages, only erase counts are persisted (`raw/wear.json`, written at each sync): on open,
+//! each block's write pointer is found again from the spare areas (a page is programmed when its
+//! spare-area record is there), so a program cut off by a crash leaves its page unprogrammed, and
+//! in-order programming resumes after the last whole page. Erases after the last sync are not counted
+//! after a crash.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use insitu_flash::geometry::{BlockId, Geometry};
 use insitu_flash::nand::Nand;
@@ -28,6 +29,7 @@ use crate::profile::Profile;
 
 const DIR: &str = "raw";
 const GEOMETRY_FILE: &str = "geometry.json";
+const WEAR_FILE: &str = "wear.json";
 
 /// The shape and state of a raw partition, as the host's file system sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +43,8 @@ pub struct RawInfo {
     pub tags_per_card: u32,
     /// Blocks holding programmed pages: (the block's address, page 0; pages programmed).
     pub written: Vec<(FlashAddr, u32)>,
+    /// Erases of all blocks over the partition's life (as of its last sync before a crash).
+    pub erases: u64,
     /// Simulated time of every command so far.
     pub modeled_ps: Ps,
     pub stats: RawStats,
@@ -51,6 +55,8 @@ pub struct RawInfo {
 pub struct RawPartition {
     /// The controller behind the splitter that shares it among the host and in-store processors.
     sp: Splitter<Nand>,
+    /// `raw/` of the device directory.
+    dir: PathBuf,
 }
 
 /// Pages read by [`RawPartition::read_at`], and when each slice of each came out of the cards.
@@ -84,7 +90,7 @@ impl RawPartition {
         let body = serde_json::to_vec_pretty(&geo).map_err(|e| DeviceError::Protocol(e.to_string()))?;
         let nand = Nand::open(&raw, geo)?;
         insitu_flash::persist::write_atomic(&raw.join(GEOMETRY_FILE), &body)?;
-        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?) })
+        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw })
     }
 
     /// Opens the raw partition of device directory `dir`, finding each block's write pointer again.
@@ -92,14 +98,7 @@ impl RawPartition {
         let cfg = RawConfig::from_profile(profile)?;
         let raw = dir.join(DIR);
         let path = raw.join(GEOMETRY_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| DeviceError::io(&path, e))?;
-        let geo: Geometry = serde_json::from_slice(&bytes).map_err(|e| {
-            DeviceError::Flash(insitu_flash::FlashError::Corrupt {
-                what: "raw partition geometry".into(),
-                path: path.clone(),
-                detail: e.to_string(),
-            })
-        })?;
+        let geo: Geometry = load_json(&path, "raw partition geometry")?;
         geo.validate()?;
         let mut nand = Nand::open(&raw, geo)?;
         let mut blocks: HashMap<BlockId, BlockState> = HashMap::new();
@@ -112,8 +111,15 @@ impl RawPartition {
             let wp = (0..ppb).take_while(|p| nand.read_oob(first + p).is_some()).count() as u32;
             blocks.insert(b, BlockState { erase_count: 0, write_ptr: wp });
         }
+        let wear = raw.join(WEAR_FILE);
+        if wear.exists() {
+            let counts: Vec<(BlockId, u32)> = load_json(&wear, "raw partition erase counts")?;
+            for (b, n) in counts.into_iter().filter(|(b, _)| *b < geo.total_blocks()) {
+                blocks.entry(b).or_insert(BlockState { erase_count: 0, write_ptr: 0 }).erase_count = n;
+            }
+        }
         nand.restore(blocks);
-        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?) })
+        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw })
     }
 
     fn ctrl(&self) -> &FlashController<Nand> {
@@ -146,6 +152,7 @@ impl RawPartition {
             page_size: geo.page_size,
             tags_per_card: self.ctrl().config().tags_per_card,
             written,
+            erases: self.ctrl().media().blocks().values().map(|s| s.erase_count as u64).sum(),
             modeled_ps: self.ctrl().now(),
             stats: self.ctrl().stats(),
         }
@@ -311,8 +318,31 @@ impl RawPartition {
         }
     }
 
-    /// Makes programmed pages durable.
+    /// Makes programmed pages durable, and the erase counts.
     pub fn sync(&self) -> Result<()> {
-        Ok(self.ctrl().media().sync()?)
+        self.ctrl().media().sync()?;
+        let mut counts: Vec<(BlockId, u32)> = self
+            .ctrl()
+            .media()
+            .blocks()
+            .iter()
+            .filter(|(_, s)| s.erase_count > 0)
+            .map(|(b, s)| (*b, s.erase_count))
+            .collect();
+        counts.sort_unstable();
+        let body = serde_json::to_vec(&counts).map_err(|e| DeviceError::Protocol(e.to_string()))?;
+        Ok(insitu_flash::persist::write_atomic(&self.dir.join(WEAR_FILE), &body)?)
     }
+}
+
+/// A JSON file of the raw partition, or the error naming it as `what` when it does not parse.
+fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &'static str) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|e| DeviceError::io(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        DeviceError::Flash(insitu_flash::FlashError::Corrupt {
+            what: what.into(),
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })
+    })
 }

@@ -431,6 +431,14 @@ fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening()
         dev.call(RawErase { addrs: vec![a] }).unwrap();
         assert_eq!(dev.call(RawIdentify).unwrap().written, vec![(b, 3)]);
         dev.call(RawWrite { pages: vec![(a, 1)], data: vec![7; 8192] }).unwrap();
+        dev.call(RawErase { addrs: vec![a, b] }).unwrap();
+        dev.call(RawSync).unwrap();
+        assert_eq!(dev.call(RawIdentify).unwrap().erases, 3);
+        dev.close().unwrap();
+        // Erase counts outlive the process (as of the last sync).
+        let dev = transport::in_process(Device::open(&dev_dir).unwrap());
+        let info = dev.call(RawIdentify).unwrap();
+        assert_eq!((info.erases, info.written.len()), (3, 0), "{via:?}");
         dev.close().unwrap();
     }
     // A device without a raw interface says so.
