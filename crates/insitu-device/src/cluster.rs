@@ -26,7 +26,7 @@ use std::sync::Arc;
 use insitu_flash::nand::Nand;
 
 use crate::error::DeviceError;
-use crate::network::{NetConfig, Network, NodeId, Ps, Topology};
+use crate::network::{NetConfig, NetError, Network, NodeId, Ps, Topology};
 use crate::profile::Profile;
 use crate::rawflash::{
     Event, FlashAddr, FlashCommand, FlashController, RawConfig, RawFlashError, Source, Splitter,
@@ -153,6 +153,62 @@ struct Pending {
 /// A message waiting to be sent: (destination, bytes).
 type Outgoing = (NodeId, Vec<u8>);
 
+/// Sends into a [`Network`] that never refuse one for want of room: a message whose endpoint's send
+/// queue is full waits here, in order per (node, endpoint), until the network has moved on. Counts what
+/// went out.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    blocked: BTreeMap<(NodeId, u32), VecDeque<Outgoing>>,
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+impl Outbox {
+    /// Sends `msg` from endpoint `ep` of `from` to `to` now, or after the messages of that endpoint
+    /// already waiting.
+    pub(crate) fn send(
+        &mut self,
+        net: &mut Network,
+        from: NodeId,
+        ep: u32,
+        to: NodeId,
+        msg: Vec<u8>,
+    ) -> Result<(), NetError> {
+        if self.blocked.contains_key(&(from, ep)) || !net.can_send(from, ep, msg.len()) {
+            self.blocked.entry((from, ep)).or_default().push_back((to, msg));
+            return Ok(());
+        }
+        self.out(net, from, ep, to, msg)
+    }
+
+    /// Sends the waiting messages that fit now, each endpoint's in order.
+    pub(crate) fn retry(&mut self, net: &mut Network) -> Result<(), NetError> {
+        let mut blocked = std::mem::take(&mut self.blocked);
+        for (&(from, ep), queue) in blocked.iter_mut() {
+            while queue.front().is_some_and(|(_, msg)| net.can_send(from, ep, msg.len())) {
+                let (to, msg) = queue.pop_front().expect("a front");
+                self.out(net, from, ep, to, msg)?;
+            }
+        }
+        blocked.retain(|_, q| !q.is_empty());
+        self.blocked = blocked;
+        Ok(())
+    }
+
+    fn out(
+        &mut self,
+        net: &mut Network,
+        from: NodeId,
+        ep: u32,
+        to: NodeId,
+        msg: Vec<u8>,
+    ) -> Result<(), NetError> {
+        self.messages += 1;
+        self.bytes += msg.len() as u64;
+        net.send(from, ep, to, msg)
+    }
+}
+
 /// One direction of a node's PCIe: transfers one after another, then the link's latency.
 #[derive(Debug)]
 pub(crate) struct Link {
@@ -195,8 +251,7 @@ pub struct Cluster {
     act_slots: Vec<Option<Act>>,
     free_acts: Vec<usize>,
     order: u64,
-    /// Sends waiting for room in their endpoint's send queue, per (node, endpoint), in order.
-    blocked: BTreeMap<(NodeId, u32), VecDeque<Outgoing>>,
+    outbox: Outbox,
     pending: HashMap<u64, Pending>,
     done: VecDeque<ReadDone>,
     next_id: u64,
@@ -231,7 +286,7 @@ impl Cluster {
             act_slots: Vec::new(),
             free_acts: Vec::new(),
             order: 0,
-            blocked: BTreeMap::new(),
+            outbox: Outbox::default(),
             pending: HashMap::new(),
             done: VecDeque::new(),
             next_id: 0,
@@ -278,7 +333,11 @@ impl Cluster {
     }
 
     pub fn stats(&self) -> ClusterStats {
-        self.stats
+        ClusterStats {
+            network_messages: self.outbox.messages,
+            network_bytes: self.outbox.bytes,
+            ..self.stats
+        }
     }
 
     pub fn network(&self) -> &Network {
@@ -540,17 +599,7 @@ impl Cluster {
     fn send(&mut self, from: NodeId, to: NodeId, msg: Vec<u8>) {
         let id = u64::from_le_bytes(msg[1..9].try_into().expect("8 bytes"));
         let ep = (id % self.cfg.net.endpoints as u64) as u32;
-        if self.blocked.contains_key(&(from, ep)) || !self.net.can_send(from, ep, msg.len()) {
-            self.blocked.entry((from, ep)).or_default().push_back((to, msg));
-        } else {
-            self.net_send(from, to, ep, msg);
-        }
-    }
-
-    fn net_send(&mut self, from: NodeId, to: NodeId, ep: u32, msg: Vec<u8>) {
-        self.stats.network_messages += 1;
-        self.stats.network_bytes += msg.len() as u64;
-        if let Err(e) = self.net.send(from, ep, to, msg) {
+        if let Err(e) = self.outbox.send(&mut self.net, from, ep, to, msg) {
             panic!("the network refused a message it had room for: {e}");
         }
     }
@@ -585,23 +634,10 @@ impl Cluster {
                 }
             }
         }
-        // Retry blocked sends, each endpoint's in order.
-        if self.blocked.is_empty() {
-            return;
+        // Sends waiting for room go out as it frees up, each endpoint's in order.
+        if let Err(e) = self.outbox.retry(&mut self.net) {
+            panic!("the network refused a message it had room for: {e}");
         }
-        let mut blocked = std::mem::take(&mut self.blocked);
-        for (&(from, ep), queue) in blocked.iter_mut() {
-            while let Some((to, msg)) = queue.front() {
-                if !self.net.can_send(from, ep, msg.len()) {
-                    break;
-                }
-                let to = *to;
-                let (_, msg) = queue.pop_front().expect("a front");
-                self.net_send(from, to, ep, msg);
-            }
-        }
-        blocked.retain(|_, q| !q.is_empty());
-        self.blocked = blocked;
     }
 
     /// Hands out node `node`'s flash events up to `t`.

@@ -22,10 +22,10 @@
 //! software; the appliance's hosts are one process here, so those two are measured in
 //! [`crate::cluster`] only.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use crate::cluster::{
-    data_message, Access, ClusterConfig, Link, DESCRIPTOR_BYTES, KIND_REQUEST, REQUEST_BYTES,
+    data_message, Access, ClusterConfig, Link, Outbox, DESCRIPTOR_BYTES, KIND_REQUEST, REQUEST_BYTES,
 };
 use crate::error::{DeviceError, Result};
 use crate::network::{Delivery, Network, NodeId, Ps};
@@ -207,15 +207,16 @@ fn message_id(d: &Delivery) -> u64 {
     u64::from_le_bytes(d.data[1..9].try_into().expect("8 bytes"))
 }
 
-/// Sends `msgs` (in time order) through `net`, each at its time, or when its endpoint's send queue is
-/// full, as soon as there is room (in order per node and endpoint: back-pressure, nothing dropped), on the
-/// endpoint its id picks; returns every delivery, counted into `reply`.
+/// Sends `msgs` (in time order) through `net`, each at its time (or, when its endpoint's send queue is
+/// full, as soon as there is room: back-pressure, nothing dropped), on the endpoint its id picks; returns
+/// every delivery, and counts the messages into `reply`.
 fn carry(net: &mut Network, msgs: Vec<Message>, reply: &mut GlobalReadReply) -> Result<Vec<Delivery>> {
     let endpoints = net.config().endpoints as u64;
     let total = msgs.len();
     let mut msgs = msgs.into_iter().peekable();
-    let mut blocked: BTreeMap<(NodeId, u32), VecDeque<Message>> = BTreeMap::new();
+    let mut outbox = Outbox::default();
     let mut out = Vec::with_capacity(total);
+    let net_err = |e: crate::network::NetError| refuse(e.to_string());
     while out.len() < total {
         let t = match (msgs.peek().map(|m| m.at), net.next_event()) {
             (Some(a), Some(b)) => a.min(b),
@@ -229,33 +230,16 @@ fn carry(net: &mut Network, msgs: Vec<Message>, reply: &mut GlobalReadReply) -> 
         while let Some(d) = net.receive_any() {
             out.push(d);
         }
-        // Sends waiting for room go first, each endpoint's in order; then those due now.
-        for ((from, ep), q) in blocked.iter_mut() {
-            while q.front().is_some_and(|m| net.can_send(*from, *ep, m.msg.len())) {
-                let m = q.pop_front().expect("a front");
-                send(net, *ep, m, reply)?;
-            }
-        }
-        blocked.retain(|_, q| !q.is_empty());
+        // Sends waiting for room go first; then those due now.
+        outbox.retry(net).map_err(net_err)?;
         while let Some(m) = msgs.next_if(|m| m.at <= t) {
-            let id = u64::from_le_bytes(m.msg[1..9].try_into().expect("8 bytes"));
-            let ep = (id % endpoints) as u32;
-            match blocked.get_mut(&(m.from, ep)) {
-                Some(q) => q.push_back(m),
-                None if !net.can_send(m.from, ep, m.msg.len()) => {
-                    blocked.entry((m.from, ep)).or_default().push_back(m)
-                }
-                None => send(net, ep, m, reply)?,
-            }
+            let ep = (u64::from_le_bytes(m.msg[1..9].try_into().expect("8 bytes")) % endpoints) as u32;
+            outbox.send(net, m.from, ep, m.to, m.msg).map_err(net_err)?;
         }
     }
+    reply.network_messages += outbox.messages;
+    reply.network_bytes += outbox.bytes;
     Ok(out)
-}
-
-fn send(net: &mut Network, ep: u32, m: Message, reply: &mut GlobalReadReply) -> Result<()> {
-    reply.network_messages += 1;
-    reply.network_bytes += m.msg.len() as u64;
-    net.send(m.from, ep, m.to, m.msg).map_err(|e| refuse(e.to_string()))
 }
 
 /// Serves a [`PeerRawRead`] on a device's raw partition: `read_at` reads for the in-store processor of

@@ -57,6 +57,8 @@ pub struct RawPartition {
     sp: Splitter<Nand>,
     /// `raw/` of the device directory.
     dir: PathBuf,
+    /// The controller's erase count when the erase counts were last saved (nothing to save if unchanged).
+    saved_erases: u64,
 }
 
 /// Pages read by [`RawPartition::read_at`], and when each slice of each came out of the cards.
@@ -90,7 +92,7 @@ impl RawPartition {
         let body = serde_json::to_vec_pretty(&geo).map_err(|e| DeviceError::Protocol(e.to_string()))?;
         let nand = Nand::open(&raw, geo)?;
         insitu_flash::persist::write_atomic(&raw.join(GEOMETRY_FILE), &body)?;
-        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw })
+        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw, saved_erases: 0 })
     }
 
     /// Opens the raw partition of device directory `dir`, finding each block's write pointer again.
@@ -119,7 +121,7 @@ impl RawPartition {
             }
         }
         nand.restore(blocks);
-        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw })
+        Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw, saved_erases: 0 })
     }
 
     fn ctrl(&self) -> &FlashController<Nand> {
@@ -318,9 +320,13 @@ impl RawPartition {
         }
     }
 
-    /// Makes programmed pages durable, and the erase counts.
-    pub fn sync(&self) -> Result<()> {
+    /// Makes programmed pages durable, and the erase counts when blocks were erased since they were saved.
+    pub fn sync(&mut self) -> Result<()> {
         self.ctrl().media().sync()?;
+        let erases = self.ctrl().stats().erases;
+        if erases == self.saved_erases {
+            return Ok(());
+        }
         let mut counts: Vec<(BlockId, u32)> = self
             .ctrl()
             .media()
@@ -331,7 +337,9 @@ impl RawPartition {
             .collect();
         counts.sort_unstable();
         let body = serde_json::to_vec(&counts).map_err(|e| DeviceError::Protocol(e.to_string()))?;
-        Ok(insitu_flash::persist::write_atomic(&self.dir.join(WEAR_FILE), &body)?)
+        insitu_flash::persist::write_atomic(&self.dir.join(WEAR_FILE), &body)?;
+        self.saved_erases = erases;
+        Ok(())
     }
 }
 
