@@ -131,7 +131,7 @@ enum Act {
     /// Send a message on the network.
     Send { from: NodeId, to: NodeId, msg: Vec<u8> },
     /// Bytes of the page reach the reader.
-    Deliver { id: u64, offset: usize, bytes: Vec<u8> },
+    Deliver { id: u64, offset: usize, bytes: Bytes },
     /// The page's host has the request (H-RH-F, H-D).
     HostServe { id: u64 },
     /// The page's host has the whole page in memory: send it back through its device.
@@ -144,10 +144,109 @@ struct Pending {
     issued: Ps,
     at_device: Ps,
     first_out: Option<Ps>,
+    /// The page as it arrives, once it has come in pieces of more than one buffer (empty until then).
     data: Vec<u8>,
+    /// The page, while every piece so far was a range of this one buffer (a flash page: no copy).
+    page: Option<Arc<Vec<u8>>>,
     got: usize,
     /// H-RH-F: bytes of the page in the remote host's memory so far.
     staged: usize,
+}
+
+impl Pending {
+    /// Takes `bytes`, which belong at `offset` of the page.
+    fn take(&mut self, offset: usize, bytes: Bytes, page_size: usize) {
+        match bytes {
+            Bytes::Page(page, range)
+                if self.data.is_empty() && self.page.as_ref().is_none_or(|p| Arc::ptr_eq(p, &page)) =>
+            {
+                self.got += range.len();
+                self.page = Some(page);
+            }
+            other => {
+                if self.data.is_empty() {
+                    self.data = self.page.take().map_or_else(|| vec![0; page_size], |p| (*p).clone());
+                }
+                let b = other.as_slice();
+                self.data[offset..offset + b.len()].copy_from_slice(b);
+                self.got += b.len();
+            }
+        }
+    }
+
+    /// The whole page, once every byte has come.
+    fn into_data(self) -> Vec<u8> {
+        match self.page {
+            Some(p) => Arc::try_unwrap(p).unwrap_or_else(|p| (*p).clone()),
+            None => self.data,
+        }
+    }
+}
+
+/// The reads in flight, by id: ids are given out in order, so a window from the oldest one in flight.
+#[derive(Debug, Default)]
+struct InFlight {
+    /// The id of `reads[0]`.
+    first: u64,
+    reads: VecDeque<Option<Pending>>,
+    live: usize,
+}
+
+impl InFlight {
+    /// Adds read `id`, the next id after the last one added.
+    fn push(&mut self, id: u64, p: Pending) {
+        if self.live == 0 {
+            self.first = id;
+            self.reads.clear();
+        }
+        debug_assert_eq!(id, self.first + self.reads.len() as u64, "ids in order");
+        self.reads.push_back(Some(p));
+        self.live += 1;
+    }
+
+    fn get(&self, id: u64) -> &Pending {
+        self.reads[(id - self.first) as usize].as_ref().expect("a read in flight")
+    }
+
+    fn get_mut(&mut self, id: u64) -> &mut Pending {
+        self.reads[(id - self.first) as usize].as_mut().expect("a read in flight")
+    }
+
+    fn remove(&mut self, id: u64) -> Pending {
+        let p = self.reads[(id - self.first) as usize].take().expect("a read in flight");
+        self.live -= 1;
+        while self.reads.front().is_some_and(Option::is_none) {
+            self.reads.pop_front();
+            self.first += 1;
+        }
+        p
+    }
+
+    fn len(&self) -> usize {
+        self.live
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+}
+
+/// Bytes on their way to a reader, held where they already are rather than copied out.
+#[derive(Debug)]
+enum Bytes {
+    /// A range of a page (a flash slice, or a page in a host's memory).
+    Page(Arc<Vec<u8>>, std::ops::Range<usize>),
+    /// A data message off the network: the bytes after its header.
+    Message(Vec<u8>),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Page(page, range) => &page[range.clone()],
+            Bytes::Message(msg) => &msg[DATA_HEADER..],
+        }
+    }
 }
 
 /// A message waiting to be sent: (destination, bytes).
@@ -159,6 +258,8 @@ type Outgoing = (NodeId, Vec<u8>);
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     blocked: BTreeMap<(NodeId, u32), VecDeque<Outgoing>>,
+    /// The network's [`Network::room_freed`] at the last retry.
+    room_seen: u64,
     pub messages: u64,
     pub bytes: u64,
 }
@@ -183,6 +284,11 @@ impl Outbox {
 
     /// Sends the waiting messages that fit now, each endpoint's in order.
     pub(crate) fn retry(&mut self, net: &mut Network) -> Result<(), NetError> {
+        // Nothing refused can go while no send queue has had room freed since the last look.
+        if self.blocked.is_empty() || net.room_freed() == self.room_seen {
+            return Ok(());
+        }
+        self.room_seen = net.room_freed();
         let mut blocked = std::mem::take(&mut self.blocked);
         for (&(from, ep), queue) in blocked.iter_mut() {
             while queue.front().is_some_and(|(_, msg)| net.can_send(from, ep, msg.len())) {
@@ -252,7 +358,7 @@ pub struct Cluster {
     free_acts: Vec<usize>,
     order: u64,
     outbox: Outbox,
-    pending: HashMap<u64, Pending>,
+    pending: InFlight,
     done: VecDeque<ReadDone>,
     next_id: u64,
     now: Ps,
@@ -287,7 +393,7 @@ impl Cluster {
             free_acts: Vec::new(),
             order: 0,
             outbox: Outbox::default(),
-            pending: HashMap::new(),
+            pending: InFlight::default(),
             done: VecDeque::new(),
             next_id: 0,
             now: 0,
@@ -424,14 +530,15 @@ impl Cluster {
         let t = self.now;
         let host = read.access != Access::IspFlash;
         let at_device = if host { self.pcie_down(read.origin, t, DESCRIPTOR_BYTES) } else { t };
-        self.pending.insert(
+        self.pending.push(
             id,
             Pending {
                 read,
                 issued: t,
                 at_device,
                 first_out: None,
-                data: vec![0; self.page_size],
+                data: Vec::new(),
+                page: None,
                 got: 0,
                 staged: 0,
             },
@@ -519,7 +626,7 @@ impl Cluster {
         match act {
             Act::Issue { node, source, id } => {
                 self.run_node(node as usize, t);
-                let addr = self.pending[&id].read.addr;
+                let addr = self.pending.get(id).read.addr;
                 // Request ids name commands: unique among a source's commands in flight.
                 let tag = id as u32;
                 if let Err(e) = self.nodes[node as usize].issue(source, FlashCommand::read(addr, tag)) {
@@ -532,11 +639,10 @@ impl Cluster {
                 self.send(from, to, msg);
             }
             Act::Deliver { id, offset, bytes } => {
-                let p = self.pending.get_mut(&id).expect("a delivery for a read in flight");
-                p.data[offset..offset + bytes.len()].copy_from_slice(&bytes);
-                p.got += bytes.len();
+                let p = self.pending.get_mut(id);
+                p.take(offset, bytes, self.page_size);
                 if p.got == self.page_size {
-                    let p = self.pending.remove(&id).expect("present");
+                    let p = self.pending.remove(id);
                     let hops = if p.read.node == p.read.origin {
                         0
                     } else {
@@ -547,18 +653,18 @@ impl Cluster {
                     self.done.push_back(ReadDone {
                         id,
                         read: p.read,
-                        data: p.data,
                         issued_ps: p.issued,
                         at_device_ps: p.at_device,
                         first_out_ps: p.first_out.unwrap_or(t),
                         done_ps: t,
                         hops,
+                        data: p.into_data(),
                     });
                 }
             }
             Act::HostServe { id } => {
                 // The device interrupts its host with the request.
-                let read = self.pending[&id].read;
+                let read = self.pending.get(id).read;
                 let at_host = self.pcie_up(read.node, t, DESCRIPTOR_BYTES);
                 match read.access {
                     Access::HostRemoteHost => {
@@ -569,16 +675,16 @@ impl Cluster {
                 }
             }
             Act::HostSend { id } => {
-                let read = self.pending[&id].read;
+                let read = self.pending.get(id).read;
                 let page = if read.access == Access::HostRemoteDram {
                     Arc::clone(&self.dram[read.node as usize][&read.addr])
                 } else {
-                    Arc::new(std::mem::take(&mut self.pending.get_mut(&id).expect("in flight").data))
+                    Arc::new(std::mem::take(&mut self.pending.get_mut(id).data))
                 };
                 if read.access == Access::HostRemoteDram {
-                    self.pending.get_mut(&id).expect("in flight").first_out = Some(t);
+                    self.pending.get_mut(id).first_out = Some(t);
                 } else {
-                    self.pending.get_mut(&id).expect("in flight").data = vec![0; self.page_size];
+                    self.pending.get_mut(id).data = Vec::new();
                 }
                 // The page goes down the host's PCIe slice by slice, each on to the network as it lands.
                 let slice = self.cfg.raw.slice_bytes as usize;
@@ -587,7 +693,8 @@ impl Cluster {
                     let at = self.pcie_down(read.node, t, len as u64);
                     let msg = data_message(id, off, &page[off..off + len]);
                     if read.node == read.origin {
-                        self.act(at, Act::Deliver { id, offset: off, bytes: page[off..off + len].to_vec() });
+                        let bytes = Bytes::Page(Arc::clone(&page), off..off + len);
+                        self.act(at, Act::Deliver { id, offset: off, bytes });
                     } else {
                         self.act(at, Act::Send { from: read.node, to: read.origin, msg });
                     }
@@ -610,7 +717,7 @@ impl Cluster {
             let id = u64::from_le_bytes(d.data[1..9].try_into().expect("8 bytes"));
             match d.data[0] {
                 KIND_REQUEST => {
-                    let read = self.pending[&id].read;
+                    let read = self.pending.get(id).read;
                     match read.access {
                         Access::IspFlash | Access::HostFlash => self.act(
                             d.delivered_ps,
@@ -623,14 +730,14 @@ impl Cluster {
                 }
                 _ => {
                     let offset = u32::from_le_bytes(d.data[9..13].try_into().expect("4 bytes")) as usize;
-                    let bytes = d.data[13..].to_vec();
-                    let origin = self.pending[&id].read.origin;
-                    let at = if self.pending[&id].read.access == Access::IspFlash {
+                    let len = (d.data.len() - DATA_HEADER) as u64;
+                    let origin = self.pending.get(id).read.origin;
+                    let at = if self.pending.get(id).read.access == Access::IspFlash {
                         d.delivered_ps
                     } else {
-                        self.pcie_up(origin, d.delivered_ps, bytes.len() as u64)
+                        self.pcie_up(origin, d.delivered_ps, len)
                     };
-                    self.act(at, Act::Deliver { id, offset, bytes });
+                    self.act(at, Act::Deliver { id, offset, bytes: Bytes::Message(d.data) });
                 }
             }
         }
@@ -650,13 +757,14 @@ impl Cluster {
                 }
                 continue;
             };
-            let p = self.pending.get_mut(&id).expect("a slice for a read in flight");
+            let p = self.pending.get_mut(id);
             let read = p.read;
             let bytes = slice.bytes();
             match source {
                 Source::Isp => {
                     p.first_out.get_or_insert(c.at_ps);
-                    self.act(c.at_ps, Act::Deliver { id, offset: slice.offset(), bytes: bytes.to_vec() });
+                    let (offset, bytes) = (slice.offset(), Bytes::Page(slice.page, slice.range));
+                    self.act(c.at_ps, Act::Deliver { id, offset, bytes });
                 }
                 Source::Remote(origin) => {
                     p.first_out.get_or_insert(c.at_ps);
@@ -665,18 +773,21 @@ impl Cluster {
                 }
                 Source::Host if read.node == read.origin && read.access == Access::HostFlash => {
                     p.first_out.get_or_insert(c.at_ps);
-                    let (off, data) = (slice.offset(), bytes.to_vec());
-                    let at = self.pcie_up(node as NodeId, c.at_ps, data.len() as u64);
-                    self.act(at, Act::Deliver { id, offset: off, bytes: data });
+                    let (offset, len) = (slice.offset(), bytes.len() as u64);
+                    let at = self.pcie_up(node as NodeId, c.at_ps, len);
+                    self.act(at, Act::Deliver { id, offset, bytes: Bytes::Page(slice.page, slice.range) });
                 }
                 Source::Host => {
                     // H-RH-F: the page's host reads its flash into its memory, then sends it on.
+                    if p.data.is_empty() {
+                        p.data = vec![0; self.page_size];
+                    }
                     p.data[slice.offset()..slice.offset() + bytes.len()].copy_from_slice(bytes);
                     p.staged += bytes.len();
                     let whole = p.staged == self.page_size;
                     let at = self.pcie_up(node as NodeId, c.at_ps, bytes.len() as u64);
                     if whole {
-                        self.pending.get_mut(&id).expect("in flight").first_out = Some(at);
+                        self.pending.get_mut(id).first_out = Some(at);
                         self.act(at, Act::HostSend { id });
                     }
                 }
@@ -696,8 +807,11 @@ impl Cluster {
     }
 }
 
+/// Bytes of a data message before its payload: kind, request id, offset in the page.
+const DATA_HEADER: usize = 13;
+
 pub(crate) fn data_message(id: u64, offset: usize, bytes: &[u8]) -> Vec<u8> {
-    let mut msg = Vec::with_capacity(13 + bytes.len());
+    let mut msg = Vec::with_capacity(DATA_HEADER + bytes.len());
     msg.push(KIND_DATA);
     msg.extend_from_slice(&id.to_le_bytes());
     msg.extend_from_slice(&(offset as u32).to_le_bytes());

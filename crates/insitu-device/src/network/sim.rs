@@ -213,6 +213,8 @@ pub struct Network {
     completed: VecDeque<(NodeId, EndpointId, u64)>,
     /// Deliveries not yet received.
     ready_total: usize,
+    /// Times a send queue got room back (see [`Network::room_freed`]).
+    room_freed: u64,
 }
 
 impl Network {
@@ -252,6 +254,7 @@ impl Network {
             arrivals: 0,
             completed: VecDeque::new(),
             ready_total: 0,
+            room_freed: 0,
         }
     }
 
@@ -323,6 +326,12 @@ impl Network {
 
     /// Whether `send` would take a message of `bytes` from endpoint `ep` of `src` now (its send queue has
     /// room), so a caller can keep the message rather than hand it over and get it refused.
+    /// How many times a send queue has got room back so far: while it stays the same, no send that
+    /// [`Network::can_send`] refused would be taken.
+    pub fn room_freed(&self) -> u64 {
+        self.room_freed
+    }
+
     pub fn can_send(&self, src: NodeId, ep: EndpointId, bytes: usize) -> bool {
         if src >= self.routes.nodes() || ep >= self.cfg.endpoints {
             return false;
@@ -451,6 +460,7 @@ impl Network {
                 None => {
                     // A message to its own node goes through the internal switch only.
                     self.endpoints[e].send_flits -= flits as u64;
+                    self.room_freed += 1;
                     if let Some(unit) = self.units[u as usize].as_mut() {
                         unit.head_ps = self.now;
                     }
@@ -498,6 +508,7 @@ impl Network {
             None => {
                 let e = self.ep_index(src, ep);
                 self.endpoints[e].send_flits -= flits as u64;
+                self.room_freed += 1;
                 self.pump_source(src, ep);
             }
         }

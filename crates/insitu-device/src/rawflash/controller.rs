@@ -14,7 +14,7 @@
 //! [`FlashController::now`] arrives one card latency later.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use insitu_flash::geometry::{BlockId, Geometry, PhysicalPage, Ppn};
@@ -108,6 +108,34 @@ enum Step {
     OpDone,
 }
 
+/// An event for the user, due at a time; ordered by (time, order of telling).
+#[derive(Debug)]
+struct Told {
+    at: Ps,
+    order: u64,
+    completion: Completion,
+}
+
+impl PartialEq for Told {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.order) == (other.at, other.order)
+    }
+}
+
+impl Eq for Told {}
+
+impl PartialOrd for Told {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Told {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.order).cmp(&(other.at, other.order))
+    }
+}
+
 /// A step of a command due at a time: (when, order, step, card, tag).
 type Due = Reverse<(Ps, u64, Step, u32, Tag)>;
 
@@ -123,7 +151,7 @@ pub(crate) struct Sim {
     chips: Vec<Unit>,
     buses: Vec<Unit>,
     steps: BinaryHeap<Due>,
-    user: BTreeMap<(Ps, u64), Completion>,
+    user: BinaryHeap<Reverse<Told>>,
     /// Per block with writes or erases in flight: (next page to program, commands in flight).
     expect: HashMap<BlockId, (u32, u32)>,
     stats: RawStats,
@@ -151,7 +179,7 @@ impl Sim {
             now: 0,
             order: 0,
             steps: BinaryHeap::new(),
-            user: BTreeMap::new(),
+            user: BinaryHeap::new(),
             expect: HashMap::new(),
             stats: RawStats::default(),
         })
@@ -173,7 +201,7 @@ impl Sim {
     pub(crate) fn next_time(&self) -> Option<Ps> {
         let step = self.steps.peek().map(|r| r.0 .0);
         let slice = self.cards.iter().filter_map(|c| c.slices.peek().map(|r| r.0 .0)).min();
-        let told = self.user.first_key_value().map(|(k, _)| k.0);
+        let told = self.user.peek().map(|r| r.0.at);
         [step, slice, told].into_iter().flatten().min()
     }
 
@@ -222,7 +250,11 @@ impl Sim {
 
     fn tell(&mut self, at: Ps, card: u32, tag: Tag, event: Event) {
         let o = self.next_order();
-        self.user.insert((at, o), Completion { card, tag, at_ps: at, event });
+        self.user.push(Reverse(Told {
+            at,
+            order: o,
+            completion: Completion { card, tag, at_ps: at, event },
+        }));
     }
 
     fn slot(&mut self, card: u32, tag: Tag) -> &mut Slot {
@@ -318,7 +350,7 @@ impl Sim {
                 .filter_map(|(i, c)| c.slices.peek().map(|r| (r.0 .0, i)))
                 .min()
                 .unwrap_or((Ps::MAX, 0));
-            let told = self.user.first_key_value().map_or(Ps::MAX, |(k, _)| k.0);
+            let told = self.user.peek().map_or(Ps::MAX, |r| r.0.at);
             let t = step.min(slice).min(told);
             if t == Ps::MAX || t > limit {
                 if limit != Ps::MAX {
@@ -332,7 +364,7 @@ impl Sim {
                 let Reverse((at, _, step, card, tag)) = self.steps.pop().expect("peeked");
                 self.run_step(cells, at, step, card, tag);
             } else {
-                let (_, c) = self.user.pop_first().expect("peeked");
+                let c = self.user.pop().expect("peeked").0.completion;
                 self.now = c.at_ps;
                 if c.event.is_done() {
                     self.retire(c.card, c.tag);
