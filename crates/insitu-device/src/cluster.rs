@@ -354,6 +354,9 @@ pub struct Cluster {
     dram: Vec<HashMap<FlashAddr, Arc<Vec<u8>>>>,
     net: Network,
     acts: BinaryHeap<Reverse<(Ps, u64, usize)>>,
+    /// Acts due at the time they were made, in the order made. They come after the heap's acts of the
+    /// same time, which were all made earlier (time never goes back): the heap's order, without it.
+    acts_now: VecDeque<(Ps, Act)>,
     act_slots: Vec<Option<Act>>,
     free_acts: Vec<usize>,
     order: u64,
@@ -389,6 +392,7 @@ impl Cluster {
             pcie,
             dram: vec![HashMap::new(); n],
             acts: BinaryHeap::new(),
+            acts_now: VecDeque::new(),
             act_slots: Vec::new(),
             free_acts: Vec::new(),
             order: 0,
@@ -572,32 +576,47 @@ impl Cluster {
             if let Some(d) = self.done.pop_front() {
                 return Some(d);
             }
-            let t_act = self.acts.peek().map(|r| r.0 .0);
-            let t_net = self.net.next_event();
-            let t_node = self.node_next.iter().enumerate().filter_map(|(i, t)| t.map(|t| (t, i))).min();
-            let t = [t_act, t_net, t_node.map(|x| x.0)].into_iter().flatten().min();
-            let Some(t) = t.filter(|t| *t <= limit) else {
+            // Ps::MAX stands for "nothing due".
+            let t_heap = self.acts.peek().map_or(Ps::MAX, |r| r.0 .0);
+            let t_act = t_heap.min(self.acts_now.front().map_or(Ps::MAX, |a| a.0));
+            let t_net = self.net.next_event().unwrap_or(Ps::MAX);
+            let (mut t_node, mut node) = (Ps::MAX, 0);
+            for (i, t) in self.node_next.iter().enumerate() {
+                if let Some(t) = *t {
+                    if t < t_node {
+                        (t_node, node) = (t, i);
+                    }
+                }
+            }
+            let t = t_act.min(t_net).min(t_node);
+            if t == Ps::MAX || t > limit {
                 if limit != Ps::MAX {
                     self.now = self.now.max(limit);
                 }
                 return None;
-            };
+            }
             self.now = self.now.max(t);
-            if t_act == Some(t) {
+            if t_heap == t {
                 let Reverse((_, _, slot)) = self.acts.pop().expect("peeked");
                 let act = self.act_slots[slot].take().expect("a due act");
                 self.free_acts.push(slot);
                 self.perform(t, act);
-            } else if t_net == Some(t) {
+            } else if t_act == t {
+                let (_, act) = self.acts_now.pop_front().expect("due now");
+                self.perform(t, act);
+            } else if t_net == t {
                 self.run_network(t);
             } else {
-                let node = t_node.expect("the minimum").1;
                 self.run_node(node, t);
             }
         }
     }
 
     fn act(&mut self, at: Ps, act: Act) {
+        if at == self.now {
+            self.acts_now.push_back((at, act));
+            return;
+        }
         let slot = match self.free_acts.pop() {
             Some(s) => {
                 self.act_slots[s] = Some(act);

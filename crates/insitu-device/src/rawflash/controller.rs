@@ -80,6 +80,9 @@ struct Slot {
     data: Option<Vec<u8>>,
     awaiting_data: bool,
     result: Option<Result<(), RawFlashError>>,
+    /// A read's page: when its bus transfer began, and its first slice's order number.
+    bus_start: Ps,
+    first_order: u64,
 }
 
 #[derive(Debug, Default)]
@@ -301,6 +304,8 @@ impl Sim {
             data: None,
             awaiting_data: false,
             result: None,
+            bus_start: 0,
+            first_order: 0,
         };
         let c = &mut self.cards[card as usize];
         c.slots[tag as usize] = Some(slot);
@@ -389,9 +394,21 @@ impl Sim {
         }
     }
 
+    /// Queues slice `k` of the page that `tag` of `card` moves over its bus.
+    fn queue_slice(&mut self, card: u32, tag: Tag, k: u32) {
+        let (n, bus_page_ps) = (self.slices_per_page() as Ps, self.cfg.bus_page_ps);
+        let s = self.slot(card, tag);
+        let ready = s.bus_start + (k as Ps + 1) * bus_page_ps / n;
+        let order = s.first_order + k as u64;
+        self.cards[card as usize].slices.push(Reverse((ready, order, tag, k)));
+    }
+
     fn send_slice(&mut self, card: usize) {
         let Reverse((ready, _, tag, k)) = self.cards[card].slices.pop().expect("peeked");
         let n = self.slices_per_page();
+        if k + 1 < n {
+            self.queue_slice(card as u32, tag, k + 1);
+        }
         let sb = self.cfg.slice_bytes as usize;
         let page_size = self.geo.page_size as usize;
         let range = k as usize * sb..((k as usize + 1) * sb).min(page_size);
@@ -516,12 +533,15 @@ impl Sim {
         self.buses[bus].busy = true;
         let done = t + self.cfg.bus_page_ps;
         if self.slot(card, tag).cmd.op == FlashOp::Read {
-            let n = self.slices_per_page() as Ps;
-            for k in 0..n {
-                let ready = t + (k + 1) * self.cfg.bus_page_ps / n;
-                let o = self.next_order();
-                self.cards[card as usize].slices.push(Reverse((ready, o, tag, k as u32)));
-            }
+            // The page's slices are ready one after another as the bus moves it; each waits for the
+            // card's path in the order of its readiness, ties by the order numbers taken here. Only
+            // the next slice of a page is queued: the one after it is queued as it leaves.
+            let n = self.slices_per_page();
+            let first = self.order + 1;
+            self.order += n as u64;
+            self.slot(card, tag).bus_start = t;
+            self.slot(card, tag).first_order = first;
+            self.queue_slice(card, tag, 0);
         }
         self.step(done, Step::BusDone, card, tag);
     }
