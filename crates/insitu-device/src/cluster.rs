@@ -15,9 +15,18 @@
 //!
 //! The host interface (§3.3) is priced by the profile's PCIe figures: requests and pages cross it one
 //! after another each way at `host_link.write_bw` (to the device) and `host_link.read_bw` (to the host),
-//! plus `host_link.latency_us`. Host software is priced at nothing beyond those crossings: the profile
-//! has no figure for it (the paper's 16-25 us of software per request is Connectal's RPC and interrupt
-//! path, which is not modeled).
+//! plus `host_link.latency_us`. The paper's host interface has 128 page buffers each way, four DMA
+//! engines each way and, on the read path, a FIFO per request that holds a page's slices until a DMA
+//! burst's worth has come (§3.3, Fig. 7; §5: the engines are there "to more easily make maximum use of
+//! the PCIe bandwidth"). Here a slice (512 bytes on `bluedbm`) is taken to be at least a burst (an
+//! assumption: the paper does not give the burst size; PCIe Gen1 payloads are commonly 128-256 bytes),
+//! so no slice waits in its FIFO; and the four engines of a direction share one link whose bandwidth is
+//! the limit, so they are priced as that link taking slices in the order they are ready. The 128 read
+//! buffers bound a host's reads in flight ([`ClusterConfig::host_page_buffers`]: the benchmark's window).
+//!
+//! Host software is priced at nothing beyond those crossings: the profile has no figure for it (the
+//! paper's 16-25 us of software per request is Connectal's RPC and interrupt path, which is not
+//! modeled).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
