@@ -1,7 +1,8 @@
 //! Objects as plain bytes: `put` (striped over all devices, or on one), `get`, `rm`, `ls`.
 //!
 //! Writes go through the command set like a host driver's would: CreateObject on each device holding a
-//! part (space is reserved up front, so a full device fails before any byte moves), Append commands
+//! part (space is reserved up front when the input's size is known, so a full device fails before any
+//! byte moves; a pipe is read to its end and a full device fails the put there), Append commands
 //! pipelined per device, Commit on every device, then the catalog entry: the commit point. A crash before
 //! the catalog entry leaves parts that the next open removes, so an object is whole or absent.
 
@@ -39,7 +40,8 @@ pub enum Placement {
     Device(u32),
 }
 
-/// Stores the file at `path` as object `name`.
+/// Stores the file at `path` as object `name`. Pipes, FIFOs, character devices and `/proc` files
+/// (whose size the file system does not know) are read to their end like any other input.
 pub fn put(
     array: &mut Array,
     path: &Path,
@@ -47,14 +49,31 @@ pub fn put(
     placement: Placement,
     progress: Progress<'_>,
 ) -> Result<Report> {
-    crate::array::validate_user_name(name)?;
-    array.check_free(name)?;
     let meta = std::fs::metadata(path).map_err(|e| HostError::io(path, e))?;
     if meta.is_dir() {
         return Err(HostError::InvalidArgument(format!("{} is a directory, not a file", path.display())));
     }
     let mut file = File::open(path).map_err(|e| HostError::io(path, e))?;
-    let size = meta.len();
+    // A regular file says its size (a `/proc` file says 0 and has more); anything else is read to its end.
+    let size = (meta.is_file() && meta.len() > 0).then_some(meta.len());
+    put_reader(array, &mut file, size, path, name, placement, progress)
+}
+
+/// Stores what `input` holds, up to its end, as object `name`. `size`, when known, reserves the
+/// space before any byte moves (a full device fails at once) and must be what `input` holds: an input
+/// that turns out longer or shorter (a file changed while being read) is refused and nothing is stored.
+/// `label` names the input in errors.
+pub fn put_reader(
+    array: &mut Array,
+    input: &mut dyn Read,
+    size: Option<u64>,
+    label: &Path,
+    name: &str,
+    placement: Placement,
+    progress: Progress<'_>,
+) -> Result<Report> {
+    crate::array::validate_user_name(name)?;
+    array.check_free(name)?;
     let devices: Vec<u32> = match placement {
         Placement::Striped => (0..array.devices().len() as u32).collect(),
         Placement::Device(d) => {
@@ -62,18 +81,28 @@ pub fn put(
             vec![d]
         }
     };
-    let entry = ObjectEntry {
+    let mut entry = ObjectEntry {
         name: name.to_string(),
-        size,
+        size: size.unwrap_or(0),
         stripe_unit: array.config().stripe_unit,
         devices,
         kind: EntryKind::Blob,
     };
     let measure = Measure::start("put", array)?;
-    let txns = create_parts(array, &entry)?;
-    if let Err(e) = stream_parts(array, &entry, &txns, &mut file, path, progress) {
-        abort_parts(array, &entry, &txns);
-        return Err(e);
+    let txns = create_parts(array, &entry, size.is_some())?;
+    let streamed = stream_parts(array, &entry, &txns, input, label, progress).and_then(|n| match size {
+        Some(s) if s != n => Err(HostError::InvalidArgument(format!(
+            "{} changed while being read: {s} bytes at the start, {n} read; nothing was stored",
+            label.display()
+        ))),
+        _ => Ok(n),
+    });
+    match streamed {
+        Ok(n) => entry.size = n,
+        Err(e) => {
+            abort_parts(array, &entry, &txns);
+            return Err(e);
+        }
     }
     for (i, dev) in entry.devices.iter().enumerate() {
         if let Err(e) = array.device(*dev)?.call(Commit { txn: txns[i] }).map_err(HostError::device(*dev)) {
@@ -85,6 +114,7 @@ pub fn put(
         }
         array.faults.hit("put-part-committed");
     }
+    let size = entry.size;
     array.commit_entry(entry.clone())?;
     array.faults.hit("put-catalog");
     let headline = format!("put {name} ({}) on device(s) {}", human_bytes(size), json!(entry.devices));
@@ -93,19 +123,22 @@ pub fn put(
     measure.finish(array, headline, result)
 }
 
-fn create_parts(array: &Array, entry: &ObjectEntry) -> Result<Vec<u64>> {
+/// Starts a part on each device; with `sized`, each reserves its share of `entry.size`.
+fn create_parts(array: &Array, entry: &ObjectEntry, sized: bool) -> Result<Vec<u64>> {
     let mut txns = Vec::new();
     for (i, dev) in entry.devices.iter().enumerate() {
         let layout = entry.layout(i);
         let mut attrs = BTreeMap::new();
         attrs.insert("part".into(), format!("{i}/{}", entry.devices.len()));
-        attrs.insert("total_size".into(), entry.size.to_string());
+        if sized {
+            attrs.insert("total_size".into(), entry.size.to_string());
+        }
         attrs.insert("stripe_unit".into(), entry.stripe_unit.to_string());
         let cmd = CreateObject {
             name: entry.name.clone(),
             kind: "stripe".into(),
             attrs,
-            expected_size: Some(layout.part_size()),
+            expected_size: sized.then(|| layout.part_size()),
         };
         match array.device(*dev)?.call(cmd).map_err(HostError::device(*dev)) {
             Ok(t) => txns.push(t),
@@ -130,14 +163,16 @@ fn abort_parts(array: &Array, entry: &ObjectEntry, txns: &[u64]) {
     }
 }
 
+/// Reads `input` to its end in stripe units, dealt round-robin over the parts (the layout of
+/// [`ObjectEntry::pieces`]), with a few appends in flight per device; returns the bytes read.
 fn stream_parts(
     array: &Array,
     entry: &ObjectEntry,
     txns: &[u64],
-    file: &mut File,
-    path: &Path,
+    input: &mut dyn Read,
+    label: &Path,
     progress: Progress<'_>,
-) -> Result<()> {
+) -> Result<u64> {
     let mut inflight: Vec<VecDeque<Pending<'_, Append>>> =
         (0..entry.devices.len()).map(|_| VecDeque::new()).collect();
     let mut done = 0u64;
@@ -145,9 +180,15 @@ fn stream_parts(
         let dev = p.client().id();
         p.wait().map_err(HostError::device(dev))
     };
-    for (part, _local, _global, len) in entry.pieces(entry.stripe_unit) {
-        let mut data = vec![0u8; len as usize];
-        file.read_exact(&mut data).map_err(|e| HostError::io(path, e))?;
+    let unit = entry.stripe_unit.max(1) as usize;
+    for stripe in 0u64.. {
+        let mut data = vec![0u8; unit];
+        let len = read_full(input, &mut data).map_err(|e| HostError::io(label, e))?;
+        if len == 0 {
+            break;
+        }
+        data.truncate(len);
+        let part = (stripe % entry.devices.len() as u64) as usize;
         let dev = entry.devices[part];
         if inflight[part].len() >= WINDOW_PER_DEVICE {
             wait(inflight[part].pop_front().expect("window is not empty"))?;
@@ -155,16 +196,33 @@ fn stream_parts(
         let p =
             array.device(dev)?.submit(Append { txn: txns[part], data }).map_err(HostError::device(dev))?;
         inflight[part].push_back(p);
-        done += len;
-        progress(done, entry.size);
+        done += len as u64;
+        progress(done, entry.size.max(done));
         array.faults.hit("put-stripe");
+        if len < unit {
+            break;
+        }
     }
     for q in &mut inflight {
         while let Some(p) = q.pop_front() {
             wait(p)?;
         }
     }
-    Ok(())
+    Ok(done)
+}
+
+/// Fills `buf` from `input` unless it ends first; returns the bytes read (short only at the end).
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// Streams object `name` to `out` in order, reading from all its devices in parallel.

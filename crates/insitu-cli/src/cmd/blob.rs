@@ -15,7 +15,10 @@ use crate::output;
 
 #[derive(Args, Debug)]
 pub struct Put {
+    /// The file to store: a regular file, a pipe or FIFO, a device or `/proc` file (read to its end),
+    /// or `-` for standard input.
     file: PathBuf,
+    /// The object's name (default: the file's name; required with `-`).
     #[arg(long)]
     name: Option<String>,
     /// Keep the object whole on this device.
@@ -25,12 +28,33 @@ pub struct Put {
 
 impl Put {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let stdin = self.file.as_os_str() == "-";
+        if stdin && self.name.is_none() {
+            anyhow::bail!("reading standard input (-) needs --name for the object");
+        }
         let name = name_for(self.name, &self.file, true, "an object")?;
         let mut array = ctx.open()?;
-        let size = std::fs::metadata(&self.file).map(|m| m.len()).unwrap_or(0);
-        let bar = output::progress(size, "put");
+        let size = std::fs::metadata(&self.file).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
+        let bar = if size > 0 { output::progress(size, "put") } else { output::dynamic("put") };
         let placement = self.device.map_or(Placement::Striped, Placement::Device);
-        let report = blob::put(&mut array, &self.file, &name, placement, &|d, _| bar.set_position(d))?;
+        let progress = |d, total| {
+            bar.set_length(total);
+            bar.set_position(d)
+        };
+        let report = if stdin {
+            let label = std::path::Path::new("standard input");
+            blob::put_reader(
+                &mut array,
+                &mut std::io::stdin().lock(),
+                None,
+                label,
+                &name,
+                placement,
+                &progress,
+            )?
+        } else {
+            blob::put(&mut array, &self.file, &name, placement, &progress)?
+        };
         bar.finish_and_clear();
         array.close()?;
         ctx.out.report(&report);

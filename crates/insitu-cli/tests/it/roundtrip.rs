@@ -212,3 +212,62 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     assert!(env.fails(&["put-list", s(&a), "--name", "x", "--entry-size", "6"]).contains("multiple of 4"));
     assert!(env.fails(&["intersect", "a", "a"]).contains("given twice"));
 }
+
+/// Runs `insitu ARGS` with `input` on its standard input; returns the output.
+fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = env
+        .cmd()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
+#[test]
+fn put_reads_pipes_fifos_proc_files_and_stdin_to_their_end() {
+    let env = Env::new();
+    env.init(&["--devices", "3", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    let back = |name: &str| {
+        let out = env.path(&format!("{name}.out"));
+        env.ok(&["get", name, "-o", s(&out)]);
+        std::fs::read(&out).unwrap()
+    };
+    // Standard input as `-`: an odd size, an exact number of stripes, and nothing at all.
+    for (name, n) in [("odd", 100_003), ("stripes", 5 * 4096), ("empty", 0)] {
+        let data = text(n, n as u64, b"pipe");
+        let o = with_stdin(&env, &["--json", "put", "-", "--name", name], &data);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let put: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(put["result"]["size"], n, "{name}");
+        assert_eq!(back(name), data, "{name}");
+    }
+    let err = String::from_utf8(with_stdin(&env, &["put", "-"], b"x").stderr).unwrap();
+    assert!(err.contains("needs --name"), "{err}");
+    // A FIFO, written by another thread while insitu reads it.
+    let fifo = env.path("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let data = text(70_001, 7, b"fifo");
+    let writer = {
+        let (fifo, data) = (fifo.clone(), data.clone());
+        std::thread::spawn(move || std::fs::write(fifo, data).unwrap())
+    };
+    env.ok(&["put", s(&fifo), "--name", "fifo"]);
+    writer.join().unwrap();
+    assert_eq!(back("fifo"), data);
+    // A /proc file says it holds 0 bytes and has more.
+    let version = std::fs::read("/proc/version").unwrap();
+    assert!(!version.is_empty());
+    env.ok(&["put", "/proc/version", "--name", "version", "--device", "1"]);
+    assert_eq!(back("version"), version);
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+}

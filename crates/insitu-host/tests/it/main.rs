@@ -83,3 +83,25 @@ fn objects_on_one_device_and_striped_read_back_identically() {
     assert_eq!(a.entry("one").unwrap().devices, vec![3]);
     assert!(a.fsck().unwrap().is_empty());
 }
+
+#[test]
+fn an_input_that_is_not_the_size_it_said_is_refused_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(&dir.path().join("a"), 3, 4096);
+    let data = bytes(20_000, 5, b"ab");
+    let label = std::path::Path::new("changing");
+    for said in [19_999, 20_001, 40_000] {
+        let e =
+            blob::put_reader(&mut a, &mut &data[..], Some(said), label, "o", Placement::Striped, &|_, _| {})
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("changing changed while being read") && e.contains("nothing was stored"), "{e}");
+        assert!(a.catalog().objects.is_empty());
+    }
+    // The name is free, and no part was left on any device.
+    blob::put_reader(&mut a, &mut &data[..], None, label, "o", Placement::Striped, &|_, _| {}).unwrap();
+    let mut back = Vec::new();
+    blob::get(&a, "o", &mut back, &|_, _| {}).unwrap();
+    assert_eq!(back, data);
+    assert_eq!(a.fsck().unwrap(), Vec::<String>::new());
+}
