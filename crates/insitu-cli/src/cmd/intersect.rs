@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use insitu_host::intersect::lists::{index_text, put_list};
+use insitu_host::intersect::lists::{index_text, put_list, IdFormat};
 use insitu_host::intersect::model::{predict, render, Workload};
 use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
 use insitu_host::units::parse_size;
@@ -15,9 +15,24 @@ use serde_json::json;
 
 use crate::cmd::{name_for, Ctx};
 
+/// How a file of IDs is written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ListFormat {
+    /// Little-endian unsigned 32-bit integers, back to back.
+    U32le,
+    /// Decimal integers separated by white space, commas or new lines.
+    Text,
+}
+
 #[derive(Args, Debug)]
 pub struct PutList {
+    /// A file of sorted IDs without duplicates.
     file: PathBuf,
+    /// How the file's IDs are written (default: from its extension: .bin and .u32 are u32le; .txt,
+    /// .csv and .tsv are text; any other extension needs --format).
+    #[arg(long, value_enum)]
+    format: Option<ListFormat>,
+    /// The list's name (default: the file's name without its extension).
     #[arg(long)]
     name: Option<String>,
     /// Bytes per entry: a 4-byte ID plus a payload (filled deterministically).
@@ -31,7 +46,11 @@ impl PutList {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let name = name_for(self.name, &self.file, false, "a list")?;
         let mut array = ctx.open()?;
-        let report = put_list(&mut array, &self.file, &name, self.entry_size, self.device)?;
+        let format = self.format.map(|f| match f {
+            ListFormat::U32le => IdFormat::U32Le,
+            ListFormat::Text => IdFormat::Text,
+        });
+        let report = put_list(&mut array, &self.file, format, &name, self.entry_size, self.device)?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)

@@ -213,6 +213,48 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     assert!(env.fails(&["intersect", "a", "a"]).contains("given twice"));
 }
 
+#[test]
+fn put_list_reads_the_format_it_is_told_and_never_guesses() {
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "tiny"]);
+    let ids = |name: &str| -> Vec<u64> {
+        let r = env.json(&["intersect", name, "all", "--ids-only"]);
+        r["result"]["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
+    };
+    let all = env.write("all.txt", (0..100).map(|i| i.to_string()).collect::<Vec<_>>().join("\n").as_bytes());
+    env.ok(&["put-list", s(&all)]);
+    // A stray word in a text file is an error naming its line, not a reason to read the file as binary.
+    let stray = env.write("l.txt", b"1\n2\nfoo\n");
+    let err = env.fails(&["put-list", s(&stray)]);
+    assert!(err.contains("line 3") && err.contains("\"foo\" is not an ID"), "{err}");
+    let header = env.write("h.csv", b"id\n1\n2\n");
+    let err = env.fails(&["put-list", s(&header)]);
+    assert!(err.contains("line 1 looks like a header"), "{err}");
+    // An extension that names no format needs --format; with it, the same bytes read either way.
+    let plain = env.write("ids.dat", b"10 11,12\n13\n");
+    assert!(env.fails(&["put-list", s(&plain)]).contains("give --format u32le"));
+    env.ok(&["put-list", s(&plain), "--format", "text", "--name", "t"]);
+    assert_eq!(ids("t"), vec![10, 11, 12, 13]);
+    let le: Vec<u8> = [20u32, 30, 40].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let bin = env.write("ids.lst", &le);
+    env.ok(&["put-list", s(&bin), "--format", "u32le", "--name", "b"]);
+    assert_eq!(ids("b"), vec![20, 30, 40]);
+    let r = env.json(&["intersect", "b", "t", "--ids-only"]);
+    assert_eq!(r["result"]["ids"], serde_json::json!([]));
+    // A text file told to be binary is read as binary: 4 bytes "1\n2\n" make one ID.
+    let four = env.write("four.txt", b"1\n2\n");
+    env.ok(&["put-list", s(&four), "--format", "u32le", "--name", "raw"]);
+    let r = env.json(&["ls"]);
+    let raw = r["result"]["objects"].as_array().unwrap().iter().find(|o| o["name"] == "raw").unwrap().clone();
+    assert_eq!(raw["size"], 4, "{raw}");
+    let names: Vec<_> =
+        r["result"]["objects"].as_array().unwrap().iter().map(|o| o["name"].clone()).collect();
+    assert!(
+        !names.contains(&serde_json::json!("l")) && !names.contains(&serde_json::json!("h")),
+        "{names:?}"
+    );
+}
+
 /// Runs `insitu ARGS` with `input` on its standard input; returns the output.
 fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> std::process::Output {
     use std::io::Write;

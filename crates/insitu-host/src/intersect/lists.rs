@@ -1,6 +1,6 @@
 //! Lists on devices (DaMoN '16 §3.2): entries of `s` bytes, a 4-byte little-endian ID then `s - 4` bytes of
 //! payload, sorted by ID without duplicates. `put-list` loads IDs from a binary file of little-endian u32
-//! or a text file of integers; `gen lists` makes the paper's synthetic pairs.
+//! or a text file of integers (the format named by `--format` or the file's extension, never guessed); `gen lists` makes the paper's synthetic pairs.
 
 use std::path::Path;
 
@@ -38,38 +38,83 @@ pub fn check_entry_size(s: u32) -> Result<()> {
     Ok(())
 }
 
-/// Reads IDs: text (integers separated by white space or commas) when the file is valid UTF-8 text,
-/// little-endian u32 otherwise (and for `.bin`/`.u32` files).
-pub fn read_ids(path: &Path) -> Result<Vec<u32>> {
-    let bytes = std::fs::read(path).map_err(|e| HostError::io(path, e))?;
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let text = !matches!(ext, "bin" | "u32")
-        && std::str::from_utf8(&bytes)
-            .is_ok_and(|t| t.chars().all(|c| c.is_ascii_digit() || c.is_ascii_whitespace() || c == ','));
-    if text {
-        let t = std::str::from_utf8(&bytes).expect("checked above");
-        t.split(|c: char| c.is_ascii_whitespace() || c == ',')
-            .filter(|w| !w.is_empty())
-            .enumerate()
-            .map(|(i, w)| {
-                w.parse::<u32>().map_err(|_| {
-                    HostError::InvalidArgument(format!(
-                        "{}: value {i} ({w:?}) is not a 32-bit unsigned ID",
-                        path.display()
-                    ))
-                })
-            })
-            .collect()
-    } else {
-        if bytes.len() % 4 != 0 {
-            return Err(HostError::InvalidArgument(format!(
-                "{}: {} bytes is not a whole number of 4-byte IDs",
-                path.display(),
-                bytes.len()
-            )));
+/// How a file of IDs is written. Never guessed from the content: a text file with a stray character
+/// must not be read as binary IDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum IdFormat {
+    /// Little-endian unsigned 32-bit integers, back to back (`.bin`, `.u32`).
+    U32Le,
+    /// Decimal integers separated by white space, commas or new lines (`.txt`, `.csv`, `.tsv`).
+    Text,
+}
+
+impl IdFormat {
+    /// The format a file's extension names, if it names one.
+    pub fn from_extension(path: &Path) -> Option<IdFormat> {
+        match path.extension()?.to_str()? {
+            "bin" | "u32" => Some(IdFormat::U32Le),
+            "txt" | "csv" | "tsv" => Some(IdFormat::Text),
+            _ => None,
         }
-        Ok(le::decode_u32s(&bytes))
     }
+
+    /// `format`, or the one `path`'s extension names; an error saying what to do when neither says.
+    pub fn resolve(format: Option<IdFormat>, path: &Path) -> Result<IdFormat> {
+        format.or_else(|| IdFormat::from_extension(path)).ok_or_else(|| {
+            HostError::InvalidArgument(format!(
+                "{}: cannot tell how its IDs are written from its name; give --format u32le (little-endian \
+                 32-bit integers, as .bin and .u32 files) or --format text (decimal integers, as .txt, .csv \
+                 and .tsv files)",
+                path.display()
+            ))
+        })
+    }
+}
+
+/// Reads the IDs of `path`, written as `format` says.
+pub fn read_ids(path: &Path, format: IdFormat) -> Result<Vec<u32>> {
+    let bytes = std::fs::read(path).map_err(|e| HostError::io(path, e))?;
+    match format {
+        IdFormat::Text => parse_text_ids(&bytes).map_err(|e| {
+            HostError::InvalidArgument(format!("{}: {e} (read as --format text)", path.display()))
+        }),
+        IdFormat::U32Le => {
+            if bytes.len() % 4 != 0 {
+                return Err(HostError::InvalidArgument(format!(
+                    "{}: {} bytes is not a whole number of 4-byte IDs (read as --format u32le)",
+                    path.display(),
+                    bytes.len()
+                )));
+            }
+            Ok(le::decode_u32s(&bytes))
+        }
+    }
+}
+
+/// IDs written as decimal integers separated by white space or commas; the error names the line.
+fn parse_text_ids(bytes: &[u8]) -> std::result::Result<Vec<u32>, String> {
+    let mut ids = Vec::new();
+    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_no = n + 1;
+        let line = std::str::from_utf8(line).map_err(|_| format!("line {line_no} is not UTF-8 text"))?;
+        for word in line.split(|c: char| c.is_ascii_whitespace() || c == ',').filter(|w| !w.is_empty()) {
+            match word.parse::<u32>() {
+                Ok(id) => ids.push(id),
+                Err(_) if ids.is_empty() && word.chars().any(|c| c.is_alphabetic()) => {
+                    return Err(format!(
+                        "line {line_no} looks like a header ({word:?}); a list file holds IDs only: remove that line"
+                    ))
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "line {line_no}: {word:?} is not an ID (a whole number from 0 to {})",
+                        u32::MAX
+                    ))
+                }
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// The payload of an entry: deterministic bytes derived from its ID.
@@ -88,13 +133,22 @@ pub fn entries(ids: &[u32], entry_size: u32) -> Vec<u8> {
     out
 }
 
-/// `put-list`: stores the IDs of `path` as list `name` on device `dev`.
-pub fn put_list(array: &mut Array, path: &Path, name: &str, entry_size: u32, dev: u32) -> Result<Report> {
+/// `put-list`: stores the IDs of `path` as list `name` on device `dev`. `format` says how the file is
+/// written; without it, its extension must say ([`IdFormat::from_extension`]).
+pub fn put_list(
+    array: &mut Array,
+    path: &Path,
+    format: Option<IdFormat>,
+    name: &str,
+    entry_size: u32,
+    dev: u32,
+) -> Result<Report> {
     validate_user_name(name)?;
     check_entry_size(entry_size)?;
+    let format = IdFormat::resolve(format, path)?;
     array.device(dev)?;
     array.check_free(name)?;
-    let ids = read_ids(path)?;
+    let ids = read_ids(path, format)?;
     if let Some(i) = first_unsorted(&ids) {
         let what = if ids[i] == ids[i - 1] { "a duplicate of" } else { "smaller than" };
         return Err(HostError::InvalidArgument(format!(

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
-use crate::intersect::lists::{gen_lists, put_list};
+use crate::intersect::lists::{gen_lists, put_list, IdFormat};
 use crate::intersect::model::{predict, Workload};
 use crate::intersect::operator::{intersect, IntersectPlacement, Output};
 
@@ -43,8 +43,8 @@ fn point(
     let (p1, p2) = (work.join(format!("l1-{seq}.bin")), work.join(format!("l2-{seq}.bin")));
     let (n1, n2, common) = gen_lists(n1.max(1), n2.max(1), r, seq as u64 + 7, &p1, &p2)?;
     let (na, nb) = (format!("a{seq}"), format!("b{seq}"));
-    put_list(a, &p1, &na, s, 0)?;
-    put_list(a, &p2, &nb, s, 0)?;
+    put_list(a, &p1, Some(IdFormat::U32Le), &na, s, 0)?;
+    put_list(a, &p2, Some(IdFormat::U32Le), &nb, s, 0)?;
     let _ = std::fs::remove_file(&p1);
     let _ = std::fs::remove_file(&p2);
     let names = vec![na.clone(), nb.clone()];

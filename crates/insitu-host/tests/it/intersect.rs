@@ -25,7 +25,7 @@ fn placements_agree_with_a_naive_intersection() {
     gen_lists(50_000, 60_000, 0.5, 2, &p3, &dir.path().join("x.bin")).unwrap();
     let (l1, l2) = (read_u32(&p1), read_u32(&p2));
     for (p, n) in [(&p1, "l1"), (&p2, "l2")] {
-        put_list(&mut a, p, n, 16, 0).unwrap();
+        put_list(&mut a, p, None, n, 16, 0).unwrap();
     }
     let want = intersect_naive(&[&l1, &l2]);
     assert!(want.len() >= 600, "the planted fraction is there");
@@ -43,7 +43,7 @@ fn placements_agree_with_a_naive_intersection() {
     assert_eq!(got[0], entries(&want, 16), "whole entries of the first list come back");
     assert!(got.iter().all(|g| *g == got[0]));
     // Three lists, shortest first.
-    put_list(&mut a, &p3, "l3", 16, 0).unwrap();
+    put_list(&mut a, &p3, None, "l3", 16, 0).unwrap();
     let l3 = read_u32(&p3);
     let names3 = vec!["l2".to_string(), "l3".to_string(), "l1".to_string()];
     let (_, r) = intersect(&a, &names3, IntersectPlacement::Device, Output::Ids).unwrap();
@@ -58,8 +58,8 @@ fn lists_larger_than_session_memory_are_split_on_id_ranges() {
     let mut a = array(dir.path(), "tiny", 1); // 8 MiB of device memory
     let (p1, p2) = (dir.path().join("1.bin"), dir.path().join("2.bin"));
     gen_lists(400_000, 600_000, 0.1, 3, &p1, &p2).unwrap(); // 12 MB of IDs and positions
-    put_list(&mut a, &p1, "a", 4, 0).unwrap();
-    put_list(&mut a, &p2, "b", 4, 0).unwrap();
+    put_list(&mut a, &p1, None, "a", 4, 0).unwrap();
+    put_list(&mut a, &p2, None, "b", 4, 0).unwrap();
     let (r, got) = intersect(&a, &["a".into(), "b".into()], IntersectPlacement::Device, Output::Ids).unwrap();
     assert!(r.result["partitions"].as_u64().unwrap() >= 2, "{}", r.result);
     // A hash-set reference: the quadratic naive one is too slow for lists this long.
@@ -75,19 +75,19 @@ fn bad_lists_and_requests_are_refused() {
     let mut a = array(dir.path(), "tiny", 2);
     let bad = dir.path().join("bad.txt");
     std::fs::write(&bad, "1 4 9 9 12").unwrap();
-    let err = put_list(&mut a, &bad, "bad", 4, 0).unwrap_err().to_string();
+    let err = put_list(&mut a, &bad, None, "bad", 4, 0).unwrap_err().to_string();
     assert!(err.contains("position 3") && err.contains("duplicate"), "{err}");
     std::fs::write(&bad, "1\n4\n2\n").unwrap();
-    let err = put_list(&mut a, &bad, "bad", 4, 0).unwrap_err().to_string();
+    let err = put_list(&mut a, &bad, None, "bad", 4, 0).unwrap_err().to_string();
     assert!(err.contains("position 2") && err.contains("smaller"), "{err}");
     assert!(a.catalog().objects.is_empty(), "nothing is stored");
     let good = dir.path().join("good.txt");
     std::fs::write(&good, "1 2 3 10").unwrap();
     for s in [0u32, 2, 6] {
-        assert!(put_list(&mut a, &good, "g", s, 0).unwrap_err().to_string().contains("multiple of 4"));
+        assert!(put_list(&mut a, &good, None, "g", s, 0).unwrap_err().to_string().contains("multiple of 4"));
     }
-    put_list(&mut a, &good, "g", 8, 0).unwrap();
-    put_list(&mut a, &good, "h", 8, 1).unwrap();
+    put_list(&mut a, &good, None, "g", 8, 0).unwrap();
+    put_list(&mut a, &good, None, "h", 8, 1).unwrap();
     let err = intersect(&a, &["g".into(), "g".into()], IntersectPlacement::Device, Output::Ids)
         .unwrap_err()
         .to_string();
