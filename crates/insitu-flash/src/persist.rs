@@ -5,7 +5,9 @@
 //!   fsynced, then renamed over the old one).
 //! - `journal`: records since the checkpoint of the same generation, each `len | crc32 | postcard payload`.
 //!   Replay stops at the first record that is short or fails its checksum: that is the torn tail of a write
-//!   cut off by a crash, and it is truncated away. A journal whose generation differs from the checkpoint's
+//!   cut off by a crash, and it is truncated away. A damaged record with valid records after it is not a
+//!   torn tail (a crash cuts only the end) but damage inside the journal: the scan refuses, naming the
+//!   offset, rather than drop committed records and let the next checkpoint erase the evidence. A journal whose generation differs from the checkpoint's
 //!   was already folded into it and is ignored.
 
 use std::fs::{File, OpenOptions};
@@ -188,6 +190,28 @@ pub struct JournalScan {
     pub stale: bool,
 }
 
+/// Where a whole, valid record starts after the one at `bad` that replay stopped at, if anywhere:
+/// first where `bad`'s length field says, then at every byte (its length field may be the damage).
+fn valid_record_after(bytes: &[u8], bad: usize) -> Option<usize> {
+    let valid_at = |at: usize| -> bool {
+        let Some(head) = bytes.get(at..at + 8) else { return false };
+        let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
+        // Empty payloads are not records (and zeros, as a file system may leave after a crash, match them).
+        len > 0
+            && bytes
+                .get(at + 8..at + 8 + len)
+                .is_some_and(|p| crc32fast::hash(p) == crc && postcard::from_bytes::<Record>(p).is_ok())
+    };
+    let declared = bytes
+        .get(bad..bad + 4)
+        .map(|h| bad + 8 + u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize);
+    if let Some(next) = declared.filter(|&n| n < bytes.len() && valid_at(n)) {
+        return Some(next);
+    }
+    (bad + 1..bytes.len().saturating_sub(8)).find(|&at| valid_at(at))
+}
+
 /// The append side of the journal.
 #[derive(Debug)]
 pub struct Journal {
@@ -256,6 +280,17 @@ impl Journal {
             records.push(rec);
             pos += 8 + len;
         }
+        if let Some(next) = valid_record_after(&bytes, pos) {
+            return Err(FlashError::Corrupt {
+                what: "journal".into(),
+                path,
+                detail: format!(
+                    "the record at byte {pos} is damaged and a valid record follows at byte {next}: damage \
+                     inside the journal, not a write cut off at its end. The device was not opened and nothing \
+                     was changed; keep a copy of its folder before any repair"
+                ),
+            });
+        }
         Ok(JournalScan {
             records,
             valid_len: pos as u64,
@@ -320,6 +355,44 @@ mod tests {
         assert_eq!(scan.records, vec![Record::Trim { lpn: 1, count: 2 }]);
         assert!(scan.torn_bytes > 0);
         assert!(Journal::scan(dir.path(), 4).unwrap().stale);
+    }
+
+    /// A journal of `n` records; returns it and where each record starts.
+    fn journal_of(dir: &Path, n: u64) -> (Vec<u8>, Vec<usize>) {
+        let mut j = Journal::create(dir, 1).unwrap();
+        let mut starts = Vec::new();
+        for i in 0..n {
+            starts.push(j.len() as usize);
+            j.append(&Record::Trim { lpn: i, count: i + 1 }).unwrap();
+        }
+        j.sync().unwrap();
+        (std::fs::read(dir.join("journal")).unwrap(), starts)
+    }
+
+    #[test]
+    fn damage_inside_the_journal_is_refused_by_offset_and_a_torn_tail_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal");
+        let (clean, starts) = journal_of(dir.path(), 5);
+        // A flipped bit in the payload, the checksum or the length of the third record, valid ones after.
+        for at in [starts[2] + 9, starts[2] + 5, starts[2]] {
+            let mut b = clean.clone();
+            b[at] ^= 0x10;
+            std::fs::write(&p, &b).unwrap();
+            let err = Journal::scan(dir.path(), 1).unwrap_err().to_string();
+            let want = format!("the record at byte {} is damaged and a valid record follows", starts[2]);
+            assert!(err.contains(&want) && err.contains("journal"), "flip at {at}: {err}");
+            assert_eq!(std::fs::read(&p).unwrap(), b, "the scan changes nothing");
+        }
+        // The last record cut short, or the tail zero-filled as after a power cut: a torn tail.
+        std::fs::write(&p, &clean[..clean.len() - 3]).unwrap();
+        let scan = Journal::scan(dir.path(), 1).unwrap();
+        assert_eq!((scan.records.len(), scan.valid_len), (4, starts[4] as u64));
+        let mut zeros = clean.clone();
+        zeros.extend_from_slice(&[0u8; 4096]);
+        std::fs::write(&p, &zeros).unwrap();
+        let scan = Journal::scan(dir.path(), 1).unwrap();
+        assert_eq!((scan.records.len(), scan.torn_bytes), (5, 4096));
     }
 
     #[test]

@@ -167,3 +167,27 @@ fn corrupted_metadata_is_detected_at_open() {
     }
     assert_eq!(get(&Flash::open(dir.path()).unwrap(), "x"), bytes(5000, 11));
 }
+
+#[test]
+fn a_damaged_journal_record_with_committed_records_after_it_stops_the_open_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 4 << 20).unwrap();
+    put(&mut flash, "first", &bytes(20_000, 5));
+    put(&mut flash, "second", &bytes(20_000, 6));
+    flash.sync().unwrap();
+    std::mem::forget(flash); // a crash: both objects live only in the journal
+    let journal = dir.path().join("journal");
+    let clean = std::fs::read(&journal).unwrap();
+    // Flip a bit a third of the way in: records of "first", then all of "second", follow the damage.
+    let mut damaged = clean.clone();
+    damaged[clean.len() / 3] ^= 0x04;
+    std::fs::write(&journal, &damaged).unwrap();
+    let err = Flash::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("journal") && err.contains("is damaged and a valid record follows"), "{err}");
+    assert_eq!(std::fs::read(&journal).unwrap(), damaged, "the journal is left as it was found");
+    // Put back, both objects are there: the refusal lost nothing.
+    std::fs::write(&journal, &clean).unwrap();
+    let flash = Flash::open(dir.path()).unwrap();
+    assert_eq!(get(&flash, "first"), bytes(20_000, 5));
+    assert_eq!(get(&flash, "second"), bytes(20_000, 6));
+}
