@@ -1,14 +1,14 @@
-//! [`Array`]: N computational storage devices in a data directory, opened together under one lock.
+//! [`Array`]: N computational storage devices in a data directory, opened together under one lock (an
+//! flock on the data directory itself, held by the one process using the array).
 //!
 //! Layout of the data directory:
 //! ```text
 //! array.json      configuration (device count, capacity, stripe unit, the full profile)
 //! catalog.json    objects of the array (the commit point of multi-device writes)
-//! LOCK            held (flock) by the one process using the array
 //! dev0/ dev1/ ... one device each: device.json, superblock, checkpoint, journal, nand.img, nand.oob
 //! ```
 
-use std::fs::{File, OpenOptions as FileOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use insitu_device::protocol::{Delete, Fsck, List, Stat};
@@ -64,18 +64,12 @@ pub struct Array {
     _lock: File,
 }
 
+/// Locks the data directory itself (flock on the directory): unlike a lock file, it cannot be deleted
+/// or replaced under a running process to let a second writer in.
 fn lock(dir: &Path) -> Result<File> {
-    let path = dir.join("LOCK");
-    let f = FileOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| HostError::io(&path, e))?;
-    if !insitu_device::sys::try_lock_exclusive(&f).map_err(|e| HostError::io(&path, e))? {
-        return Err(HostError::Locked(dir.to_path_buf()));
-    }
-    Ok(f)
+    insitu_device::sys::lock_dir(dir)
+        .map_err(|e| HostError::io(dir, e))?
+        .ok_or_else(|| HostError::Locked(dir.to_path_buf()))
 }
 
 impl Array {

@@ -95,6 +95,32 @@ fn a_second_process_is_refused_while_the_array_is_open() {
 }
 
 #[test]
+fn deleting_files_in_the_data_directory_does_not_let_a_second_writer_in() {
+    use std::io::Write;
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    // A put from a FIFO holds the array open for as long as its writer keeps the FIFO open.
+    let fifo = env.path("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut first = env.cmd().args(["put", s(&fifo), "--name", "slow"]).spawn().unwrap();
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    w.write_all(&text(50_000, 1, b"ab")).unwrap();
+    // Whatever lock file a user might remove, the second writer is still refused.
+    let _ = std::fs::remove_file(env.data().join("LOCK"));
+    let other = env.write("other", b"other bytes");
+    let err = env.fails(&["put", s(&other)]);
+    assert!(err.contains("in use by another insitu process"), "{err}");
+    w.write_all(&text(50_000, 2, b"ab")).unwrap();
+    drop(w);
+    assert!(first.wait().unwrap().success());
+    let mut want = text(50_000, 1, b"ab");
+    want.extend(text(50_000, 2, b"ab"));
+    assert_eq!(env.run(&["get", "slow"]).stdout, want);
+    env.ok(&["put", s(&other)]);
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+}
+
+#[test]
 fn a_corrupted_image_page_is_named_by_fsck_and_get_fails_cleanly() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);
