@@ -93,8 +93,18 @@ impl Array {
         if dir.join("array.json").exists() {
             return Err(HostError::ArrayExists(dir.to_path_buf()));
         }
+        let created_dir = !dir.exists();
+        let had_catalog = dir.join("catalog.json").exists();
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
-        let lock = lock(dir)?;
+        let lock = match lock(dir) {
+            Ok(l) => l,
+            Err(e) => {
+                if created_dir {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                return Err(e);
+            }
+        };
         let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
         let config = ArrayConfig {
             format: ARRAY_FORMAT,
@@ -105,15 +115,36 @@ impl Array {
             topology: None,
         };
         let mut formatted = Vec::new();
-        for i in 0..devices {
-            let d = Device::format(&device_dir(dir, i), i, config.profile.clone(), capacity_bytes)
-                .map_err(HostError::device(i))?;
-            formatted.push(d);
+        let mut made: Vec<PathBuf> = Vec::new();
+        let built = (|| {
+            for i in 0..devices {
+                let ddir = device_dir(dir, i);
+                if !ddir.exists() {
+                    made.push(ddir.clone());
+                }
+                let d = Device::format(&ddir, i, config.profile.clone(), capacity_bytes)
+                    .map_err(HostError::device(i))?;
+                formatted.push(d);
+            }
+            Catalog::default().save(dir)?;
+            // The configuration is written last: an array without it is not an array.
+            config.save(dir)
+        })();
+        if let Err(e) = built {
+            // Leave nothing behind: what this init made goes, what was there before stays.
+            drop(formatted);
+            for d in &made {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            if !had_catalog {
+                let _ = std::fs::remove_file(dir.join("catalog.json"));
+            }
+            if created_dir {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
         }
         let catalog = Catalog::default();
-        catalog.save(dir)?;
-        // The configuration is written last: an array without it is not an array (init can be re-run).
-        config.save(dir)?;
         Ok(Array {
             dir: dir.to_path_buf(),
             config,

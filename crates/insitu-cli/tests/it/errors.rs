@@ -160,3 +160,26 @@ fn corrupted_metadata_is_named_without_a_panic() {
     }
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
+
+#[test]
+fn a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there() {
+    let env = Env::new();
+    let err = env.fails(&["init", "--devices", "2", "--profile", "tiny", "--capacity", "4KiB"]);
+    assert!(err.contains("smaller than one erase block"), "{err}");
+    assert!(!env.data().exists(), "the directory init made is gone");
+    // Device 1's place is taken by a user's file: device 0, formatted first, is removed again.
+    std::fs::create_dir_all(env.data()).unwrap();
+    std::fs::write(env.data().join("dev1"), b"mine").unwrap();
+    let err = env.fails(&["init", "--devices", "2", "--profile", "tiny"]);
+    assert!(err.contains("device 1"), "{err}");
+    let mut left: Vec<_> = std::fs::read_dir(env.data())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["dev1"]);
+    assert_eq!(std::fs::read(env.data().join("dev1")).unwrap(), b"mine");
+    std::fs::remove_file(env.data().join("dev1")).unwrap();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+}
