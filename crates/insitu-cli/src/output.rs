@@ -113,3 +113,63 @@ pub fn summary(r: &Report) -> String {
         if bottleneck.is_empty() { "-" } else { &bottleneck },
     )
 }
+
+/// A file written beside its destination (`.NAME.partial`) and renamed over it once complete, so a
+/// command that fails or is killed leaves neither a partial file nor a damaged earlier one at the path.
+#[derive(Debug)]
+pub struct OutFile {
+    path: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    w: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl OutFile {
+    pub fn create(path: &std::path::Path) -> anyhow::Result<OutFile> {
+        use anyhow::Context;
+        let name = path.file_name().with_context(|| format!("{} does not name a file", path.display()))?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(".partial");
+        let tmp = path.with_file_name(tmp_name);
+        let f = std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        Ok(OutFile { path: path.to_path_buf(), tmp, w: Some(std::io::BufWriter::with_capacity(1 << 20, f)) })
+    }
+
+    /// Flushes the file and moves it into place.
+    pub fn commit(mut self) -> anyhow::Result<()> {
+        use anyhow::Context;
+        use std::io::Write;
+        let mut w = self.w.take().expect("written until committed");
+        w.flush().with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        drop(w);
+        std::fs::rename(&self.tmp, &self.path)
+            .with_context(|| format!("cannot create {}", self.path.display()))
+    }
+
+    fn out(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
+        self.w.as_mut().expect("written until committed")
+    }
+}
+
+impl std::io::Write for OutFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.out().write_all(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out().flush()
+    }
+}
+
+impl Drop for OutFile {
+    fn drop(&mut self) {
+        if self.w.take().is_some() {
+            // Never committed: the partial file goes, and the destination is as it was.
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}

@@ -1,11 +1,9 @@
 //! Objects as bytes: `put`, `get`, `ls`, `rm`, and `search` inside the devices or on the host.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use insitu_host::blob::{self, Placement};
 use insitu_host::search::{self, SearchPlacement};
@@ -77,20 +75,10 @@ impl Get {
         let to_file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
         let report = match to_file {
             Some(p) => {
-                let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
-                let mut w = BufWriter::with_capacity(1 << 20, f);
-                let r = blob::get(&array, &self.name, &mut w, &|d, _| bar.set_position(d));
-                let r = r.and_then(|r| {
-                    w.flush()
-                        .map(|()| r)
-                        .map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })
-                });
-                if r.is_err() {
-                    // A failed read leaves no partial file behind.
-                    drop(w);
-                    let _ = std::fs::remove_file(p);
-                }
-                r?
+                let mut w = output::OutFile::create(p)?;
+                let r = blob::get(&array, &self.name, &mut w, &|d, _| bar.set_position(d))?;
+                w.commit()?;
+                r
             }
             None => {
                 let stdout = std::io::stdout();

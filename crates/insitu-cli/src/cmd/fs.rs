@@ -2,7 +2,7 @@
 //! that in-store processors can be handed.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -120,19 +120,9 @@ impl FsCmd {
                         eprintln!("{}", via_text(&r, array.profile().name.as_str()));
                     }
                 } else {
-                    let f = File::create(&output)
-                        .with_context(|| format!("cannot create {}", output.display()))?;
-                    let mut w = BufWriter::with_capacity(1 << 20, f);
-                    let r = read(&mut w).and_then(|n| {
-                        w.flush().with_context(|| format!("cannot write {}", output.display()))?;
-                        Ok(n)
-                    });
-                    if r.is_err() {
-                        // A failed read leaves no partial file behind.
-                        drop(w);
-                        let _ = std::fs::remove_file(&output);
-                    }
-                    let (n, via) = r?;
+                    let mut w = crate::output::OutFile::create(&output)?;
+                    let (n, via) = read(&mut w)?;
+                    w.commit()?;
                     let mut text = format!("wrote {name} ({}) to {}", human_bytes(n), output.display());
                     if let Some(r) = &via {
                         text = format!("{text}\n{}", via_text(r, array.profile().name.as_str()));

@@ -142,9 +142,7 @@ impl GenCmd {
                 seed,
             } => {
                 use insitu_host::selfsort::{records, table as tbl, KeyOrder, RecordFormat};
-                let f = std::fs::File::create(&output)
-                    .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.display()))?;
-                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let mut w = crate::output::OutFile::create(&output)?;
                 let (fmt, n) = if format == "table" {
                     let (Some(t), Some(k)) = (table, key) else {
                         anyhow::bail!("--format table needs --table FILE and --key COLUMN");
@@ -157,7 +155,7 @@ impl GenCmd {
                     records::generate(&fmt, count, order, seed, &mut w)?;
                     (fmt, count)
                 };
-                std::io::Write::flush(&mut w)?;
+                w.commit()?;
                 ctx.out.plain(
                     "gen",
                     json!({ "output": output, "records": n, "record_size": fmt.size, "key_offset": fmt.key_offset, "key_size": fmt.key_size }),

@@ -1,8 +1,6 @@
 //! `lba`: the block interface of one device (write a file at an LBA, read bytes back, trim). One LBA is
 //! one flash page of the device's profile.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -64,19 +62,9 @@ impl LbaCmd {
                 let to_file = out.as_ref().filter(|p| p.as_os_str() != "-");
                 match to_file {
                     Some(p) => {
-                        let f = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
-                        let mut w = BufWriter::with_capacity(1 << 20, f);
-                        let r = lba::read(&array, device, at, len, &mut w, &|d, _| bar.set_position(d));
-                        let r = r.and_then(|r| {
-                            w.flush()
-                                .map(|()| r)
-                                .map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })
-                        });
-                        if r.is_err() {
-                            drop(w);
-                            let _ = std::fs::remove_file(p);
-                        }
-                        let r = r?;
+                        let mut w = output::OutFile::create(p)?;
+                        let r = lba::read(&array, device, at, len, &mut w, &|d, _| bar.set_position(d))?;
+                        w.commit()?;
                         bar.finish_and_clear();
                         array.close()?;
                         ctx.out.report(&r);

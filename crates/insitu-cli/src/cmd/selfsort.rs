@@ -2,8 +2,6 @@
 //! interface, generate on command, read them back in key order, query, flush, see its state; or sort a
 //! file of records end to end with one of the paper's four methods.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -225,22 +223,15 @@ fn on_array(ctx: &Ctx, f: impl FnOnce(&Array) -> insitu_host::Result<Report>) ->
 
 /// Runs a query, writing the records to `output` if given (no partial file on failure).
 fn query(ctx: &Ctx, t: Target, q: Query, count_only: bool, output: Option<PathBuf>) -> Result<Report> {
-    on_array(ctx, |array| match output.filter(|_| !count_only) {
+    match output.filter(|_| !count_only) {
         Some(p) => {
-            let f = File::create(&p).map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })?;
-            let mut w = BufWriter::new(f);
-            let r = ops::query(array, t.device, t.index, &q, false, Some(&mut w));
-            let r = r.and_then(|r| {
-                w.flush().map(|()| r).map_err(|e| insitu_host::HostError::Io { path: p.clone(), error: e })
-            });
-            if r.is_err() {
-                drop(w);
-                let _ = std::fs::remove_file(&p);
-            }
-            r
+            let mut w = output::OutFile::create(&p)?;
+            let r = on_array(ctx, |array| ops::query(array, t.device, t.index, &q, false, Some(&mut w)))?;
+            w.commit()?;
+            Ok(r)
         }
-        None => ops::query(array, t.device, t.index, &q, count_only, None),
-    })
+        None => on_array(ctx, |array| ops::query(array, t.device, t.index, &q, count_only, None)),
+    }
 }
 
 impl SelfSortCmd {
@@ -302,8 +293,7 @@ impl SelfSortCmd {
                 r?
             }
             SelfSortCmd::Read { target, output: out } => {
-                let f = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
-                let mut w = BufWriter::with_capacity(1 << 20, f);
+                let mut w = output::OutFile::create(&out)?;
                 let bar = output::dynamic("selfsort read");
                 let r = on_array(ctx, |a| {
                     ops::read_sorted(a, target.device, target.index, &mut w, &|d, t| {
@@ -312,12 +302,9 @@ impl SelfSortCmd {
                     })
                 });
                 bar.finish_and_clear();
-                let r = r.and_then(|r| w.flush().map(|()| r).map_err(Into::into));
-                if r.is_err() {
-                    drop(w);
-                    let _ = std::fs::remove_file(&out);
-                }
-                r?
+                let r = r?;
+                w.commit()?;
+                r
             }
             SelfSortCmd::Min { target, output } => query(ctx, target, Query::Min, false, output)?,
             SelfSortCmd::Max { target, output } => query(ctx, target, Query::Max, false, output)?,
@@ -355,19 +342,14 @@ impl SelfSortCmd {
                 let mut job = SortJob::new(fmt);
                 (job.device, job.index, job.base_lba, job.runs) =
                     (target.device, target.index, base_lba, runs);
-                let f = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
-                let mut w = BufWriter::with_capacity(1 << 20, f);
+                let mut w = output::OutFile::create(&out)?;
                 let progress = ctx.progress();
                 let r = on_array(ctx, |a| {
                     selfsort::sort(a, &job, method.into(), &file, &mut w, &|m| progress(m))
                         .map(|run| run.report)
-                });
-                let r = r.and_then(|r| w.flush().map(|()| r).map_err(Into::into));
-                if r.is_err() {
-                    drop(w);
-                    let _ = std::fs::remove_file(&out);
-                }
-                r?
+                })?;
+                w.commit()?;
+                r
             }
         };
         ctx.out.report(&report);

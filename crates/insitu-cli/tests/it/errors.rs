@@ -133,8 +133,17 @@ fn a_corrupted_image_page_is_named_by_fsck_and_get_fails_cleanly() {
     assert_eq!(o.status.code(), Some(2));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("dev0") && out.contains("checksum"), "{out}");
-    let err = env.fails(&["get", "victim", "-o", s(&env.path("out"))]);
+    // The failed get leaves the file it would have replaced as it was, and no partial file beside it.
+    let out = env.write("out", b"an earlier file");
+    let err = env.fails(&["get", "victim", "-o", s(&out)]);
     assert!(err.contains("corrupted data") && err.contains("checksum"), "{err}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"an earlier file");
+    let mut names: Vec<_> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["array", "out", "victim"]);
 }
 
 #[test]
