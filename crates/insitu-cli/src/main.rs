@@ -85,7 +85,11 @@ enum Cmd {
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
-    Fsck,
+    Fsck {
+        /// Remove the parts kept in quarantine (parts no object lists, found at open) before checking.
+        #[arg(long)]
+        repair: bool,
+    },
     /// List the built-in hardware profiles.
     Profiles,
     /// Analytical models: predict host vs device cost before running anything.
@@ -146,7 +150,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Net(c) => c.run(&ctx),
         Cmd::Fs(c) => c.run(&ctx),
         Cmd::Stats => array::stats(&ctx),
-        Cmd::Fsck => array::fsck(&ctx),
+        Cmd::Fsck { repair } => array::fsck(&ctx, repair),
         Cmd::Profiles => array::profiles(&ctx),
         Cmd::Model(c) => c.run(&ctx),
         Cmd::Repro(c) => c.run(&ctx),

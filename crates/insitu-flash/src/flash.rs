@@ -71,6 +71,8 @@ pub struct Flash {
     objects: BTreeMap<String, ObjectMeta>,
     txns: HashMap<TxnId, Txn>,
     next_txn: TxnId,
+    /// The generation of the array's catalog this device last heard of (see [`Flash::set_array_generation`]).
+    array_generation: u64,
     free: IntervalSet,
     raw: IntervalSet,
     generation: u64,
@@ -115,6 +117,7 @@ impl Flash {
             objects: ckpt.objects.into_iter().map(|o| (o.name.clone(), o)).collect(),
             txns: HashMap::new(),
             next_txn: ckpt.next_txn,
+            array_generation: ckpt.array_generation,
             free: IntervalSet::new(),
             raw: IntervalSet::new(),
             generation: ckpt.generation,
@@ -174,6 +177,7 @@ impl Flash {
             Record::Abort { txn } => {
                 self.txns.remove(txn);
             }
+            Record::ArrayGeneration { generation } => self.array_generation = *generation,
             Record::Delete { name } => {
                 let obj = self
                     .objects
@@ -359,7 +363,7 @@ impl Flash {
                 self.free.insert(e.lpn + used, e.pages - used);
             }
         }
-        let object = ObjectMeta { name: t.name, kind: t.kind, size: t.size, extents, attrs: t.attrs };
+        let object = ObjectMeta { name: t.name, kind: t.kind, size: t.size, extents, attrs: t.attrs, txn };
         // Data first, then the commit record: the object is never visible without its pages.
         self.ftl.nand.sync()?;
         self.ftl.journal.append(&Record::Commit { txn, object: object.clone() })?;
@@ -575,6 +579,26 @@ impl Flash {
         Ok(())
     }
 
+    /// The transaction id the next object creation will get: every object this device holds has a
+    /// smaller one.
+    pub fn next_txn(&self) -> TxnId {
+        self.next_txn
+    }
+
+    /// The generation of the array's catalog this device last recorded.
+    pub fn array_generation(&self) -> u64 {
+        self.array_generation
+    }
+
+    /// Records, durably, that the array's catalog reached `generation`: the host compares the two at
+    /// open to tell a catalog or a device folder restored from an older copy.
+    pub fn set_array_generation(&mut self, generation: u64) -> Result<()> {
+        self.ftl.journal.append(&Record::ArrayGeneration { generation })?;
+        self.ftl.journal.sync()?;
+        self.array_generation = generation;
+        Ok(())
+    }
+
     /// Folds the journal into a new checkpoint. Only between object writes.
     pub fn checkpoint(&mut self) -> Result<()> {
         if !self.txns.is_empty() {
@@ -584,6 +608,7 @@ impl Flash {
         let st = CheckpointState {
             generation: self.generation + 1,
             next_txn: self.next_txn,
+            array_generation: self.array_generation,
             blocks: self.ftl.block_states(),
             map: self.ftl.map().runs(),
             objects: self.objects.values().cloned().collect(),

@@ -30,6 +30,9 @@ pub struct ObjectMeta {
     pub extents: Vec<Extent>,
     /// Free-form metadata of the layer above (stripe geometry, schema...).
     pub attrs: BTreeMap<String, String>,
+    /// The write transaction that created it: a device numbers its transactions in the order they
+    /// begin, so the layer above can tell objects made before a point from those made after it.
+    pub txn: u64,
 }
 
 impl ObjectMeta {
@@ -177,6 +180,7 @@ mod tests {
             size: 0,
             extents: vec![Extent { lpn: 10, pages: 3 }, Extent { lpn: 100, pages: 5 }],
             attrs: BTreeMap::new(),
+            txn: 0,
         };
         assert_eq!(m.runs(2, 3), vec![(12, 1), (100, 2)]);
         assert_eq!(m.lpn_of(3), Some(100));

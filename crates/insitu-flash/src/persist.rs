@@ -21,7 +21,8 @@ use crate::geometry::{BlockId, Geometry, Lpn, Ppn};
 use crate::namespace::ObjectMeta;
 use crate::raw::BlockState;
 
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: objects carry the transaction that made them; devices record the array's catalog generation.
+pub const FORMAT_VERSION: u32 = 2;
 const SUPER_MAGIC: &[u8; 4] = b"INSB";
 const CKPT_MAGIC: &[u8; 4] = b"INSC";
 const JOURNAL_MAGIC: &[u8; 4] = b"INSJ";
@@ -78,6 +79,10 @@ pub enum Record {
     Delete {
         name: String,
     },
+    /// The array's catalog reached this generation.
+    ArrayGeneration {
+        generation: u64,
+    },
 }
 
 /// The state a checkpoint holds.
@@ -85,6 +90,8 @@ pub enum Record {
 pub struct CheckpointState {
     pub generation: u64,
     pub next_txn: u64,
+    /// The array catalog's generation the device last recorded.
+    pub array_generation: u64,
     pub blocks: Vec<(BlockId, BlockState)>,
     /// `(lpn, ppn, len)` runs.
     pub map: Vec<(Lpn, Ppn, u64)>,

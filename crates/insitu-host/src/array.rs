@@ -11,11 +11,11 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use insitu_device::protocol::{Delete, Fsck, List, Stat};
+use insitu_device::protocol::{Delete, Fsck, Identify, List, SetArrayGeneration, Stat};
 use insitu_device::{Device, DeviceClient, DeviceCounters, FaultPlan, Profile};
 use serde::Serialize;
 
-use crate::catalog::{ArrayConfig, Catalog, EntryKind, ObjectEntry, ARRAY_FORMAT};
+use crate::catalog::{ArrayConfig, Catalog, EntryKind, ObjectEntry, QuarantinedPart, ARRAY_FORMAT};
 use crate::devices::{device_dir, DeviceTransport, ScratchDir};
 use crate::error::{HostError, Result};
 
@@ -48,6 +48,10 @@ pub struct OpenOptions {
 pub struct OpenReport {
     /// Device parts of writes that never reached the catalog, removed.
     pub removed_orphans: Vec<String>,
+    /// Device parts the catalog does not list and nothing explains, kept in quarantine.
+    pub quarantined: Vec<String>,
+    /// What else opening found.
+    pub notes: Vec<String>,
 }
 
 /// An array of devices.
@@ -126,6 +130,7 @@ impl Array {
                     .map_err(HostError::device(i))?;
                 formatted.push(d);
             }
+            // Generation 0 with every device at transaction 0: what a fresh device records.
             Catalog::default().save(dir)?;
             // The configuration is written last: an array without it is not an array.
             config.save(dir)
@@ -185,8 +190,40 @@ impl Array {
         Ok(array)
     }
 
-    /// Removes device parts that the catalog does not know (an interrupted `put` or `rm`).
+    /// Ties the catalog to the devices' state (see [`Catalog`]): refuses a device older than the
+    /// catalog, removes the parts of writes and removals that were cut off, and keeps any other part the
+    /// catalog does not list in quarantine (a catalog older than the devices lists too little).
     fn reconcile(&mut self) -> Result<()> {
+        let props = self
+            .devices
+            .iter()
+            .map(|d| d.call(Identify).map_err(HostError::device(d.id())))
+            .collect::<Result<Vec<_>>>()?;
+        for (d, p) in self.devices.iter().zip(&props) {
+            let recorded = self.catalog.next_txns.get(d.id() as usize).copied().unwrap_or(0);
+            if p.next_txn < recorded {
+                return Err(HostError::Corrupt {
+                    what: "device",
+                    path: device_dir(&self.dir, d.id()),
+                    detail: format!(
+                        "it has made {} write transactions, and the catalog (generation {}) recorded {recorded}: \
+                         the folder is an older copy or lost its last writes. Nothing was changed; put back \
+                         the device's current folder",
+                        p.next_txn, self.catalog.generation
+                    ),
+                });
+            }
+        }
+        let newest = props.iter().map(|p| p.array_generation).max().unwrap_or(0);
+        let behind = newest > self.catalog.generation;
+        if behind {
+            self.open_report.notes.push(format!(
+                "catalog.json is older than the devices (generation {} < {newest}): it was restored from an \
+                 older copy or lost its last write; parts it does not list are kept in quarantine, none is \
+                 removed",
+                self.catalog.generation
+            ));
+        }
         let mut known = std::collections::HashSet::new();
         for e in self.catalog.objects.values() {
             for (i, dev) in e.devices.iter().enumerate() {
@@ -195,15 +232,69 @@ impl Array {
                 }
             }
         }
+        for q in &self.catalog.quarantine {
+            known.insert((q.device, q.name.clone()));
+        }
+        let removing: std::collections::HashSet<(u32, String)> =
+            self.catalog.removing.iter().cloned().collect();
+        let mut changed = behind || !removing.is_empty();
         for d in &self.devices {
+            let recorded = self.catalog.next_txns.get(d.id() as usize).copied().unwrap_or(0);
             for o in d.call(List).map_err(HostError::device(d.id()))? {
-                if !known.contains(&(d.id(), o.name.clone())) {
+                let key = (d.id(), o.name.clone());
+                if known.contains(&key) {
+                    continue;
+                }
+                let cut_off_write = o.txn >= recorded;
+                if !behind && (cut_off_write || removing.contains(&key)) {
                     d.call(Delete { name: o.name.clone() }).map_err(HostError::device(d.id()))?;
                     self.open_report.removed_orphans.push(format!("dev{}:{}", d.id(), o.name));
+                    continue;
                 }
+                let why = if behind {
+                    format!("the catalog was older than the devices (generation {})", self.catalog.generation)
+                } else {
+                    format!(
+                        "made before the catalog's last write (transaction {} < {recorded}) but not listed by it",
+                        o.txn
+                    )
+                };
+                self.open_report.quarantined.push(format!("dev{}:{}", d.id(), o.name));
+                self.catalog.quarantine.push(QuarantinedPart {
+                    device: d.id(),
+                    name: o.name,
+                    kind: o.kind,
+                    size: o.size,
+                    why,
+                });
+                changed = true;
             }
         }
+        if changed {
+            self.catalog.removing.clear();
+            // Past every generation a device has seen, so the catalog is the newest again.
+            self.catalog.generation = self.catalog.generation.max(newest);
+            self.save_catalog()?;
+        }
         Ok(())
+    }
+
+    /// Removes the parts kept in quarantine (`fsck --repair`); returns their names.
+    pub fn remove_quarantined(&mut self) -> Result<Vec<String>> {
+        let mut removed = Vec::new();
+        while let Some(q) = self.catalog.quarantine.first().cloned() {
+            let d = self.device(q.device)?;
+            let present = d.call(List).map_err(HostError::device(q.device))?.iter().any(|o| o.name == q.name);
+            if present {
+                d.call(Delete { name: q.name.clone() }).map_err(HostError::device(q.device))?;
+            }
+            self.catalog.quarantine.remove(0);
+            removed.push(format!("dev{}:{}", q.device, q.name));
+        }
+        if !removed.is_empty() {
+            self.save_catalog()?;
+        }
+        Ok(removed)
     }
 
     /// Stops every device after a checkpoint.
@@ -294,10 +385,39 @@ impl Array {
         }
     }
 
-    /// Fails if `name` is taken.
+    /// Fails if `name` is taken (by an object, or by parts kept in quarantine).
     pub(crate) fn check_free(&self, name: &str) -> Result<()> {
         if self.catalog.objects.contains_key(name) {
             return Err(HostError::AlreadyExists(name.to_string()));
+        }
+        if let Some(q) = self.catalog.quarantine.iter().find(|q| q.belongs_to(name)) {
+            return Err(HostError::InvalidArgument(format!(
+                "{name:?} is taken by a part kept in quarantine (dev{}: {:?}, {}); `insitu fsck` lists such \
+                 parts and `insitu fsck --repair` removes them",
+                q.device, q.name, q.why
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes the catalog as a new generation, with each device's next transaction id, then has every
+    /// device record the generation. The catalog write is the commit point; a device that misses the
+    /// generation only lags, which the next open sees and mends.
+    fn save_catalog(&mut self) -> Result<()> {
+        let next_txns = self
+            .devices
+            .iter()
+            .map(|d| d.call(Identify).map(|p| p.next_txn).map_err(HostError::device(d.id())))
+            .collect::<Result<Vec<u64>>>()?;
+        let before = (self.catalog.generation, std::mem::replace(&mut self.catalog.next_txns, next_txns));
+        self.catalog.generation += 1;
+        if let Err(e) = self.catalog.save(&self.dir) {
+            (self.catalog.generation, self.catalog.next_txns) = before;
+            return Err(e);
+        }
+        let generation = self.catalog.generation;
+        for d in &self.devices {
+            let _ = d.call(SetArrayGeneration { generation });
         }
         Ok(())
     }
@@ -313,10 +433,12 @@ impl Array {
         for e in entries {
             self.catalog.objects.insert(e.name.clone(), e);
         }
-        if let Err(err) = self.catalog.save(&self.dir) {
+        let removing = std::mem::take(&mut self.catalog.removing);
+        if let Err(err) = self.save_catalog() {
             for n in names {
                 self.catalog.objects.remove(&n);
             }
+            self.catalog.removing = removing;
             return Err(err);
         }
         Ok(())
@@ -325,8 +447,16 @@ impl Array {
     /// Removes an entry durably; returns it.
     pub(crate) fn remove_entry(&mut self, name: &str) -> Result<ObjectEntry> {
         let e = self.catalog.objects.remove(name).ok_or_else(|| HostError::NotFound(name.to_string()))?;
-        if let Err(err) = self.catalog.save(&self.dir) {
+        let parts = e
+            .devices
+            .iter()
+            .enumerate()
+            .flat_map(|(i, dev)| e.device_objects(i).into_iter().map(move |n| (*dev, n)))
+            .collect();
+        let before = std::mem::replace(&mut self.catalog.removing, parts);
+        if let Err(err) = self.save_catalog() {
             self.catalog.objects.insert(name.to_string(), e);
+            self.catalog.removing = before;
             return Err(err);
         }
         Ok(e)
@@ -388,6 +518,14 @@ impl Array {
                 }
             }
         }
+        for q in &self.catalog.quarantine {
+            problems.push(format!(
+                "dev{}: part {:?} ({}, {} bytes) is listed by no object and kept in quarantine: {}; \
+                 `insitu fsck --repair` removes it",
+                q.device, q.name, q.kind, q.size, q.why
+            ));
+        }
+        notes.extend(self.open_report.notes.iter().cloned());
         Ok(FsckSummary { problems, notes })
     }
 

@@ -126,10 +126,46 @@ impl ObjectEntry {
     }
 }
 
-/// All objects of the array, by name.
+/// All objects of the array, by name, and what ties this catalog to the devices' state.
+///
+/// Each write of the catalog is a new `generation`, which every device then records; with it the
+/// catalog keeps each device's next transaction id. At open, a device that recorded a newer generation
+/// means this catalog is an older copy; a device whose next transaction id is below the recorded one is
+/// an older copy of that device. A part no entry lists is removed only when its story is known: made
+/// by a write that never reached the catalog (its transaction is not below the recorded id) or left by
+/// a removal that was cut off (`removing`). Any other is kept in `quarantine`, never deleted unasked.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
     pub objects: BTreeMap<String, ObjectEntry>,
+    #[serde(default)]
+    pub generation: u64,
+    /// Per device: its next transaction id when this catalog was written.
+    #[serde(default)]
+    pub next_txns: Vec<u64>,
+    /// Parts whose entry this write removed; they may still be on their devices if the removal was cut off.
+    #[serde(default)]
+    pub removing: Vec<(u32, String)>,
+    /// Parts on the devices that no entry lists and no interrupted write explains, kept for `fsck --repair`.
+    #[serde(default)]
+    pub quarantine: Vec<QuarantinedPart>,
+}
+
+/// A part kept because the catalog does not know it and nothing says it may go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantinedPart {
+    pub device: u32,
+    pub name: String,
+    pub kind: String,
+    pub size: u64,
+    /// Why it was kept.
+    pub why: String,
+}
+
+impl QuarantinedPart {
+    /// Whether this part belongs to object `name` (its own name, or a table part `name#...`).
+    pub fn belongs_to(&self, name: &str) -> bool {
+        self.name == name || self.name.strip_prefix(name).is_some_and(|r| r.starts_with('#'))
+    }
 }
 
 fn save_checked<T: Serialize>(path: &Path, v: &T) -> Result<()> {

@@ -91,7 +91,19 @@ pub fn stats(ctx: &Ctx) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn fsck(ctx: &Ctx) -> Result<ExitCode> {
+pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
+    if repair {
+        let mut array = ctx.open()?;
+        let removed = array.remove_quarantined()?;
+        array.close()?;
+        if !removed.is_empty() && !ctx.quiet {
+            eprintln!(
+                "repair: removed {} part(s) kept in quarantine: {}",
+                removed.len(),
+                crate::cmd::few(&removed)
+            );
+        }
+    }
     let summary = Array::fsck_dir(&ctx.data, &ctx.transport)?;
     let (problems, notes) = (&summary.problems, &summary.notes);
     let ok = problems.is_empty();

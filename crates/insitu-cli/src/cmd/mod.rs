@@ -40,7 +40,18 @@ impl Ctx {
             eprintln!(
                 "recovered: removed {} part(s) of interrupted writes: {}",
                 r.removed_orphans.len(),
-                r.removed_orphans.join(", ")
+                few(&r.removed_orphans)
+            );
+        }
+        for n in &r.notes {
+            eprintln!("warning: {n}");
+        }
+        if !r.quarantined.is_empty() {
+            eprintln!(
+                "warning: kept {} part(s) that no object lists in quarantine ({}); `insitu fsck` says why, \
+                 `insitu fsck --repair` removes them",
+                r.quarantined.len(),
+                few(&r.quarantined)
             );
         }
         Ok(array)
@@ -57,6 +68,16 @@ impl Ctx {
 }
 
 /// The name a command gives what it stores: `--name`, else the file's name (`whole`) or stem.
+/// The first few of `names`, and how many more.
+pub fn few(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if names.len() <= SHOWN {
+        names.join(", ")
+    } else {
+        format!("{}, and {} more", names[..SHOWN].join(", "), names.len() - SHOWN)
+    }
+}
+
 pub fn name_for(given: Option<String>, file: &Path, whole: bool, what: &str) -> Result<String> {
     if let Some(n) = given {
         return Ok(n);

@@ -192,3 +192,66 @@ fn a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there() {
     env.init(&["--devices", "2", "--profile", "tiny"]);
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
+
+/// Copies directory `from` to `to` (as a user restoring a backup would).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    let _ = std::fs::remove_dir_all(to);
+    assert!(std::process::Command::new("cp").arg("-a").arg(from).arg(to).status().unwrap().success());
+}
+
+#[test]
+fn an_older_catalog_keeps_the_parts_it_does_not_know_in_quarantine_instead_of_deleting_them() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    let a = text(30_000, 1, b"ab");
+    env.ok(&["put", s(&env.write("a", &a)), "--name", "a"]);
+    let old = env.path("catalog.old");
+    std::fs::copy(env.data().join("catalog.json"), &old).unwrap();
+    let b = text(30_000, 2, b"cd");
+    env.ok(&["put", s(&env.write("b", &b)), "--name", "b"]);
+    std::fs::copy(&old, env.data().join("catalog.json")).unwrap();
+    // The next command says what it found and deletes nothing.
+    let o = env.run(&["ls"]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("catalog.json is older than the devices"), "{err}");
+    assert!(err.contains("kept 2 part(s)") && err.contains("dev0:b") && err.contains("dev1:b"), "{err}");
+    let o = env.run(&["--json", "fsck"]);
+    assert_eq!(o.status.code(), Some(2));
+    let fsck: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let problems = fsck["result"]["problems"].to_string();
+    assert!(problems.contains("kept in quarantine") && problems.contains("\\\"b\\\""), "{problems}");
+    // The parts are still on the devices, and their name is not handed out again by mistake.
+    let err = env.fails(&["put", s(&env.path("a")), "--name", "b"]);
+    assert!(err.contains("quarantine"), "{err}");
+    assert_eq!(env.run(&["get", "a"]).stdout, a);
+    // With the user's word, repair removes them; the array is clean and the name free.
+    env.ok(&["fsck", "--repair"]);
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+    env.ok(&["put", s(&env.path("b")), "--name", "b"]);
+    assert_eq!(env.run(&["get", "b"]).stdout, b);
+}
+
+#[test]
+fn a_device_folder_restored_from_an_older_copy_is_refused_and_nothing_is_changed() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    let a = text(30_000, 3, b"ab");
+    env.ok(&["put", s(&env.write("a", &a)), "--name", "a"]);
+    let (dev1, saved, current) = (env.data().join("dev1"), env.path("dev1.old"), env.path("dev1.now"));
+    copy_dir(&dev1, &saved);
+    env.ok(&["put", s(&env.write("b", &text(30_000, 4, b"cd"))), "--name", "b"]);
+    env.ok(&["rm", "a"]);
+    copy_dir(&dev1, &current);
+    copy_dir(&saved, &dev1);
+    for args in [&["ls"][..], &["get", "a"]] {
+        let err = env.fails(args);
+        assert!(err.contains("dev1") && err.contains("older copy"), "{args:?}: {err}");
+    }
+    let o = env.run(&["fsck"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.code() == Some(2) && out.contains("dev1") && out.contains("older copy"), "{out}");
+    copy_dir(&current, &dev1);
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+    assert_eq!(env.run(&["get", "b"]).stdout, text(30_000, 4, b"cd"));
+}

@@ -15,8 +15,8 @@ use crate::protocol::{
     Abort, AllocMemory, Append, Command, Commit, ConfigureIndex, CopyToPeer, CreateObject, Delete, DropIndex,
     Flush, FlushIndexes, FreeMemory, Fsck, GenerateIndex, GenerateProgress, Identify, IndexInfo, IndexStatus,
     List, LoadObject, PeerWrite, PhysicalPages, ProgramInfo, Properties, QueryIndex, QueryRows, Read,
-    ReadLba, ReadMemory, ReadPages, Request, ResizeIndex, SelfSortStatus, SetIndexFlags, Stat, Statistics,
-    StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
+    ReadLba, ReadMemory, ReadPages, Request, ResizeIndex, SelfSortStatus, SetArrayGeneration, SetIndexFlags,
+    Stat, Statistics, StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
 };
 use crate::protocol::{
     GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
@@ -51,7 +51,7 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
         };
     }
     handle! {
-        Identify, Statistics, Fsck,
+        Identify, Statistics, Fsck, SetArrayGeneration,
         AllocMemory, FreeMemory, LoadObject, StoreToObject, WriteMemory, ReadMemory, CopyToPeer, PeerWrite,
         CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba,
         TrimLba, Flush, ReadPages,
@@ -137,7 +137,15 @@ impl Handle for Identify {
             lba_blocks: dev.host_lbas(),
             lba_block_size: dev.media.read().page_size(),
             flash: dev.media.read().stats(),
+            next_txn: dev.media.read().next_txn(),
+            array_generation: dev.media.read().array_generation(),
         })
+    }
+}
+
+impl Handle for SetArrayGeneration {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Ok(dev.media.write().set_array_generation(self.generation)?)
     }
 }
 

@@ -20,7 +20,16 @@ pub struct Statistics;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Fsck;
 
+/// Records, durably, that the array's catalog reached `generation` (the host's, after each catalog
+/// write): at open the host compares the two to tell a catalog or a device folder restored from an
+/// older copy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SetArrayGeneration {
+    pub generation: u64,
+}
+
 request!(Identify => Properties, Admin);
+request!(SetArrayGeneration => (), Io);
 request!(Statistics => DeviceCounters, Admin);
 request!(Fsck => FsckReport, Io);
 
@@ -41,6 +50,10 @@ pub struct Properties {
     #[serde(default)]
     pub lba_block_size: u32,
     pub flash: FlashStats,
+    /// The transaction id the next object creation gets: every object here has a smaller one.
+    pub next_txn: u64,
+    /// The array catalog's generation this device last recorded ([`SetArrayGeneration`]).
+    pub array_generation: u64,
 }
 
 /// A program the device can execute.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::admin::{Fsck, Identify, Statistics};
+use crate::protocol::admin::{Fsck, Identify, SetArrayGeneration, Statistics};
 use crate::protocol::index::{
     ConfigureIndex, DropIndex, FlushIndexes, GenerateIndex, IndexStatus, QueryIndex, ResizeIndex,
     SetIndexFlags,
@@ -64,7 +64,7 @@ macro_rules! commands {
 }
 
 commands! {
-    Identify, Statistics, Fsck,
+    Identify, Statistics, Fsck, SetArrayGeneration,
     AllocMemory, FreeMemory, LoadObject, StoreToObject, WriteMemory, ReadMemory, CopyToPeer, PeerWrite,
     CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba, TrimLba,
     Flush, ReadPages,

@@ -31,7 +31,7 @@ mod raw;
 mod request;
 mod storage;
 
-pub use self::admin::{Fsck, Identify, ProgramInfo, Properties, Statistics};
+pub use self::admin::{Fsck, Identify, ProgramInfo, Properties, SetArrayGeneration, Statistics};
 pub use self::command::{Call, Command};
 pub use self::index::{
     ConfigureIndex, DropIndex, FlushIndexes, GenerateIndex, GenerateProgress, IndexConfig, IndexInfo,
