@@ -55,6 +55,23 @@ impl<'a> ProgramContext<'a> {
         self.memory.available()
     }
 
+    /// The error for work that needs `needed` bytes of memory at least, given the caller's `budget`
+    /// (if any): names the budget when it is what falls short, the device's memory otherwise.
+    pub fn too_little_memory(&self, budget: Option<u64>, needed: u64, what: &str) -> DeviceError {
+        let available = self.memory_available();
+        match budget.filter(|b| *b < available) {
+            Some(b) => self.bad(format!(
+                "the memory budget of {b} bytes is too small: {what} needs at least {needed} bytes (raise \
+                 --memory-budget, or leave it out to use the device's free memory, {available} bytes)"
+            )),
+            None => DeviceError::MemoryExhausted {
+                requested: needed,
+                available,
+                capacity: self.memory.capacity(),
+            },
+        }
+    }
+
     /// Metadata of an object on this device.
     pub fn object(&self, name: &str) -> Result<ObjectMeta> {
         Ok(self.media.read().stat(name)?.clone())

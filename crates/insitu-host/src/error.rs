@@ -37,7 +37,7 @@ pub enum HostError {
     NotFound(String),
     #[error("an object named {0:?} already exists")]
     AlreadyExists(String),
-    #[error("no device {device} (the array has devices 0..{count})")]
+    #[error("no device {device}: the array has {count} device(s), numbered from 0 to {}", count.saturating_sub(1))]
     NoSuchDevice { device: u32, count: u32 },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

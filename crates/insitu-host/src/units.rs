@@ -8,8 +8,9 @@ pub fn parse_size(s: &str) -> Result<u64> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let bad =
-        || HostError::InvalidArgument(format!("{s:?} is not a size (examples: 4096, 64KiB, 1.5GB, 4TB)"));
+    let bad = || {
+        HostError::InvalidArgument(format!("{s:?} is not a size (examples: 4096, 64KiB, 1.5GB, 4TB, 1PiB)"))
+    };
     let n: f64 = num.parse().map_err(|_| bad())?;
     let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
@@ -17,10 +18,12 @@ pub fn parse_size(s: &str) -> Result<u64> {
         "m" | "mb" => 1e6,
         "g" | "gb" => 1e9,
         "t" | "tb" => 1e12,
+        "p" | "pb" => 1e15,
         "kib" => 1024.0,
         "mib" => 1024.0 * 1024.0,
         "gib" => 1024.0 * 1024.0 * 1024.0,
         "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "pib" => 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0,
         _ => return Err(bad()),
     };
     let v = n * mult;
@@ -32,7 +35,7 @@ pub fn parse_size(s: &str) -> Result<u64> {
 
 /// Formats bytes with a binary unit, e.g. `1.50 GiB`.
 pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = b as f64;
     let mut i = 0;
     while v >= 1024.0 && i < UNITS.len() - 1 {
@@ -56,6 +59,8 @@ mod tests {
         assert_eq!(parse_size("50MB").unwrap(), 50_000_000);
         assert_eq!(parse_size("64GiB").unwrap(), 64 << 30);
         assert_eq!(parse_size("4TB").unwrap(), 4_000_000_000_000);
+        assert_eq!(parse_size("1PB").unwrap(), 1_000_000_000_000_000);
+        assert_eq!(parse_size("2PiB").unwrap(), 2 << 50);
         assert_eq!(parse_size("1.5 KiB").unwrap(), 1536);
         assert!(parse_size("ten").is_err());
         assert!(parse_size("5XB").is_err());

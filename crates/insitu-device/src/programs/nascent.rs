@@ -10,7 +10,7 @@ use insitu_kernels::keys::{encode_sorted, sort_byte_keys, sort_key_bytes, IndexL
 use insitu_kernels::le;
 use insitu_kernels::sort::SortedIndices;
 
-use crate::error::{DeviceError, Result};
+use crate::error::Result;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{
     DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOutput, KeyColumn, RowShape, SortArgs, SortOutput,
@@ -150,11 +150,8 @@ pub(crate) fn sort(ctx: &ProgramContext<'_>, a: SortArgs) -> Result<SortOutput> 
     let per_row = sort_bytes_per_row(kt);
     let chunk_rows = (budget / per_row).min(rows.max(1));
     if chunk_rows < 1024.min(rows.max(1)) {
-        return Err(DeviceError::MemoryExhausted {
-            requested: per_row * 1024,
-            available: ctx.memory_available(),
-            capacity: ctx.memory_available(),
-        });
+        let needed = per_row * 1024.min(rows.max(1));
+        return Err(ctx.too_little_memory(a.memory_budget, needed, "sorting (1024 rows a chunk)"));
     }
     let attrs = index_attrs(Some(kt), IndexLayout::for_key(kt), rows);
     if rows <= chunk_rows {

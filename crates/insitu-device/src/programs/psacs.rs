@@ -20,7 +20,7 @@ use insitu_kernels::shuffle::{
     StoredKey,
 };
 
-use crate::error::{DeviceError, Result};
+use crate::error::Result;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{KeyColumn, RowShape, ShuffleArgs, ShuffleOutput};
 
@@ -75,11 +75,8 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
     let avg = (rows_size / n.max(1)).max(1) + 16;
     let batch_rows = (budget / (avg * 3 + 24)).min(n.max(1));
     if batch_rows < 64.min(n.max(1)) {
-        return Err(DeviceError::MemoryExhausted {
-            requested: avg * 3 * 64,
-            available: ctx.memory_available(),
-            capacity: ctx.memory_available(),
-        });
+        let needed = (avg * 3 + 24) * 64.min(n.max(1));
+        return Err(ctx.too_little_memory(a.memory_budget, needed, "a shuffle batch (64 rows)"));
     }
     let key = read_key(ctx, &a.part.key)?;
     let spec = spec_of(ctx, &a, &key)?;

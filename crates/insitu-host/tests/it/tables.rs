@@ -197,6 +197,14 @@ fn a_table_larger_than_device_memory_is_sorted_out_of_core() {
         merge: None,
         memory_budget: Some(60_000), // 10,000 rows a device at 40 bytes a row: several runs
     };
+    // A budget below one chunk is named as the budget, not as the device's memory.
+    let tiny = SortOptions { memory_budget: Some(1), out: Some("tiny".into()), ..opts.clone() };
+    let err = sort_table(&mut a, "t", &tiny).unwrap_err().to_string();
+    assert!(
+        err.contains("the memory budget of 1 bytes is too small") && err.contains("--memory-budget"),
+        "{err}"
+    );
+    assert!(!a.catalog().objects.contains_key("tiny"));
     sort_table(&mut a, "t", &opts).unwrap();
     let (p1, p2) = (dir.path().join("h.parquet"), dir.path().join("d.parquet"));
     get_table(&a, "host", &p1).unwrap();
