@@ -33,6 +33,25 @@ pub fn parse_size(s: &str) -> Result<u64> {
     Ok(v.round() as u64)
 }
 
+/// Fails, saying so, when `bytes` of memory for `what` are more than this machine has available
+/// (`MemAvailable` of `/proc/meminfo`; no check where that cannot be read): better than an allocation
+/// that aborts the process or a kill by the OOM killer with no message.
+pub fn check_fits_in_memory(bytes: u64, what: &str) -> Result<()> {
+    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    match available {
+        Some(a) if bytes > a => Err(HostError::InvalidArgument(format!(
+            "{what} would need about {} of memory and this machine has {} available",
+            human_bytes(bytes),
+            human_bytes(a)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Formats bytes with a binary unit, e.g. `1.50 GiB`.
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

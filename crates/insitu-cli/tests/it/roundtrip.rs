@@ -210,6 +210,9 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     let bad = env.write("bad.txt", b"3\n2\n");
     assert!(env.fails(&["put-list", s(&bad)]).contains("position 1"));
     assert!(env.fails(&["put-list", s(&a), "--name", "x", "--entry-size", "6"]).contains("multiple of 4"));
+    // An entry size past any sensible one is refused by name, not by an aborted allocation.
+    let err = env.fails(&["put-list", s(&a), "--name", "x", "--entry-size", "4294967292"]);
+    assert!(err.contains("--entry-size must be a multiple of 4 from 4 to"), "{err}");
     assert!(env.fails(&["intersect", "a", "a"]).contains("given twice"));
 }
 

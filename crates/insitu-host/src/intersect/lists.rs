@@ -30,9 +30,10 @@ fn entry_for(name: &str, kind: EntryKind, size: u64, dev: u32) -> ObjectEntry {
 
 /// Checks an entry size.
 pub fn check_entry_size(s: u32) -> Result<()> {
-    if s < 4 || s % 4 != 0 {
+    const MAX: u32 = 1 << 20;
+    if s < 4 || s % 4 != 0 || s > MAX {
         return Err(HostError::InvalidArgument(format!(
-            "--entry-size must be a multiple of 4 and at least 4, not {s}"
+            "--entry-size must be a multiple of 4 from 4 to {MAX} (1 MiB), not {s}"
         )));
     }
     Ok(())
@@ -149,6 +150,7 @@ pub fn put_list(
     array.device(dev)?;
     array.check_free(name)?;
     let ids = read_ids(path, format)?;
+    crate::units::check_fits_in_memory(ids.len() as u64 * entry_size as u64, "put-list's entries")?;
     if let Some(i) = first_unsorted(&ids) {
         let what = if ids[i] == ids[i - 1] { "a duplicate of" } else { "smaller than" };
         return Err(HostError::InvalidArgument(format!(
@@ -184,22 +186,45 @@ pub fn gen_lists(
     if !(0.0..=1.0).contains(&ratio) {
         return Err(HostError::InvalidArgument(format!("--ratio must be in 0..1, not {ratio}")));
     }
+    // Distinct random IDs are drawn by rejection: keep to half the 32-bit space so that stays quick.
+    const MAX_IDS: u64 = 1 << 31;
+    for (flag, n) in [("--size1", n1), ("--size2", n2)] {
+        if n > MAX_IDS {
+            return Err(HostError::InvalidArgument(format!(
+                "{flag} {n} asks for more distinct random 32-bit IDs than this generator makes (at most \
+                 {MAX_IDS}, half of the 2^32 that exist)"
+            )));
+        }
+    }
+    // Both lists, a copy of the longer while planting, and the sort's scratch: about 4 copies of 4 bytes.
+    crate::units::check_fits_in_memory((n1 + n2) * 16, "gen lists")?;
     let mut rng = SmallRng::seed_from_u64(seed);
     let draw = |n: u64, rng: &mut SmallRng| -> Vec<u32> {
-        let mut v: Vec<u32> = (0..n + n / 64 + 16).map(|_| rng.gen()).collect();
+        let n = n as usize;
+        let mut v: Vec<u32> = Vec::with_capacity(n + n / 64 + 16);
+        while v.len() < n {
+            let want = n - v.len();
+            v.extend((0..want + want / 64 + 16).map(|_| rng.gen::<u32>()));
+            v.sort_unstable();
+            v.dedup();
+        }
+        // Drop the surplus at random places, not the largest IDs, so the IDs stay uniform.
+        while v.len() > n {
+            let i = rng.gen_range(0..v.len());
+            v.swap_remove(i);
+        }
         v.sort_unstable();
-        v.dedup();
-        v.truncate(n as usize);
         v
     };
     let a = draw(n1, &mut rng);
     let b = draw(n2, &mut rng);
     // Plant `ratio` of the shorter list in the longer one, in place of as many of its own IDs (spread
     // evenly), so the longer list keeps its size.
-    let plant = |short: &[u32], long: Vec<u32>| {
-        let planted = ((short.len() as f64 * ratio).round() as usize).min(long.len());
+    let plant = |short: &[u32], long: Vec<u32>, rng: &mut SmallRng| {
+        let size = long.len();
+        let planted = ((short.len() as f64 * ratio).round() as usize).min(size);
         let step = (short.len() / planted.max(1)).max(1);
-        let drop_every = (long.len() / planted.max(1)).max(1);
+        let drop_every = (size / planted.max(1)).max(1);
         let mut dropped = 0usize;
         let mut kept: Vec<u32> = long
             .into_iter()
@@ -214,9 +239,26 @@ pub fn gen_lists(
         kept.extend(short.iter().step_by(step).take(planted));
         kept.sort_unstable();
         kept.dedup();
+        // A planted ID the longer list already held leaves it one short: top it up with IDs in neither
+        // list, so it has its size and the common IDs stay the planted ones.
+        let mut extra: Vec<u32> = Vec::new();
+        while kept.len() + extra.len() < size {
+            let x = rng.gen::<u32>();
+            if short.binary_search(&x).is_err() && kept.binary_search(&x).is_err() {
+                extra.push(x);
+                if kept.len() + extra.len() == size {
+                    extra.sort_unstable();
+                    extra.dedup();
+                }
+            }
+        }
+        kept.extend(extra);
+        kept.sort_unstable();
         kept
     };
-    let (l1, l2) = if a.len() <= b.len() { (a.clone(), plant(&a, b)) } else { (plant(&b, a), b) };
+    let (l1, l2) =
+        if a.len() <= b.len() { (a.clone(), plant(&a, b, &mut rng)) } else { (plant(&b, a, &mut rng), b) };
+    debug_assert_eq!((l1.len() as u64, l2.len() as u64), (n1, n2));
     let write = |p: &Path, v: &[u32]| std::fs::write(p, le::encode_u32s(v)).map_err(|e| HostError::io(p, e));
     write(out1, &l1)?;
     write(out2, &l2)?;

@@ -146,3 +146,27 @@ fn a_text_corpus_becomes_posting_lists_that_intersect_like_sets() {
         "names are taken"
     );
 }
+
+#[test]
+fn generated_lists_have_exactly_the_sizes_asked_and_impossible_sizes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p1, p2) = (dir.path().join("1.bin"), dir.path().join("2.bin"));
+    for (n1, n2, ratio) in [(1000, 300_000, 1.0), (200_000, 777, 0.5), (0, 10, 0.3), (50_000, 50_000, 0.01)] {
+        let (l1, l2, common) = gen_lists(n1, n2, ratio, 9, &p1, &p2).unwrap();
+        assert_eq!((l1, l2), (n1, n2), "sizes asked");
+        let (a, b) = (read_u32(&p1), read_u32(&p2));
+        assert_eq!((a.len() as u64, b.len() as u64), (n1, n2));
+        for l in [&a, &b] {
+            assert!(l.windows(2).all(|w| w[0] < w[1]), "sorted without duplicates");
+        }
+        let set: std::collections::HashSet<u32> = b.iter().copied().collect();
+        assert_eq!(a.iter().filter(|x| set.contains(x)).count() as u64, common);
+        let planted = (n1.min(n2) as f64 * ratio).round() as u64;
+        assert!(common >= planted, "{common} common, {planted} planted");
+    }
+    // The IDs stay spread over the whole range: the largest of 300,000 is near the top.
+    gen_lists(10, 300_000, 0.0, 4, &p1, &p2).unwrap();
+    assert!(*read_u32(&p2).last().unwrap() > u32::MAX - (u32::MAX / 1000));
+    let err = gen_lists(5_000_000_000, 10, 0.1, 1, &p1, &p2).unwrap_err().to_string();
+    assert!(err.contains("--size1 5000000000") && err.contains("distinct"), "{err}");
+}
