@@ -85,38 +85,45 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
     let mut in_memory = None;
     let mut batches = 0usize;
     let mut first = 0u64;
-    loop {
-        let count = batch_rows.min(n - first);
-        let (lo, hi) = (row_offsets[first as usize], row_offsets[(first + count) as usize]);
-        let _mem = ctx.reserve((hi - lo) * 3 + count * 24)?;
-        let (records, rec_offs) = {
-            let mut rows = vec![0u8; (hi - lo) as usize];
-            ctx.read_object(rows_obj, lo, &mut rows)?;
-            let offs: Vec<u64> =
-                row_offsets[first as usize..=(first + count) as usize].iter().map(|o| o - lo).collect();
-            let key_part = key.slice(first as usize, count as usize);
-            compose_records(&rows, &offs, spec.format.bitmap, &key_part).map_err(|e| ctx.failed(e))?
+    let grouping = (|| -> Result<()> {
+        loop {
+            let count = batch_rows.min(n - first);
+            let (lo, hi) = (row_offsets[first as usize], row_offsets[(first + count) as usize]);
+            let _mem = ctx.reserve((hi - lo) * 3 + count * 24)?;
+            let (records, rec_offs) = {
+                let mut rows = vec![0u8; (hi - lo) as usize];
+                ctx.read_object(rows_obj, lo, &mut rows)?;
+                let offs: Vec<u64> =
+                    row_offsets[first as usize..=(first + count) as usize].iter().map(|o| o - lo).collect();
+                let key_part = key.slice(first as usize, count as usize);
+                compose_records(&rows, &offs, spec.format.bitmap, &key_part).map_err(|e| ctx.failed(e))?
+            };
+            let grouped = group_records(&records, &rec_offs, &spec).map_err(|e| ctx.failed(e))?;
+            if tiled {
+                // Counted before it is stored, so a batch cut off half-stored is cleaned up too.
+                batches += 1;
+                let name = format!("{out}.batch{}", batches - 1);
+                store(ctx, &format!("{name}#rec"), &grouped.records)?;
+                store(ctx, &format!("{name}#off"), &le::encode_u64s(&grouped.offsets))?;
+                store(ctx, &format!("{name}#ext"), &le::encode_u64s(&grouped.extents))?;
+            } else {
+                in_memory = Some(grouped);
+                batches += 1;
+            }
+            first += count;
+            if first >= n {
+                return Ok(());
+            }
+        }
+    })();
+    let result = grouping.and_then(|()| {
+        let source = match &in_memory {
+            Some(g) => Batches::Memory(g),
+            None => Batches::Flash(batches),
         };
-        let grouped = group_records(&records, &rec_offs, &spec).map_err(|e| ctx.failed(e))?;
-        if tiled {
-            let name = format!("{out}.batch{batches}");
-            store(ctx, &format!("{name}#rec"), &grouped.records)?;
-            store(ctx, &format!("{name}#off"), &le::encode_u64s(&grouped.offsets))?;
-            store(ctx, &format!("{name}#ext"), &le::encode_u64s(&grouped.extents))?;
-        } else {
-            in_memory = Some(grouped);
-        }
-        batches += 1;
-        first += count;
-        if first >= n {
-            break;
-        }
-    }
-    let source = match &in_memory {
-        Some(g) => Batches::Memory(g),
-        None => Batches::Flash(batches),
-    };
-    let result = merge_and_write(ctx, out, &spec, &source);
+        merge_and_write(ctx, out, &spec, &source)
+    });
+    // The parked batches go whatever happened (a full device, a failed merge): no temporary part stays.
     if tiled {
         for i in 0..batches {
             for s in ["rec", "off", "ext"] {

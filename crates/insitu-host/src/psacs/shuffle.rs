@@ -70,7 +70,10 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     validate_user_name(&out)?;
     array.check_free(&out)?;
     let rf = row_format(&info.schema, info.key);
-    let threads = opts.threads.clamp(1, 256);
+    if !(1..=256).contains(&opts.threads) {
+        return Err(HostError::InvalidArgument(format!("--threads must be 1..=256, not {}", opts.threads)));
+    }
+    let threads = opts.threads;
     let op = format!("shuffle ({})", opts.placement.name());
     let mut measure = Measure::start(&op, array)?;
     let job = ShuffleJob {
@@ -120,17 +123,27 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     })?;
     let rows: u64 = info.parts.iter().map(|p| p.rows).sum();
     let ratio = raw as f64 / stored.max(1) as f64;
+    // More partitions than rows leaves most of them empty and costs an index entry each.
+    let warning = (opts.partitions as u64 > rows.max(1)).then(|| {
+        format!(
+            "{} partitions for {rows} rows: most are empty (each still costs index space and merge work)",
+            opts.partitions
+        )
+    });
     let result = json!({
         "table": name, "out": out, "keys": opts.keys, "partitions": opts.partitions, "placement": opts.placement,
         "threads": threads, "hash": opts.hash.name(), "rows": rows, "stored_bytes": stored, "raw_bytes": raw,
-        "compression_ratio": ratio,
+        "compression_ratio": ratio, "warning": warning,
     });
-    let headline = format!(
+    let mut headline = format!(
         "{op}: {rows} rows of {name} into {} partitions by {} ({}), {} stored ({ratio:.2}x compression) as {out}",
         opts.partitions,
         json!(opts.keys),
         opts.hash.name(),
         human_bytes(stored),
     );
+    if let Some(w) = &warning {
+        headline = format!("{headline}\nwarning: {w}");
+    }
     measure.finish(array, headline, result)
 }

@@ -111,6 +111,12 @@ fn a_part_larger_than_device_memory_is_tiled_and_many_partitions_work() {
     assert_eq!(partitions(&a, "tiled", 64), partitions(&a, "ref", 64));
     let r = shuffle_table(&mut a, "t", &opts(&["k"], 65_536, ShufflePlacement::Device, 1, "wide")).unwrap();
     assert_eq!(r.result["partitions"], 65_536);
+    assert!(r.result["warning"].as_str().unwrap().contains("65536 partitions for 5000 rows"), "{}", r.result);
+    assert!(r.headline.contains("warning: 65536 partitions"), "{}", r.headline);
+    assert!(shuffle_table(&mut a, "t", &opts(&["k"], 64, ShufflePlacement::HostSort, 0, "z"))
+        .unwrap_err()
+        .to_string()
+        .contains("--threads must be 1..=256, not 0"));
     let total: usize =
         [0u32, 1, 65_535].iter().map(|p| read_partition(&a, "wide", *p).unwrap().num_rows()).sum();
     assert!(total <= 5000);
@@ -140,4 +146,25 @@ fn bad_shuffles_are_refused() {
     assert!(err.contains("already exists"), "{err}");
     insitu_host::blob::rm(&mut a, "x").unwrap();
     assert!(a.fsck().unwrap().is_empty());
+}
+
+#[test]
+fn a_shuffle_that_fills_the_device_leaves_no_temporary_part() {
+    use insitu_device::protocol::List;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a");
+    let profile = insitu_device::Profile::load("tiny").unwrap();
+    insitu_host::Array::init(&path, 1, profile, Some(1 << 20), None).unwrap();
+    let mut a = insitu_host::Array::open(&path, Default::default()).unwrap();
+    load(&mut a, dir.path(), 12_000, 14);
+    let before: Vec<String> = a.devices()[0].call(List).unwrap().into_iter().map(|o| o.name).collect();
+    // Tiled in small batches parked on flash, with too little room for them and the output.
+    let mut o = opts(&["k"], 16, ShufflePlacement::Device, 1, "full");
+    o.memory_budget = Some(100_000);
+    let err = shuffle_table(&mut a, "t", &o).unwrap_err().to_string();
+    assert!(err.contains("full"), "{err}");
+    let after: Vec<String> = a.devices()[0].call(List).unwrap().into_iter().map(|o| o.name).collect();
+    assert_eq!(after, before, "only the table's own parts remain");
+    assert!(a.fsck().unwrap().is_empty());
+    a.close().unwrap();
 }
