@@ -52,6 +52,17 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
     assert!(env.fails(&["sort", "t", "--key", "zz"]).contains("no column \"zz\""));
     assert!(env.fails(&["sort", "t", "--key", "c0", "--out", "m"]).contains("already exists"));
     assert!(env.fails(&["get", "t"]).contains("is a table"));
+    // A merge output that cannot be written is refused before any work, and stores nothing.
+    let err =
+        env.fails(&["sort", "t", "--key", "c0", "--out", "o6", "--merge", "-o", "/nonexistent/x.parquet"]);
+    assert!(err.contains("/nonexistent is not a directory"), "{err}");
+    // One that fails late (its temporary file's name is taken by a directory) takes its sorted table along.
+    std::fs::create_dir(env.path("late.parquet.tmp")).unwrap();
+    env.fails(&["sort", "t", "--key", "c0", "--out", "o7", "--merge", "-o", s(&env.path("late.parquet"))]);
+    let names = env.json(&["ls"])["result"]["objects"].to_string();
+    assert!(!names.contains("\"o6\"") && !names.contains("\"o7\""), "{names}");
+    env.ok(&["sort", "t", "--key", "c0", "--out", "o7"]);
+    env.ok(&["rm", "o7"]);
     env.ok(&["rm", "m"]);
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }

@@ -75,6 +75,9 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
     let out = opts.out.clone().unwrap_or_else(|| format!("{name}.sorted"));
     validate_user_name(&out)?;
     array.check_free(&out)?;
+    if let Some(path) = &opts.merge {
+        crate::table::export::ParquetFile::check_path(path)?;
+    }
     let op = format!("sort ({})", opts.placement.name());
     let mut measure = Measure::start(&op, array)?;
     let job = SortJob { table: name, out: &out, devices: &entry.devices, info: &info, algo: opts.algo };
@@ -107,7 +110,15 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         format!("{op}: {rows} rows of {name} by {} ({}) into {out}", opts.key, opts.algo.name());
     if let Some(path) = &opts.merge {
         let c0 = thread_cpu_ns();
-        let merged = crate::nascent::merge::merge_to_parquet(array, &out, path)?;
+        let merged = match crate::nascent::merge::merge_to_parquet(array, &out, path) {
+            Ok(m) => m,
+            Err(e) => {
+                // The command failed: the sorted table it stored goes too, so a retry starts clean.
+                let _ = array.remove_entry(&out);
+                cleanup(array, &entry.devices, &out);
+                return Err(e);
+            }
+        };
         measure.phase("merge", array, HostWork::single("merge", thread_cpu_ns() - c0))?;
         result["merged"] = json!({ "output": path, "rows": merged });
         headline.push_str(&format!("\n  merged {merged} rows into {}", path.display()));

@@ -25,6 +25,29 @@ pub struct ParquetFile {
 }
 
 impl ParquetFile {
+    /// Fails, naming the problem, if `path` could not be written: a missing or non-directory parent, or
+    /// a directory at `path` itself. Commands check their outputs this way before any work starts.
+    pub fn check_path(path: &Path) -> Result<()> {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(HostError::InvalidArgument(format!(
+                "cannot write {}: {} is not a directory",
+                path.display(),
+                parent.display()
+            )));
+        }
+        if path.is_dir() {
+            return Err(HostError::InvalidArgument(format!(
+                "cannot write {}: it is a directory",
+                path.display()
+            )));
+        }
+        Ok(())
+    }
+
     /// Starts writing `path` with `schema`.
     pub fn create(path: &Path, schema: SchemaRef) -> Result<ParquetFile> {
         let tmp = path.with_extension("parquet.tmp");
