@@ -38,6 +38,20 @@ pub fn read_table_file(path: &Path) -> Result<RecordBatch> {
         "csv" => {
             let fmt = arrow::csv::reader::Format::default().with_header(true);
             let (schema, _) = fmt.infer_schema(&file, Some(10_000)).map_err(|e| bad(e.to_string()))?;
+            // A column with no values to infer from (a header-only file, or a column always empty) is
+            // text: there is nothing to say it is anything else.
+            let schema = arrow::datatypes::Schema::new(
+                schema
+                    .fields()
+                    .iter()
+                    .map(|f| match f.data_type() {
+                        arrow::datatypes::DataType::Null => {
+                            arrow::datatypes::Field::new(f.name(), arrow::datatypes::DataType::Utf8, true)
+                        }
+                        _ => f.as_ref().clone(),
+                    })
+                    .collect::<Vec<_>>(),
+            );
             let file = File::open(path).map_err(|e| HostError::io(path, e))?;
             let schema = Arc::new(schema);
             let r = arrow::csv::ReaderBuilder::new(schema.clone())

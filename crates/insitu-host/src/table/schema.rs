@@ -179,6 +179,16 @@ impl TableSchema {
         if columns.is_empty() {
             return Err(HostError::InvalidArgument("the table has no columns".into()));
         }
+        for (j, c) in columns.iter().enumerate() {
+            if let Some(i) = columns[..j].iter().position(|o| o.name == c.name) {
+                return Err(HostError::InvalidArgument(format!(
+                    "column name {:?} is used twice (columns {} and {}): give every column its own name",
+                    c.name,
+                    i + 1,
+                    j + 1
+                )));
+            }
+        }
         Ok(TableSchema { columns })
     }
 

@@ -308,3 +308,31 @@ fn bad_tables_and_arguments_are_refused_and_store_nothing() {
     assert!(err.contains("already exists"), "{err}");
     assert!(a.fsck().unwrap().is_empty());
 }
+
+#[test]
+fn csv_headers_alone_make_an_empty_text_table_and_repeated_column_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2);
+    let header_only = dir.path().join("h.csv");
+    std::fs::write(&header_only, "id,name\n").unwrap();
+    put(&mut a, &header_only, "h", "id", false);
+    let out = dir.path().join("h.parquet");
+    get_table(&a, "h", &out).unwrap();
+    let back = read_table_file(&out).unwrap();
+    assert_eq!(back.num_rows(), 0);
+    let types: Vec<_> =
+        back.schema().fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect();
+    assert_eq!(types, vec![("id".into(), DataType::Utf8), ("name".into(), DataType::Utf8)]);
+    // A column empty in every row is text too, beside the ones with values.
+    let sparse = dir.path().join("s.csv");
+    std::fs::write(&sparse, "k,note\n3,\n1,\n2,\n").unwrap();
+    put(&mut a, &sparse, "s", "k", false);
+    let twice = dir.path().join("d.csv");
+    std::fs::write(&twice, "a,b,a\n1,2,3\n").unwrap();
+    let opts =
+        PutTable { name: "d".into(), key: Some("b".into()), partition: Partitioning::RoundRobin, dict: None };
+    let err = put_table(&mut a, &twice, &opts).unwrap_err().to_string();
+    assert!(err.contains("column name \"a\" is used twice (columns 1 and 3)"), "{err}");
+    assert!(!a.catalog().objects.contains_key("d"));
+    assert!(a.fsck().unwrap().is_empty());
+}
