@@ -38,5 +38,34 @@ pub fn stats(array: &Array) -> Result<(Value, String)> {
         ));
         devices.push(json!({ "device": d.id(), "properties": p, "counters": c }));
     }
-    Ok((json!({ "devices": devices }), text.trim_end().to_string()))
+    let (disk, apparent) = disk_use(array.dir());
+    text.push_str(&format!(
+        "on disk: {} ({} apparent: the NAND images are sparse files, only written pages take space)\n",
+        human_bytes(disk),
+        human_bytes(apparent)
+    ));
+    Ok((
+        json!({ "devices": devices, "disk_bytes": disk, "apparent_bytes": apparent }),
+        text.trim_end().to_string(),
+    ))
+}
+
+/// Bytes the files under `dir` take on disk, and their apparent size (sparse files take less).
+fn disk_use(dir: &std::path::Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let (mut disk, mut apparent) = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                disk += m.blocks() * 512;
+                apparent += m.len();
+            }
+        }
+    }
+    (disk, apparent)
 }

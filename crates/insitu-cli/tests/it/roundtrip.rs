@@ -103,8 +103,12 @@ fn stats_and_profiles_describe_the_array() {
     let text = env.ok(&["stats"]);
     assert!(text.contains("WA"));
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "a line for the array, one per device: {text}");
+    assert_eq!(lines.len(), 4, "a line for the array, one per device, one for the disk: {text}");
     assert!(lines[1].starts_with("dev0:") && lines[2].starts_with("dev1:"), "{text}");
+    assert!(lines[3].starts_with("on disk:") && lines[3].contains("sparse"), "{text}");
+    let (disk, apparent) =
+        (st["result"]["disk_bytes"].as_u64().unwrap(), st["result"]["apparent_bytes"].as_u64().unwrap());
+    assert!(disk < apparent / 10, "an empty array's images take little room: {disk} of {apparent}");
     let p = env.json(&["profiles"]);
     let names: Vec<_> =
         p["result"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap().to_string()).collect();
