@@ -188,7 +188,7 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
             "column {:?} has more than 65,536 distinct values on some device: stored plain there",
             schema.columns[key].name
         );
-        headline.push_str(&format!("\n  note: {note}"));
+        headline.push_str(&format!("\nwarning: {note}"));
         result["note"] = json!(note);
     }
     let entry = ObjectEntry {
