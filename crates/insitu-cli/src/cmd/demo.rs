@@ -187,8 +187,24 @@ fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
             "\nread back: {} bytes, crc32 {} matches the file; fsck: clean",
             get.result["size"], want_crc
         );
+        // Name this binary as the user can run it: by its path unless it is the `insitu` on PATH.
+        let exe = std::env::current_exe().ok();
+        let on_path = std::env::var_os("PATH").is_some_and(|p| {
+            std::env::split_paths(&p).any(|d| {
+                let c = d.join("insitu");
+                exe.as_ref().is_some_and(|e| c.canonicalize().ok().as_ref() == Some(e))
+            })
+        });
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let shown = match (&exe, on_path) {
+            (Some(e), false) => match e.strip_prefix(&cwd) {
+                Ok(rel) => format!("./{}", rel.display()),
+                Err(_) => e.display().to_string(),
+            },
+            _ => "insitu".to_string(),
+        };
         println!(
-            "the array stays at {}: try `insitu --data {} search corpus flash --placement host`",
+            "the array stays at {}: try `{shown} --data {} search corpus flash --placement host`",
             data.display(),
             data.display()
         );

@@ -144,6 +144,15 @@ fn demo_runs_end_to_end() {
         s(&env.path("demo")),
     ]);
     assert!(out.contains("matches either way") && out.contains("fsck: clean"), "{out}");
+    // The closing hint names a command that runs: this binary, by its path (it is not on PATH here).
+    let hint = out.lines().find(|l| l.contains("the array stays at")).unwrap();
+    let cmd = hint.split('`').nth(1).unwrap();
+    let exe = cmd.split_whitespace().next().unwrap();
+    assert_eq!(
+        std::path::Path::new(exe).canonicalize().unwrap(),
+        std::path::Path::new(env!("CARGO_BIN_EXE_insitu")).canonicalize().unwrap(),
+        "{hint}"
+    );
 }
 
 #[test]
