@@ -76,6 +76,18 @@ pub enum ReproCmd {
 
 impl ReproCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        // The default working directory (and `target/` above it) goes again if this run made it and
+        // left it empty, whether the run succeeded or not.
+        let made: Vec<PathBuf> =
+            ["target", "target/insitu-repro"].iter().map(PathBuf::from).filter(|d| !d.exists()).collect();
+        let r = self.run_in(ctx);
+        for d in made.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+        r
+    }
+
+    fn run_in(self, ctx: &Ctx) -> Result<ExitCode> {
         let default_work = || PathBuf::from("target/insitu-repro");
         let progress = ctx.progress();
         match self {

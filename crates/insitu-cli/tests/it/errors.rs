@@ -255,3 +255,21 @@ fn a_device_folder_restored_from_an_older_copy_is_refused_and_nothing_is_changed
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
     assert_eq!(env.run(&["get", "b"]).stdout, text(30_000, 4, b"cd"));
 }
+
+#[test]
+fn repro_checks_its_inputs_first_and_leaves_no_empty_work_directory() {
+    let env = Env::new();
+    let tpch = env.path("tpch");
+    std::fs::create_dir(&tpch).unwrap();
+    std::fs::write(tpch.join("lineitem.parquet"), b"not checked yet").unwrap();
+    let o =
+        env.cmd().current_dir(env.dir.path()).args(["repro", "psacs", "--tpch", s(&tpch)]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("partsupp.parquet") && err.contains("customer.parquet"),
+        "every missing table: {err}"
+    );
+    assert!(!err.contains("lineitem.parquet,"), "{err}");
+    assert!(!env.path("target").exists(), "no empty target/insitu-repro left behind");
+}

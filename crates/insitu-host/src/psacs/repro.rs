@@ -77,17 +77,24 @@ pub fn repro_psacs(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Workload>> {
     let profile = Profile::load(profile)?;
+    // Every input is checked before any work starts.
+    let missing: Vec<String> = WORKLOADS
+        .iter()
+        .map(|(_, table, _)| tpch.join(format!("{table}.parquet")))
+        .filter(|p| !p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(HostError::InvalidArgument(format!(
+            "missing {}: make the TPC-H tables with `pip install tpchgen-cli && tpchgen-cli parquet -s 1 \
+             --tables=lineitem,partsupp,orders,customer --output-dir={}`",
+            missing.join(", "),
+            tpch.display()
+        )));
+    }
     let mut out = Vec::new();
     for (query, table, key) in WORKLOADS {
         let src = tpch.join(format!("{table}.parquet"));
-        if !src.exists() {
-            return Err(HostError::InvalidArgument(format!(
-                "{} is missing: make the TPC-H tables with `pip install tpchgen-cli && tpchgen-cli parquet -s 1 \
-                 --tables=lineitem,partsupp,orders,customer --output-dir={}`",
-                src.display(),
-                tpch.display()
-            )));
-        }
         progress(&format!("{query} {table} on {key}: loading"));
         let dir = work.join(format!("psacs-{table}"));
         if dir.exists() {
