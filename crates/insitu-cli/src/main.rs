@@ -30,6 +30,9 @@ struct Cli {
     /// How to reach the devices: in this process, or each in its own `insitu serve-device` process.
     #[arg(long, global = true, value_enum, env = "INSITU_TRANSPORT", default_value = "in-process")]
     transport: Transport,
+    /// Seconds to wait while another insitu process uses the array, before giving up (0: fail at once).
+    #[arg(long, global = true, env = "INSITU_WAIT", default_value_t = 5.0)]
+    wait: f64,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -129,7 +132,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Transport::InProcess => DeviceTransport::InProcess,
         Transport::Process => DeviceTransport::process(std::env::current_exe()?),
     };
-    let ctx = Ctx { data: cli.data, out: output::Output { json: cli.json }, transport, quiet: cli.json };
+    if !(0.0..=86_400.0).contains(&cli.wait) {
+        anyhow::bail!("--wait takes 0 to 86400 seconds, not {}", cli.wait);
+    }
+    let ctx = Ctx {
+        data: cli.data,
+        out: output::Output { json: cli.json },
+        transport,
+        quiet: cli.json,
+        wait_s: cli.wait,
+    };
     match cli.cmd {
         Cmd::Init(c) => c.run(&ctx),
         Cmd::Put(c) => c.run(&ctx),

@@ -41,6 +41,8 @@ pub struct OpenOptions {
     pub faults: FaultPlan,
     /// How to reach the devices.
     pub transport: DeviceTransport,
+    /// How long to wait for another process to release the array before failing (default: not at all).
+    pub lock_wait: std::time::Duration,
 }
 
 /// What opening the array cleaned up.
@@ -71,9 +73,21 @@ pub struct Array {
 /// Locks the data directory itself (flock on the directory): unlike a lock file, it cannot be deleted
 /// or replaced under a running process to let a second writer in.
 fn lock(dir: &Path) -> Result<File> {
-    insitu_device::sys::lock_dir(dir)
-        .map_err(|e| HostError::io(dir, e))?
-        .ok_or_else(|| HostError::Locked(dir.to_path_buf()))
+    lock_within(dir, std::time::Duration::ZERO)
+}
+
+/// [`lock`], trying again until `wait` has passed while another process holds the lock.
+fn lock_within(dir: &Path, wait: std::time::Duration) -> Result<File> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match insitu_device::sys::lock_dir(dir).map_err(|e| HostError::io(dir, e))? {
+            Some(f) => return Ok(f),
+            None if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            None => return Err(HostError::Locked(dir.to_path_buf())),
+        }
+    }
 }
 
 impl Array {
@@ -168,7 +182,7 @@ impl Array {
         if !dir.join("array.json").exists() {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
-        let lock = lock(dir)?;
+        let lock = lock_within(dir, opts.lock_wait)?;
         Self::open_locked(dir, lock, opts)
     }
 
@@ -530,11 +544,16 @@ impl Array {
     }
 
     /// Checks an array that may not open: reports what prevents it instead of failing.
-    pub fn fsck_dir(dir: &Path, transport: &DeviceTransport) -> Result<FsckSummary> {
+    /// Waits up to `wait` for another process to release the array.
+    pub fn fsck_dir(
+        dir: &Path,
+        transport: &DeviceTransport,
+        wait: std::time::Duration,
+    ) -> Result<FsckSummary> {
         if !dir.join("array.json").exists() {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
-        let held = lock(dir)?;
+        let held = lock_within(dir, wait)?;
         let opts = OpenOptions { transport: transport.clone(), ..Default::default() };
         match Array::open_locked(dir, held, opts) {
             Ok(a) => {

@@ -104,7 +104,7 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
             );
         }
     }
-    let summary = Array::fsck_dir(&ctx.data, &ctx.transport)?;
+    let summary = ctx.when_free(|wait| Array::fsck_dir(&ctx.data, &ctx.transport, wait))?;
     let (problems, notes) = (&summary.problems, &summary.notes);
     let ok = problems.is_empty();
     let mut text = if ok {

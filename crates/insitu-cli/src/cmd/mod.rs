@@ -28,13 +28,18 @@ pub struct Ctx {
     pub transport: DeviceTransport,
     /// `--json`: no progress messages on stderr either.
     pub quiet: bool,
+    /// Seconds to wait for another process to release the array (`--wait`).
+    pub wait_s: f64,
 }
 
 impl Ctx {
     /// Opens the array (recovering it, and saying what recovery removed).
     pub fn open(&self) -> Result<Array> {
-        let opts = OpenOptions { faults: FaultPlan::from_env(), transport: self.transport.clone() };
-        let array = Array::open(&self.data, opts)?;
+        let array = self.when_free(|lock_wait| {
+            let opts =
+                OpenOptions { faults: FaultPlan::from_env(), transport: self.transport.clone(), lock_wait };
+            Array::open(&self.data, opts)
+        })?;
         let r = array.open_report();
         if !r.removed_orphans.is_empty() {
             eprintln!(
@@ -55,6 +60,26 @@ impl Ctx {
             );
         }
         Ok(array)
+    }
+
+    /// Runs `f` with no wait for the array's lock; if another process holds it, says so and runs it again
+    /// waiting up to `--wait` seconds.
+    pub fn when_free<T>(
+        &self,
+        f: impl Fn(std::time::Duration) -> insitu_host::Result<T>,
+    ) -> insitu_host::Result<T> {
+        match f(std::time::Duration::ZERO) {
+            Err(insitu_host::HostError::Locked(_)) if self.wait_s > 0.0 => {
+                if !self.quiet {
+                    eprintln!(
+                        "the array is in use by another insitu process: waiting up to {} s for it (--wait)",
+                        self.wait_s
+                    );
+                }
+                f(std::time::Duration::from_secs_f64(self.wait_s))
+            }
+            r => r,
+        }
     }
 
     /// Progress lines of long experiments (on stderr, unless `--json`).

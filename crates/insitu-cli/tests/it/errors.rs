@@ -88,9 +88,17 @@ fn a_second_process_is_refused_while_the_array_is_open() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);
     let held = Array::open(&env.data(), OpenOptions::default()).unwrap();
-    let err = env.fails(&["ls"]);
+    let err = env.fails(&["ls", "--wait", "0"]);
     assert!(err.contains("in use by another insitu process"), "{err}");
+    // By default a command waits a while for the other process, saying so.
+    let mut waiting =
+        env.cmd().args(["ls", "--wait", "20"]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut said = String::new();
+    let mut err = std::io::BufReader::new(waiting.stderr.take().unwrap());
+    std::io::BufRead::read_line(&mut err, &mut said).unwrap();
+    assert!(said.contains("waiting up to 20 s"), "{said}");
     held.close().unwrap();
+    assert!(waiting.wait().unwrap().success());
     env.ok(&["ls"]);
 }
 
@@ -108,7 +116,7 @@ fn deleting_files_in_the_data_directory_does_not_let_a_second_writer_in() {
     // Whatever lock file a user might remove, the second writer is still refused.
     let _ = std::fs::remove_file(env.data().join("LOCK"));
     let other = env.write("other", b"other bytes");
-    let err = env.fails(&["put", s(&other)]);
+    let err = env.fails(&["put", s(&other), "--wait", "0.2"]);
     assert!(err.contains("in use by another insitu process"), "{err}");
     w.write_all(&text(50_000, 2, b"ab")).unwrap();
     drop(w);
