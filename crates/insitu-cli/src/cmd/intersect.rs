@@ -102,6 +102,14 @@ pub struct Intersect {
     /// Return the common IDs (default: whole entries of the first list).
     #[arg(long)]
     ids_only: bool,
+    /// Write the answer to FILE: the common IDs with --ids-only (as --format says, or the file's
+    /// extension: .bin/.u32 little-endian u32, .txt/.csv/.tsv one per line), else the first list's whole
+    /// entries as stored (binary).
+    #[arg(short, long, conflicts_with = "count_only")]
+    output: Option<PathBuf>,
+    /// How to write the IDs of --ids-only -o FILE.
+    #[arg(long, value_enum, requires = "output")]
+    format: Option<ListFormat>,
 }
 
 impl Intersect {
@@ -118,10 +126,45 @@ impl Intersect {
         } else {
             Output::Entries
         };
+        // Where the IDs go is settled before any work.
+        let id_format = match (&self.output, self.ids_only) {
+            (Some(p), true) => Some(match self.format {
+                Some(ListFormat::U32le) => IdFormat::U32Le,
+                Some(ListFormat::Text) => IdFormat::Text,
+                None => IdFormat::resolve(None, p)?,
+            }),
+            _ => None,
+        };
+        let mut file = self.output.as_deref().map(crate::output::OutFile::create).transpose()?;
         let array = ctx.open()?;
-        let (report, _) = intersect(&array, &self.lists, placement, output)?;
+        let (report, answer) = intersect(&array, &self.lists, placement, output)?;
         array.close()?;
+        if let Some(mut f) = file.take() {
+            use std::io::Write;
+            match id_format {
+                Some(IdFormat::U32Le) => {
+                    f.write_all(&answer.ids.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?
+                }
+                Some(IdFormat::Text) => {
+                    for id in &answer.ids {
+                        writeln!(f, "{id}")?;
+                    }
+                }
+                None => f.write_all(&answer.entries)?,
+            }
+            f.commit()?;
+        }
         ctx.out.report(&report);
+        if self.ids_only && !ctx.out.json {
+            const HEAD: usize = 10;
+            let head: Vec<String> = answer.ids.iter().take(HEAD).map(u32::to_string).collect();
+            let more = answer.ids.len().saturating_sub(HEAD);
+            let tail = if more > 0 { format!(" ... and {more} more") } else { String::new() };
+            println!(
+                "common IDs: {}{tail}",
+                if head.is_empty() { "none".to_string() } else { head.join(", ") }
+            );
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

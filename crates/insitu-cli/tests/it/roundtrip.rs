@@ -219,6 +219,29 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     }
     let r = env.json(&["intersect", "a", "b", "--ids-only"]);
     assert_eq!(r["result"]["ids"].as_array().unwrap().len() as u64, common);
+    let ids: Vec<u32> =
+        r["result"]["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+    // The IDs to a file, as text or binary; a head of them on the terminal.
+    let (txt, bin) = (env.path("common.txt"), env.path("common.bin"));
+    let shown = env.ok(&["intersect", "a", "b", "--ids-only", "-o", s(&txt)]);
+    assert!(
+        shown.contains(&format!("common IDs: {}, {}", ids[0], ids[1])) && shown.contains("more"),
+        "{shown}"
+    );
+    let text: Vec<u32> = std::fs::read_to_string(&txt).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(text, ids);
+    env.ok(&["intersect", "a", "b", "--ids-only", "-o", s(&bin)]);
+    let raw = std::fs::read(&bin).unwrap();
+    assert_eq!(raw.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect::<Vec<_>>(), ids);
+    // Whole entries of the first list: 64 bytes each, the ID first.
+    let entries = env.path("entries.out");
+    env.ok(&["intersect", "a", "b", "-o", s(&entries)]);
+    let e = std::fs::read(&entries).unwrap();
+    assert_eq!(e.len() as u64, common * 64);
+    assert_eq!(u32::from_le_bytes(e[64..68].try_into().unwrap()), ids[1]);
+    assert!(env
+        .fails(&["intersect", "a", "b", "--ids-only", "-o", s(&env.path("x.dat"))])
+        .contains("--format"));
     assert_eq!(r["bytes"]["device_to_host"], common * 4, "only the result crosses the host link");
     let bad = env.write("bad.txt", b"3\n2\n");
     assert!(env.fails(&["put-list", s(&bad)]).contains("position 1"));
