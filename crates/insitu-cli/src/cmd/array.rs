@@ -14,6 +14,7 @@ use crate::cmd::Ctx;
 
 #[derive(Args, Debug)]
 pub struct Init {
+    /// Number of devices.
     #[arg(long, default_value_t = 4)]
     devices: u32,
     /// A BlueDBM appliance of this many nodes (one device each), cabled by `--topology`.

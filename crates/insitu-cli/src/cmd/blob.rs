@@ -62,7 +62,9 @@ impl Put {
 
 #[derive(Args, Debug)]
 pub struct Get {
+    /// The object to read.
     name: String,
+    /// Where to write it (default: standard output).
     #[arg(short, long)]
     output: Option<PathBuf>,
 }
@@ -107,6 +109,7 @@ pub fn ls(ctx: &Ctx) -> Result<ExitCode> {
 
 #[derive(Args, Debug)]
 pub struct Rm {
+    /// The object to remove.
     name: String,
 }
 
@@ -128,8 +131,11 @@ enum Where {
 
 #[derive(Args, Debug)]
 pub struct Search {
+    /// The object to search.
     name: String,
+    /// The bytes to look for.
     pattern: String,
+    /// Where to search: inside every device holding a part, or on the host.
     #[arg(long, value_enum, default_value = "device")]
     placement: Where,
     /// Also return the byte offset of every match.

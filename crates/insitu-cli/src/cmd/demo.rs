@@ -99,8 +99,10 @@ pub struct Demo {
     /// Size of the generated corpus.
     #[arg(long, default_value = "256MiB")]
     size: String,
+    /// Number of devices of the demo array.
     #[arg(long, default_value_t = 4)]
     devices: u32,
+    /// Hardware profile of the devices (`insitu profiles` lists them).
     #[arg(long, default_value = "smartssd")]
     profile: String,
 }

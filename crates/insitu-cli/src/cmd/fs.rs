@@ -33,6 +33,7 @@ impl Via {
 pub enum FsCmd {
     /// Store a file, striped over every node's cards and buses (or kept on one node).
     Put {
+        /// The file to store.
         file: PathBuf,
         /// Name in the file system (default: the file's name).
         #[arg(long)]
@@ -44,7 +45,9 @@ pub enum FsCmd {
     /// Write a file out (`-o -` for stdout). By default each node's host reads its pages; with `--via`,
     /// one node reads them all over the storage network (BlueDBM §3, §6.4) and the read is modeled.
     Get {
+        /// The file's name in the file system.
         name: String,
+        /// Where to write the file (- for standard output).
         #[arg(short, long)]
         output: PathBuf,
         /// Who reads: node `--from`'s in-store processor (`isp`: ISP-Local and ISP-F) or its host
@@ -59,9 +62,15 @@ pub enum FsCmd {
     /// Files, their sizes and where they live; space in pages.
     Ls,
     /// Remove a file (its pages are reclaimed by cleaning).
-    Rm { name: String },
+    Rm {
+        /// The file to remove.
+        name: String,
+    },
     /// A file's physical pages, one per line: node card bus chip block page.
-    Pages { name: String },
+    Pages {
+        /// The file.
+        name: String,
+    },
     /// Erase every block whose pages are all dead.
     Gc,
 }

@@ -14,35 +14,46 @@ use crate::cmd::Ctx;
 pub enum GenCmd {
     /// English-like text with the phrase "in-storage computing" planted about once per 1000 words.
     Text {
+        /// Bytes of text to write, e.g. 256MiB.
         #[arg(long, default_value = "1GiB")]
         size: String,
+        /// The file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Seed of the generator: the same seed gives the same data.
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
     /// Two sorted ID lists (uniform over [0, 2^32)) with a planted common fraction, as u32 files.
     Lists {
+        /// IDs in the first list.
         #[arg(long)]
         size1: u64,
+        /// IDs in the second list.
         #[arg(long)]
         size2: u64,
         /// Fraction of the shorter list planted in the longer.
         #[arg(long, default_value_t = 0.01)]
         ratio: f64,
+        /// File for the first list (little-endian u32).
         #[arg(long)]
         out1: PathBuf,
+        /// File for the second list (little-endian u32).
         #[arg(long)]
         out2: PathBuf,
+        /// Seed of the generator: the same seed gives the same data.
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
     /// TPC-C ORDER-LINE (10 districts x 3,000 orders x 5-15 lines per warehouse) as Parquet.
     TpccOrderline {
+        /// TPC-C warehouses (about 300,000 rows each).
         #[arg(long, default_value_t = 1)]
         warehouses: u32,
+        /// The file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Seed of the generator: the same seed gives the same data.
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
@@ -52,13 +63,16 @@ pub enum GenCmd {
         /// gensort, paper, fixed, or table.
         #[arg(long, default_value = "gensort")]
         format: String,
+        /// Number of records.
         #[arg(long, default_value_t = 1000)]
         count: u64,
         /// fixed: record size, key offset and key size.
         #[arg(long, default_value_t = 0)]
         record_size: u32,
+        /// fixed: where the key starts in a record (bytes).
         #[arg(long, default_value_t = 0)]
         key_offset: u32,
+        /// fixed: key length in bytes.
         #[arg(long, default_value_t = 10)]
         key_size: u32,
         /// Keys ascending (the paper's presorted inputs) instead of random.
@@ -67,26 +81,34 @@ pub enum GenCmd {
         /// table: the table, its key column, and the record width (default: the longest row).
         #[arg(long)]
         table: Option<PathBuf>,
+        /// table: the key column.
         #[arg(long)]
         key: Option<String>,
+        /// table: the record width in bytes.
         #[arg(long)]
         width: Option<u32>,
+        /// The file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Seed of the generator: the same seed gives the same data.
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
     /// NASCENT Fig. 12/13's synthetic table: ROWS x COLUMNS 4-byte values, key column c0.
     Synthetic {
+        /// Rows of the table.
         #[arg(long, default_value_t = 1024)]
         rows: u64,
+        /// Columns of the table (c0 is the key).
         #[arg(long, default_value_t = 1024)]
         columns: u32,
         /// Distinct values of the key column (at most 65,536 for 16-bit dictionary codes).
         #[arg(long, default_value_t = 65_536)]
         distinct: u64,
+        /// The file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Seed of the generator: the same seed gives the same data.
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },

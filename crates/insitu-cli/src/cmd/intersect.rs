@@ -38,6 +38,7 @@ pub struct PutList {
     /// Bytes per entry: a 4-byte ID plus a payload (filled deterministically).
     #[arg(long, default_value_t = 4)]
     entry_size: u32,
+    /// The device that stores it.
     #[arg(long, default_value_t = 0)]
     device: u32,
 }
@@ -59,11 +60,15 @@ impl PutList {
 
 #[derive(Args, Debug)]
 pub struct IndexText {
+    /// A file or a directory of text files to index.
     path: PathBuf,
+    /// Prefix of the stored lists' names.
     #[arg(long)]
     name: String,
+    /// Bytes per entry: a 4-byte ID plus a payload.
     #[arg(long, default_value_t = 4)]
     entry_size: u32,
+    /// The device that stores it.
     #[arg(long, default_value_t = 0)]
     device: u32,
     /// Keep the terms found in the most documents, at most this many.
@@ -92,8 +97,10 @@ enum Placement {
 
 #[derive(Args, Debug)]
 pub struct Intersect {
+    /// Two or more stored lists.
     #[arg(num_args = 2.., required = true)]
     lists: Vec<String>,
+    /// Where to intersect: inside the device, on the host, or the cheaper by the cost model.
     #[arg(long, value_enum, default_value = "device")]
     placement: Placement,
     /// Return only the number of common IDs.
@@ -180,6 +187,7 @@ pub struct ModelIntersect {
     /// Size of the first list in bytes (decimal suffixes as in the paper: 50MB).
     #[arg(long)]
     size1: String,
+    /// Size of the second list in bytes.
     #[arg(long)]
     size2: String,
     /// Entry size s in bytes (a 4-byte ID plus the payload).
@@ -191,6 +199,7 @@ pub struct ModelIntersect {
     /// Bytes per result entry sent to the host (4: IDs only).
     #[arg(long, default_value_t = 4)]
     result_entry_size: u32,
+    /// Hardware profile to price the two placements on.
     #[arg(long, default_value = "smartssd-2016")]
     profile: String,
 }

@@ -16,27 +16,36 @@ use crate::output;
 pub enum LbaCmd {
     /// Write FILE's bytes at block LBA of device DEV (the last block zero-padded).
     Write {
+        /// The device.
         device: u32,
+        /// The file whose bytes to write.
         file: PathBuf,
+        /// First logical block (one flash page each).
         #[arg(long)]
         at: u64,
     },
     /// Read LEN bytes from block LBA of device DEV (to stdout unless -o is given).
     Read {
+        /// The device.
         device: u32,
+        /// First logical block (one flash page each).
         #[arg(long)]
         at: u64,
         /// Bytes to read (4096, 64KiB, 1MB...).
         #[arg(long)]
         len: String,
+        /// Where to write the bytes (default: standard output).
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
     /// Trim LEN bytes (whole blocks) from block LBA of device DEV: they read as zeros afterwards.
     Trim {
+        /// The device.
         device: u32,
+        /// First logical block (one flash page each).
         #[arg(long)]
         at: u64,
+        /// Bytes to read or trim, e.g. 1MiB (whole blocks).
         #[arg(long)]
         len: String,
     },

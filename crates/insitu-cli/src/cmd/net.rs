@@ -22,16 +22,20 @@ pub enum NetCmd {
         /// Cables between neighbours (for a shape).
         #[arg(long, default_value_t = 1)]
         lanes: u32,
+        /// Hardware profile (its [network.storage] section).
         #[arg(long, default_value = "bluedbm")]
         profile: String,
     },
     /// Random page reads over simulated nodes by every path (ISP and host, local and remote): how fast
     /// this machine emulates them, and their bandwidth on the profile.
     Bench {
+        /// Nodes of the appliance.
         #[arg(long, default_value_t = 4)]
         nodes: u32,
+        /// ring, line, mesh, full, or a topology file (.toml).
         #[arg(long, default_value = "ring")]
         topology: String,
+        /// Cables between neighbouring nodes.
         #[arg(long, default_value_t = 1)]
         lanes: u32,
         /// Bytes written, spread evenly over the nodes.
@@ -40,6 +44,7 @@ pub enum NetCmd {
         /// Reads per path.
         #[arg(long, default_value_t = 100_000)]
         reads: u64,
+        /// Hardware profile (its [network.storage] section).
         #[arg(long, default_value = "bluedbm")]
         profile: String,
         /// Where the nodes' NAND images go while it runs (default: target/insitu-bench).

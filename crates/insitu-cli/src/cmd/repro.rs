@@ -17,6 +17,7 @@ pub enum ReproCmd {
         /// Shrink every list by this factor (1 = the paper's 100 MB).
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
+        /// Working directory for the temporary arrays (default: target/insitu-repro).
         #[arg(long)]
         work: Option<PathBuf>,
     },
@@ -25,12 +26,16 @@ pub enum ReproCmd {
         /// Directory with lineitem, partsupp, orders and customer as Parquet (from tpchgen-cli).
         #[arg(long)]
         tpch: PathBuf,
+        /// Shuffle partitions.
         #[arg(long, default_value_t = 1024)]
         partitions: u32,
+        /// Host thread counts for the baselines, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
         threads: Vec<usize>,
+        /// Hardware profile to model on.
         #[arg(long, default_value = "smartssd")]
         profile: String,
+        /// Working directory for the temporary arrays (default: target/insitu-repro).
         #[arg(long)]
         work: Option<PathBuf>,
     },
@@ -42,13 +47,16 @@ pub enum ReproCmd {
         /// Skip the presorted (PS) inputs.
         #[arg(long)]
         random_only: bool,
+        /// Runs per point (the median is reported).
         #[arg(long, default_value_t = 8)]
         runs: u32,
         /// Bytes per host read request of the final reads.
         #[arg(long, default_value = "128KiB")]
         request: String,
+        /// Hardware profile to model on.
         #[arg(long, default_value = "jasmine")]
         profile: String,
+        /// Working directory for the temporary arrays (default: target/insitu-repro).
         #[arg(long)]
         work: Option<PathBuf>,
     },
@@ -56,6 +64,7 @@ pub enum ReproCmd {
     /// at once, a 20-node ring), the latency of a remote 8 KB read by path (ISP-F, H-F, H-RH-F, H-D),
     /// and random-read bandwidth local and remote, simulated on the profile's links, cards and PCIe.
     BluedbmNet {
+        /// Hardware profile to model on.
         #[arg(long, default_value = "bluedbm")]
         profile: String,
     },
@@ -64,8 +73,10 @@ pub enum ReproCmd {
         /// Device counts to run (default 1 to 12).
         #[arg(long, value_delimiter = ',')]
         devices: Option<Vec<u32>>,
+        /// Hardware profile to model on.
         #[arg(long, default_value = "smartssd")]
         profile: String,
+        /// fast (radix) or bitonic (NASCENT's sorting network).
         #[arg(long, value_enum, default_value = "fast")]
         algo: Algo,
         /// Working directory for the temporary arrays (default: target/insitu-repro).

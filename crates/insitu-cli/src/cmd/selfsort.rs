@@ -16,8 +16,10 @@ use crate::output;
 /// Which device and index a command is about.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct Target {
+    /// The device.
     #[arg(long, default_value_t = 0)]
     device: u32,
+    /// The index (1-based, as in the paper's command block).
     #[arg(long, default_value_t = 1)]
     index: u32,
 }
@@ -72,10 +74,13 @@ pub enum SelfSortCmd {
     Config {
         #[command(flatten)]
         target: Target,
+        /// Bytes per record.
         #[arg(long)]
         record_size: u32,
+        /// Key length in bytes.
         #[arg(long)]
         key_size: u32,
+        /// Where the key starts in a record (bytes).
         #[arg(long, default_value_t = 0)]
         key_offset: u32,
         /// Insert every record as it is written (otherwise: `generate` on command).
@@ -93,17 +98,20 @@ pub enum SelfSortCmd {
         /// B+tree fanout (the paper: 128).
         #[arg(long, default_value_t = 128)]
         fanout: u32,
+        /// How the command reaches the firmware: the command block at the last LBA, or vendor commands.
         #[arg(long, value_enum, default_value = "block")]
         via: Via,
     },
     /// Write a file of records into the index's range through the block interface.
     Write {
+        /// The records to write.
         file: PathBuf,
         #[command(flatten)]
         target: Target,
         /// Record of the range the file's first record goes to.
         #[arg(long, default_value_t = 0)]
         at_record: u64,
+        /// How the command reaches the firmware: the command block at the last LBA, or vendor commands.
         #[arg(long, value_enum, default_value = "block")]
         via: Via,
     },
@@ -114,6 +122,7 @@ pub enum SelfSortCmd {
         /// Records per generate command (default: the firmware's).
         #[arg(long, default_value_t = 0)]
         chunk: u64,
+        /// How the command reaches the firmware: the command block at the last LBA, or vendor commands.
         #[arg(long, value_enum, default_value = "block")]
         via: Via,
     },
@@ -121,6 +130,7 @@ pub enum SelfSortCmd {
     Read {
         #[command(flatten)]
         target: Target,
+        /// Where to write the records in key order.
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -128,6 +138,7 @@ pub enum SelfSortCmd {
     Min {
         #[command(flatten)]
         target: Target,
+        /// Write the records here (default: only count and report them).
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
@@ -135,6 +146,7 @@ pub enum SelfSortCmd {
     Max {
         #[command(flatten)]
         target: Target,
+        /// Write the records here (default: only count and report them).
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
@@ -142,8 +154,10 @@ pub enum SelfSortCmd {
     Range {
         #[command(flatten)]
         target: Target,
+        /// The lowest key (hex, or text with --text).
         #[arg(long)]
         lo: String,
+        /// The highest key (hex, or text with --text).
         #[arg(long)]
         hi: String,
         #[command(flatten)]
@@ -151,6 +165,7 @@ pub enum SelfSortCmd {
         /// Only count them.
         #[arg(long)]
         count: bool,
+        /// Write the records here (default: only count and report them).
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
@@ -158,19 +173,24 @@ pub enum SelfSortCmd {
     Select {
         #[command(flatten)]
         target: Target,
+        /// The key (hex, or text with --text).
         #[arg(long)]
         key: String,
         #[command(flatten)]
         text: KeyText,
+        /// Only count them.
         #[arg(long)]
         count: bool,
+        /// Write the records here (default: only count and report them).
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
     /// Save the device's indexes to its flash now (also done when the array closes).
     Flush {
+        /// The device.
         #[arg(long, default_value_t = 0)]
         device: u32,
+        /// How the command reaches the firmware: the command block at the last LBA, or vendor commands.
         #[arg(long, value_enum, default_value = "block")]
         via: Via,
     },
@@ -181,27 +201,35 @@ pub enum SelfSortCmd {
     },
     /// The firmware's state: command LBA, memory, every index.
     Stats {
+        /// The device.
         #[arg(long, default_value_t = 0)]
         device: u32,
     },
     /// Sort a file of records end to end on a device with one of the paper's four methods.
     Sort {
+        /// The records to sort.
         file: PathBuf,
+        /// Where to write them in key order.
         #[arg(short, long)]
         output: PathBuf,
         #[command(flatten)]
         target: Target,
+        /// The paper's method (§4): sort on write, sort on command, host merge sort, or active sort.
         #[arg(long, value_enum, default_value = "self-sort-write")]
         method: MethodArg,
         /// Record format: gensort (100 bytes, 10-byte keys), paper (16 KB, 10-byte keys), or fixed.
         #[arg(long, default_value = "gensort")]
         format: String,
+        /// fixed: bytes per record.
         #[arg(long, default_value_t = 0)]
         record_size: u32,
+        /// fixed: key length in bytes.
         #[arg(long, default_value_t = 0)]
         key_size: u32,
+        /// fixed: where the key starts in a record (bytes).
         #[arg(long, default_value_t = 0)]
         key_offset: u32,
+        /// First LBA of the records on the device.
         #[arg(long, default_value_t = 0)]
         base_lba: u64,
         /// Runs of merge-sort and active-sort (the host sorts records/runs at a time).

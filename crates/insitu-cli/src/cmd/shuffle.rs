@@ -35,19 +35,24 @@ enum Layout {
 
 #[derive(Args, Debug)]
 pub struct Shuffle {
+    /// The table to shuffle (or, for shuffle-read, the shuffle output).
     name: String,
     /// Shuffle key column(s), comma-separated.
     #[arg(long, value_delimiter = ',', required = true)]
     key: Vec<String>,
+    /// Number of partitions.
     #[arg(long, default_value_t = 1024)]
     partitions: u32,
+    /// Where to shuffle: inside every device, or one of the host baselines.
     #[arg(long, value_enum, default_value = "device")]
     placement: Placement,
     /// Host threads for the host-sort and host-bucket baselines.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Partition hash.
     #[arg(long, value_enum, default_value = "zigzag-fold")]
     hash: Hash,
+    /// Output layout of each partition.
     #[arg(long, value_enum, default_value = "column")]
     layout: Layout,
     /// Name of the output (default NAME.shuffled).
@@ -90,9 +95,12 @@ impl Shuffle {
 
 #[derive(Args, Debug)]
 pub struct ShuffleRead {
+    /// The table to shuffle (or, for shuffle-read, the shuffle output).
     name: String,
+    /// The partition to read (0-based).
     #[arg(long)]
     partition: u32,
+    /// The Parquet file to write.
     #[arg(short, long)]
     output: PathBuf,
 }

@@ -13,7 +13,9 @@ use crate::cmd::{name_for, Ctx};
 
 #[derive(Args, Debug)]
 pub struct PutTable {
+    /// A Parquet or CSV file (CSV with a header line).
     file: PathBuf,
+    /// The table's name (default: the file's name without its extension).
     #[arg(long)]
     name: Option<String>,
     /// The column stored column-wise, the one `sort` sorts by (default: the first column).
@@ -42,7 +44,9 @@ impl PutTable {
 
 #[derive(Args, Debug)]
 pub struct GetTable {
+    /// The table to export.
     name: String,
+    /// The Parquet file to write.
     #[arg(short, long)]
     output: PathBuf,
 }
@@ -92,9 +96,12 @@ impl From<Algo> for SortAlgo {
 
 #[derive(Args, Debug)]
 pub struct Sort {
+    /// The table to sort.
     name: String,
+    /// The column to sort by (the one stored column-wise at put-table).
     #[arg(long)]
     key: String,
+    /// Where to sort: inside every device, on the host, or on one accelerator beside it.
     #[arg(long, value_enum, default_value = "device")]
     placement: Placement,
     /// fast (radix) or bitonic (NASCENT's sorting network).
@@ -106,6 +113,7 @@ pub struct Sort {
     /// Also k-way merge the sorted parts into one globally sorted Parquet file (needs -o).
     #[arg(long, requires = "output")]
     merge: bool,
+    /// The Parquet file --merge writes.
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Device memory the sort program may use, e.g. 64MiB (default: all that is free).
