@@ -61,7 +61,8 @@ enum Cmd {
     PutTable(table::PutTable),
     /// Write a table back as Parquet (parts in device order).
     GetTable(table::GetTable),
-    /// Sort a table by its key column on every device at once (NASCENT), or on the host.
+    /// Sort a table by its key column on every device at once (NASCENT), or on the host. Each device's
+    /// part comes out sorted; `--merge -o FILE` (or `get-table OUT --merged`) gives one globally sorted file.
     Sort(table::Sort),
     /// Shuffle write (PSACS): hash-partition every device's part of a table into P partitions, in storage.
     Shuffle(shuffle::Shuffle),

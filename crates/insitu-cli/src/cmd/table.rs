@@ -49,12 +49,20 @@ pub struct GetTable {
     /// The Parquet file to write.
     #[arg(short, long)]
     output: PathBuf,
+    /// For a sort's output: k-way merge the parts into one globally sorted file (without it, the parts
+    /// are written in device order, each sorted on its own).
+    #[arg(long)]
+    merged: bool,
 }
 
 impl GetTable {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let array = ctx.open()?;
-        let report = insitu_host::table::export::get_table(&array, &self.name, &self.output)?;
+        let report = if self.merged {
+            insitu_host::nascent::merge::get_table_merged(&array, &self.name, &self.output)?
+        } else {
+            insitu_host::table::export::get_table(&array, &self.name, &self.output)?
+        };
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)

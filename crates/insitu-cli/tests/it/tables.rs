@@ -48,6 +48,13 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
     let merged = env.path("m.parquet");
     let r = env.json(&["sort", "t", "--key", "c0", "--out", "m", "--merge", "-o", s(&merged)]);
     assert_eq!(r["result"]["merged"]["rows"], 3000);
+    // The same global order from get-table of a sort's output; a table never sorted has none to give.
+    let again = env.path("m2.parquet");
+    let said = env.ok(&["get-table", "t-device-fast", "-o", s(&again)]);
+    assert!(said.contains("--merged"), "{said}");
+    env.ok(&["get-table", "m", "--merged", "-o", s(&again)]);
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&merged).unwrap());
+    assert!(env.fails(&["get-table", "t", "--merged", "-o", s(&again)]).contains("not a sort's output"));
     // Bad input: an unknown key column, a taken output name.
     assert!(env.fails(&["sort", "t", "--key", "zz"]).contains("no column \"zz\""));
     assert!(env.fails(&["sort", "t", "--key", "c0", "--out", "m"]).contains("already exists"));

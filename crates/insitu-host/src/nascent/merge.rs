@@ -15,6 +15,24 @@ use crate::error::{HostError, Result};
 use crate::table::export::ParquetFile;
 use crate::table::store::read_part;
 
+/// `get-table --merged`: writes a sorted table (a sort's output) as one globally sorted Parquet file.
+pub fn get_table_merged(array: &Array, name: &str, out: &Path) -> Result<crate::report::Report> {
+    let (_, info) = array.table_entry(name)?;
+    if !info.sorted {
+        return Err(HostError::InvalidArgument(format!(
+            "table {name:?} is not a sort's output, so its parts are not sorted: sort it first (`insitu sort \
+             {name} --key {}`), or export it as stored without --merged",
+            info.schema.columns[info.key].name
+        )));
+    }
+    ParquetFile::check_path(out)?;
+    let measure = crate::report::Measure::start("get-table (merged)", array)?;
+    let rows = merge_to_parquet(array, name, out)?;
+    let headline = format!("get-table {name}: {rows} rows merged in key order to {}", out.display());
+    let result = serde_json::json!({ "name": name, "rows": rows, "output": out, "merged": true });
+    measure.finish(array, headline, result)
+}
+
 /// K-way merges the sorted parts of `table` into one Parquet file; returns the rows written.
 pub fn merge_to_parquet(array: &Array, table: &str, path: &Path) -> Result<u64> {
     let (entry, info) = array.table_entry(table)?;

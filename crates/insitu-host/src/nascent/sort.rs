@@ -122,6 +122,11 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         measure.phase("merge", array, HostWork::single("merge", thread_cpu_ns() - c0))?;
         result["merged"] = json!({ "output": path, "rows": merged });
         headline.push_str(&format!("\n  merged {merged} rows into {}", path.display()));
+    } else if entry.devices.len() > 1 {
+        headline.push_str(&format!(
+            "\n  each device's part is sorted; `insitu get-table {out} --merged -o FILE` writes one globally \
+             sorted file"
+        ));
     }
     measure.finish(array, headline, result)
 }

@@ -97,6 +97,12 @@ pub fn get_table(array: &Array, name: &str, out: &Path) -> Result<Report> {
         file.write(&b)?;
     }
     file.finish()?;
-    let headline = format!("get-table {name}: {rows} rows to {}", out.display());
-    measure.finish(array, headline, json!({ "name": name, "rows": rows, "output": out }))
+    let mut headline = format!("get-table {name}: {rows} rows to {}", out.display());
+    if info.sorted && entry.devices.len() > 1 {
+        headline.push_str(&format!(
+            "\n  parts in device order, each sorted by {}: `--merged` writes one globally sorted file",
+            info.schema.columns[info.key].name
+        ));
+    }
+    measure.finish(array, headline, json!({ "name": name, "rows": rows, "output": out, "merged": false }))
 }
