@@ -61,7 +61,8 @@ pub struct OpenReport {
 pub struct Array {
     dir: PathBuf,
     config: ArrayConfig,
-    devices: Vec<DeviceClient>,
+    /// One per device: its client, or why it is offline (it did not open).
+    devices: Vec<std::result::Result<DeviceClient, String>>,
     catalog: Catalog,
     open_report: OpenReport,
     pub(crate) faults: FaultPlan,
@@ -167,7 +168,7 @@ impl Array {
         Ok(Array {
             dir: dir.to_path_buf(),
             config,
-            devices: crate::devices::in_process(formatted),
+            devices: crate::devices::in_process(formatted).into_iter().map(Ok).collect(),
             catalog,
             open_report: OpenReport::default(),
             faults: FaultPlan::none(),
@@ -190,12 +191,35 @@ impl Array {
         let config = ArrayConfig::load(dir)?;
         let catalog = Catalog::load(dir)?;
         let opened = crate::devices::open(dir, config.devices, &opts.transport)?;
+        // A device that does not open is offline: the others serve what does not need it. With none
+        // open there is nothing to serve.
+        if opened.clients.iter().all(|c| c.is_err()) {
+            if let Some(Err(e)) = opened.clients.into_iter().next() {
+                return Err(e);
+            }
+            return Err(HostError::InvalidArgument("the array has no devices".into()));
+        }
+        let mut open_report = OpenReport::default();
+        let devices = opened
+            .clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.map_err(|e| {
+                    let detail = e.to_string();
+                    open_report.notes.push(format!(
+                        "device {i} is offline ({detail}); objects with a part on it cannot be used until it opens"
+                    ));
+                    detail
+                })
+            })
+            .collect();
         let mut array = Array {
             dir: dir.to_path_buf(),
             config,
-            devices: opened.clients,
+            devices,
             catalog,
-            open_report: OpenReport::default(),
+            open_report,
             faults: opts.faults,
             _sockets: opened.sockets,
             _lock: lock,
@@ -208,25 +232,39 @@ impl Array {
     /// catalog, removes the parts of writes and removals that were cut off, and keeps any other part the
     /// catalog does not list in quarantine (a catalog older than the devices lists too little).
     fn reconcile(&mut self) -> Result<()> {
-        let props = self
-            .devices
-            .iter()
-            .map(|d| d.call(Identify).map_err(HostError::device(d.id())))
-            .collect::<Result<Vec<_>>>()?;
-        for (d, p) in self.devices.iter().zip(&props) {
-            let recorded = self.catalog.next_txns.get(d.id() as usize).copied().unwrap_or(0);
+        // A device older than the catalog is taken offline, named: it would serve old bytes.
+        let mut props = Vec::new();
+        for i in 0..self.devices.len() {
+            let Ok(d) = &self.devices[i] else { continue };
+            let p = d.call(Identify).map_err(HostError::device(i as u32))?;
+            let recorded = self.catalog.next_txns.get(i).copied().unwrap_or(0);
             if p.next_txn < recorded {
-                return Err(HostError::Corrupt {
+                let e = HostError::Corrupt {
                     what: "device",
-                    path: device_dir(&self.dir, d.id()),
+                    path: device_dir(&self.dir, i as u32),
                     detail: format!(
                         "it has made {} write transactions, and the catalog (generation {}) recorded {recorded}: \
-                         the folder is an older copy or lost its last writes. Nothing was changed; put back \
-                         the device's current folder",
+                         the folder is an older copy or lost its last writes. Nothing on it was changed; put \
+                         back the device's current folder",
                         p.next_txn, self.catalog.generation
                     ),
-                });
+                };
+                self.open_report.notes.push(format!(
+                    "device {i} is offline ({e}); objects with a part on it cannot be used until it is mended"
+                ));
+                if let Ok(d) = std::mem::replace(&mut self.devices[i], Err(e.to_string())) {
+                    let _ = d.close();
+                }
+                continue;
             }
+            props.push(p);
+        }
+        if props.is_empty() {
+            return Err(HostError::InvalidArgument(format!(
+                "no device of the array at {} can be used: {}",
+                self.dir.display(),
+                self.offline().map(|(i, why)| format!("device {i}: {why}")).collect::<Vec<_>>().join("; ")
+            )));
         }
         let newest = props.iter().map(|p| p.array_generation).max().unwrap_or(0);
         let behind = newest > self.catalog.generation;
@@ -252,7 +290,7 @@ impl Array {
         let removing: std::collections::HashSet<(u32, String)> =
             self.catalog.removing.iter().cloned().collect();
         let mut changed = behind || !removing.is_empty();
-        for d in &self.devices {
+        for d in self.devices.iter().filter_map(|d| d.as_ref().ok()) {
             let recorded = self.catalog.next_txns.get(d.id() as usize).copied().unwrap_or(0);
             for o in d.call(List).map_err(HostError::device(d.id()))? {
                 let key = (d.id(), o.name.clone());
@@ -313,7 +351,7 @@ impl Array {
 
     /// Stops every device after a checkpoint.
     pub fn close(self) -> Result<()> {
-        for d in &self.devices {
+        for d in self.devices() {
             d.close().map_err(HostError::device(d.id()))?;
         }
         Ok(())
@@ -353,14 +391,27 @@ impl Array {
         &self.config.profile
     }
 
-    pub fn devices(&self) -> &[DeviceClient] {
-        &self.devices
+    /// The devices that are online (all of them unless one did not open).
+    pub fn devices(&self) -> impl Iterator<Item = &DeviceClient> {
+        self.devices.iter().filter_map(|d| d.as_ref().ok())
+    }
+
+    /// How many devices the array has, online or not.
+    pub fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The devices that did not open, and why.
+    pub fn offline(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.devices.iter().enumerate().filter_map(|(i, d)| d.as_ref().err().map(|e| (i as u32, e.as_str())))
     }
 
     pub fn device(&self, id: u32) -> Result<&DeviceClient> {
-        self.devices
-            .get(id as usize)
-            .ok_or(HostError::NoSuchDevice { device: id, count: self.devices.len() as u32 })
+        match self.devices.get(id as usize) {
+            Some(Ok(d)) => Ok(d),
+            Some(Err(detail)) => Err(HostError::Offline { device: id, detail: detail.clone() }),
+            None => Err(HostError::NoSuchDevice { device: id, count: self.devices.len() as u32 }),
+        }
     }
 
     pub fn open_report(&self) -> &OpenReport {
@@ -418,10 +469,12 @@ impl Array {
     /// device record the generation. The catalog write is the commit point; a device that misses the
     /// generation only lags, which the next open sees and mends.
     fn save_catalog(&mut self) -> Result<()> {
-        let next_txns = self
-            .devices
-            .iter()
-            .map(|d| d.call(Identify).map(|p| p.next_txn).map_err(HostError::device(d.id())))
+        // An offline device keeps the id recorded before: it cannot have made anything since.
+        let next_txns = (0..self.devices.len())
+            .map(|i| match &self.devices[i] {
+                Ok(d) => d.call(Identify).map(|p| p.next_txn).map_err(HostError::device(i as u32)),
+                Err(_) => Ok(self.catalog.next_txns.get(i).copied().unwrap_or(0)),
+            })
             .collect::<Result<Vec<u64>>>()?;
         let before = (self.catalog.generation, std::mem::replace(&mut self.catalog.next_txns, next_txns));
         self.catalog.generation += 1;
@@ -430,7 +483,7 @@ impl Array {
             return Err(e);
         }
         let generation = self.catalog.generation;
-        for d in &self.devices {
+        for d in self.devices() {
             let _ = d.call(SetArrayGeneration { generation });
         }
         Ok(())
@@ -460,6 +513,11 @@ impl Array {
 
     /// Removes an entry durably; returns it.
     pub(crate) fn remove_entry(&mut self, name: &str) -> Result<ObjectEntry> {
+        let entry = self.catalog.objects.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))?;
+        // Every part must be reachable to be removed: refuse while a device holding one is offline.
+        for dev in &entry.devices {
+            self.device(*dev)?;
+        }
         let e = self.catalog.objects.remove(name).ok_or_else(|| HostError::NotFound(name.to_string()))?;
         let parts = e
             .devices
@@ -477,8 +535,16 @@ impl Array {
     }
 
     /// Counters of every device.
+    /// Counters of every device (zeros for one that is offline).
     pub fn counters(&self) -> Result<Vec<DeviceCounters>> {
-        self.devices.iter().map(|d| d.counters().map_err(HostError::device(d.id()))).collect()
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| match d {
+                Ok(d) => d.counters().map_err(HostError::device(i as u32)),
+                Err(_) => Ok(DeviceCounters::default()),
+            })
+            .collect()
     }
 
     /// Checks every device (FTL invariants, namespace, a scrub of every page) and the catalog against the
@@ -491,7 +557,10 @@ impl Array {
     pub fn check(&self) -> Result<FsckSummary> {
         let mut problems = Vec::new();
         let mut notes = Vec::new();
-        for d in &self.devices {
+        for (i, why) in self.offline() {
+            problems.push(format!("dev{i}: offline: {why}"));
+        }
+        for d in self.devices() {
             match d.call(Fsck) {
                 Ok(r) => {
                     problems.extend(r.problems.into_iter().map(|x| format!("dev{}: {x}", d.id())));
@@ -502,9 +571,12 @@ impl Array {
         }
         for e in self.catalog.objects.values() {
             for (i, dev) in e.devices.iter().enumerate() {
-                let Ok(d) = self.device(*dev) else {
-                    problems.push(format!("object {:?}: part {i} on missing device {dev}", e.name));
-                    continue;
+                let d = match self.device(*dev) {
+                    Ok(d) => d,
+                    Err(err) => {
+                        problems.push(format!("object {:?}: part {i}: {err}", e.name));
+                        continue;
+                    }
                 };
                 if !e.kind.is_bytes() {
                     for name in e.device_objects(i) {

@@ -75,7 +75,7 @@ pub fn put_reader(
     crate::array::validate_user_name(name)?;
     array.check_free(name)?;
     let devices: Vec<u32> = match placement {
-        Placement::Striped => (0..array.devices().len() as u32).collect(),
+        Placement::Striped => (0..array.device_count() as u32).collect(),
         Placement::Device(d) => {
             array.device(d)?;
             vec![d]

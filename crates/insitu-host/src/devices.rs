@@ -70,30 +70,29 @@ pub(crate) fn device_dir(dir: &Path, i: u32) -> PathBuf {
     dir.join(format!("dev{i}"))
 }
 
-/// Devices opened for an array, with what keeps their transport alive.
+/// Devices opened for an array (each, or why it did not open), with what keeps their transport alive.
 #[derive(Debug)]
 pub(crate) struct Opened {
-    pub clients: Vec<DeviceClient>,
+    pub clients: Vec<Result<DeviceClient>>,
     pub sockets: Option<ScratchDir>,
 }
 
 /// Joins already-made devices of this process by a fabric and wraps them in clients.
 pub(crate) fn in_process(devices: Vec<Device>) -> Vec<DeviceClient> {
     let fabric = Arc::new(PeerFabric::new());
-    devices
-        .into_iter()
-        .map(|d| {
-            d.set_fabric(fabric.clone());
-            let id = d.id();
-            let t: Arc<dyn Transport> = Arc::new(LocalTransport::new(d));
-            fabric.attach(id, &t);
-            DeviceClient::new(t)
-        })
-        .collect()
+    devices.into_iter().map(|d| attach(d, &fabric)).collect()
+}
+
+fn attach(d: Device, fabric: &Arc<PeerFabric>) -> DeviceClient {
+    d.set_fabric(fabric.clone());
+    let id = d.id();
+    let t: Arc<dyn Transport> = Arc::new(LocalTransport::new(d));
+    fabric.attach(id, &t);
+    DeviceClient::new(t)
 }
 
 /// Runs `f(i)` for every device at once (opening recovers each device: worth doing in parallel).
-fn each<T: Send>(count: u32, f: impl Fn(u32) -> Result<T> + Sync) -> Result<Vec<T>> {
+fn each<T: Send>(count: u32, f: impl Fn(u32) -> Result<T> + Sync) -> Vec<Result<T>> {
     std::thread::scope(|s| {
         let f = &f;
         let handles: Vec<_> = (0..count).map(|i| s.spawn(move || f(i))).collect();
@@ -116,10 +115,15 @@ fn check_identity(dir: &Path, i: u32, client: &DeviceClient) -> Result<()> {
 }
 
 /// Opens the `count` devices of the array in `dir` over `transport`.
+/// A device that does not open (or is not the device it should be) comes back as its error.
 pub(crate) fn open(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opened> {
-    let opened = open_all(dir, count, transport)?;
-    for (i, c) in opened.clients.iter().enumerate() {
-        check_identity(dir, i as u32, c)?;
+    let mut opened = open_all(dir, count, transport)?;
+    for (i, c) in opened.clients.iter_mut().enumerate() {
+        if let Ok(client) = c {
+            if let Err(e) = check_identity(dir, i as u32, client) {
+                *c = Err(e);
+            }
+        }
     }
     Ok(opened)
 }
@@ -127,8 +131,10 @@ pub(crate) fn open(dir: &Path, count: u32, transport: &DeviceTransport) -> Resul
 fn open_all(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opened> {
     match transport {
         DeviceTransport::InProcess => {
-            let devices = each(count, |i| Device::open(&device_dir(dir, i)).map_err(HostError::device(i)))?;
-            Ok(Opened { clients: in_process(devices), sockets: None })
+            let devices = each(count, |i| Device::open(&device_dir(dir, i)).map_err(HostError::device(i)));
+            let fabric = Arc::new(PeerFabric::new());
+            let clients = devices.into_iter().map(|d| d.map(|d| attach(d, &fabric))).collect();
+            Ok(Opened { clients, sockets: None })
         }
         DeviceTransport::Process { program, args } => {
             let sockets = ScratchDir::new()?;
@@ -142,7 +148,7 @@ fn open_all(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opene
                 ProcessTransport::spawn(program, args, &opts, i)
                     .map(ProcessTransport::into_client)
                     .map_err(HostError::device(i))
-            })?;
+            });
             Ok(Opened { clients, sockets: Some(sockets) })
         }
     }

@@ -39,6 +39,8 @@ pub enum HostError {
     AlreadyExists(String),
     #[error("no device {device}: the array has {count} device(s), numbered from 0 to {}", count.saturating_sub(1))]
     NoSuchDevice { device: u32, count: u32 },
+    #[error("device {device} is offline: {detail}")]
+    Offline { device: u32, detail: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("object {name:?} is damaged: {detail}")]

@@ -119,9 +119,9 @@ impl Measure {
         // Devices in this process spend this process's CPU; the host's share is the rest.
         let here_ns: u64 = total
             .iter()
-            .zip(array.devices())
-            .filter(|(_, d)| d.in_process())
-            .map(|(c, _)| c.device_cpu_ns)
+            .enumerate()
+            .filter(|(i, _)| array.device(*i as u32).is_ok_and(|d| d.in_process()))
+            .map(|(_, c)| c.device_cpu_ns)
             .sum();
         let process_ns = process_cpu_ns().saturating_sub(self.cpu0);
         let mut ops = PathOps::default();

@@ -13,11 +13,15 @@ pub fn stats(array: &Array) -> Result<(Value, String)> {
     let mut text = format!(
         "array {} : {} x {} ({} each), stripe unit {}\n",
         array.dir().display(),
-        array.devices().len(),
+        array.device_count(),
         array.profile().name,
         human_bytes(array.config().capacity_bytes),
         human_bytes(array.config().stripe_unit)
     );
+    for (i, why) in array.offline() {
+        text.push_str(&format!("dev{i}: offline: {why}\n"));
+        devices.push(json!({ "device": i, "offline": why }));
+    }
     for d in array.devices() {
         let p = d.call(Identify).map_err(HostError::device(d.id()))?;
         let c = d.counters().map_err(HostError::device(d.id()))?;

@@ -155,20 +155,41 @@ fn a_corrupted_image_page_is_named_by_fsck_and_get_fails_cleanly() {
 }
 
 #[test]
-fn corrupted_metadata_is_named_without_a_panic() {
+fn corrupted_metadata_is_named_without_a_panic_and_takes_only_its_device_offline() {
     let env = Env::new();
-    env.init(&["--devices", "2", "--profile", "tiny"]);
-    let f = env.write("x", &text(10_000, 7, b"ab"));
+    env.init(&["--devices", "2", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    let data = text(10_000, 7, b"ab");
+    let f = env.write("x", &data);
     env.ok(&["put", s(&f)]);
-    for file in ["dev0/checkpoint", "dev1/superblock", "catalog.json"] {
+    env.ok(&["put", s(&f), "--name", "on0", "--device", "0"]);
+    env.ok(&["put", s(&f), "--name", "on1", "--device", "1"]);
+    for (file, dev) in [("dev0/checkpoint", Some(0)), ("dev1/superblock", Some(1)), ("catalog.json", None)] {
         let p = env.data().join(file);
         let good = std::fs::read(&p).unwrap();
         let mut bad = good.clone();
         let i = bad.len() - 2;
         bad[i] ^= 0x21;
         std::fs::write(&p, &bad).unwrap();
-        let err = env.fails(&["ls"]);
-        assert!(err.contains("corrupted") && err.contains("checksum"), "{file}: {err}");
+        match dev {
+            // One bad device: the array opens without it, reads what does not need it, names it.
+            Some(d) => {
+                let o = env.run(&["ls"]);
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert!(o.status.success(), "{file}: {err}");
+                assert!(
+                    err.contains(&format!("device {d} is offline")) && err.contains("checksum"),
+                    "{file}: {err}"
+                );
+                let healthy = if d == 0 { "on1" } else { "on0" };
+                assert_eq!(env.run(&["get", healthy]).stdout, data, "{file}");
+                let err = env.fails(&["get", "x"]);
+                assert!(err.contains(&format!("device {d} is offline")), "{file}: {err}");
+            }
+            None => {
+                let err = env.fails(&["ls"]);
+                assert!(err.contains("corrupted") && err.contains("checksum"), "{file}: {err}");
+            }
+        }
         let o = env.run(&["fsck"]);
         let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
         assert_ne!(o.status.code(), Some(0), "{file}: fsck must fail");
@@ -241,7 +262,7 @@ fn an_older_catalog_keeps_the_parts_it_does_not_know_in_quarantine_instead_of_de
 }
 
 #[test]
-fn a_device_folder_restored_from_an_older_copy_is_refused_and_nothing_is_changed() {
+fn a_device_folder_restored_from_an_older_copy_is_taken_offline_and_nothing_is_changed() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny", "--stripe-unit", "4KiB"]);
     let a = text(30_000, 3, b"ab");
@@ -252,13 +273,19 @@ fn a_device_folder_restored_from_an_older_copy_is_refused_and_nothing_is_changed
     env.ok(&["rm", "a"]);
     copy_dir(&dev1, &current);
     copy_dir(&saved, &dev1);
-    for args in [&["ls"][..], &["get", "a"]] {
-        let err = env.fails(args);
-        assert!(err.contains("dev1") && err.contains("older copy"), "{args:?}: {err}");
-    }
+    // The device is taken offline, named; what does not need it still works, what does fails.
+    let o = env.run(&["ls"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("device 1 is offline") && err.contains("older copy"), "{err}");
+    let err = env.fails(&["get", "b"]);
+    assert!(err.contains("device 1 is offline") && err.contains("older copy"), "{err}");
+    assert!(env.fails(&["rm", "b"]).contains("device 1 is offline"));
     let o = env.run(&["fsck"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.code() == Some(2) && out.contains("dev1") && out.contains("older copy"), "{out}");
+    assert!(
+        o.status.code() == Some(2) && out.contains("dev1: offline") && out.contains("older copy"),
+        "{out}"
+    );
     copy_dir(&current, &dev1);
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
     assert_eq!(env.run(&["get", "b"]).stdout, text(30_000, 4, b"cd"));

@@ -883,8 +883,8 @@ fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsRep
 /// Every node's blocks, from its raw partition.
 fn read_nodes(array: &Array, report: &mut FsReport) -> Result<Vec<Node>> {
     let mut nodes = Vec::new();
-    for (i, dev) in array.devices().iter().enumerate() {
-        let info = dev.call(RawIdentify).map_err(HostError::device(i as u32))?;
+    for i in 0..array.device_count() as u32 {
+        let info = array.device(i)?.call(RawIdentify).map_err(HostError::device(i))?;
         nodes.push(node_of(info, report));
     }
     Ok(nodes)

@@ -135,7 +135,7 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
             )));
         }
     }
-    let n = array.devices().len();
+    let n = array.device_count();
     let rows_per_device = partition(&batch, &schema, &opts.partition, n)?;
     // Encode every part before storing any: a bad value fails the whole load with nothing stored.
     let mut encoded = Vec::with_capacity(n);

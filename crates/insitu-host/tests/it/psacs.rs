@@ -157,13 +157,13 @@ fn a_shuffle_that_fills_the_device_leaves_no_temporary_part() {
     insitu_host::Array::init(&path, 1, profile, Some(1 << 20), None).unwrap();
     let mut a = insitu_host::Array::open(&path, Default::default()).unwrap();
     load(&mut a, dir.path(), 12_000, 14);
-    let before: Vec<String> = a.devices()[0].call(List).unwrap().into_iter().map(|o| o.name).collect();
+    let before: Vec<String> = a.device(0).unwrap().call(List).unwrap().into_iter().map(|o| o.name).collect();
     // Tiled in small batches parked on flash, with too little room for them and the output.
     let mut o = opts(&["k"], 16, ShufflePlacement::Device, 1, "full");
     o.memory_budget = Some(100_000);
     let err = shuffle_table(&mut a, "t", &o).unwrap_err().to_string();
     assert!(err.contains("full"), "{err}");
-    let after: Vec<String> = a.devices()[0].call(List).unwrap().into_iter().map(|o| o.name).collect();
+    let after: Vec<String> = a.device(0).unwrap().call(List).unwrap().into_iter().map(|o| o.name).collect();
     assert_eq!(after, before, "only the table's own parts remain");
     assert!(a.fsck().unwrap().is_empty());
     a.close().unwrap();
