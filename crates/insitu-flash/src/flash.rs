@@ -30,6 +30,9 @@ pub struct RecoveryReport {
     pub torn_journal_bytes: u64,
     /// Objects whose creation was cut off and rolled back.
     pub rolled_back: Vec<String>,
+    /// Copies of the superblock or checkpoint found damaged (or a generation behind) and rewritten
+    /// from the other copy.
+    pub mended_copies: Vec<String>,
 }
 
 /// Space and activity figures.
@@ -97,9 +100,19 @@ impl Flash {
 
     /// Opens the device in `dir`, replaying the journal and rolling back unfinished object creations.
     pub fn open(dir: &Path) -> Result<Flash> {
-        let sb = persist::read_superblock(dir)?;
+        let sb_copies = persist::read_superblock_copies(dir)?;
+        let sb = sb_copies.state;
         sb.geometry.validate()?;
-        let ckpt = persist::read_checkpoint(dir)?;
+        let ckpt_copies = persist::read_checkpoint_copies(dir)?;
+        // The bad copy is rewritten from the good one before anything else changes.
+        if !sb_copies.damaged.is_empty() {
+            persist::write_superblock(dir, &sb)?;
+        }
+        if !ckpt_copies.damaged.is_empty() {
+            persist::write_checkpoint(dir, &ckpt_copies.state)?;
+        }
+        let mended_copies: Vec<String> = sb_copies.damaged.into_iter().chain(ckpt_copies.damaged).collect();
+        let ckpt = ckpt_copies.state;
         let scan = Journal::scan(dir, ckpt.generation)?;
         let journal = if scan.stale {
             Journal::create(dir, ckpt.generation)?
@@ -125,6 +138,7 @@ impl Flash {
                 journal_records: scan.records.len() as u64,
                 torn_journal_bytes: scan.torn_bytes,
                 rolled_back: Vec::new(),
+                mended_copies,
             },
         };
         for rec in &scan.records {

@@ -165,24 +165,87 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| FlashError::io(path, e))
 }
 
-pub fn write_superblock(dir: &Path, sb: &Superblock) -> Result<()> {
-    write_atomic(&dir.join("superblock"), &frame(SUPER_MAGIC, &encode(sb)))
+/// The superblock and the checkpoint are each kept twice (A and B): a torn or flipped copy is survived
+/// with the other. Copies are written one after the other, each atomically.
+const SUPERBLOCK_COPIES: [&str; 2] = ["superblock", "superblock.b"];
+const CHECKPOINT_COPIES: [&str; 2] = ["checkpoint", "checkpoint.b"];
+
+/// What reading a pair of copies found: the state, and the copies that were damaged or missing.
+#[derive(Debug)]
+pub struct Copies<T> {
+    pub state: T,
+    pub damaged: Vec<String>,
 }
 
+/// Reads both copies of a pair; the newest valid one wins (`newer` says which of two is). Fails with the
+/// first copy's error when neither is valid.
+fn read_copies<T: DeserializeOwned>(
+    dir: &Path,
+    names: [&str; 2],
+    magic: &[u8; 4],
+    what: &'static str,
+    newer: impl Fn(&T, &T) -> bool,
+) -> Result<Copies<T>> {
+    let mut valid: Vec<(&str, T)> = Vec::new();
+    let mut errors = Vec::new();
+    for name in names {
+        let path = dir.join(name);
+        match read_file(&path).and_then(|b| decode(what, &path, unframe(magic, what, &path, &b)?)) {
+            Ok(v) => valid.push((name, v)),
+            Err(e) => errors.push((name.to_string(), e)),
+        }
+    }
+    let Some(best) = (0..valid.len()).reduce(|b, i| if newer(&valid[i].1, &valid[b].1) { i } else { b })
+    else {
+        return Err(errors.into_iter().next().expect("two copies were tried").1);
+    };
+    let mut damaged: Vec<String> = errors.into_iter().map(|(n, e)| format!("{n}: {e}")).collect();
+    // A valid copy older than the chosen one (a crash between the two writes) is mended too: were the
+    // newer one damaged later, it must not stand in with old state.
+    for (i, (name, v)) in valid.iter().enumerate() {
+        if i != best && newer(&valid[best].1, v) {
+            damaged.push(format!("{name}: an older {what}"));
+        }
+    }
+    let state = valid.swap_remove(best).1;
+    Ok(Copies { state, damaged })
+}
+
+pub fn write_superblock(dir: &Path, sb: &Superblock) -> Result<()> {
+    let bytes = frame(SUPER_MAGIC, &encode(sb));
+    for name in SUPERBLOCK_COPIES {
+        write_atomic(&dir.join(name), &bytes)?;
+    }
+    Ok(())
+}
+
+/// The superblock from whichever copy is valid (see [`read_superblock_copies`]).
 pub fn read_superblock(dir: &Path) -> Result<Superblock> {
-    let path = dir.join("superblock");
-    let bytes = read_file(&path)?;
-    decode("superblock", &path, unframe(SUPER_MAGIC, "superblock", &path, &bytes)?)
+    Ok(read_superblock_copies(dir)?.state)
+}
+
+pub fn read_superblock_copies(dir: &Path) -> Result<Copies<Superblock>> {
+    read_copies(dir, SUPERBLOCK_COPIES, SUPER_MAGIC, "superblock", |_, _| false)
 }
 
 pub fn write_checkpoint(dir: &Path, st: &CheckpointState) -> Result<()> {
-    write_atomic(&dir.join("checkpoint"), &frame(CKPT_MAGIC, &encode(st)))
+    let bytes = frame(CKPT_MAGIC, &encode(st));
+    for name in CHECKPOINT_COPIES {
+        write_atomic(&dir.join(name), &bytes)?;
+    }
+    Ok(())
 }
 
+/// The newest valid checkpoint copy. A crash between the two writes leaves one copy a generation
+/// behind; its journal was already folded into the newer one, so the newer one is complete.
 pub fn read_checkpoint(dir: &Path) -> Result<CheckpointState> {
-    let path = dir.join("checkpoint");
-    let bytes = read_file(&path)?;
-    decode("checkpoint", &path, unframe(CKPT_MAGIC, "checkpoint", &path, &bytes)?)
+    Ok(read_checkpoint_copies(dir)?.state)
+}
+
+pub fn read_checkpoint_copies(dir: &Path) -> Result<Copies<CheckpointState>> {
+    read_copies(dir, CHECKPOINT_COPIES, CKPT_MAGIC, "checkpoint", |a: &CheckpointState, b| {
+        a.generation > b.generation
+    })
 }
 
 /// What a journal replay found.
@@ -406,11 +469,18 @@ mod tests {
     fn corrupted_checkpoint_is_named() {
         let dir = tempfile::tempdir().unwrap();
         write_checkpoint(dir.path(), &CheckpointState { generation: 2, ..Default::default() }).unwrap();
-        let p = dir.path().join("checkpoint");
-        let mut b = std::fs::read(&p).unwrap();
-        let last = b.len() - 1;
-        b[last] ^= 0xFF;
-        std::fs::write(&p, &b).unwrap();
+        for name in CHECKPOINT_COPIES {
+            let p = dir.path().join(name);
+            let mut b = std::fs::read(&p).unwrap();
+            let last = b.len() - 1;
+            b[last] ^= 0xFF;
+            std::fs::write(&p, &b).unwrap();
+            if name == "checkpoint" {
+                // One copy damaged: the other stands in, and says which one to mend.
+                let c = read_checkpoint_copies(dir.path()).unwrap();
+                assert_eq!((c.state.generation, c.damaged.len()), (2, 1));
+            }
+        }
         let err = read_checkpoint(dir.path()).unwrap_err().to_string();
         assert!(err.contains("corrupted checkpoint") && err.contains("checksum"), "{err}");
     }

@@ -163,13 +163,27 @@ fn corrupted_metadata_is_named_without_a_panic_and_takes_only_its_device_offline
     env.ok(&["put", s(&f)]);
     env.ok(&["put", s(&f), "--name", "on0", "--device", "0"]);
     env.ok(&["put", s(&f), "--name", "on1", "--device", "1"]);
-    for (file, dev) in [("dev0/checkpoint", Some(0)), ("dev1/superblock", Some(1)), ("catalog.json", None)] {
+    let flip = |file: &str| {
         let p = env.data().join(file);
         let good = std::fs::read(&p).unwrap();
         let mut bad = good.clone();
         let i = bad.len() - 2;
         bad[i] ^= 0x21;
         std::fs::write(&p, &bad).unwrap();
+        (p, good)
+    };
+    // One copy of a device's checkpoint: the other stands in and the damaged one is rewritten.
+    let (p, good) = flip("dev0/checkpoint");
+    let o = env.run(&["ls"]);
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("offline"));
+    assert_eq!(std::fs::read(&p).unwrap(), good, "mended from its copy");
+    for (files, dev) in [
+        (&["dev0/checkpoint", "dev0/checkpoint.b"][..], Some(0)),
+        (&["dev1/superblock", "dev1/superblock.b"], Some(1)),
+        (&["catalog.json"], None),
+    ] {
+        let file = files[0];
+        let saved: Vec<_> = files.iter().map(|f| flip(f)).collect();
         match dev {
             // One bad device: the array opens without it, reads what does not need it, names it.
             Some(d) => {
@@ -194,7 +208,9 @@ fn corrupted_metadata_is_named_without_a_panic_and_takes_only_its_device_offline
         let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
         assert_ne!(o.status.code(), Some(0), "{file}: fsck must fail");
         assert!(out.contains("checksum") && !out.contains("panicked"), "{file}: {out}");
-        std::fs::write(&p, &good).unwrap();
+        for (p, good) in saved {
+            std::fs::write(&p, &good).unwrap();
+        }
     }
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }

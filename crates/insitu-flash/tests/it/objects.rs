@@ -154,16 +154,21 @@ fn corrupted_metadata_is_detected_at_open() {
     let mut flash = Flash::format(dir.path(), geometry(), 1 << 20).unwrap();
     put(&mut flash, "x", &bytes(5000, 11));
     flash.close().unwrap();
+    // Both copies of one: nothing to stand in (one copy alone is survived: see the test below).
     for file in ["superblock", "checkpoint"] {
-        let p = dir.path().join(file);
-        let good = std::fs::read(&p).unwrap();
+        let copies = [dir.path().join(file), dir.path().join(format!("{file}.b"))];
+        let good = std::fs::read(&copies[0]).unwrap();
         let mut bad = good.clone();
         let i = bad.len() - 3;
         bad[i] ^= 0x5A;
-        std::fs::write(&p, &bad).unwrap();
+        for p in &copies {
+            std::fs::write(p, &bad).unwrap();
+        }
         let err = Flash::open(dir.path()).unwrap_err().to_string();
         assert!(err.contains(file) && err.contains("checksum"), "{file}: {err}");
-        std::fs::write(&p, &good).unwrap();
+        for p in &copies {
+            std::fs::write(p, &good).unwrap();
+        }
     }
     assert_eq!(get(&Flash::open(dir.path()).unwrap(), "x"), bytes(5000, 11));
 }
@@ -190,4 +195,53 @@ fn a_damaged_journal_record_with_committed_records_after_it_stops_the_open_and_c
     let flash = Flash::open(dir.path()).unwrap();
     assert_eq!(get(&flash, "first"), bytes(20_000, 5));
     assert_eq!(get(&flash, "second"), bytes(20_000, 6));
+}
+
+#[test]
+fn a_damaged_copy_of_the_superblock_or_checkpoint_is_survived_and_mended() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 4 << 20).unwrap();
+    put(&mut flash, "a", &bytes(30_000, 8));
+    flash.close().unwrap();
+    let flip = |name: &str| {
+        let p = dir.path().join(name);
+        let mut b = std::fs::read(&p).unwrap();
+        let i = b.len() - 3;
+        b[i] ^= 0x40;
+        std::fs::write(&p, b).unwrap();
+    };
+    for (damaged, other) in [("checkpoint", "checkpoint.b"), ("superblock.b", "superblock")] {
+        flip(damaged);
+        let flash = Flash::open(dir.path()).unwrap();
+        assert_eq!(get(&flash, "a"), bytes(30_000, 8), "{damaged}");
+        let mended = &flash.recovery().mended_copies;
+        assert!(
+            mended.len() == 1 && mended[0].starts_with(damaged) && mended[0].contains("checksum"),
+            "{mended:?}"
+        );
+        flash.close().unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join(damaged)).unwrap(),
+            std::fs::read(dir.path().join(other)).unwrap()
+        );
+        assert!(
+            Flash::open(dir.path()).unwrap().recovery().mended_copies.is_empty(),
+            "{damaged} was rewritten"
+        );
+    }
+    // A copy a generation behind (a crash between the two writes) is never chosen, and is mended.
+    let old = std::fs::read(dir.path().join("checkpoint.b")).unwrap();
+    let mut flash = Flash::open(dir.path()).unwrap();
+    put(&mut flash, "b", &bytes(20_000, 9));
+    flash.close().unwrap();
+    std::fs::write(dir.path().join("checkpoint.b"), &old).unwrap();
+    let flash = Flash::open(dir.path()).unwrap();
+    assert_eq!(get(&flash, "b"), bytes(20_000, 9));
+    assert!(flash.recovery().mended_copies[0].contains("an older checkpoint"), "{:?}", flash.recovery());
+    flash.close().unwrap();
+    // Both copies damaged: the open fails, naming the checkpoint.
+    flip("checkpoint");
+    flip("checkpoint.b");
+    let err = Flash::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("corrupted checkpoint") && err.contains("checksum"), "{err}");
 }
