@@ -688,14 +688,37 @@ impl Flash {
                 } else {
                     owned.insert(e.lpn, e.pages);
                 }
-                for l in e.lpn..e.lpn + e.pages {
-                    if self.ftl.map().get(l).is_none() {
-                        problems
-                            .push(format!("object {:?}: logical page {l} is not mapped (data lost)", o.name));
-                    }
-                }
+            }
+            // One line per object, not per page: how many are lost and the first.
+            let lost: Vec<Lpn> = o
+                .extents
+                .iter()
+                .flat_map(|e| e.lpn..e.lpn + e.pages)
+                .filter(|l| self.ftl.map().get(*l).is_none())
+                .collect();
+            if let Some(first) = lost.first() {
+                problems.push(format!(
+                    "object {:?}: {} logical page(s) not mapped (data lost), the first {first}",
+                    o.name,
+                    lost.len()
+                ));
             }
         }
+        // Damaged pages, counted by what owns them (an object, or the block view), with the first error.
+        let mut owners: Vec<(Lpn, u64, &str)> = self
+            .objects
+            .values()
+            .flat_map(|o| o.extents.iter().map(|e| (e.lpn, e.pages, o.name.as_str())))
+            .collect();
+        owners.sort_unstable();
+        let owner_of = |lpn: Lpn| -> String {
+            let i = owners.partition_point(|(start, _, _)| *start <= lpn);
+            match i.checked_sub(1).map(|i| owners[i]) {
+                Some((start, pages, name)) if lpn < start + pages => format!("object {name:?}"),
+                _ => "the block view (LBAs no object owns)".to_string(),
+            }
+        };
+        let mut damaged: BTreeMap<String, (u64, String)> = BTreeMap::new();
         let mut scrubbed = 0u64;
         let geo = *self.geometry();
         let mut buf = vec![0u8; geo.page_size as usize];
@@ -703,9 +726,15 @@ impl Flash {
             for i in 0..n {
                 match self.ftl.nand().read(ppn + i, &[lpn + i], &mut buf) {
                     Ok(()) => scrubbed += 1,
-                    Err(e) => problems.push(e.to_string()),
+                    Err(e) => {
+                        let d = damaged.entry(owner_of(lpn + i)).or_insert((0, e.to_string()));
+                        d.0 += 1;
+                    }
                 }
             }
+        }
+        for (owner, (count, first)) in damaged {
+            problems.push(format!("{owner}: {count} damaged page(s); the first: {first}"));
         }
         FsckReport {
             problems,

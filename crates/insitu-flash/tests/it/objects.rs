@@ -143,9 +143,21 @@ fn corrupted_image_pages_are_named_by_fsck_and_reads_fail_cleanly() {
     let flash = Flash::open(dir.path()).unwrap();
     let report = flash.fsck();
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
-    assert!(report.problems[0].contains("checksum"), "{:?}", report.problems);
+    let p = &report.problems[0];
+    assert!(p.contains("object \"victim\": 1 damaged page(s)") && p.contains("checksum"), "{p}");
     let mut buf = vec![0u8; 100];
     assert!(matches!(flash.read("victim", 0, &mut buf), Err(FlashError::CorruptPage { .. })));
+    // A truncated image: every page past the cut is damaged, and fsck says so in one line an owner.
+    drop(flash);
+    img.set_len(ppn * 4096 + 4096).unwrap();
+    let flash = Flash::open(dir.path()).unwrap();
+    let report = flash.fsck();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(
+        report.problems[0].starts_with("object \"victim\": 5 damaged page(s); the first:"),
+        "{:?}",
+        report.problems
+    );
 }
 
 #[test]
