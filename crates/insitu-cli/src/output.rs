@@ -65,6 +65,18 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// Runs `f` while a spinner with the elapsed time shows on stderr (when it is a terminal), for work
+/// whose progress the host cannot count as it goes (programs running inside the devices).
+pub fn busy<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("static template"));
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let r = f();
+    bar.finish_and_clear();
+    r
+}
+
 /// A progress bar whose total is learned as the work goes (bytes), on stderr when it is a terminal.
 pub fn dynamic(what: &str) -> ProgressBar {
     let bar = ProgressBar::new(0);

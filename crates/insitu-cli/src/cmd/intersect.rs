@@ -51,7 +51,9 @@ impl PutList {
             ListFormat::U32le => IdFormat::U32Le,
             ListFormat::Text => IdFormat::Text,
         });
-        let report = put_list(&mut array, &self.file, format, &name, self.entry_size, self.device)?;
+        let report = crate::output::busy("put-list", || {
+            put_list(&mut array, &self.file, format, &name, self.entry_size, self.device)
+        })?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
@@ -79,8 +81,9 @@ pub struct IndexText {
 impl IndexText {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let mut array = ctx.open()?;
-        let report =
-            index_text(&mut array, &self.path, &self.name, self.entry_size, self.device, self.max_terms)?;
+        let report = crate::output::busy("index-text", || {
+            index_text(&mut array, &self.path, &self.name, self.entry_size, self.device, self.max_terms)
+        })?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
@@ -144,7 +147,8 @@ impl Intersect {
         };
         let mut file = self.output.as_deref().map(crate::output::OutFile::create).transpose()?;
         let array = ctx.open()?;
-        let (report, answer) = intersect(&array, &self.lists, placement, output)?;
+        let (report, answer) =
+            crate::output::busy("intersect", || intersect(&array, &self.lists, placement, output))?;
         array.close()?;
         if let Some(mut f) = file.take() {
             use std::io::Write;

@@ -86,7 +86,7 @@ impl Shuffle {
             memory_budget: self.memory_budget.as_deref().map(parse_size).transpose()?,
         };
         let mut array = ctx.open()?;
-        let report = shuffle_table(&mut array, &self.name, &opts)?;
+        let report = crate::output::busy("shuffle", || shuffle_table(&mut array, &self.name, &opts))?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
