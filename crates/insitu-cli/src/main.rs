@@ -90,7 +90,9 @@ enum Cmd {
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
     Fsck {
-        /// Remove the parts kept in quarantine (parts no object lists, found at open) before checking.
+        /// Repair what can be repaired, with the losses that implies, before checking: remove the parts
+        /// kept in quarantine (parts no object lists, found at open) and cut a device journal damaged
+        /// inside at the damage (the records after it are dropped; the whole journal is kept beside it).
         #[arg(long)]
         repair: bool,
     },

@@ -98,6 +98,20 @@ impl Flash {
         Self::open(dir)
     }
 
+    /// With the user's consent (`fsck --repair`), makes a device whose journal is damaged inside open
+    /// again: the journal is cut at the damaged record (the records after it are dropped; the whole
+    /// journal is kept beside it). Says what it did, or `None` when there was nothing to do.
+    pub fn repair_journal(dir: &Path) -> Result<Option<String>> {
+        let ckpt = persist::read_checkpoint(dir)?;
+        Ok(Journal::cut_at_damage(dir, ckpt.generation)?.map(|(at, kept)| {
+            format!(
+                "journal cut at its damaged record (byte {at}); the records after it were dropped, the whole \
+                 journal is kept as {}",
+                kept.display()
+            )
+        }))
+    }
+
     /// Opens the device in `dir`, replaying the journal and rolling back unfinished object creations.
     pub fn open(dir: &Path) -> Result<Flash> {
         let sb_copies = persist::read_superblock_copies(dir)?;

@@ -260,6 +260,25 @@ pub struct JournalScan {
     pub stale: bool,
 }
 
+/// The records of a journal up to the first that is short, fails its checksum or does not decode, and
+/// where that one starts.
+fn valid_prefix(bytes: &[u8]) -> (Vec<Record>, usize) {
+    let mut pos = JOURNAL_HEADER as usize;
+    let mut records = Vec::new();
+    while pos + 8 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(bytes[pos + 4..pos + 8].try_into().expect("4 bytes"));
+        let Some(payload) = bytes.get(pos + 8..pos + 8 + len) else { break };
+        if crc32fast::hash(payload) != crc {
+            break;
+        }
+        let Ok(rec) = postcard::from_bytes::<Record>(payload) else { break };
+        records.push(rec);
+        pos += 8 + len;
+    }
+    (records, pos)
+}
+
 /// Where a whole, valid record starts after the one at `bad` that replay stopped at, if anywhere:
 /// first where `bad`'s length field says, then at every byte (its length field may be the damage).
 fn valid_record_after(bytes: &[u8], bad: usize) -> Option<usize> {
@@ -337,19 +356,7 @@ impl Journal {
         if gen != generation {
             return Ok(JournalScan { stale: true, ..Default::default() });
         }
-        let mut pos = JOURNAL_HEADER as usize;
-        let mut records = Vec::new();
-        while pos + 8 <= bytes.len() {
-            let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-            let crc = u32::from_le_bytes(bytes[pos + 4..pos + 8].try_into().expect("4 bytes"));
-            let Some(payload) = bytes.get(pos + 8..pos + 8 + len) else { break };
-            if crc32fast::hash(payload) != crc {
-                break;
-            }
-            let Ok(rec) = postcard::from_bytes::<Record>(payload) else { break };
-            records.push(rec);
-            pos += 8 + len;
-        }
+        let (records, pos) = valid_prefix(&bytes);
         if let Some(next) = valid_record_after(&bytes, pos) {
             return Err(FlashError::Corrupt {
                 what: "journal".into(),
@@ -357,7 +364,8 @@ impl Journal {
                 detail: format!(
                     "the record at byte {pos} is damaged and a valid record follows at byte {next}: damage \
                      inside the journal, not a write cut off at its end. The device was not opened and nothing \
-                     was changed; keep a copy of its folder before any repair"
+                     was changed; `insitu fsck --repair` cuts the journal there (the records after it are \
+                     lost) and keeps the whole journal beside it"
                 ),
             });
         }
@@ -367,6 +375,34 @@ impl Journal {
             torn_bytes: (bytes.len() - pos) as u64,
             stale: false,
         })
+    }
+
+    /// With the user's consent (`fsck --repair`): cuts a journal damaged inside (see [`Journal::scan`])
+    /// at its damaged record, dropping the records after it, after keeping the whole journal beside it
+    /// as `journal.damaged-at-OFFSET`. Returns the offset and that copy; `None` if there was no such damage.
+    pub fn cut_at_damage(dir: &Path, generation: u64) -> Result<Option<(u64, PathBuf)>> {
+        let path = dir.join("journal");
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(FlashError::io(&path, e)),
+        };
+        if bytes.len() < JOURNAL_HEADER as usize
+            || &bytes[0..4] != JOURNAL_MAGIC
+            || u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")) != generation
+        {
+            return Ok(None);
+        }
+        let (_, pos) = valid_prefix(&bytes);
+        if valid_record_after(&bytes, pos).is_none() {
+            return Ok(None);
+        }
+        let kept = dir.join(format!("journal.damaged-at-{pos}"));
+        write_atomic(&kept, &bytes)?;
+        let f = OpenOptions::new().write(true).open(&path).map_err(|e| FlashError::io(&path, e))?;
+        f.set_len(pos as u64).map_err(|e| FlashError::io(&path, e))?;
+        f.sync_all().map_err(|e| FlashError::io(&path, e))?;
+        Ok(Some((pos as u64, kept)))
     }
 
     /// Reopens for appending after a scan, cutting off the torn tail.

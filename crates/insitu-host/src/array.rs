@@ -331,6 +331,37 @@ impl Array {
         Ok(())
     }
 
+    /// `fsck --repair`, before the array opens: mends what keeps a device from opening and can be mended
+    /// with the user's consent (a journal damaged inside is cut at the damage, the whole journal kept
+    /// beside it). Returns what was done, device by device.
+    pub fn repair_devices(dir: &Path) -> Result<Vec<String>> {
+        let config = ArrayConfig::load(dir)?;
+        let _held = lock(dir)?;
+        let mut done = Vec::new();
+        let mut catalog = Catalog::load(dir)?;
+        for i in 0..config.devices {
+            let notes = Device::repair(&device_dir(dir, i)).map_err(HostError::device(i))?;
+            if notes.is_empty() {
+                continue;
+            }
+            // The device lost the transactions of the dropped records, with the user's consent: the
+            // catalog now expects what it has, so it is not taken for an older copy. What the dropped
+            // records held is missing from its objects, which fsck reports.
+            let d = Device::open(&device_dir(dir, i)).map_err(HostError::device(i))?;
+            let client = insitu_device::transport::in_process(d);
+            let next = client.call(Identify).map_err(HostError::device(i))?.next_txn;
+            client.close().map_err(HostError::device(i))?;
+            if let Some(recorded) = catalog.next_txns.get_mut(i as usize) {
+                *recorded = (*recorded).min(next);
+            }
+            done.extend(notes.into_iter().map(|n| format!("device {i}: {n}")));
+        }
+        if !done.is_empty() {
+            catalog.save(dir)?;
+        }
+        Ok(done)
+    }
+
     /// Removes the parts kept in quarantine (`fsck --repair`); returns their names.
     pub fn remove_quarantined(&mut self) -> Result<Vec<String>> {
         let mut removed = Vec::new();

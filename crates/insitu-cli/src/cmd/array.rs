@@ -94,6 +94,9 @@ pub fn stats(ctx: &Ctx) -> Result<ExitCode> {
 
 pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
     if repair {
+        for done in Array::repair_devices(&ctx.data)? {
+            eprintln!("repair: {done}");
+        }
         let mut array = ctx.open()?;
         let removed = array.remove_quarantined()?;
         array.close()?;

@@ -122,3 +122,39 @@ fn a_killed_device_server_is_named_and_the_array_recovers() {
     env.ok(&["--transport", "process", "put", s(&f)]);
     assert_eq!(env.run(&["--transport", "process", "get", "victim"]).stdout, data);
 }
+
+#[test]
+fn a_journal_damaged_inside_takes_its_device_offline_until_fsck_repair_cuts_it() {
+    let (env, earlier) = setup();
+    let data = text(200_000, 21, b"late");
+    let f = env.write("late", &data);
+    // Killed right after the catalog write: the new object lives only in the devices' journals.
+    let o = env.cmd().args(["put", s(&f)]).env("INSITU_CRASH_AT", "put-catalog:1").output().unwrap();
+    assert!(killed(&o));
+    let journal = env.data().join("dev0/journal");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    assert!(bytes.len() > 60, "the journal holds the put's records: {} bytes", bytes.len());
+    // Inside the first record's payload (after the 16-byte header and its 8-byte frame): others follow.
+    bytes[16 + 8 + 1] ^= 0x08;
+    std::fs::write(&journal, &bytes).unwrap();
+    let o = env.run(&["ls"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("device 0 is offline") && err.contains("is damaged"), "{err}");
+    assert_eq!(std::fs::read(&journal).unwrap(), bytes, "nothing changed without the user's word");
+    let o = env.run(&["fsck", "--repair"]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("device 0: journal cut at its damaged record"), "{said}");
+    let kept: Vec<_> = std::fs::read_dir(env.data().join("dev0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("journal.damaged-at-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "the whole journal is kept");
+    // The device is back; what the dropped records held is reported, earlier objects are whole.
+    let o = env.run(&["ls"]);
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("offline"));
+    assert_eq!(env.run(&["get", "earlier"]).stdout, earlier);
+    let o = env.run(&["fsck"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.code() == Some(2) && out.contains("\"late\""), "the lost part is named: {out}");
+}

@@ -90,6 +90,14 @@ impl Device {
         Self::start(Inner::new(config.id, dir.to_path_buf(), config.profile, Media::new(flash), raw, lock))
     }
 
+    /// With the user's consent (`fsck --repair`), mends what stops the device in `dir` from opening and
+    /// can be mended: a journal damaged inside is cut at the damage (see [`Flash::repair_journal`]).
+    /// Says what it did; nothing when there was nothing to do.
+    pub fn repair(dir: &Path) -> Result<Vec<String>> {
+        let _lock = lock(dir)?;
+        Ok(Flash::repair_journal(dir)?.into_iter().collect())
+    }
+
     fn start(inner: Inner) -> Result<Device> {
         inner.mount_firmware()?;
         let units = inner.profile.device.compute_units as usize;
