@@ -64,6 +64,8 @@ pub struct Array {
     /// One per device: its client, or why it is offline (it did not open).
     devices: Vec<std::result::Result<DeviceClient, String>>,
     catalog: Catalog,
+    /// The generation of `catalog.json` as this process last read or wrote it.
+    disk_generation: u64,
     open_report: OpenReport,
     pub(crate) faults: FaultPlan,
     /// Sockets of device servers (process transport); removed after the devices stop.
@@ -169,6 +171,7 @@ impl Array {
             dir: dir.to_path_buf(),
             config,
             devices: crate::devices::in_process(formatted).into_iter().map(Ok).collect(),
+            disk_generation: catalog.generation,
             catalog,
             open_report: OpenReport::default(),
             faults: FaultPlan::none(),
@@ -218,6 +221,7 @@ impl Array {
             dir: dir.to_path_buf(),
             config,
             devices,
+            disk_generation: catalog.generation,
             catalog,
             open_report,
             faults: opts.faults,
@@ -507,12 +511,27 @@ impl Array {
                 Err(_) => Ok(self.catalog.next_txns.get(i).copied().unwrap_or(0)),
             })
             .collect::<Result<Vec<u64>>>()?;
+        // The lock keeps other writers out; should one get in all the same, this write is refused rather
+        // than made over theirs.
+        let on_disk = Catalog::load(&self.dir)?.generation;
+        if on_disk != self.disk_generation {
+            return Err(HostError::Corrupt {
+                what: "catalog",
+                path: self.dir.join("catalog.json"),
+                detail: format!(
+                    "it changed under this process (generation {on_disk} on disk, {} when read): another \
+                     writer? Nothing was committed",
+                    self.disk_generation
+                ),
+            });
+        }
         let before = (self.catalog.generation, std::mem::replace(&mut self.catalog.next_txns, next_txns));
         self.catalog.generation += 1;
         if let Err(e) = self.catalog.save(&self.dir) {
             (self.catalog.generation, self.catalog.next_txns) = before;
             return Err(e);
         }
+        self.disk_generation = self.catalog.generation;
         let generation = self.catalog.generation;
         for d in self.devices() {
             let _ = d.call(SetArrayGeneration { generation });

@@ -105,3 +105,22 @@ fn an_input_that_is_not_the_size_it_said_is_refused_and_nothing_is_stored() {
     assert_eq!(back, data);
     assert_eq!(a.fsck().unwrap(), Vec::<String>::new());
 }
+
+#[test]
+fn a_catalog_changed_under_a_writer_refuses_its_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a");
+    let mut a = array(&path, 2, 4096);
+    let f = dir.path().join("in");
+    std::fs::write(&f, bytes(10_000, 3, b"ab")).unwrap();
+    blob::put(&mut a, &f, "first", Placement::Striped, &|_, _| {}).unwrap();
+    // Another writer (which the lock should have kept out) writes the catalog meanwhile.
+    let mut other = insitu_host::catalog::Catalog::load(&path).unwrap();
+    other.generation += 1;
+    other.save(&path).unwrap();
+    let err = blob::put(&mut a, &f, "second", Placement::Striped, &|_, _| {}).unwrap_err().to_string();
+    assert!(err.contains("changed under this process") && err.contains("Nothing was committed"), "{err}");
+    let on_disk = insitu_host::catalog::Catalog::load(&path).unwrap();
+    assert!(!on_disk.objects.contains_key("second"));
+    assert!(on_disk.objects.contains_key("first"));
+}
