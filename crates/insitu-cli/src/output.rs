@@ -128,34 +128,58 @@ pub fn summary(r: &Report) -> String {
 
 /// A file written beside its destination (`.NAME.partial`) and renamed over it once complete, so a
 /// command that fails or is killed leaves neither a partial file nor a damaged earlier one at the path.
+/// A destination that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is written
+/// directly: there is nothing there to damage, and nothing to rename over.
 #[derive(Debug)]
 pub struct OutFile {
     path: std::path::PathBuf,
-    tmp: std::path::PathBuf,
+    /// The file being written beside the destination; `None` when writing the destination itself.
+    tmp: Option<std::path::PathBuf>,
     w: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl OutFile {
     pub fn create(path: &std::path::Path) -> anyhow::Result<OutFile> {
         use anyhow::Context;
-        let name = path.file_name().with_context(|| format!("{} does not name a file", path.display()))?;
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(".partial");
-        let tmp = path.with_file_name(tmp_name);
-        let f = std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        let tmp = if special {
+            None
+        } else {
+            let name =
+                path.file_name().with_context(|| format!("{} does not name a file", path.display()))?;
+            let mut tmp_name = std::ffi::OsString::from(".");
+            tmp_name.push(name);
+            tmp_name.push(".partial");
+            Some(path.with_file_name(tmp_name))
+        };
+        let target = tmp.as_deref().unwrap_or(path);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(!special)
+            .open(target)
+            .with_context(|| format!("cannot create {}", target.display()))?;
         Ok(OutFile { path: path.to_path_buf(), tmp, w: Some(std::io::BufWriter::with_capacity(1 << 20, f)) })
     }
 
-    /// Flushes the file and moves it into place.
+    /// Flushes the file and moves it into place. On failure the partial file goes too.
     pub fn commit(mut self) -> anyhow::Result<()> {
         use anyhow::Context;
         use std::io::Write;
         let mut w = self.w.take().expect("written until committed");
-        w.flush().with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        let done = w.flush().with_context(|| format!("cannot write {}", self.path.display()));
         drop(w);
-        std::fs::rename(&self.tmp, &self.path)
-            .with_context(|| format!("cannot create {}", self.path.display()))
+        let done = done.and_then(|()| match &self.tmp {
+            Some(tmp) => std::fs::rename(tmp, &self.path)
+                .with_context(|| format!("cannot create {}", self.path.display())),
+            None => Ok(()),
+        });
+        if done.is_err() {
+            if let Some(tmp) = &self.tmp {
+                let _ = std::fs::remove_file(tmp);
+            }
+        }
+        done
     }
 
     fn out(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
@@ -181,7 +205,9 @@ impl Drop for OutFile {
     fn drop(&mut self) {
         if self.w.take().is_some() {
             // Never committed: the partial file goes, and the destination is as it was.
-            let _ = std::fs::remove_file(&self.tmp);
+            if let Some(tmp) = &self.tmp {
+                let _ = std::fs::remove_file(tmp);
+            }
         }
     }
 }

@@ -11,7 +11,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use insitu_device::protocol::{Delete, Fsck, Identify, List, SetArrayGeneration, Stat};
+use insitu_device::protocol::{Delete, Flush, Fsck, Identify, List, SetArrayGeneration, Stat};
 use insitu_device::{Device, DeviceClient, DeviceCounters, FaultPlan, Profile};
 use serde::Serialize;
 
@@ -327,7 +327,9 @@ impl Array {
             }
         }
         if changed {
-            self.catalog.removing.clear();
+            // Removals on a device that is offline are still to be done when it is back.
+            let offline: Vec<u32> = self.offline().map(|(i, _)| i).collect();
+            self.catalog.removing.retain(|(dev, _)| offline.contains(dev));
             // Past every generation a device has seen, so the catalog is the newest again.
             self.catalog.generation = self.catalog.generation.max(newest);
             self.save_catalog()?;
@@ -344,24 +346,45 @@ impl Array {
         let mut done = Vec::new();
         let mut catalog = Catalog::load(dir)?;
         for i in 0..config.devices {
-            let notes = Device::repair(&device_dir(dir, i)).map_err(HostError::device(i))?;
-            if notes.is_empty() {
+            let ddir = device_dir(dir, i);
+            let notes = match Device::repair(&ddir) {
+                Ok(n) => n,
+                Err(e) => {
+                    done.push(format!("device {i}: not repaired: {e}"));
+                    continue;
+                }
+            };
+            // A cut journal, now or by an earlier repair that was itself cut off before the catalog was
+            // written (its copy of the whole journal says so), lost the transactions of the dropped
+            // records, with the user's consent: the catalog then expects what the device has, so it is
+            // not taken for an older copy. What the dropped records held is missing from its objects,
+            // which fsck reports.
+            let cut_before = std::fs::read_dir(&ddir)
+                .map(|d| {
+                    d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("journal.damaged-at-"))
+                })
+                .unwrap_or(false);
+            if notes.is_empty() && !cut_before {
                 continue;
             }
-            // The device lost the transactions of the dropped records, with the user's consent: the
-            // catalog now expects what it has, so it is not taken for an older copy. What the dropped
-            // records held is missing from its objects, which fsck reports.
-            let d = Device::open(&device_dir(dir, i)).map_err(HostError::device(i))?;
-            let client = insitu_device::transport::in_process(d);
-            let next = client.call(Identify).map_err(HostError::device(i))?.next_txn;
-            client.close().map_err(HostError::device(i))?;
-            if let Some(recorded) = catalog.next_txns.get_mut(i as usize) {
-                *recorded = (*recorded).min(next);
+            let next = Device::open(&ddir).map_err(HostError::device(i)).and_then(|d| {
+                let client = insitu_device::transport::in_process(d);
+                let next = client.call(Identify).map_err(HostError::device(i))?.next_txn;
+                client.close().map_err(HostError::device(i))?;
+                Ok(next)
+            });
+            match next {
+                Ok(next) => {
+                    if let Some(recorded) = catalog.next_txns.get_mut(i as usize) {
+                        if *recorded > next {
+                            *recorded = next;
+                            catalog.save(dir)?;
+                        }
+                    }
+                    done.extend(notes.into_iter().map(|n| format!("device {i}: {n}")));
+                }
+                Err(e) => done.push(format!("device {i}: not repaired: {e}")),
             }
-            done.extend(notes.into_iter().map(|n| format!("device {i}: {n}")));
-        }
-        if !done.is_empty() {
-            catalog.save(dir)?;
         }
         Ok(done)
     }
@@ -369,15 +392,28 @@ impl Array {
     /// Removes the parts kept in quarantine (`fsck --repair`); returns their names.
     pub fn remove_quarantined(&mut self) -> Result<Vec<String>> {
         let mut removed = Vec::new();
-        while let Some(q) = self.catalog.quarantine.first().cloned() {
-            let d = self.device(q.device)?;
-            let present = d.call(List).map_err(HostError::device(q.device))?.iter().any(|o| o.name == q.name);
-            if present {
-                d.call(Delete { name: q.name.clone() }).map_err(HostError::device(q.device))?;
+        let mut kept = Vec::new();
+        for q in std::mem::take(&mut self.catalog.quarantine) {
+            // A part on a device that is offline stays listed until the device is back.
+            let Ok(d) = self.device(q.device) else {
+                kept.push(q);
+                continue;
+            };
+            let listed = d.call(List).map_err(HostError::device(q.device));
+            let gone = listed.and_then(|l| match l.iter().any(|o| o.name == q.name) {
+                true => d.call(Delete { name: q.name.clone() }).map_err(HostError::device(q.device)),
+                false => Ok(()),
+            });
+            match gone {
+                Ok(()) => removed.push(format!("dev{}:{}", q.device, q.name)),
+                Err(e) => {
+                    kept.push(q);
+                    self.catalog.quarantine.extend(kept);
+                    return Err(e);
+                }
             }
-            self.catalog.quarantine.remove(0);
-            removed.push(format!("dev{}:{}", q.device, q.name));
         }
+        self.catalog.quarantine = kept;
         if !removed.is_empty() {
             self.save_catalog()?;
         }
@@ -504,10 +540,15 @@ impl Array {
     /// device record the generation. The catalog write is the commit point; a device that misses the
     /// generation only lags, which the next open sees and mends.
     fn save_catalog(&mut self) -> Result<()> {
-        // An offline device keeps the id recorded before: it cannot have made anything since.
+        // An offline device keeps the id recorded before: it cannot have made anything since. An online
+        // one syncs first, so the id recorded is one its journal holds even after a power cut.
         let next_txns = (0..self.devices.len())
             .map(|i| match &self.devices[i] {
-                Ok(d) => d.call(Identify).map(|p| p.next_txn).map_err(HostError::device(i as u32)),
+                Ok(d) => d
+                    .call(Flush)
+                    .and_then(|()| d.call(Identify))
+                    .map(|p| p.next_txn)
+                    .map_err(HostError::device(i as u32)),
                 Err(_) => Ok(self.catalog.next_txns.get(i).copied().unwrap_or(0)),
             })
             .collect::<Result<Vec<u64>>>()?;

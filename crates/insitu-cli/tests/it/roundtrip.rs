@@ -18,6 +18,10 @@ fn put_get_ls_rm_round_trip_striped_and_on_one_device() {
         assert_eq!(std::fs::read(&out).unwrap(), data, "{name}");
         assert_eq!(get["bytes"]["device_to_host"], 100_003);
     }
+    // A destination that is not a regular file is written as it is, never replaced.
+    env.ok(&["get", "striped", "-o", "/dev/null"]);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
     // get to stdout writes the bytes and nothing else there.
     let o = env.run(&["get", "striped"]);
     assert!(o.status.success());

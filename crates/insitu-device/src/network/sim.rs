@@ -324,14 +324,14 @@ impl Network {
         Ok(())
     }
 
-    /// Whether `send` would take a message of `bytes` from endpoint `ep` of `src` now (its send queue has
-    /// room), so a caller can keep the message rather than hand it over and get it refused.
     /// How many times a send queue has got room back so far: while it stays the same, no send that
     /// [`Network::can_send`] refused would be taken.
     pub fn room_freed(&self) -> u64 {
         self.room_freed
     }
 
+    /// Whether `send` would take a message of `bytes` from endpoint `ep` of `src` now (its send queue has
+    /// room), so a caller can keep the message rather than hand it over and get it refused.
     pub fn can_send(&self, src: NodeId, ep: EndpointId, bytes: usize) -> bool {
         if src >= self.routes.nodes() || ep >= self.cfg.endpoints {
             return false;

@@ -113,9 +113,11 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         let merged = match crate::nascent::merge::merge_to_parquet(array, &out, path) {
             Ok(m) => m,
             Err(e) => {
-                // The command failed: the sorted table it stored goes too, so a retry starts clean.
-                let _ = array.remove_entry(&out);
-                cleanup(array, &entry.devices, &out);
+                // The command failed: the sorted table it stored goes too, so a retry starts clean. Its
+                // parts go only once the catalog no longer lists it.
+                if array.remove_entry(&out).is_ok() {
+                    cleanup(array, &entry.devices, &out);
+                }
                 return Err(e);
             }
         };
