@@ -90,9 +90,10 @@ enum Cmd {
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
     Fsck {
-        /// Repair what can be repaired, with the losses that implies, before checking: remove the parts
-        /// kept in quarantine (parts no object lists, found at open) and cut a device journal damaged
-        /// inside at the damage (the records after it are dropped; the whole journal is kept beside it).
+        /// Repair what can be repaired, with the losses that implies, before checking: cut a device
+        /// journal damaged inside at the damage (the records after it are dropped; the whole journal is
+        /// kept beside it), put back objects whose parts in quarantine describe them whole, and remove
+        /// the other parts kept in quarantine (parts no object lists, found at open).
         #[arg(long)]
         repair: bool,
     },

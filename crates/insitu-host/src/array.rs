@@ -73,6 +73,42 @@ pub struct Array {
     _lock: File,
 }
 
+/// The blob that `parts` ((device, description) of the parts named `name`) make, if they make one
+/// whole: every part `i/n` present once, one stripe unit, and each part the size its place says.
+fn blob_from_parts(name: &str, parts: &[(u32, &insitu_device::ObjectMeta)]) -> Option<ObjectEntry> {
+    let count = parts.first()?.1.attrs.get("part")?.split_once('/')?.1.parse::<usize>().ok()?;
+    let unit: u64 = parts.first()?.1.attrs.get("stripe_unit")?.parse().ok()?;
+    if count == 0 || parts.len() != count {
+        return None;
+    }
+    let mut devices = vec![None; count];
+    for (dev, o) in parts {
+        let (i, n) = o.attrs.get("part")?.split_once('/')?;
+        let (i, n) = (i.parse::<usize>().ok()?, n.parse::<usize>().ok()?);
+        if n != count
+            || i >= count
+            || devices[i].is_some()
+            || o.attrs.get("stripe_unit")? != &unit.to_string()
+        {
+            return None;
+        }
+        devices[i] = Some((*dev, o.size));
+    }
+    let devices: Vec<(u32, u64)> = devices.into_iter().collect::<Option<_>>()?;
+    let size: u64 = devices.iter().map(|d| d.1).sum();
+    if parts.iter().any(|(_, o)| o.attrs.get("total_size").is_some_and(|t| *t != size.to_string())) {
+        return None;
+    }
+    let entry = ObjectEntry {
+        name: name.to_string(),
+        size,
+        stripe_unit: unit,
+        devices: devices.iter().map(|d| d.0).collect(),
+        kind: EntryKind::Blob,
+    };
+    (0..count).all(|i| entry.layout(i).part_size() == devices[i].1).then_some(entry)
+}
+
 /// Locks the data directory itself (flock on the directory): unlike a lock file, it cannot be deleted
 /// or replaced under a running process to let a second writer in.
 fn lock(dir: &Path) -> Result<File> {
@@ -387,6 +423,43 @@ impl Array {
             }
         }
         Ok(done)
+    }
+
+    /// `fsck --repair`: puts back into the catalog every object kept whole in quarantine that its parts
+    /// describe (a blob: each part says which of how many it is, the stripe unit and the total size),
+    /// under its own name when that is free. Returns what was restored.
+    pub fn restore_quarantined(&mut self) -> Result<Vec<String>> {
+        use std::collections::BTreeMap;
+        // The parts' own descriptions, from their devices.
+        let mut metas = BTreeMap::new();
+        for q in &self.catalog.quarantine {
+            let Ok(d) = self.device(q.device) else { continue };
+            if let Ok(list) = d.call(List) {
+                for o in list.into_iter().filter(|o| o.name == q.name) {
+                    metas.insert((q.device, q.name.clone()), o);
+                }
+            }
+        }
+        let mut by_name: BTreeMap<&str, Vec<(u32, &insitu_device::ObjectMeta)>> = BTreeMap::new();
+        for ((dev, name), o) in &metas {
+            if o.kind == "stripe" {
+                by_name.entry(name.as_str()).or_default().push((*dev, o));
+            }
+        }
+        let mut restored = Vec::new();
+        for (name, parts) in by_name {
+            let Some(entry) = blob_from_parts(name, &parts) else { continue };
+            if self.catalog.objects.contains_key(name) {
+                continue;
+            }
+            restored.push(format!("{name} ({} bytes on device(s) {:?})", entry.size, entry.devices));
+            self.catalog.quarantine.retain(|q| q.name != name);
+            self.catalog.objects.insert(name.to_string(), entry);
+        }
+        if !restored.is_empty() {
+            self.save_catalog()?;
+        }
+        Ok(restored)
     }
 
     /// Removes the parts kept in quarantine (`fsck --repair`); returns their names.

@@ -98,6 +98,9 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
             eprintln!("repair: {done}");
         }
         let mut array = ctx.open()?;
+        for r in array.restore_quarantined()? {
+            eprintln!("repair: restored object {r} from parts kept in quarantine");
+        }
         let removed = array.remove_quarantined()?;
         array.close()?;
         if !removed.is_empty() && !ctx.quiet {

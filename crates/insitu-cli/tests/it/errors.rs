@@ -270,11 +270,20 @@ fn an_older_catalog_keeps_the_parts_it_does_not_know_in_quarantine_instead_of_de
     let err = env.fails(&["put", s(&env.path("a")), "--name", "b"]);
     assert!(err.contains("quarantine"), "{err}");
     assert_eq!(env.run(&["get", "a"]).stdout, a);
-    // With the user's word, repair removes them; the array is clean and the name free.
-    env.ok(&["fsck", "--repair"]);
+    // With the user's word, repair puts back what its parts describe whole (a blob) and removes the
+    // rest (a table's parts: its schema lived only in the catalog).
+    let before_table = env.path("catalog.old2");
+    std::fs::copy(env.data().join("catalog.json"), &before_table).unwrap();
+    env.ok(&["put-table", s(&env.write("t.csv", b"k,v\n1,x\n2,y\n")), "--name", "t", "--key", "k"]);
+    std::fs::copy(&before_table, env.data().join("catalog.json")).unwrap();
+    env.ok(&["ls"]);
+    let o = env.run(&["fsck", "--repair"]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("restored object b (30000 bytes on device(s) [0, 1])"), "{said}");
+    assert!(said.contains("removed") && said.contains("t#"), "{said}");
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
-    env.ok(&["put", s(&env.path("b")), "--name", "b"]);
     assert_eq!(env.run(&["get", "b"]).stdout, b);
+    assert_eq!(env.run(&["get", "a"]).stdout, a);
 }
 
 #[test]
