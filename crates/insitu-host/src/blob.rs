@@ -212,7 +212,7 @@ fn stream_parts(
 }
 
 /// Fills `buf` from `input` unless it ends first; returns the bytes read (short only at the end).
-fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match input.read(&mut buf[got..]) {

@@ -36,6 +36,7 @@ use insitu_device::rawflash::{FlashAddr, RawInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::array::{validate_user_name, Array};
+use crate::blob::read_full;
 use crate::error::{HostError, Result};
 
 /// A page in the appliance: a node and its flash address.
@@ -826,19 +827,6 @@ fn check_spare(f: &FsFile, index: usize, at: &GlobalPage, found: u64) -> Result<
             found & (MAX_FILE_PAGES - 1)
         ),
     })
-}
-
-fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// Applies the journal's records to `index`; returns the length of its valid part.
