@@ -87,7 +87,7 @@ impl Flash {
     pub fn format(dir: &Path, geometry: Geometry, capacity_bytes: u64) -> Result<Flash> {
         let geometry = geometry.for_capacity(capacity_bytes)?;
         std::fs::create_dir_all(dir).map_err(|e| FlashError::io(dir, e))?;
-        if dir.join("superblock").exists() {
+        if dir.join("superblock").exists() || dir.join("superblock.b").exists() {
             return Err(FlashError::AlreadyExists(dir.display().to_string()));
         }
         let sb = Superblock { version: FORMAT_VERSION, geometry, capacity_bytes };
