@@ -54,8 +54,11 @@ pub fn put(
         return Err(HostError::InvalidArgument(format!("{} is a directory, not a file", path.display())));
     }
     let mut file = File::open(path).map_err(|e| HostError::io(path, e))?;
-    // A regular file says its size (a `/proc` file says 0 and has more); anything else is read to its end.
-    let size = (meta.is_file() && meta.len() > 0).then_some(meta.len());
+    // A regular file says its size; anything else is read to its end, and so are the files of the
+    // kernel's pseudo file systems, whose sizes are made up (a `/proc` file says 0 bytes and has more, a
+    // `/sys` one says 4096 and has fewer).
+    let pseudo = std::fs::canonicalize(path).is_ok_and(|p| p.starts_with("/proc") || p.starts_with("/sys"));
+    let size = (meta.is_file() && meta.len() > 0 && !pseudo).then_some(meta.len());
     put_reader(array, &mut file, size, path, name, placement, progress)
 }
 

@@ -354,5 +354,11 @@ fn put_reads_pipes_fifos_proc_files_and_stdin_to_their_end() {
     assert!(!version.is_empty());
     env.ok(&["put", "/proc/version", "--name", "version", "--device", "1"]);
     assert_eq!(back("version"), version);
+    // A /sys file says 4096 bytes and holds fewer.
+    let sys = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
+    if let Ok(want) = std::fs::read(sys) {
+        env.ok(&["put", s(sys), "--name", "thp"]);
+        assert_eq!(back("thp"), want);
+    }
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
