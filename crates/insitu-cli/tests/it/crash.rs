@@ -128,8 +128,14 @@ fn a_journal_damaged_inside_takes_its_device_offline_until_fsck_repair_cuts_it()
     let (env, earlier) = setup();
     let data = text(200_000, 21, b"late");
     let f = env.write("late", &data);
-    // Killed right after the catalog write: the new object lives only in the devices' journals.
-    let o = env.cmd().args(["put", s(&f)]).env("INSITU_CRASH_AT", "put-catalog:1").output().unwrap();
+    // Killed right after the catalog write: the new object lives only in the devices' journals. (In this
+    // process: device servers of the process transport would checkpoint as their host goes.)
+    let o = env
+        .cmd()
+        .args(["--transport", "in-process", "put", s(&f)])
+        .env("INSITU_CRASH_AT", "put-catalog:1")
+        .output()
+        .unwrap();
     assert!(killed(&o));
     let journal = env.data().join("dev0/journal");
     let mut bytes = std::fs::read(&journal).unwrap();
