@@ -790,6 +790,9 @@ impl Array {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
         let held = lock_within(dir, wait)?;
+        // A second handle on the same open directory keeps the lock while the diagnosis below runs, after
+        // a failed open has dropped the first.
+        let _kept = held.try_clone().map_err(|e| HostError::io(dir, e))?;
         let opts = OpenOptions { transport: transport.clone(), ..Default::default() };
         match Array::open_locked(dir, held, opts) {
             Ok(a) => {
@@ -798,7 +801,6 @@ impl Array {
                 Ok(s)
             }
             Err(e) => {
-                let _held = lock(dir)?;
                 // Say which part cannot be opened, and check the devices that can.
                 let mut problems = vec![e.to_string()];
                 let mut notes = Vec::new();
