@@ -47,6 +47,7 @@ pub mod intersect;
 pub mod lba;
 pub mod model;
 pub mod nascent;
+pub mod outfile;
 pub mod psacs;
 pub mod report;
 pub mod search;

@@ -77,7 +77,7 @@ impl Get {
         let to_file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
         let report = match to_file {
             Some(p) => {
-                let mut w = output::OutFile::create(p)?;
+                let mut w = insitu_host::outfile::OutFile::create(p)?;
                 let r = blob::get(&array, &self.name, &mut w, &|d, _| bar.set_position(d))?;
                 w.commit()?;
                 r

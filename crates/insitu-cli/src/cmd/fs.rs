@@ -129,7 +129,7 @@ impl FsCmd {
                         eprintln!("{}", via_text(&r, array.profile().name.as_str()));
                     }
                 } else {
-                    let mut w = crate::output::OutFile::create(&output)?;
+                    let mut w = insitu_host::outfile::OutFile::create(&output)?;
                     let (n, via) = read(&mut w)?;
                     w.commit()?;
                     let mut text = format!("wrote {name} ({}) to {}", human_bytes(n), output.display());

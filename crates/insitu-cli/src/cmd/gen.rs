@@ -164,7 +164,7 @@ impl GenCmd {
                 seed,
             } => {
                 use insitu_host::selfsort::{records, table as tbl, KeyOrder, RecordFormat};
-                let mut w = crate::output::OutFile::create(&output)?;
+                let mut w = insitu_host::outfile::OutFile::create(&output)?;
                 let (fmt, n) = if format == "table" {
                     let (Some(t), Some(k)) = (table, key) else {
                         anyhow::bail!("--format table needs --table FILE and --key COLUMN");

@@ -145,7 +145,7 @@ impl Intersect {
             }),
             _ => None,
         };
-        let mut file = self.output.as_deref().map(crate::output::OutFile::create).transpose()?;
+        let mut file = self.output.as_deref().map(insitu_host::outfile::OutFile::create).transpose()?;
         let array = ctx.open()?;
         let (report, answer) =
             crate::output::busy("intersect", || intersect(&array, &self.lists, placement, output))?;

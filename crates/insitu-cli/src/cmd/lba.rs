@@ -71,7 +71,7 @@ impl LbaCmd {
                 let to_file = out.as_ref().filter(|p| p.as_os_str() != "-");
                 match to_file {
                     Some(p) => {
-                        let mut w = output::OutFile::create(p)?;
+                        let mut w = insitu_host::outfile::OutFile::create(p)?;
                         let r = lba::read(&array, device, at, len, &mut w, &|d, _| bar.set_position(d))?;
                         w.commit()?;
                         bar.finish_and_clear();

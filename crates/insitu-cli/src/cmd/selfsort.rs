@@ -253,7 +253,7 @@ fn on_array(ctx: &Ctx, f: impl FnOnce(&Array) -> insitu_host::Result<Report>) ->
 fn query(ctx: &Ctx, t: Target, q: Query, count_only: bool, output: Option<PathBuf>) -> Result<Report> {
     match output.filter(|_| !count_only) {
         Some(p) => {
-            let mut w = output::OutFile::create(&p)?;
+            let mut w = insitu_host::outfile::OutFile::create(&p)?;
             let r = on_array(ctx, |array| ops::query(array, t.device, t.index, &q, false, Some(&mut w)))?;
             w.commit()?;
             Ok(r)
@@ -321,7 +321,7 @@ impl SelfSortCmd {
                 r?
             }
             SelfSortCmd::Read { target, output: out } => {
-                let mut w = output::OutFile::create(&out)?;
+                let mut w = insitu_host::outfile::OutFile::create(&out)?;
                 let bar = output::dynamic("selfsort read");
                 let r = on_array(ctx, |a| {
                     ops::read_sorted(a, target.device, target.index, &mut w, &|d, t| {
@@ -370,7 +370,7 @@ impl SelfSortCmd {
                 let mut job = SortJob::new(fmt);
                 (job.device, job.index, job.base_lba, job.runs) =
                     (target.device, target.index, base_lba, runs);
-                let mut w = output::OutFile::create(&out)?;
+                let mut w = insitu_host::outfile::OutFile::create(&out)?;
                 let progress = ctx.progress();
                 let r = on_array(ctx, |a| {
                     selfsort::sort(a, &job, method.into(), &file, &mut w, &|m| progress(m))

@@ -64,7 +64,7 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
         env.fails(&["sort", "t", "--key", "c0", "--out", "o6", "--merge", "-o", "/nonexistent/x.parquet"]);
     assert!(err.contains("/nonexistent is not a directory"), "{err}");
     // One that fails late (its temporary file's name is taken by a directory) takes its sorted table along.
-    std::fs::create_dir(env.path("late.parquet.tmp")).unwrap();
+    std::fs::create_dir(env.path(".late.parquet.partial")).unwrap();
     env.fails(&["sort", "t", "--key", "c0", "--out", "o7", "--merge", "-o", s(&env.path("late.parquet"))]);
     let names = env.json(&["ls"])["result"]["objects"].to_string();
     assert!(!names.contains("\"o6\"") && !names.contains("\"o7\""), "{names}");

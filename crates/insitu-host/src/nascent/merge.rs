@@ -25,7 +25,7 @@ pub fn get_table_merged(array: &Array, name: &str, out: &Path) -> Result<crate::
             info.schema.columns[info.key].name
         )));
     }
-    ParquetFile::check_path(out)?;
+    crate::outfile::OutFile::check_path(out)?;
     let measure = crate::report::Measure::start("get-table (merged)", array)?;
     let rows = merge_to_parquet(array, name, out)?;
     let headline = format!("get-table {name}: {rows} rows merged in key order to {}", out.display());

@@ -1,8 +1,7 @@
-//! Writing tables out as Parquet: [`ParquetFile`] (written beside its destination, renamed into place when
-//! complete, removed if anything fails, so a failed command leaves no partial file) and `get-table`,
+//! Writing tables out as Parquet: [`ParquetFile`] (an [`OutFile`]: written beside its destination, renamed
+//! into place when complete, removed if anything fails, so a failed command leaves no partial file) and `get-table`,
 //! which reads a table's parts back over the host link and writes them as one file, parts in device order.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,6 +12,7 @@ use serde_json::json;
 
 use crate::array::Array;
 use crate::error::{HostError, Result};
+use crate::outfile::OutFile;
 use crate::report::{Measure, Report};
 use crate::table::store::read_part;
 
@@ -20,39 +20,14 @@ use crate::table::store::read_part;
 #[derive(Debug)]
 pub struct ParquetFile {
     path: PathBuf,
-    tmp: PathBuf,
-    writer: Option<ArrowWriter<File>>,
+    writer: Option<ArrowWriter<OutFile>>,
 }
 
 impl ParquetFile {
-    /// Fails, naming the problem, if `path` could not be written: a missing or non-directory parent, or
-    /// a directory at `path` itself. Commands check their outputs this way before any work starts.
-    pub fn check_path(path: &Path) -> Result<()> {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if !parent.is_dir() {
-            return Err(HostError::InvalidArgument(format!(
-                "cannot write {}: {} is not a directory",
-                path.display(),
-                parent.display()
-            )));
-        }
-        if path.is_dir() {
-            return Err(HostError::InvalidArgument(format!(
-                "cannot write {}: it is a directory",
-                path.display()
-            )));
-        }
-        Ok(())
-    }
-
     /// Starts writing `path` with `schema`.
     pub fn create(path: &Path, schema: SchemaRef) -> Result<ParquetFile> {
-        let tmp = path.with_extension("parquet.tmp");
-        let file = File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
-        let mut out = ParquetFile { path: path.to_path_buf(), tmp, writer: None };
+        let file = OutFile::create(path)?;
+        let mut out = ParquetFile { path: path.to_path_buf(), writer: None };
         out.writer = Some(ArrowWriter::try_new(file, schema, None).map_err(out.failed())?);
         Ok(out)
     }
@@ -71,17 +46,10 @@ impl ParquetFile {
 
     /// Completes the file and moves it into place.
     pub fn finish(mut self) -> Result<()> {
-        if let Some(w) = self.writer.take() {
-            w.close().map_err(self.failed())?;
+        match self.writer.take() {
+            Some(w) => w.into_inner().map_err(self.failed())?.commit(),
+            None => Ok(()),
         }
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| HostError::io(&self.path, e))
-    }
-}
-
-impl Drop for ParquetFile {
-    fn drop(&mut self) {
-        // Not finished (or the rename failed): the partial file goes.
-        let _ = std::fs::remove_file(&self.tmp);
     }
 }
 
