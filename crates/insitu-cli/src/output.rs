@@ -2,7 +2,6 @@
 //! operator's headline, then what it cost here and on the profile).
 
 use indicatif::{ProgressBar, ProgressStyle};
-use insitu_host::units::human_bytes;
 use insitu_host::Report;
 use serde_json::{json, Value};
 
@@ -103,25 +102,5 @@ pub fn count_progress(what: &str) -> ProgressBar {
 
 /// The readable summary of a report.
 pub fn summary(r: &Report) -> String {
-    let b = &r.bytes;
-    let m = &r.modeled;
-    let bottleneck = m.phases.iter().map(|p| p.bottleneck.as_str()).collect::<Vec<_>>().join(", ");
-    format!(
-        "{}\n  measured  wall {:.3} s   host cpu {:.3} s   device cpu {:.3} s\n  bytes     flash read {}   flash program {}   flash->dev mem {}   dev->host {}   host->dev {}   dev<->dev {}\n  modeled   {} x{}: {:.4} s, {:.3} J (bottleneck: {})",
-        r.headline,
-        r.wall_s,
-        r.host_cpu_s,
-        r.device_cpu_s,
-        human_bytes(b.flash_read),
-        human_bytes(b.flash_program),
-        human_bytes(b.flash_to_device_mem),
-        human_bytes(b.device_to_host),
-        human_bytes(b.host_to_device),
-        human_bytes(b.device_to_device),
-        m.profile,
-        m.devices,
-        m.time_s,
-        m.energy_j,
-        if bottleneck.is_empty() { "-" } else { &bottleneck },
-    )
+    r.summary()
 }

@@ -68,3 +68,85 @@ impl HostError {
         move |error| HostError::Parquet { what, error }
     }
 }
+
+/// What kind of failure an error is: what a front that types its errors (the Python package's exception
+/// classes) needs, whatever layer the error came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The caller asked for something impossible: a bad name, option, value or profile.
+    InvalidArgument,
+    /// No object of that name.
+    NotFound,
+    /// An object of that name exists already.
+    AlreadyExists,
+    /// No array in the directory.
+    NoArray,
+    /// An array is in the directory already.
+    ArrayExists,
+    /// Another process holds the array.
+    Locked,
+    /// Metadata on disk is not what was written (a damaged image or catalog).
+    Corrupt,
+    /// An object's data is damaged.
+    Damaged,
+    /// A device has no room for the write.
+    DeviceFull,
+    /// A device's memory cannot hold what a program needs.
+    DeviceMemory,
+    /// A device did not open, or its server went away.
+    Offline,
+    /// A file of the caller's could not be read or written.
+    File,
+    /// Input data that Arrow or Parquet refused.
+    Format,
+    /// Anything else a device reported.
+    Device,
+}
+
+impl HostError {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            HostError::Device { error, .. } | HostError::DeviceSetup(error) => device_kind(error),
+            HostError::Flash(e) => flash_kind(e),
+            HostError::Io { .. } => ErrorKind::File,
+            HostError::Arrow { .. } | HostError::Parquet { .. } => ErrorKind::Format,
+            HostError::NoArray(_) => ErrorKind::NoArray,
+            HostError::ArrayExists(_) => ErrorKind::ArrayExists,
+            HostError::Locked(_) => ErrorKind::Locked,
+            HostError::Corrupt { .. } => ErrorKind::Corrupt,
+            HostError::NotFound(_) => ErrorKind::NotFound,
+            HostError::AlreadyExists(_) => ErrorKind::AlreadyExists,
+            HostError::NoSuchDevice { .. } | HostError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            HostError::Offline { .. } => ErrorKind::Offline,
+            HostError::Damaged { .. } => ErrorKind::Damaged,
+        }
+    }
+}
+
+fn device_kind(e: &DeviceError) -> ErrorKind {
+    match e {
+        DeviceError::Flash(f) => flash_kind(f),
+        DeviceError::MemoryExhausted { .. } => ErrorKind::DeviceMemory,
+        DeviceError::UnknownProfile { .. }
+        | DeviceError::InvalidProfile { .. }
+        | DeviceError::BadArgument { .. } => ErrorKind::InvalidArgument,
+        DeviceError::ShutDown(_) | DeviceError::Disconnected(_) => ErrorKind::Offline,
+        DeviceError::Io { .. } => ErrorKind::File,
+        DeviceError::InUse(_) => ErrorKind::Locked,
+        DeviceError::NotADevice(_) => ErrorKind::NoArray,
+        _ => ErrorKind::Device,
+    }
+}
+
+fn flash_kind(e: &FlashError) -> ErrorKind {
+    match e {
+        FlashError::DeviceFull { .. } => ErrorKind::DeviceFull,
+        FlashError::InvalidName { .. } => ErrorKind::InvalidArgument,
+        FlashError::AlreadyExists(_) => ErrorKind::AlreadyExists,
+        FlashError::NotFound(_) => ErrorKind::NotFound,
+        FlashError::Corrupt { .. } | FlashError::Version { .. } => ErrorKind::Corrupt,
+        FlashError::CorruptPage { .. } => ErrorKind::Damaged,
+        _ => ErrorKind::Device,
+    }
+}

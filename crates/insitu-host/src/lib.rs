@@ -58,6 +58,6 @@ pub mod units;
 
 pub use array::{Array, OpenOptions, OpenReport, DEFAULT_STRIPE_UNIT};
 pub use devices::{serve_device, DeviceTransport, ServeOptions};
-pub use error::{HostError, Result};
+pub use error::{ErrorKind, HostError, Result};
 pub use insitu_device::{profile, FaultPlan, Profile};
 pub use report::{PathBytes, Report};

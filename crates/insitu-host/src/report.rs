@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::array::Array;
 use crate::error::Result;
 use crate::model::{model, HostWork, Modeled, PhaseUsage};
+use crate::units::human_bytes;
 
 /// Bytes moved on each path, summed over devices.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -51,6 +52,32 @@ pub struct Report {
 }
 
 impl Report {
+    /// The readable summary: the operator's headline, then what it cost here and on the profile (what
+    /// the CLI prints, and a Python `Report`'s `str`).
+    pub fn summary(&self) -> String {
+        let (r, b) = (self, &self.bytes);
+        let m = &r.modeled;
+        let bottleneck = m.phases.iter().map(|p| p.bottleneck.as_str()).collect::<Vec<_>>().join(", ");
+        format!(
+            "{}\n  measured  wall {:.3} s   host cpu {:.3} s   device cpu {:.3} s\n  bytes     flash read {}   flash program {}   flash->dev mem {}   dev->host {}   host->dev {}   dev<->dev {}\n  modeled   {} x{}: {:.4} s, {:.3} J (bottleneck: {})",
+            r.headline,
+            r.wall_s,
+            r.host_cpu_s,
+            r.device_cpu_s,
+            human_bytes(b.flash_read),
+            human_bytes(b.flash_program),
+            human_bytes(b.flash_to_device_mem),
+            human_bytes(b.device_to_host),
+            human_bytes(b.host_to_device),
+            human_bytes(b.device_to_device),
+            m.profile,
+            m.devices,
+            m.time_s,
+            m.energy_j,
+            if bottleneck.is_empty() { "-" } else { &bottleneck },
+        )
+    }
+
     /// What this same run (same bytes, same CPU work) would take on another profile.
     pub fn remodel(&self, profile: &insitu_device::Profile) -> Modeled {
         model(profile, &self.phases)

@@ -150,18 +150,34 @@ pub fn put_list(
     array.device(dev)?;
     array.check_free(name)?;
     let ids = read_ids(path, format)?;
+    put_list_ids(array, &ids, &path.display().to_string(), name, entry_size, dev)
+}
+
+/// `put-list` of IDs in memory (the Python front's numpy arrays): stores `ids` as list `name` on device
+/// `dev`. `label` names where the IDs came from in errors.
+pub fn put_list_ids(
+    array: &mut Array,
+    ids: &[u32],
+    label: &str,
+    name: &str,
+    entry_size: u32,
+    dev: u32,
+) -> Result<Report> {
+    validate_user_name(name)?;
+    check_entry_size(entry_size)?;
+    array.device(dev)?;
+    array.check_free(name)?;
     crate::units::check_fits_in_memory(ids.len() as u64 * entry_size as u64, "put-list's entries")?;
-    if let Some(i) = first_unsorted(&ids) {
+    if let Some(i) = first_unsorted(ids) {
         let what = if ids[i] == ids[i - 1] { "a duplicate of" } else { "smaller than" };
         return Err(HostError::InvalidArgument(format!(
-            "{}: the list must be sorted without duplicates; ID {} at position {i} is {what} the ID before it ({})",
-            path.display(),
+            "{label}: the list must be sorted without duplicates; ID {} at position {i} is {what} the ID before it ({})",
             ids[i],
             ids[i - 1]
         )));
     }
     let measure = Measure::start("put-list", array)?;
-    let data = entries(&ids, entry_size);
+    let data = entries(ids, entry_size);
     write_object(array, dev, name, "list", &data)?;
     let info = ListInfo { entry_size, entries: ids.len() as u64 };
     array.commit_entry(entry_for(name, EntryKind::List(info), data.len() as u64, dev))?;

@@ -12,11 +12,37 @@ use arrow::record_batch::RecordBatch;
 
 use crate::array::Array;
 use crate::error::{HostError, Result};
+use crate::report::{Measure, Report};
 use crate::table::export::ParquetFile;
 use crate::table::store::read_part;
 
 /// `get-table --merged`: writes a sorted table (a sort's output) as one globally sorted Parquet file.
-pub fn get_table_merged(array: &Array, name: &str, out: &Path) -> Result<crate::report::Report> {
+pub fn get_table_merged(array: &Array, name: &str, out: &Path) -> Result<Report> {
+    check_sorted(array, name)?;
+    crate::outfile::OutFile::check_path(out)?;
+    let measure = Measure::start("get-table (merged)", array)?;
+    let rows = merge_to_parquet(array, name, out)?;
+    let headline = format!("get-table {name}: {rows} rows merged in key order to {}", out.display());
+    let result = serde_json::json!({ "name": name, "rows": rows, "output": out, "merged": true });
+    measure.finish(array, headline, result)
+}
+
+/// A sorted table (a sort's output) read back as Arrow batches in one global key order.
+pub fn read_table_merged(array: &Array, name: &str) -> Result<(Vec<RecordBatch>, Report)> {
+    check_sorted(array, name)?;
+    let measure = Measure::start("get-table (merged)", array)?;
+    let mut batches = Vec::new();
+    let rows = merge_parts(array, name, &mut |b| {
+        batches.push(b);
+        Ok(())
+    })?;
+    let headline = format!("get-table {name}: {rows} rows merged in key order");
+    let report =
+        measure.finish(array, headline, serde_json::json!({ "name": name, "rows": rows, "merged": true }))?;
+    Ok((batches, report))
+}
+
+fn check_sorted(array: &Array, name: &str) -> Result<()> {
     let (_, info) = array.table_entry(name)?;
     if !info.sorted {
         return Err(HostError::InvalidArgument(format!(
@@ -25,16 +51,21 @@ pub fn get_table_merged(array: &Array, name: &str, out: &Path) -> Result<crate::
             info.schema.columns[info.key].name
         )));
     }
-    crate::outfile::OutFile::check_path(out)?;
-    let measure = crate::report::Measure::start("get-table (merged)", array)?;
-    let rows = merge_to_parquet(array, name, out)?;
-    let headline = format!("get-table {name}: {rows} rows merged in key order to {}", out.display());
-    let result = serde_json::json!({ "name": name, "rows": rows, "output": out, "merged": true });
-    measure.finish(array, headline, result)
+    Ok(())
 }
 
 /// K-way merges the sorted parts of `table` into one Parquet file; returns the rows written.
 pub fn merge_to_parquet(array: &Array, table: &str, path: &Path) -> Result<u64> {
+    let (_, info) = array.table_entry(table)?;
+    let mut file = ParquetFile::create(path, Arc::new(info.schema.to_arrow()))?;
+    let rows = merge_parts(array, table, &mut |b| file.write(&b))?;
+    file.finish()?;
+    Ok(rows)
+}
+
+/// K-way merges the sorted parts of `table`, handing the merged rows to `sink` in batches; returns the
+/// rows.
+fn merge_parts(array: &Array, table: &str, sink: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<u64> {
     let (entry, info) = array.table_entry(table)?;
     let batches: Vec<RecordBatch> = entry
         .devices
@@ -67,10 +98,8 @@ pub fn merge_to_parquet(array: &Array, table: &str, path: &Path) -> Result<u64> 
         }
     }
     let refs: Vec<&RecordBatch> = batches.iter().collect();
-    let mut file = ParquetFile::create(path, Arc::new(info.schema.to_arrow()))?;
     for chunk in order.chunks(64 << 10) {
-        file.write(&interleave_record_batch(&refs, chunk).map_err(HostError::arrow("merging the parts"))?)?;
+        sink(interleave_record_batch(&refs, chunk).map_err(HostError::arrow("merging the parts"))?)?;
     }
-    file.finish()?;
     Ok(order.len() as u64)
 }

@@ -18,7 +18,7 @@ pub mod shuffle;
 
 pub use self::info::ShuffleInfo;
 pub use self::options::{ShuffleOptions, ShufflePlacement};
-pub use self::read::{read_partition, shuffle_read};
+pub use self::read::{read_partition, shuffle_read, shuffle_read_batch};
 pub use self::shuffle::{row_format, shuffle_table};
 pub use insitu_kernels::partition::PartitionHash;
 pub use insitu_kernels::shuffle::ChunkLayout;

@@ -125,6 +125,16 @@ fn records_to_batch(
     decode_part(&info.schema, info.key, key_col, &rows, &row_offs)
 }
 
+/// Partition `p` from every device, as one Arrow batch, with the report of reading it.
+pub fn shuffle_read_batch(array: &Array, name: &str, p: u32) -> Result<(RecordBatch, Report)> {
+    let measure = Measure::start("shuffle-read", array)?;
+    let batch = read_partition(array, name, p)?;
+    let rows = batch.num_rows();
+    let headline = format!("shuffle-read {name} partition {p}: {rows} rows");
+    let report = measure.finish(array, headline, json!({ "name": name, "partition": p, "rows": rows }))?;
+    Ok((batch, report))
+}
+
 /// `shuffle-read`: partition `p` from every device, written as Parquet.
 pub fn shuffle_read(array: &Array, name: &str, p: u32, out: &Path) -> Result<Report> {
     let measure = Measure::start("shuffle-read", array)?;

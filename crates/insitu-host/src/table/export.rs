@@ -55,22 +55,49 @@ impl ParquetFile {
 
 /// Writes table `name` to `out` as Parquet.
 pub fn get_table(array: &Array, name: &str, out: &Path) -> Result<Report> {
-    let (entry, info) = array.table_entry(name)?;
+    let (_, info) = array.table_entry(name)?;
     let measure = Measure::start("get-table", array)?;
     let mut file = ParquetFile::create(out, Arc::new(info.schema.to_arrow()))?;
+    let rows = each_part(array, name, &mut |b| file.write(&b))?;
+    file.finish()?;
+    let headline = format!("get-table {name}: {rows} rows to {}{}", out.display(), order_note(array, name)?);
+    measure.finish(array, headline, json!({ "name": name, "rows": rows, "output": out, "merged": false }))
+}
+
+/// Reads table `name` back as Arrow batches, one per part in device order (what [`get_table`] writes).
+pub fn read_table(array: &Array, name: &str) -> Result<(Vec<RecordBatch>, Report)> {
+    let measure = Measure::start("get-table", array)?;
+    let mut batches = Vec::new();
+    let rows = each_part(array, name, &mut |b| {
+        batches.push(b);
+        Ok(())
+    })?;
+    let headline = format!("get-table {name}: {rows} rows{}", order_note(array, name)?);
+    let report = measure.finish(array, headline, json!({ "name": name, "rows": rows, "merged": false }))?;
+    Ok((batches, report))
+}
+
+/// Hands each part of table `name` to `sink`, in device order; returns the rows.
+fn each_part(array: &Array, name: &str, sink: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<u64> {
+    let (entry, info) = array.table_entry(name)?;
     let mut rows = 0u64;
     for (i, dev) in entry.devices.iter().enumerate() {
         let b = read_part(array, *dev, name, &info.schema, info.key, &info.parts[i])?;
         rows += b.num_rows() as u64;
-        file.write(&b)?;
+        sink(b)?;
     }
-    file.finish()?;
-    let mut headline = format!("get-table {name}: {rows} rows to {}", out.display());
-    if info.sorted && entry.devices.len() > 1 {
-        headline.push_str(&format!(
+    Ok(rows)
+}
+
+/// For a sort's output over several devices: parts in device order are not one order.
+fn order_note(array: &Array, name: &str) -> Result<String> {
+    let (entry, info) = array.table_entry(name)?;
+    Ok(if info.sorted && entry.devices.len() > 1 {
+        format!(
             "\n  parts in device order, each sorted by {}: `--merged` writes one globally sorted file",
             info.schema.columns[info.key].name
-        ));
-    }
-    measure.finish(array, headline, json!({ "name": name, "rows": rows, "output": out, "merged": false }))
+        )
+    } else {
+        String::new()
+    })
 }

@@ -118,7 +118,14 @@ pub struct PutTable {
 pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Report> {
     validate_user_name(&opts.name)?;
     array.check_free(&opts.name)?;
-    let raw = read_table_file(path)?;
+    put_table_batch(array, read_table_file(path)?, opts)
+}
+
+/// Stores the rows of `raw` (an Arrow batch handed over by a caller, such as the Python front) as
+/// `opts.name`, like [`put_table`] stores a file's.
+pub fn put_table_batch(array: &mut Array, raw: RecordBatch, opts: &PutTable) -> Result<Report> {
+    validate_user_name(&opts.name)?;
+    array.check_free(&opts.name)?;
     let schema = TableSchema::from_arrow(&raw.schema())?;
     let batch = normalize(&raw, &schema)?;
     drop(raw);

@@ -1,0 +1,414 @@
+//! `_Array`: an open [`Array`] (holding its lock until closed), its operators run with the GIL released.
+//! Reports come back as JSON text; `insitu.Array` (Python) turns them into `Report` objects and the
+//! Arrow streams and ID bytes into pyarrow tables and numpy arrays.
+
+use std::io::Cursor;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use insitu_host::blob::{self, Placement};
+use insitu_host::intersect::lists::put_list_ids;
+use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
+use insitu_host::nascent::{sort_table, SortAlgo, SortOptions, SortPlacement};
+use insitu_host::psacs::{
+    shuffle_read_batch, shuffle_table, ChunkLayout, PartitionHash, ShuffleOptions, ShufflePlacement,
+};
+use insitu_host::search::{search, SearchPlacement};
+use insitu_host::table::import::{put_table, put_table_batch, PutTable};
+use insitu_host::units::parse_size;
+use insitu_host::{Array, HostError, OpenOptions, Profile, Report};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::error::{invalid, to_py};
+use crate::stream::{self, ArrowStream};
+
+/// An open array of computational storage devices.
+#[pyclass(name = "_Array", module = "insitu._insitu", frozen)]
+#[derive(Debug)]
+pub struct PyArray {
+    inner: Mutex<Option<Array>>,
+    path: PathBuf,
+}
+
+/// A report as JSON text, with its readable summary under `"summary"`.
+fn json(report: &Report) -> String {
+    let mut v = serde_json::json!(report);
+    v["summary"] = report.summary().into();
+    v.to_string()
+}
+
+/// `text` as one of `choices` (`(name, value)`), or an error listing them.
+fn choose<T: Copy>(what: &str, text: &str, choices: &[(&str, T)]) -> PyResult<T> {
+    choices.iter().find(|(n, _)| *n == text).map(|(_, v)| *v).ok_or_else(|| {
+        let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+        invalid(format!("{what} {text:?}: expected one of {}", names.join(", ")))
+    })
+}
+
+fn size(text: Option<&str>) -> PyResult<Option<u64>> {
+    text.map(parse_size).transpose().map_err(to_py)
+}
+
+impl PyArray {
+    fn new(array: Array) -> PyArray {
+        PyArray { path: array.dir().to_path_buf(), inner: Mutex::new(Some(array)) }
+    }
+
+    /// Runs `f` on the open array with the GIL released.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Array) -> insitu_host::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            // A panic in an earlier call poisoned the lock; the array itself is as its last command left it.
+            let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            match guard.as_mut() {
+                Some(a) => f(a),
+                None => {
+                    Err(HostError::InvalidArgument(format!("the array at {} is closed", self.path.display())))
+                }
+            }
+        })
+        .map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl PyArray {
+    /// Creates an array of `devices` devices of `profile` at `path`, and opens it.
+    #[staticmethod]
+    #[pyo3(signature = (path, devices, profile, capacity=None, stripe_unit=None))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        devices: u32,
+        profile: &str,
+        capacity: Option<&str>,
+        stripe_unit: Option<&str>,
+    ) -> PyResult<PyArray> {
+        let profile = Profile::load(profile).map_err(crate::error::from_device)?;
+        let (capacity, unit) = (size(capacity)?, size(stripe_unit)?);
+        let array = py.detach(|| Array::init(&path, devices, profile, capacity, unit)).map_err(to_py)?;
+        Ok(PyArray::new(array))
+    }
+
+    /// Opens the array at `path` (recovering it), waiting up to `wait` seconds for another process to
+    /// release it. Returns the array and what recovery did, as JSON.
+    #[staticmethod]
+    #[pyo3(signature = (path, wait))]
+    fn open(py: Python<'_>, path: PathBuf, wait: f64) -> PyResult<(PyArray, String)> {
+        if !(0.0..=86_400.0).contains(&wait) {
+            return Err(invalid(format!("wait must be 0 to 86400 seconds, got {wait}")));
+        }
+        let opts = OpenOptions { lock_wait: Duration::from_secs_f64(wait), ..OpenOptions::default() };
+        let array = py.detach(|| Array::open(&path, opts)).map_err(to_py)?;
+        let recovered = serde_json::to_string(array.open_report()).unwrap_or_default();
+        Ok((PyArray::new(array), recovered))
+    }
+
+    /// Closes the array (its devices checkpoint; the lock is released). Closing twice does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+            taken.map_or(Ok(()), Array::close)
+        })
+        .map_err(to_py)
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+    }
+
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// The array's configuration (devices, profile, capacity, stripe unit), as JSON.
+    fn config(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |a| Ok(serde_json::json!(a.config()).to_string()))
+    }
+
+    /// Stores `data` as object `name`, striped over the devices or whole on `device`.
+    #[pyo3(signature = (name, data, device=None))]
+    fn put_bytes(&self, py: Python<'_>, name: &str, data: &[u8], device: Option<u32>) -> PyResult<String> {
+        let placement = device.map_or(Placement::Striped, Placement::Device);
+        let label = PathBuf::from("<bytes>");
+        self.with(py, |a| {
+            blob::put_reader(
+                a,
+                &mut Cursor::new(data),
+                Some(data.len() as u64),
+                &label,
+                name,
+                placement,
+                &|_, _| {},
+            )
+        })
+        .map(|r| json(&r))
+    }
+
+    /// Stores the file at `path` as object `name`; `progress(done, total)` is called as bytes go.
+    #[pyo3(signature = (name, path, device=None, progress=None))]
+    fn put_file(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        path: PathBuf,
+        device: Option<u32>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let placement = device.map_or(Placement::Striped, Placement::Device);
+        let tell = progress_fn(progress);
+        self.with(py, |a| blob::put(a, &path, name, placement, &tell)).map(|r| json(&r))
+    }
+
+    /// Object `name`'s bytes, and the report.
+    #[pyo3(signature = (name, progress=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Bound<'py, PyBytes>, String)> {
+        let tell = progress_fn(progress);
+        let (data, report) = self.with(py, |a| {
+            let mut out = Vec::with_capacity(a.blob_entry(name)?.size as usize);
+            let r = blob::get(a, name, &mut out, &tell)?;
+            Ok((out, r))
+        })?;
+        Ok((PyBytes::new(py, &data), json(&report)))
+    }
+
+    /// Removes object `name` (any kind).
+    fn rm(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        self.with(py, |a| blob::rm(a, name)).map(|r| json(&r))
+    }
+
+    /// The objects stored, as a report whose result lists them.
+    fn ls(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |a| blob::ls(a)).map(|r| json(&r))
+    }
+
+    /// Stores Arrow data (anything with `__arrow_c_stream__`) as table `name`.
+    #[pyo3(signature = (data, name, key=None, dict=None, partition="round-robin"))]
+    fn put_table_arrow(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        name: String,
+        key: Option<String>,
+        dict: Option<String>,
+        partition: &str,
+    ) -> PyResult<String> {
+        let opts = PutTable { name, key, partition: partition.parse().map_err(to_py)?, dict };
+        let (schema, batches) = stream::read(data)?;
+        let batch = arrow::compute::concat_batches(&schema, &batches)
+            .map_err(|e| invalid(format!("joining the table's batches: {e}")))?;
+        drop(batches);
+        self.with(py, |a| put_table_batch(a, batch, &opts)).map(|r| json(&r))
+    }
+
+    /// Stores a Parquet or CSV file as table `name`.
+    #[pyo3(signature = (path, name, key=None, dict=None, partition="round-robin"))]
+    fn put_table_file(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        name: String,
+        key: Option<String>,
+        dict: Option<String>,
+        partition: &str,
+    ) -> PyResult<String> {
+        let opts = PutTable { name, key, partition: partition.parse().map_err(to_py)?, dict };
+        self.with(py, |a| put_table(a, &path, &opts)).map(|r| json(&r))
+    }
+
+    /// Table `name` as an Arrow stream (parts in device order, or `merged` into one key order for a
+    /// sort's output), and the report.
+    #[pyo3(signature = (name, merged=false))]
+    fn get_table(&self, py: Python<'_>, name: &str, merged: bool) -> PyResult<(ArrowStream, String)> {
+        let (schema, batches, report) = self.with(py, |a| {
+            let (_, info) = a.table_entry(name)?;
+            let schema = std::sync::Arc::new(info.schema.to_arrow());
+            let (batches, report) = if merged {
+                insitu_host::nascent::merge::read_table_merged(a, name)?
+            } else {
+                insitu_host::table::export::read_table(a, name)?
+            };
+            Ok((schema, batches, report))
+        })?;
+        Ok((ArrowStream::new(schema, batches), json(&report)))
+    }
+
+    /// NASCENT's sort of table `name` by `key`.
+    #[pyo3(signature = (name, key, out=None, placement="device", algo="fast", memory_budget=None))]
+    fn sort(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        key: String,
+        out: Option<String>,
+        placement: &str,
+        algo: &str,
+        memory_budget: Option<&str>,
+    ) -> PyResult<String> {
+        let placement = choose(
+            "placement",
+            placement,
+            &[
+                ("device", SortPlacement::Device),
+                ("host", SortPlacement::Host),
+                ("host-accel", SortPlacement::HostAccel),
+            ],
+        )?;
+        let algo = choose("algo", algo, &[("fast", SortAlgo::Fast), ("bitonic", SortAlgo::Bitonic)])?;
+        let opts =
+            SortOptions { key, placement, algo, out, merge: None, memory_budget: size(memory_budget)? };
+        self.with(py, |a| sort_table(a, name, &opts)).map(|r| json(&r))
+    }
+
+    /// PSACS's shuffle of table `name` by `keys` into `partitions` partitions.
+    #[pyo3(signature = (name, keys, partitions, out=None, placement="device", threads=1, hash="zigzag-fold", layout="column", memory_budget=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn shuffle(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        keys: Vec<String>,
+        partitions: u32,
+        out: Option<String>,
+        placement: &str,
+        threads: usize,
+        hash: &str,
+        layout: &str,
+        memory_budget: Option<&str>,
+    ) -> PyResult<String> {
+        let opts = ShuffleOptions {
+            keys,
+            partitions,
+            placement: choose(
+                "placement",
+                placement,
+                &[
+                    ("device", ShufflePlacement::Device),
+                    ("host-sort", ShufflePlacement::HostSort),
+                    ("host-bucket", ShufflePlacement::HostBucket),
+                ],
+            )?,
+            threads,
+            hash: choose(
+                "hash",
+                hash,
+                &[("zigzag-fold", PartitionHash::ZigzagFold), ("xxh3", PartitionHash::Xxh3)],
+            )?,
+            layout: choose("layout", layout, &[("column", ChunkLayout::Column), ("row", ChunkLayout::Row)])?,
+            out,
+            memory_budget: size(memory_budget)?,
+        };
+        self.with(py, |a| shuffle_table(a, name, &opts)).map(|r| json(&r))
+    }
+
+    /// Partition `partition` of shuffle output `name`, gathered from every device, and the report.
+    fn shuffle_read(&self, py: Python<'_>, name: &str, partition: u32) -> PyResult<(ArrowStream, String)> {
+        let (batch, report) = self.with(py, |a| shuffle_read_batch(a, name, partition))?;
+        Ok((ArrowStream::new(batch.schema(), vec![batch]), json(&report)))
+    }
+
+    /// Stores sorted IDs (little-endian u32, back to back) as list `name` on `device`.
+    #[pyo3(signature = (ids, name, entry_size=4, device=0))]
+    fn put_list(
+        &self,
+        py: Python<'_>,
+        ids: &[u8],
+        name: &str,
+        entry_size: u32,
+        device: u32,
+    ) -> PyResult<String> {
+        if ids.len() % 4 != 0 {
+            return Err(invalid(format!(
+                "IDs must be 4-byte little-endian integers; got {} bytes",
+                ids.len()
+            )));
+        }
+        let ids: Vec<u32> =
+            ids.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        self.with(py, |a| put_list_ids(a, &ids, "ids", name, entry_size, device)).map(|r| json(&r))
+    }
+
+    /// Intersects lists `names`: the count, the common IDs (little-endian u32 bytes; empty when only
+    /// the count is asked) and the report.
+    #[pyo3(signature = (names, placement="device", count_only=false))]
+    fn intersect<'py>(
+        &self,
+        py: Python<'py>,
+        names: Vec<String>,
+        placement: &str,
+        count_only: bool,
+    ) -> PyResult<(u64, Bound<'py, PyBytes>, String)> {
+        let placement = choose(
+            "placement",
+            placement,
+            &[
+                ("device", IntersectPlacement::Device),
+                ("host", IntersectPlacement::Host),
+                ("auto", IntersectPlacement::Auto),
+            ],
+        )?;
+        let output = if count_only { Output::Count } else { Output::Ids };
+        let (report, answer) = self.with(py, |a| intersect(a, &names, placement, output))?;
+        let ids: Vec<u8> = answer.ids.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Ok((answer.count, PyBytes::new(py, &ids), json(&report)))
+    }
+
+    /// Searches object `name` for `pattern`, in the devices or on the host.
+    #[pyo3(signature = (name, pattern, placement="device", offsets=false))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        pattern: &[u8],
+        placement: &str,
+        offsets: bool,
+    ) -> PyResult<String> {
+        let placement = choose(
+            "placement",
+            placement,
+            &[("device", SearchPlacement::Device), ("host", SearchPlacement::Host)],
+        )?;
+        self.with(py, |a| search(a, name, pattern, placement, offsets)).map(|r| json(&r))
+    }
+
+    /// Checks the array: `{"ok": ..., "problems": [...], "notes": [...]}` as JSON.
+    fn fsck(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |a| {
+            let s = a.check()?;
+            Ok(serde_json::json!({ "ok": s.problems.is_empty(), "problems": s.problems, "notes": s.notes })
+                .to_string())
+        })
+    }
+
+    /// Per-device figures (objects, space, flash wear, counters) as JSON, and as the CLI's text.
+    fn stats(&self, py: Python<'_>) -> PyResult<(String, String)> {
+        self.with(py, |a| insitu_host::stats::stats(a).map(|(j, t)| (j.to_string(), t)))
+    }
+}
+
+/// A progress callback that calls the Python callable `f(done, total)` (taking the GIL for the call), or
+/// does nothing. An exception in the callable is printed and otherwise ignored: progress never fails a
+/// command.
+fn progress_fn(f: Option<Py<PyAny>>) -> impl Fn(u64, u64) + Send + Sync {
+    move |done, total| {
+        if let Some(f) = &f {
+            Python::attach(|py| {
+                if let Err(e) = f.call1(py, (done, total)) {
+                    e.print(py);
+                }
+            });
+        }
+    }
+}

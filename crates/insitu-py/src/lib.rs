@@ -1,0 +1,64 @@
+//! `insitu._insitu`: the native half of the Python package. It holds an [`insitu_host::Array`] and runs
+//! its operators with the GIL released; the pure-Python package (`python/insitu`) wraps it with the
+//! public API: pyarrow tables in and out, numpy arrays of IDs, [`Report`](../python/insitu/report.py)
+//! objects, one exception class per error kind.
+//!
+//! What crosses the boundary is kept plain, so the Python side reads well and nothing is copied twice:
+//! Arrow data moves through the Arrow PyCapsule interface (`__arrow_c_stream__`, zero-copy both ways,
+//! [`stream`]); reports and small results cross as JSON text; bulk bytes (a blob, a list's IDs) as
+//! `bytes`. Errors cross as `insitu.errors` classes chosen by the host error's kind ([`error`]), with the
+//! CLI's messages.
+
+mod array;
+mod error;
+mod stream;
+
+use pyo3::prelude::*;
+
+/// The built-in hardware profiles, as JSON: `[{"name": ..., "description": ...}, ...]`.
+#[pyfunction]
+fn profiles() -> PyResult<String> {
+    let mut list = Vec::new();
+    for (name, _) in insitu_host::profile::BUILTIN {
+        let p = insitu_host::Profile::load(name).map_err(error::from_device)?;
+        list.push(serde_json::json!({ "name": p.name, "description": p.description }));
+    }
+    Ok(serde_json::Value::Array(list).to_string())
+}
+
+/// The list-intersection cost model (DaMoN '16 §4) for one workload on `profile`, as JSON; `text` is
+/// the CLI's rendering of the same prediction.
+#[pyfunction]
+#[pyo3(signature = (size1, size2, entry_size, ratio, result_entry_size, profile))]
+fn model_intersect(
+    size1: f64,
+    size2: f64,
+    entry_size: f64,
+    ratio: f64,
+    result_entry_size: f64,
+    profile: &str,
+) -> PyResult<(String, String)> {
+    use insitu_host::intersect::model::{predict, render, Workload};
+    let profile = insitu_host::Profile::load(profile).map_err(error::from_device)?;
+    let w = Workload::from_sizes(size1, size2, entry_size, ratio, result_entry_size).map_err(error::to_py)?;
+    let p = predict(&profile, &w).map_err(error::to_py)?;
+    let json = serde_json::to_string(&p).map_err(|e| error::invalid(e.to_string()))?;
+    Ok((json, render(&profile, &p)))
+}
+
+/// Parses a size such as `64MiB`, `4TB` or `4096` into bytes, as the CLI does.
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    insitu_host::units::parse_size(text).map_err(error::to_py)
+}
+
+#[pymodule]
+fn _insitu(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<array::PyArray>()?;
+    m.add_class::<stream::ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(model_intersect, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    Ok(())
+}

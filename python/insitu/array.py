@@ -1,0 +1,339 @@
+"""An array of emulated computational storage devices, from Python.
+
+Conventions, the same for every method:
+
+- storing (``put``, ``put_table``, ``put_list``, ``rm``) returns its :class:`~insitu.Report`;
+- an operator (``sort``, ``shuffle``, ``intersect``, ``search``) returns ``(result, report)``;
+- reading (``get``, ``get_table``, ``shuffle_read``) returns the data, as its signature says, and keeps
+  its report in :attr:`Array.last_report`.
+
+Every operator releases the GIL while it runs. Errors are :mod:`insitu.errors` classes with the CLI's
+messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _insitu
+from .report import Report
+
+PathLike = Union[str, "os.PathLike[str]"]
+Size = Union[int, str]
+
+
+def _size(value: Optional[Size]) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        from .errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"a size is a number of bytes or a string such as '64MiB', got {value!r}")
+    return str(value)
+
+
+def _progress(enabled: bool, what: str) -> Tuple[Optional[Callable[[int, int], None]], Callable[[], None]]:
+    """A ``(done, total)`` callback drawing a progress bar (tqdm's when installed), and its closer."""
+    if not enabled:
+        return None, lambda: None
+    try:
+        from tqdm import tqdm  # type: ignore[import-not-found]
+    except ImportError:
+        tqdm = None
+    state: Dict[str, Any] = {"bar": None, "shown": -1}
+
+    def update(done: int, total: int) -> None:
+        if tqdm is not None:
+            if state["bar"] is None:
+                state["bar"] = tqdm(total=total or None, desc=what, unit="B", unit_scale=True)
+            state["bar"].update(done - state["bar"].n)
+        else:
+            pct = 100 * done // total if total else 100
+            if pct != state["shown"]:
+                state["shown"] = pct
+                print(f"\r{what}: {done}/{total} bytes ({pct}%)", end="", file=sys.stderr, flush=True)
+
+    def close() -> None:
+        if state["bar"] is not None:
+            state["bar"].close()
+        elif state["shown"] >= 0:
+            print(file=sys.stderr)
+
+    return update, close
+
+
+class Array:
+    """An array of computational storage devices in a data directory.
+
+    Open arrays hold the directory's lock (as the CLI does while a command runs): close them, or use
+    them in a ``with`` block.
+
+    >>> import insitu, pyarrow as pa
+    >>> with insitu.Array.create("/tmp/arr", devices=2, profile="tiny") as arr:  # doctest: +SKIP
+    ...     arr.put_table(pa.table({"k": [3, 1, 2]}), "t", key="k")
+    ...     out, report = arr.sort("t", "k")
+    ...     arr.get_table(out, merged=True)["k"].to_pylist()
+    [1, 2, 3]
+    """
+
+    def __init__(self, inner: "_insitu._Array", recovered: Optional[Dict[str, Any]] = None):
+        self._inner = inner
+        #: What opening the array recovered: parts of interrupted writes removed, parts quarantined.
+        self.recovered: Dict[str, Any] = recovered or {}
+        #: The report of the last call that read data (``get``, ``get_table``, ``shuffle_read``).
+        self.last_report: Optional[Report] = None
+
+    # --- opening and closing ---
+
+    @classmethod
+    def create(
+        cls,
+        path: PathLike,
+        devices: int = 4,
+        profile: str = "smartssd",
+        *,
+        capacity: Optional[Size] = None,
+        stripe_unit: Optional[Size] = None,
+    ) -> "Array":
+        """Creates an array of ``devices`` devices of ``profile`` (a built-in name, see :func:`profiles`,
+        or a TOML file) at ``path`` and opens it. ``capacity`` is per device (default: the profile's)."""
+        inner = _insitu._Array.create(os.fspath(path), devices, profile, _size(capacity), _size(stripe_unit))
+        return cls(inner)
+
+    @classmethod
+    def open(cls, path: PathLike, *, wait: float = 5.0) -> "Array":
+        """Opens the array at ``path``, recovering it after a crash. Waits up to ``wait`` seconds for
+        another process holding it."""
+        inner, recovered = _insitu._Array.open(os.fspath(path), float(wait))
+        return cls(inner, json.loads(recovered) if recovered else None)
+
+    def close(self) -> None:
+        """Closes the array: devices checkpoint, the lock is released. Closing twice does nothing."""
+        self._inner.close()
+
+    def __enter__(self) -> "Array":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def path(self) -> str:
+        return os.fspath(self._inner.path)
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """Devices, profile, capacity per device, stripe unit."""
+        return json.loads(self._inner.config())
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return f"<insitu.Array {self.path} (closed)>"
+        c = self.config
+        return f"<insitu.Array {self.path}: {c['devices']} x {c['profile']['name']}>"
+
+    # --- objects ---
+
+    def put(
+        self,
+        name: str,
+        data: Union[bytes, bytearray, memoryview, PathLike],
+        *,
+        device: Optional[int] = None,
+        progress: bool = False,
+    ) -> Report:
+        """Stores ``data`` (bytes, or the path of a file) as object ``name``: striped over the devices,
+        or whole on ``device``."""
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            return Report.from_json(self._inner.put_bytes(name, bytes(data), device))
+        update, close = _progress(progress, f"put {name}")
+        try:
+            return Report.from_json(self._inner.put_file(name, os.fspath(data), device, update))
+        finally:
+            close()
+
+    def get(self, name: str, *, progress: bool = False) -> bytes:
+        """Object ``name``'s bytes."""
+        update, close = _progress(progress, f"get {name}")
+        try:
+            data, report = self._inner.get(name, update)
+        finally:
+            close()
+        self.last_report = Report.from_json(report)
+        return data
+
+    def rm(self, name: str) -> Report:
+        """Removes object ``name`` (a blob, table, list or shuffle output)."""
+        return Report.from_json(self._inner.rm(name))
+
+    def ls(self) -> List[Dict[str, Any]]:
+        """The objects stored: name, kind, size, devices."""
+        return Report.from_json(self._inner.ls()).result["objects"]
+
+    # --- tables (NASCENT, PSACS) ---
+
+    def put_table(
+        self,
+        table: Any,
+        name: str,
+        key: Optional[str] = None,
+        dict: Optional[str] = None,
+        *,
+        partition: str = "round-robin",
+    ) -> Report:
+        """Stores a table as ``name``: a ``pyarrow.Table`` (or anything with ``__arrow_c_stream__``:
+        a RecordBatchReader, a polars or duckdb result), or the path of a Parquet or CSV file. ``key``
+        is the column stored column-wise, the one ``sort`` sorts by (default: the first); ``dict``
+        dictionary-encodes it; ``partition`` is ``round-robin`` or ``hash:COLUMN``."""
+        if isinstance(table, (str, os.PathLike)):
+            return Report.from_json(self._inner.put_table_file(os.fspath(table), name, key, dict, partition))
+        return Report.from_json(self._inner.put_table_arrow(table, name, key, dict, partition))
+
+    def get_table(self, name: str, *, merged: bool = False) -> "pyarrow.Table":  # noqa: F821
+        """Table ``name`` as a ``pyarrow.Table`` (zero-copy from the buffers read back). Parts come in
+        device order; ``merged=True`` k-way merges a sort's output into one key order."""
+        import pyarrow as pa
+
+        stream, report = self._inner.get_table(name, merged)
+        self.last_report = Report.from_json(report)
+        return pa.table(stream)
+
+    def sort(
+        self,
+        name: str,
+        key: str,
+        out: Optional[str] = None,
+        placement: str = "device",
+        *,
+        algo: str = "fast",
+        memory_budget: Optional[Size] = None,
+    ) -> Tuple[str, Report]:
+        """NASCENT's sort of table ``name`` by ``key`` (its stored key column), inside every device
+        (``device``), on the host (``host``) or on one accelerator beside it (``host-accel``). Returns
+        the sorted table's name (default ``NAME.sorted``) and the report."""
+        r = Report.from_json(self._inner.sort(name, key, out, placement, algo, _size(memory_budget)))
+        return r.result["out"], r
+
+    def shuffle(
+        self,
+        name: str,
+        key: Union[str, Sequence[str]],
+        partitions: int,
+        out: Optional[str] = None,
+        placement: str = "device",
+        *,
+        threads: int = 1,
+        hash: str = "zigzag-fold",
+        layout: str = "column",
+        memory_budget: Optional[Size] = None,
+    ) -> Tuple[str, Report]:
+        """PSACS's shuffle of table ``name`` by ``key`` (a column or several) into ``partitions``
+        partitions, inside the devices (``device``) or on the host (``host-sort``, ``host-bucket``).
+        Partitions stay on the devices: read one with :meth:`shuffle_read`. Returns the output's name
+        (default ``NAME.shuffled``) and the report."""
+        keys = [key] if isinstance(key, str) else list(key)
+        r = Report.from_json(
+            self._inner.shuffle(
+                name, keys, partitions, out, placement, threads, hash, layout, _size(memory_budget)
+            )
+        )
+        return r.result["out"], r
+
+    def shuffle_read(self, name: str, partition: int) -> "pyarrow.Table":  # noqa: F821
+        """Partition ``partition`` of shuffle output ``name``, gathered from every device."""
+        import pyarrow as pa
+
+        stream, report = self._inner.shuffle_read(name, partition)
+        self.last_report = Report.from_json(report)
+        return pa.table(stream)
+
+    # --- lists (Smart SSD list intersection) ---
+
+    def put_list(self, ids: Any, name: str, entry_size: int = 4, *, device: int = 0) -> Report:
+        """Stores sorted, distinct IDs (a numpy array or any sequence of integers in [0, 2**32)) as list
+        ``name`` on ``device``; each entry is ``entry_size`` bytes (the ID and a payload)."""
+        import numpy as np
+
+        from .errors import InvalidArgumentError
+
+        a = np.asarray(ids)
+        if a.ndim != 1:
+            raise InvalidArgumentError(f"IDs must be one-dimensional, got shape {a.shape}")
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            raise InvalidArgumentError(f"IDs must be integers, got dtype {a.dtype}")
+        if a.size and (int(a.min()) < 0 or int(a.max()) > 0xFFFFFFFF):
+            raise InvalidArgumentError("IDs must be in [0, 2**32)")
+        data = np.ascontiguousarray(a, dtype="<u4").tobytes()
+        return Report.from_json(self._inner.put_list(data, name, entry_size, device))
+
+    def intersect(
+        self, names: Sequence[str], placement: str = "device", count_only: bool = False
+    ) -> Tuple[Any, Report]:
+        """Intersects the lists ``names`` inside the device (``device``), on the host (``host``), or
+        where the paper's cost model says is faster (``auto``). Returns the common IDs (a numpy
+        ``uint32`` array), or their number with ``count_only``, and the report."""
+        import numpy as np
+
+        count, ids, report = self._inner.intersect(list(names), placement, count_only)
+        r = Report.from_json(report)
+        if count_only:
+            return count, r
+        return np.frombuffer(ids, dtype="<u4").astype(np.uint32, copy=False), r
+
+    # --- search (BlueDBM) ---
+
+    def search(
+        self,
+        name: str,
+        pattern: Union[str, bytes],
+        placement: str = "device",
+        *,
+        offsets: bool = False,
+    ) -> Tuple[Any, Report]:
+        """Counts the occurrences of ``pattern`` in object ``name``, inside the devices or on the host.
+        Returns the count (or, with ``offsets``, the list of byte offsets) and the report."""
+        p = pattern.encode() if isinstance(pattern, str) else bytes(pattern)
+        r = Report.from_json(self._inner.search(name, p, placement, offsets))
+        return (r.result["offsets"] if offsets else r.result["count"]), r
+
+    # --- the array ---
+
+    def fsck(self) -> Dict[str, Any]:
+        """Checks the array: ``{"ok": bool, "problems": [...], "notes": [...]}``."""
+        return json.loads(self._inner.fsck())
+
+    def stats(self) -> Dict[str, Any]:
+        """Per-device figures: objects, space used, flash wear, counters."""
+        return json.loads(self._inner.stats()[0])
+
+
+def profiles() -> List[Dict[str, str]]:
+    """The built-in hardware profiles: ``[{"name": ..., "description": ...}]``."""
+    return json.loads(_insitu.profiles())
+
+
+def model_intersect(
+    size1: Size,
+    size2: Size,
+    entry_size: int = 256,
+    ratio: float = 0.01,
+    result_entry_size: int = 4,
+    profile: str = "smartssd-2016",
+) -> Dict[str, Any]:
+    """The list-intersection cost model (DaMoN '16 §4): load, copy, intersect and send times, host
+    versus device, for lists of ``size1`` and ``size2`` bytes. The CLI's rendering is under ``"text"``."""
+    s1 = _insitu.parse_size(str(size1))
+    s2 = _insitu.parse_size(str(size2))
+    data, text = _insitu.model_intersect(
+        float(s1), float(s2), float(entry_size), float(ratio), float(result_entry_size), profile
+    )
+    out = json.loads(data)
+    out["text"] = text
+    return out
