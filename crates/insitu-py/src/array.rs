@@ -247,6 +247,7 @@ impl PyArray {
 
     /// NASCENT's sort of table `name` by `key`.
     #[pyo3(signature = (name, key, out=None, placement="device", algo="fast", memory_budget=None))]
+    #[allow(clippy::too_many_arguments)]
     fn sort(
         &self,
         py: Python<'_>,

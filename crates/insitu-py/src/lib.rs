@@ -1,17 +1,18 @@
 //! `insitu._insitu`: the native half of the Python package. It holds an [`insitu_host::Array`] and runs
 //! its operators with the GIL released; the pure-Python package (`python/insitu`) wraps it with the
-//! public API: pyarrow tables in and out, numpy arrays of IDs, [`Report`](../python/insitu/report.py)
+//! public API: pyarrow tables in and out, numpy arrays of IDs, `Report`
 //! objects, one exception class per error kind.
 //!
 //! What crosses the boundary is kept plain, so the Python side reads well and nothing is copied twice:
 //! Arrow data moves through the Arrow PyCapsule interface (`__arrow_c_stream__`, zero-copy both ways,
-//! [`stream`]); reports and small results cross as JSON text; bulk bytes (a blob, a list's IDs) as
-//! `bytes`. Errors cross as `insitu.errors` classes chosen by the host error's kind ([`error`]), with the
+//! `stream.rs`); reports and small results cross as JSON text; bulk bytes (a blob, a list's IDs) as
+//! `bytes`. Errors cross as `insitu.errors` classes chosen by the host error's kind (`error.rs`), with the
 //! CLI's messages.
 
 mod array;
 mod error;
 mod stream;
+mod sys;
 
 use pyo3::prelude::*;
 

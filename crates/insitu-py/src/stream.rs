@@ -3,22 +3,16 @@
 //! copied, both ways: pyarrow (or polars, duckdb... anything with `__arrow_c_stream__`) hands us its
 //! stream, and [`ArrowStream`] hands ours to `pyarrow.table()`.
 
-// The C stream interface is a pair of raw pointers by nature: taking a stream out of a capsule is the
-// one unsafe step here, and its contract is stated where it is taken.
-#![allow(unsafe_code)]
-
-use std::ffi::CStr;
 use std::sync::Mutex;
 
 use arrow::datatypes::SchemaRef;
-use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow::ffi_stream::FFI_ArrowArrayStream;
 use arrow::record_batch::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::error::invalid;
-
-const STREAM: &CStr = c"arrow_array_stream";
+use crate::sys::{take_stream, STREAM};
 
 /// Arrow record batches made here, waiting for a consumer (`pyarrow.table(stream)`): consumed once.
 #[pyclass(module = "insitu._insitu", frozen)]
@@ -71,12 +65,7 @@ pub fn read(obj: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
     }
     let capsule = obj.call_method0("__arrow_c_stream__")?;
     let capsule = capsule.cast::<PyCapsule>()?;
-    let ptr = capsule.pointer_checked(Some(STREAM))?;
-    // SAFETY: a capsule named `arrow_array_stream` holds an `ArrowArrayStream` (the PyCapsule
-    // interface's contract, checked by name above). `from_raw` moves the stream out and leaves a released
-    // one behind, so the capsule's destructor releases nothing twice; the capsule is alive while we read.
-    let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr.cast::<FFI_ArrowArrayStream>().as_ptr()) }
-        .map_err(|e| invalid(format!("reading the Arrow stream: {e}")))?;
+    let reader = take_stream(capsule)?.map_err(|e| invalid(format!("reading the Arrow stream: {e}")))?;
     let schema = reader.schema();
     let batches = reader
         .collect::<Result<Vec<_>, _>>()

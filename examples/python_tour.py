@@ -1,0 +1,59 @@
+"""A tour of insitu from Python: a table sorted and shuffled inside the devices, lists intersected inside
+a device, a log searched in storage, each with what it cost here and on the profile.
+
+Run it after `make python`:  .venv/bin/python examples/python_tour.py [DIR]
+"""
+
+import sys
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+
+import insitu
+
+where = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="insitu-tour-")
+rng = np.random.default_rng(42)
+n = 200_000
+orders = pa.table(
+    {
+        "o_id": rng.permutation(n).astype(np.int64),
+        "o_cust": rng.integers(0, 5_000, n, dtype=np.int32),
+        "o_total": rng.random(n) * 1000,
+        "o_note": pa.array([f"note {i % 97}" for i in range(n)]),
+    }
+)
+
+with insitu.Array.create(f"{where}/array", devices=4, profile="smartssd") as arr:
+    # NASCENT: each device sorts its part of the table; the host merges the sorted parts when asked.
+    print(arr.put_table(orders, "orders", key="o_id"), end="\n\n")
+    name, report = arr.sort("orders", "o_id")
+    print(report, end="\n\n")
+    top = arr.get_table(name, merged=True)
+    assert top["o_id"].to_pylist()[:5] == [0, 1, 2, 3, 4]
+
+    # PSACS: the devices hash-partition the table by customer; partitions stay on the devices.
+    name, report = arr.shuffle("orders", "o_cust", partitions=64)
+    print(report, end="\n\n")
+    part = arr.shuffle_read(name, 7)
+    print(f"partition 7: {part.num_rows} rows of {len(set(part['o_cust'].to_pylist()))} customers\n")
+
+    # Smart SSD list intersection: only the common IDs cross the host link.
+    a = np.unique(rng.integers(0, 2**32, 500_000, dtype=np.uint64)).astype(np.uint32)
+    b = np.union1d(np.unique(rng.integers(0, 2**32, 50_000, dtype=np.uint64)).astype(np.uint32), a[::100])
+    arr.put_list(a, "a", entry_size=64)
+    arr.put_list(b, "b", entry_size=64)
+    ids, report = arr.intersect(["a", "b"])
+    assert np.array_equal(ids, np.intersect1d(a, b))
+    print(report, end="\n\n")
+
+    # Search inside the devices, then on the host: the same count, different bytes over the link.
+    log = b"".join(b"GET /item/%d 200\n" % i if i % 13 else b"GET /item/%d 503\n" % i for i in range(300_000))
+    arr.put("access.log", log)
+    inside, r_dev = arr.search("access.log", " 503")
+    outside, r_host = arr.search("access.log", " 503", placement="host")
+    assert inside == outside == log.count(b" 503")
+    print(f"{inside} errors; device->host bytes: in storage {r_dev.bytes['device_to_host']:,}, "
+          f"on the host {r_host.bytes['device_to_host']:,}")
+    print(f"modeled on {r_dev.modeled['profile']}: {r_dev.modeled_time_s * 1e3:.2f} ms in storage, "
+          f"{r_host.modeled_time_s * 1e3:.2f} ms on the host")

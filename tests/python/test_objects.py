@@ -1,0 +1,109 @@
+"""Blobs, search and list intersection from Python, against Python's and numpy's own answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import insitu
+
+
+def test_put_get_round_trip_striped_and_on_one_device(arr, tmp_path):
+    data = bytes(range(256)) * 40_000  # 10 MB: several stripe units
+    r = arr.put("striped", data)
+    assert r.result["size"] == len(data) and r.op == "put"
+    assert arr.get("striped") == data
+    assert arr.last_report.bytes["device_to_host"] == len(data)
+    arr.put("one", memoryview(data[:1000]), device=2)
+    assert arr.get("one") == data[:1000]
+    assert [o["devices"] for o in arr.ls() if o["name"] == "one"] == [[2]]
+    f = tmp_path / "f.bin"
+    f.write_bytes(data[:12345])
+    arr.put("file", f)
+    assert arr.get("file") == data[:12345]
+
+
+def test_progress_is_shown_only_when_asked(arr, tmp_path, capfd):
+    f = tmp_path / "f.bin"
+    f.write_bytes(b"x" * (9 << 20))
+    arr.put("quiet", f)
+    assert capfd.readouterr().err == ""
+    arr.put("loud", f, progress=True)
+    assert arr.get("loud", progress=True) == f.read_bytes()
+    err = capfd.readouterr().err
+    assert "put loud" in err and "get loud" in err
+
+
+def test_rm_and_not_found(arr):
+    arr.put("x", b"abc")
+    arr.rm("x")
+    assert arr.ls() == []
+    with pytest.raises(insitu.NotFoundError, match='no object named "x"'):
+        arr.get("x")
+    with pytest.raises(LookupError):
+        arr.rm("x")
+
+
+@pytest.mark.parametrize("placement", ["device", "host"])
+def test_search_counts_like_python(arr, placement):
+    text = b"".join(b"line %d ERROR\n" % i if i % 7 == 0 else b"line %d ok\n" % i for i in range(20_000))
+    arr.put("log", text)
+    count, report = arr.search("log", "ERROR", placement)
+    assert count == text.count(b"ERROR")
+    offsets, _ = arr.search("log", b"ERROR", placement, offsets=True)
+    expected, at = [], text.find(b"ERROR")
+    while at >= 0:
+        expected.append(at)
+        at = text.find(b"ERROR", at + 1)
+    assert offsets == expected
+    if placement == "device":
+        # Only the answer crosses the host link, not the text.
+        assert report.bytes["device_to_host"] < len(text) // 100
+
+
+def sorted_ids(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.unique(rng.integers(0, 2**32, size=n, dtype=np.uint64)).astype(np.uint32)
+
+
+@pytest.mark.parametrize("placement", ["device", "host", "auto"])
+def test_intersect_matches_numpy(arr, placement):
+    a, b, c = sorted_ids(20_000, 1), sorted_ids(5_000, 2), sorted_ids(9_000, 3)
+    planted = a[::9]
+    b = np.union1d(b, planted)
+    c = np.union1d(c, planted[::2])
+    for name, ids in [("a", a), ("b", b), ("c", c)]:
+        arr.put_list(ids, name, entry_size=16)
+    ids, report = arr.intersect(["a", "b"], placement)
+    assert ids.dtype == np.uint32
+    np.testing.assert_array_equal(ids, np.intersect1d(a, b))
+    ids3, _ = arr.intersect(["a", "b", "c"], placement)
+    np.testing.assert_array_equal(ids3, np.intersect1d(np.intersect1d(a, b), c))
+    count, _ = arr.intersect(["a", "b", "c"], placement, count_only=True)
+    assert count == len(ids3)
+    assert report.result["count"] == len(ids)
+
+
+def test_put_list_refuses_bad_ids(arr):
+    with pytest.raises(insitu.InvalidArgumentError, match="sorted without duplicates; ID 3 at position 2"):
+        arr.put_list(np.array([1, 5, 3]), "u")
+    with pytest.raises(insitu.InvalidArgumentError, match="a duplicate of"):
+        arr.put_list([1, 5, 5], "d")
+    with pytest.raises(insitu.InvalidArgumentError, match=r"\[0, 2\*\*32\)"):
+        arr.put_list([1, 2**32], "big")
+    with pytest.raises(insitu.InvalidArgumentError, match="integers"):
+        arr.put_list(np.array([1.5, 2.5]), "f")
+    with pytest.raises(insitu.InvalidArgumentError, match="multiple of 4"):
+        arr.put_list([1, 2], "s", entry_size=6)
+    assert arr.ls() == []
+
+
+def test_model_intersect_favours_the_device_for_long_lists_and_low_ratios():
+    m = insitu.model_intersect("50MB", "50MB", entry_size=256, ratio=0.01)
+    assert m["faster"] == "device" and m["device_ms"] < m["host_ms"]
+    for side in ["host", "device"]:
+        stages = sum(st[f"{side}_ms"] or 0 for st in m["stages"])
+        assert stages == pytest.approx(m[f"{side}_ms"])
+    assert "smartssd-2016" in m["text"]
+    names = [p["name"] for p in insitu.profiles()]
+    assert {"smartssd", "smartssd-2016", "bluedbm", "tiny"} <= set(names)
