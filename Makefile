@@ -5,7 +5,7 @@ DEMO_DATA ?= target/insitu-demo
 # The Python package's virtual environment (made by `make python`; nothing is installed outside it).
 VENV ?= .venv
 VENV_PY := $(VENV)/bin/python
-PY_DEPS := "maturin>=1.9.4,<2" pytest "pyarrow>=14" numpy duckdb tqdm
+PY_DEPS := "maturin>=1.9.4,<2" pytest "pyarrow>=14" numpy duckdb tqdm "ray>=2.9"
 
 .PHONY: help toolchain build release test lint fmt demo bench clean python pytest
 

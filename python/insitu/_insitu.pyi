@@ -5,6 +5,20 @@ from typing import Any, Callable, List, Optional, Tuple, Union
 __version__: str
 
 _Progress = Optional[Callable[[int, int], None]]
+# A device's channel: send(message) -> reply; connect(device) -> send.
+_Send = Callable[[bytes], bytes]
+_Connect = Callable[[int], _Send]
+
+class DeviceServer:
+    """One device served through messages (what a Ray device actor holds)."""
+
+    device_id: int
+    def __init__(self, dir: str) -> None: ...
+    @staticmethod
+    def format(dir: str, id: int, profile: str, capacity: Optional[int] = None) -> None: ...
+    def set_peers(self, peers: List[Tuple[int, _Send]]) -> None: ...
+    def handle(self, message: bytes) -> bytes: ...
+    def close(self) -> None: ...
 
 class ArrowStream:
     num_rows: int
@@ -15,10 +29,15 @@ class _Array:
     path: Union[str, PathLike[str]]
     @staticmethod
     def create(
-        path: str, devices: int, profile: str, capacity: Optional[str] = None, stripe_unit: Optional[str] = None
+        path: str,
+        devices: int,
+        profile: str,
+        capacity: Optional[str] = None,
+        stripe_unit: Optional[str] = None,
+        connect: Optional[_Connect] = None,
     ) -> "_Array": ...
     @staticmethod
-    def open(path: str, wait: float) -> Tuple["_Array", str]: ...
+    def open(path: str, wait: float, connect: Optional[_Connect] = None) -> Tuple["_Array", str]: ...
     def close(self) -> None: ...
     def config(self) -> str: ...
     def put_bytes(self, name: str, data: bytes, device: Optional[int] = None) -> str: ...

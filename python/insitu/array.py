@@ -35,8 +35,14 @@ def _size(value: Optional[Size]) -> Optional[str]:
     return str(value)
 
 
-def _progress(enabled: bool, what: str) -> Tuple[Optional[Callable[[int, int], None]], Callable[[], None]]:
-    """A ``(done, total)`` callback drawing a progress bar (tqdm's when installed), and its closer."""
+Progress = Union[bool, Callable[[int, int], None]]
+
+
+def _progress(enabled: Progress, what: str) -> Tuple[Optional[Callable[[int, int], None]], Callable[[], None]]:
+    """A ``(done, total)`` callback drawing a progress bar (tqdm's when installed), and its closer; a
+    callable given is called as it is."""
+    if callable(enabled):
+        return enabled, lambda: None
     if not enabled:
         return None, lambda: None
     try:
@@ -147,10 +153,11 @@ class Array:
         data: Union[bytes, bytearray, memoryview, PathLike],
         *,
         device: Optional[int] = None,
-        progress: bool = False,
+        progress: Progress = False,
     ) -> Report:
         """Stores ``data`` (bytes, or the path of a file) as object ``name``: striped over the devices,
-        or whole on ``device``."""
+        or whole on ``device``. ``progress=True`` draws a progress bar for a file; a callable is called
+        with ``(bytes done, bytes in all)`` instead."""
         if isinstance(data, (bytes, bytearray, memoryview)):
             return Report.from_json(self._inner.put_bytes(name, bytes(data), device))
         update, close = _progress(progress, f"put {name}")
@@ -159,8 +166,8 @@ class Array:
         finally:
             close()
 
-    def get(self, name: str, *, progress: bool = False) -> bytes:
-        """Object ``name``'s bytes."""
+    def get(self, name: str, *, progress: Progress = False) -> bytes:
+        """Object ``name``'s bytes (``progress`` as for :meth:`put`)."""
         update, close = _progress(progress, f"get {name}")
         try:
             data, report = self._inner.get(name, update)

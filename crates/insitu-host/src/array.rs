@@ -129,6 +129,23 @@ fn lock_within(dir: &Path, wait: std::time::Duration) -> Result<File> {
     }
 }
 
+/// Checks the arguments of a new array in `dir`; returns the stripe unit.
+fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> {
+    if devices == 0 || devices > 1024 {
+        return Err(HostError::InvalidArgument(format!("--devices must be 1..=1024, got {devices}")));
+    }
+    let stripe_unit = stripe_unit.unwrap_or(DEFAULT_STRIPE_UNIT);
+    if stripe_unit < 4096 {
+        return Err(HostError::InvalidArgument(format!(
+            "stripe unit must be at least 4096 bytes, got {stripe_unit}"
+        )));
+    }
+    if dir.join("array.json").exists() {
+        return Err(HostError::ArrayExists(dir.to_path_buf()));
+    }
+    Ok(stripe_unit)
+}
+
 impl Array {
     /// Creates an array of `devices` devices of `profile` in `dir` (formatted in this process).
     pub fn init(
@@ -138,18 +155,7 @@ impl Array {
         capacity_bytes: Option<u64>,
         stripe_unit: Option<u64>,
     ) -> Result<Array> {
-        if devices == 0 || devices > 1024 {
-            return Err(HostError::InvalidArgument(format!("--devices must be 1..=1024, got {devices}")));
-        }
-        let stripe_unit = stripe_unit.unwrap_or(DEFAULT_STRIPE_UNIT);
-        if stripe_unit < 4096 {
-            return Err(HostError::InvalidArgument(format!(
-                "stripe unit must be at least 4096 bytes, got {stripe_unit}"
-            )));
-        }
-        if dir.join("array.json").exists() {
-            return Err(HostError::ArrayExists(dir.to_path_buf()));
-        }
+        let stripe_unit = check_new(dir, devices, stripe_unit)?;
         let created_dir = !dir.exists();
         let had_catalog = dir.join("catalog.json").exists();
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
@@ -214,6 +220,58 @@ impl Array {
             _sockets: None,
             _lock: lock,
         })
+    }
+
+    /// Creates an array in `dir` of `devices` devices formatted where they are served (the message
+    /// transport: a Ray backend's actors format their own directories with
+    /// [`crate::devices::format_device`]), and opens it over `transport`. Writes the array's metadata
+    /// only; if the devices do not all open as devices `0..devices`, that is removed again.
+    pub fn init_served(
+        dir: &Path,
+        devices: u32,
+        profile: Profile,
+        capacity_bytes: Option<u64>,
+        stripe_unit: Option<u64>,
+        transport: DeviceTransport,
+    ) -> Result<Array> {
+        let stripe_unit = check_new(dir, devices, stripe_unit)?;
+        std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+        let lock = lock(dir)?;
+        let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
+        let config = ArrayConfig {
+            format: ARRAY_FORMAT,
+            devices,
+            capacity_bytes,
+            stripe_unit,
+            profile,
+            topology: None,
+        };
+        let had_catalog = dir.join("catalog.json").exists();
+        let undo = || {
+            let _ = std::fs::remove_file(dir.join("array.json"));
+            if !had_catalog {
+                let _ = std::fs::remove_file(dir.join("catalog.json"));
+            }
+        };
+        let made = Catalog::default().save(dir).and_then(|()| config.save(dir));
+        if let Err(e) = made {
+            undo();
+            return Err(e);
+        }
+        let opened = Self::open_locked(dir, lock, OpenOptions { transport, ..OpenOptions::default() });
+        match opened {
+            Ok(a) if a.offline().next().is_none() => Ok(a),
+            Ok(a) => {
+                let why: Vec<String> = a.offline().map(|(i, why)| format!("device {i}: {why}")).collect();
+                drop(a);
+                undo();
+                Err(HostError::InvalidArgument(format!("the devices did not all open: {}", why.join("; "))))
+            }
+            Err(e) => {
+                undo();
+                Err(e)
+            }
+        }
     }
 
     /// Opens the array in `dir`: takes the lock, opens (and recovers) every device in parallel over the

@@ -1,14 +1,15 @@
-//! Opening an array's devices over the chosen transport: in this process (the embedded default), or each
-//! in its own `insitu serve-device` process reached over a Unix socket. Either way every device gets a
-//! fabric that reaches the others, for device-to-device copies.
+//! Opening an array's devices over the chosen transport: in this process (the embedded default), each
+//! in its own `insitu serve-device` process reached over a Unix socket, or each served elsewhere and
+//! reached through messages (a Ray actor per device: [`Connector`]). Every device gets a fabric that
+//! reaches the others, for device-to-device copies (a served device gets its own from its server).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use insitu_device::protocol::Identify;
-pub use insitu_device::transport::ServeOptions;
-use insitu_device::transport::{LocalTransport, PeerFabric, ProcessTransport, Transport};
+pub use insitu_device::transport::{Exchange, MessageServer, ServeOptions};
+use insitu_device::transport::{LocalTransport, MessageTransport, PeerFabric, ProcessTransport, Transport};
 use insitu_device::{Device, DeviceClient};
 
 use crate::error::{HostError, Result};
@@ -22,6 +23,33 @@ pub enum DeviceTransport {
     /// Each device runs in a child process: `program args... DIR --socket ...` (the `insitu` binary's
     /// `serve-device` command), stopped when the array closes.
     Process { program: PathBuf, args: Vec<OsString> },
+    /// Each device is served elsewhere ([`MessageServer`], in a Ray actor, say) and reached through
+    /// messages over the channels `Served` opens.
+    Message(Served),
+}
+
+/// Opens channels to an array's devices for the message transport.
+pub trait Connector: Send + Sync + std::fmt::Debug {
+    /// A channel to device `device`, or why there is none.
+    fn connect(&self, device: u32) -> std::result::Result<Arc<dyn Exchange>, String>;
+}
+
+/// The [`Connector`] of a message transport (transports compare equal when they share one).
+#[derive(Debug, Clone)]
+pub struct Served(pub Arc<dyn Connector>);
+
+impl PartialEq for Served {
+    fn eq(&self, other: &Served) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Served {}
+
+/// A client of device `i` through the message transport.
+fn served(connector: &Served, i: u32) -> Result<DeviceClient> {
+    let channel = connector.0.connect(i).map_err(|why| HostError::Offline { device: i, detail: why })?;
+    MessageTransport::new(i, channel).map(MessageTransport::into_client).map_err(HostError::device(i))
 }
 
 impl DeviceTransport {
@@ -151,6 +179,9 @@ fn open_all(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opene
             });
             Ok(Opened { clients, sockets: Some(sockets) })
         }
+        DeviceTransport::Message(connector) => {
+            Ok(Opened { clients: each(count, |i| served(connector, i)), sockets: None })
+        }
     }
 }
 
@@ -176,7 +207,20 @@ pub(crate) fn open_one(
             let t = ProcessTransport::spawn(program, args, &opts, i).map_err(HostError::device(i))?;
             Ok((t.into_client(), Some(sockets)))
         }
+        DeviceTransport::Message(connector) => Ok((served(connector, i)?, None)),
     }
+}
+
+/// Formats the directory of device `id` where it is served (by a [`MessageServer`]: a Ray backend's
+/// device actor formats its own directory), for [`crate::Array::init_served`] to make an array of.
+pub fn format_device(
+    dir: &Path,
+    id: u32,
+    profile: insitu_device::Profile,
+    capacity_bytes: Option<u64>,
+) -> Result<()> {
+    let capacity = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
+    Device::format(dir, id, profile, capacity).and_then(|d| d.close()).map_err(HostError::device(id))
 }
 
 /// Serves one device directory to a host in another process until that host closes it (the device side

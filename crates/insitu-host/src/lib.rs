@@ -57,7 +57,9 @@ pub mod table;
 pub mod units;
 
 pub use array::{Array, OpenOptions, OpenReport, DEFAULT_STRIPE_UNIT};
-pub use devices::{serve_device, DeviceTransport, ServeOptions};
+pub use devices::{
+    format_device, serve_device, Connector, DeviceTransport, Exchange, MessageServer, ServeOptions, Served,
+};
 pub use error::{ErrorKind, HostError, Result};
 pub use insitu_device::{profile, FaultPlan, Profile};
 pub use report::{PathBytes, Report};

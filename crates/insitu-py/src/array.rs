@@ -4,7 +4,7 @@
 
 use std::io::Cursor;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use insitu_host::blob::{self, Placement};
@@ -17,11 +17,12 @@ use insitu_host::psacs::{
 use insitu_host::search::{search, SearchPlacement};
 use insitu_host::table::import::{put_table, put_table_batch, PutTable};
 use insitu_host::units::parse_size;
-use insitu_host::{Array, HostError, OpenOptions, Profile, Report};
+use insitu_host::{Array, DeviceTransport, HostError, OpenOptions, Profile, Report, Served};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::{invalid, to_py};
+use crate::served::Channels;
 use crate::stream::{self, ArrowStream};
 
 /// An open array of computational storage devices.
@@ -45,6 +46,11 @@ fn choose<T: Copy>(what: &str, text: &str, choices: &[(&str, T)]) -> PyResult<T>
         let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
         invalid(format!("{what} {text:?}: expected one of {}", names.join(", ")))
     })
+}
+
+/// The message transport over the Python `connect` callable.
+fn served(connect: Py<PyAny>) -> DeviceTransport {
+    DeviceTransport::Message(Served(Arc::new(Channels(connect))))
 }
 
 fn size(text: Option<&str>) -> PyResult<Option<u64>> {
@@ -78,9 +84,11 @@ impl PyArray {
 
 #[pymethods]
 impl PyArray {
-    /// Creates an array of `devices` devices of `profile` at `path`, and opens it.
+    /// Creates an array of `devices` devices of `profile` at `path`, and opens it. With `connect`, the
+    /// devices were formatted where they are served and are reached through messages:
+    /// `connect(device) -> send`, `send(message: bytes) -> bytes` (the Ray backend).
     #[staticmethod]
-    #[pyo3(signature = (path, devices, profile, capacity=None, stripe_unit=None))]
+    #[pyo3(signature = (path, devices, profile, capacity=None, stripe_unit=None, connect=None))]
     fn create(
         py: Python<'_>,
         path: PathBuf,
@@ -88,22 +96,36 @@ impl PyArray {
         profile: &str,
         capacity: Option<&str>,
         stripe_unit: Option<&str>,
+        connect: Option<Py<PyAny>>,
     ) -> PyResult<PyArray> {
         let profile = Profile::load(profile).map_err(crate::error::from_device)?;
         let (capacity, unit) = (size(capacity)?, size(stripe_unit)?);
-        let array = py.detach(|| Array::init(&path, devices, profile, capacity, unit)).map_err(to_py)?;
+        let array = py
+            .detach(|| match connect {
+                None => Array::init(&path, devices, profile, capacity, unit),
+                Some(c) => Array::init_served(&path, devices, profile, capacity, unit, served(c)),
+            })
+            .map_err(to_py)?;
         Ok(PyArray::new(array))
     }
 
     /// Opens the array at `path` (recovering it), waiting up to `wait` seconds for another process to
-    /// release it. Returns the array and what recovery did, as JSON.
+    /// release it; with `connect`, its devices are reached through messages (as for `create`). Returns
+    /// the array and what recovery did, as JSON.
     #[staticmethod]
-    #[pyo3(signature = (path, wait))]
-    fn open(py: Python<'_>, path: PathBuf, wait: f64) -> PyResult<(PyArray, String)> {
+    #[pyo3(signature = (path, wait, connect=None))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        wait: f64,
+        connect: Option<Py<PyAny>>,
+    ) -> PyResult<(PyArray, String)> {
         if !(0.0..=86_400.0).contains(&wait) {
             return Err(invalid(format!("wait must be 0 to 86400 seconds, got {wait}")));
         }
-        let opts = OpenOptions { lock_wait: Duration::from_secs_f64(wait), ..OpenOptions::default() };
+        let transport = connect.map_or(DeviceTransport::InProcess, served);
+        let opts =
+            OpenOptions { lock_wait: Duration::from_secs_f64(wait), transport, ..OpenOptions::default() };
         let array = py.detach(|| Array::open(&path, opts)).map_err(to_py)?;
         let recovered = serde_json::to_string(array.open_report()).unwrap_or_default();
         Ok((PyArray::new(array), recovered))

@@ -11,6 +11,7 @@
 
 mod array;
 mod error;
+mod served;
 mod stream;
 mod sys;
 
@@ -58,6 +59,7 @@ fn _insitu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<array::PyArray>()?;
     m.add_class::<stream::ArrowStream>()?;
+    m.add_class::<served::DeviceServer>()?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(model_intersect, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;

@@ -43,11 +43,11 @@ fn clear_socket(path: &std::path::Path) {
     }
 }
 
-/// Opens the device, waiting while a previous server still holds it.
-fn open(opts: &ServeOptions) -> Result<Device> {
+/// Opens the device in `dir`, waiting while a previous server still holds it.
+pub(crate) fn open_patiently(dir: &std::path::Path) -> Result<Device> {
     let t0 = Instant::now();
     loop {
-        match Device::open(&opts.dir) {
+        match Device::open(dir) {
             Err(DeviceError::InUse(_)) if t0.elapsed() < LOCK_PATIENCE => {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -60,7 +60,7 @@ fn open(opts: &ServeOptions) -> Result<Device> {
 /// connection ends), then checkpoints it and returns. Prints `ready` on stdout once it accepts
 /// connections, or `error JSON` (the typed error) and returns it if it cannot start.
 pub fn serve(opts: &ServeOptions) -> Result<()> {
-    let started = open(opts).and_then(|device| {
+    let started = open_patiently(&opts.dir).and_then(|device| {
         clear_socket(&opts.socket);
         let listener = UnixListener::bind(&opts.socket).map_err(|e| DeviceError::io(&opts.socket, e))?;
         // Accepting polls, so that the server stops promptly however its host went away.

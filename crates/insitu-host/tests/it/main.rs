@@ -4,6 +4,7 @@
 
 mod intersect;
 mod layering;
+mod message;
 mod psacs;
 mod tables;
 

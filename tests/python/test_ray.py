@@ -1,0 +1,150 @@
+"""The Ray backend on a local Ray cluster: two "nodes" simulated by custom resources, two device actors on
+each. Every operator gives the embedded array's answer; devices stay where they were placed; a device actor
+killed mid-operation fails that operation cleanly (never a partial answer, never a hang), and the array is
+whole again once it is reopened."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import insitu  # noqa: E402
+import insitu.ray as iray  # noqa: E402
+from conftest import orders  # noqa: E402
+
+NODES = ["node_a", "node_b"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(
+        num_cpus=4,
+        resources={n: 100 for n in NODES},
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    yield
+    ray.shutdown()
+
+
+def make(path, capacity="64MiB"):
+    return iray.Array.create(
+        path, devices_per_node=2, profile="tiny", resources=NODES, capacity=capacity, num_cpus=0.25
+    )
+
+
+def test_every_operator_answers_as_embedded(cluster, tmp_path):
+    t = orders(4000)
+    a = np.unique(np.random.default_rng(1).integers(0, 2**32, 30_000, dtype=np.uint64)).astype(np.uint32)
+    b = np.union1d(np.unique(np.random.default_rng(2).integers(0, 2**32, 4_000, dtype=np.uint64)), a[::11]).astype(
+        np.uint32
+    )
+    log = b"".join(b"req %d ok\n" % i if i % 17 else b"req %d FAIL\n" % i for i in range(40_000))
+    answers = []
+    embedded = insitu.Array.create(tmp_path / "embedded", devices=4, profile="tiny", capacity="64MiB")
+    served = make(tmp_path / "ray")
+    for arr in [embedded, served]:
+        got = {}
+        arr.put_table(t, "o", key="id")
+        for placement in ["device", "host"]:
+            name, _ = arr.sort("o", "id", placement=placement, out=f"s_{placement}")
+            got[f"sort {placement}"] = arr.get_table(name, merged=True)
+        got["parts"] = arr.get_table("o")
+        out, _ = arr.shuffle("o", "cust", 8)
+        got["partitions"] = [arr.shuffle_read(out, p).sort_by("id") for p in range(8)]
+        arr.put_list(a, "a", entry_size=8)
+        arr.put_list(b, "b", entry_size=8)
+        got["ids"] = arr.intersect(["a", "b"])[0]
+        arr.put("log", log)
+        got["search"] = arr.search("log", "FAIL", offsets=True)[0]
+        got["get"] = arr.get("log")
+        got["ls"] = arr.ls()
+        answers.append(got)
+    e, r = answers
+    assert r["sort device"].equals(t.sort_by("id")) and r["sort host"].equals(e["sort host"])
+    assert r["parts"].equals(e["parts"])
+    assert all(x.equals(y) for x, y in zip(r["partitions"], e["partitions"]))
+    np.testing.assert_array_equal(r["ids"], np.intersect1d(a, b))
+    assert r["search"] == e["search"] and len(r["search"]) == log.count(b"FAIL")
+    assert r["get"] == log and r["ls"] == e["ls"]
+    embedded.close()
+    served.close()
+
+
+def test_devices_stay_on_their_nodes_across_opens(cluster, tmp_path):
+    arr = make(tmp_path / "a")
+    assert [s["resource"] for s in arr.placement] == ["node_a", "node_a", "node_b", "node_b"]
+    pids = {s["at"]["pid"] for s in arr.placement}
+    assert len(pids) == 4, "one actor (process) per device"
+    arr.put("x", b"on four devices" * 10_000)
+    arr.close()
+    saved = json.loads((tmp_path / "a" / "ray.json").read_text())
+    assert [d["resource"] for d in saved["devices"]] == ["node_a", "node_a", "node_b", "node_b"]
+    for i in range(4):
+        assert (tmp_path / "a" / f"dev{i}" / "device.json").exists()
+    with iray.Array.open(tmp_path / "a") as again:
+        assert again.get("x") == b"on four devices" * 10_000
+        assert again.fsck()["ok"]
+    with pytest.raises(insitu.ArrayExistsError):
+        make(tmp_path / "a")
+    with pytest.raises(insitu.NoArrayError):
+        iray.Array.open(tmp_path / "nothing")
+
+
+def test_a_killed_device_actor_fails_the_operation_cleanly(cluster, tmp_path):
+    arr = make(tmp_path / "a", capacity="256MiB")
+    kept = os.urandom(1 << 20)
+    arr.put("kept", kept)
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(96 << 20))
+    outcome, started = {}, threading.Event()
+
+    def tell(done, total):
+        if done > total // 4:
+            started.set()
+
+    def put_big():
+        try:
+            outcome["report"] = arr.put("big", big, progress=tell)
+        except insitu.InsituError as e:
+            outcome["error"] = e
+        finally:
+            started.set()
+
+    th = threading.Thread(target=put_big)
+    th.start()
+    # A quarter of the way through the write, device 1's actor dies (Ray restarts it: it recovers its
+    # device, and the write's open transaction on it is gone).
+    assert started.wait(timeout=120)
+    ray.kill(arr._actors[1], no_restart=False)
+    th.join(timeout=120)
+    assert not th.is_alive(), "the operation hung"
+    assert "error" in outcome, "the write went on as if nothing happened"
+    assert "device 1" in str(outcome["error"]), outcome["error"]
+    # Until reopened, the lost device is named; then the array is whole.
+    arr.reopen()
+    assert arr.get("kept") == kept
+    assert "big" not in [o["name"] for o in arr.ls()], "a failed write left an object"
+    arr.put("big", big)
+    assert arr.get("big") == big.read_bytes()
+    assert arr.fsck()["ok"], arr.fsck()
+    arr.close()
+
+
+def test_a_dead_actor_is_named_with_its_node(cluster, tmp_path):
+    arr = make(tmp_path / "a")
+    arr.put("x", b"y" * 100_000)
+    ray.kill(arr._actors[2], no_restart=True)
+    with pytest.raises(insitu.OfflineError, match="device 2: lost its device server: its actor on node [0-9a-f]+ died"):
+        arr.get("x")
+    arr.reopen()
+    assert arr.get("x") == b"y" * 100_000
+    arr.close()
