@@ -51,8 +51,11 @@ lint: toolchain ## Format check, clippy and docs only
 fmt: toolchain ## Format the code
 	$(CARGO) fmt --all
 
-demo: release ## Build an array, store a corpus, search it in the devices and on the host
+demo: release ## Build an array, store a corpus, search it in the devices and on the host; then the same from Python
 	./target/release/insitu demo --data $(DEMO_DATA)
+	$(MAKE) python
+	rm -rf $(DEMO_DATA)-py && mkdir -p $(DEMO_DATA)-py
+	$(VENV_PY) examples/python_tour.py $(DEMO_DATA)-py
 
 bench: release ## Whole-system benchmarks against peers (installs ripgrep); see bench/README.md
 	bash bench/run.sh

@@ -292,7 +292,7 @@ class Array:
         r = Report.from_json(report)
         if count_only:
             return count, r
-        return np.frombuffer(ids, dtype="<u4").astype(np.uint32, copy=False), r
+        return np.frombuffer(ids, dtype="<u4").astype(np.uint32), r
 
     # --- search (BlueDBM) ---
 

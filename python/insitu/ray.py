@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
-from typing import Any, Dict, List, Optional, Sequence
+import uuid
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -30,52 +33,121 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from . import _insitu
 from .array import Array as _EmbeddedArray
 from .array import PathLike, Size, _size
-from .errors import InvalidArgumentError, OfflineError
+from .errors import ArrayExistsError, InvalidArgumentError, NoArrayError, OfflineError
 
 __all__ = ["Array"]
 
 PLACEMENT = "ray.json"
 
 
+def _get(refs: List[Any]) -> List[Any]:
+    """``ray.get`` with a device actor's own error (``ArrayExistsError``, ``NoArrayError``...) raised as it is."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, Exception) and not isinstance(e.cause, ray.exceptions.RayError):
+            raise e.cause from None
+        raise
+    except ray.exceptions.RayActorError as e:
+        raise OfflineError(f"a device actor did not start ({type(e).__name__})") from None
+
+
 @ray.remote
 class DeviceActor:
     """One device, served where this actor runs. Threaded (``max_concurrency``), so a device can answer
     its peers while it answers its host; commands from one sender still arrive in order (one message in
-    flight per sender)."""
+    flight per sender).
 
-    def __init__(self, directory: str, device: int, profile: str, capacity: Optional[int]):
-        if not os.path.exists(os.path.join(directory, "device.json")):
-            os.makedirs(os.path.dirname(directory) or ".", exist_ok=True)
-            _insitu.DeviceServer.format(directory, device, profile, capacity)
-        # Opening recovers the device: after a crash of this actor, what was committed is back.
-        self.server = _insitu.DeviceServer(directory)
-        self.device = device
+    Every start of the actor is a new incarnation: Ray restarts a dead actor, which recovers its device
+    (crash recovery, as after a power cut), but what its senders had in flight there (open writes, device
+    memory) is gone, so messages meant for an earlier incarnation are refused and the host must reopen."""
+
+    def __init__(self, directory: str, device: int, profile: str, capacity: Optional[int], create: bool):
+        self.device, self.directory, self.incarnation = device, directory, uuid.uuid4().hex
+        self.server: Any = None
+        self.formatted = False
+        # A failure to start is kept and raised by every call (a task's error reaches the driver as it is;
+        # a constructor's would only say the actor died).
+        self.failed: Optional[Exception] = None
+        try:
+            restarted = ray.get_runtime_context().was_current_actor_reconstructed
+            if create and not restarted:
+                if os.path.exists(directory):
+                    raise ArrayExistsError(f"device {device}: {directory} exists already on {socket.gethostname()}")
+                os.makedirs(os.path.dirname(directory) or ".", exist_ok=True)
+                _insitu.DeviceServer.format(directory, device, profile, capacity)
+                self.formatted = True
+            elif not os.path.exists(os.path.join(directory, "device.json")):
+                raise NoArrayError(f"device {device}: no device directory at {directory} on {socket.gethostname()}")
+            self.server = _insitu.DeviceServer(directory)
+        except Exception as e:
+            self.failed = e
+
+    def _check(self) -> None:
+        if self.failed is not None:
+            raise self.failed
 
     def where(self) -> Dict[str, Any]:
-        return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(), "pid": os.getpid()}
+        self._check()
+        return {
+            "node": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "incarnation": self.incarnation,
+        }
 
-    def set_peers(self, peers: Dict[int, Any]) -> None:
-        self.server.set_peers([(i, _sender(h, i, None)) for i, h in peers.items() if i != self.device])
+    def set_peers(self, peers: Dict[int, Tuple[Any, str, str]]) -> None:
+        """``{device: (actor, node, incarnation)}`` of the other devices."""
+        self._check()
+        self.server.set_peers(
+            [(i, _sender(h, i, node, inc, peer=True)) for i, (h, node, inc) in peers.items() if i != self.device]
+        )
 
-    def handle(self, message: bytes) -> bytes:
+    def handle(self, message: bytes, incarnation: str) -> bytes:
+        if incarnation != self.incarnation:
+            raise _Restarted(self.incarnation)
+        self._check()
         return self.server.handle(message)
 
-    def close(self) -> None:
-        self.server.close()
+    def destroy(self) -> None:
+        """Removes the device directory this actor formatted (a create that failed half-way)."""
+        if not self.formatted:
+            return
+        try:
+            if self.server is not None:
+                self.server.close()
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _sender(actor: Any, device: int, node: Optional[str]):
-    """``send(message) -> reply`` to a device actor; a dead actor raises OfflineError naming its node
-    (the host names the device)."""
+class _Restarted(Exception):
+    """A message for an earlier incarnation of a device actor."""
+
+
+def _sender(actor: Any, device: int, node: Optional[str], incarnation: str, peer: bool = False):
+    """``send(message) -> reply`` to incarnation ``incarnation`` of a device actor; a dead or restarted
+    actor raises OfflineError naming its node (the host names the device; a peer is named here)."""
+    who = (f"peer device {device}'s actor" if peer else "its actor") + (f" on node {node}" if node else "")
 
     def send(message: bytes) -> bytes:
         try:
-            return ray.get(actor.handle.remote(message))
+            return ray.get(actor.handle.remote(message, incarnation))
         except ray.exceptions.RayActorError as e:
-            where = f" on node {node}" if node else ""
-            raise OfflineError(f"its actor{where} died ({type(e).__name__})") from None
+            raise OfflineError(f"{who} died ({type(e).__name__})") from None
+        except ray.exceptions.RayTaskError as e:
+            if isinstance(e.cause, _Restarted):
+                raise OfflineError(f"{who} restarted and recovered its device: reopen the array") from None
+            raise
 
     return send
+
+
+def _kill(actors: List[Any]) -> None:
+    for a in actors:
+        try:
+            ray.kill(a)
+        except Exception:  # an actor already gone
+            pass
 
 
 class Array(_EmbeddedArray):
@@ -84,8 +156,8 @@ class Array(_EmbeddedArray):
 
     def __init__(self, inner, recovered, path: str, actors: List[Any], placement: Dict[str, Any]):
         super().__init__(inner, recovered)
-        self._actors = actors
         self._placement = placement
+        self._adopt(actors)
 
     # --- placement ---
 
@@ -101,31 +173,52 @@ class Array(_EmbeddedArray):
         return [{"resource": None, "node": n} for n in nodes for _ in range(devices_per_node)]
 
     @staticmethod
-    def _start(path: str, slots: List[Dict[str, Any]], profile: str, capacity: Optional[int], cpus: float) -> List[Any]:
-        actors = []
-        for i, slot in enumerate(slots):
-            opts: Dict[str, Any] = {"max_restarts": -1, "max_concurrency": 8, "num_cpus": cpus}
-            if slot["node"]:
-                opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(slot["node"], soft=False)
-            if slot["resource"]:
-                opts["resources"] = {slot["resource"]: 0.001}
-            actors.append(DeviceActor.options(**opts).remote(os.path.join(path, f"dev{i}"), i, profile, capacity))
-        # Every device knows its peers (device-to-device copies), once all have started.
-        ray.get([a.set_peers.remote(dict(enumerate(actors))) for a in actors])
+    def _start(path: str, slots: List[Dict[str, Any]], placement: Dict[str, Any], create: bool) -> List[Any]:
+        """Starts one actor per device, pinned to its slot; waits until every device is open and knows its
+        peers. Fills each slot's ``at``: node, host, pid, incarnation. Nothing is left running on failure."""
+        actors: List[Any] = []
+        try:
+            for i, slot in enumerate(slots):
+                opts: Dict[str, Any] = {"max_restarts": -1, "max_concurrency": 8, "num_cpus": placement["num_cpus"]}
+                if slot["node"]:
+                    opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(slot["node"], soft=False)
+                if slot["resource"]:
+                    opts["resources"] = {slot["resource"]: 0.001}
+                directory = os.path.join(path, f"dev{i}")
+                actor = DeviceActor.options(**opts).remote(
+                    directory, i, placement["profile"], placement["capacity"], create
+                )
+                actors.append(actor)
+            where = _get([a.where.remote() for a in actors])
+            for slot, w in zip(slots, where):
+                slot["at"] = w
+            peers = {i: (a, s["at"]["node"], s["at"]["incarnation"]) for i, (a, s) in enumerate(zip(actors, slots))}
+            _get([a.set_peers.remote(peers) for a in actors])
+        except BaseException:
+            if create:
+                for a in actors:
+                    try:
+                        ray.get(a.destroy.remote(), timeout=30)
+                    except Exception:
+                        pass
+            _kill(actors)
+            raise
         return actors
 
-    @classmethod
-    def _connect(cls, actors: List[Any], slots: List[Dict[str, Any]]):
-        where = ray.get([a.where.remote() for a in actors])
-        for slot, w in zip(slots, where):
-            slot["at"] = w
-
+    @staticmethod
+    def _connect(actors: List[Any], slots: List[Dict[str, Any]]):
         def connect(device: int):
             if device >= len(actors):
                 raise OfflineError(f"no actor for device {device}")
-            return _sender(actors[device], device, slots[device]["at"]["node"])
+            at = slots[device]["at"]
+            return _sender(actors[device], device, at["node"], at["incarnation"])
 
         return connect
+
+    def _adopt(self, actors: List[Any]) -> None:
+        self._actors = actors
+        # An array dropped without close() stops its actors too (they hold each other's handles).
+        self._finalizer = weakref.finalize(self, _kill, list(actors))
 
     # --- opening and closing ---
 
@@ -148,20 +241,23 @@ class Array(_EmbeddedArray):
             ray.init()
         path = os.path.abspath(os.fspath(path))
         if os.path.exists(os.path.join(path, "array.json")):
-            from .errors import ArrayExistsError
-
             raise ArrayExistsError(f"an array already exists at {path}")
         slots = cls._slots(devices_per_node, resources)
         cap = None if capacity is None else _insitu.parse_size(str(capacity))
-        actors = cls._start(path, slots, profile, cap, num_cpus)
+        placement = {"profile": profile, "capacity": cap, "num_cpus": num_cpus, "devices": slots}
+        actors = cls._start(path, slots, placement, create=True)
         try:
-            connect = cls._connect(actors, slots)
-            inner = _insitu._Array.create(path, len(slots), profile, _size(capacity), _size(stripe_unit), connect)
+            inner = _insitu._Array.create(
+                path, len(slots), profile, _size(capacity), _size(stripe_unit), cls._connect(actors, slots)
+            )
         except BaseException:
             for a in actors:
-                ray.kill(a)
+                try:
+                    ray.get(a.destroy.remote(), timeout=30)
+                except Exception:
+                    pass
+            _kill(actors)
             raise
-        placement = {"profile": profile, "capacity": cap, "num_cpus": num_cpus, "devices": slots}
         saved = dict(placement, devices=[{"node": s["node"], "resource": s["resource"]} for s in slots])
         with open(os.path.join(path, PLACEMENT), "w") as f:
             json.dump(saved, f, indent=1)
@@ -177,17 +273,14 @@ class Array(_EmbeddedArray):
             with open(os.path.join(path, PLACEMENT)) as f:
                 placement = json.load(f)
         except FileNotFoundError:
-            from .errors import NoArrayError
-
             raise NoArrayError(f"no Ray array at {path} (no {PLACEMENT}; create one with insitu.ray.Array.create)")
         slots = placement["devices"]
-        actors = cls._start(path, slots, placement["profile"], placement["capacity"], placement.get("num_cpus", 1.0))
+        placement.setdefault("num_cpus", 1.0)
+        actors = cls._start(path, slots, placement, create=False)
         try:
-            connect = cls._connect(actors, slots)
-            inner, recovered = _insitu._Array.open(path, float(wait), connect)
+            inner, recovered = _insitu._Array.open(path, float(wait), cls._connect(actors, slots))
         except BaseException:
-            for a in actors:
-                ray.kill(a)
+            _kill(actors)
             raise
         return cls(inner, json.loads(recovered) if recovered else None, path, actors, placement)
 
@@ -196,8 +289,8 @@ class Array(_EmbeddedArray):
         try:
             self._inner.close()
         finally:
-            for a in self._actors:
-                ray.kill(a)
+            _kill(self._actors)
+            self._finalizer.detach()
             self._actors = []
 
     def reopen(self) -> None:
@@ -208,7 +301,9 @@ class Array(_EmbeddedArray):
         except Exception:
             pass
         again = type(self).open(self.path)
+        again._finalizer.detach()
         self.__dict__.update(again.__dict__)
+        self._adopt(self._actors)
 
     @property
     def placement(self) -> List[Dict[str, Any]]:

@@ -55,8 +55,9 @@ def test_every_operator_answers_as_embedded(cluster, tmp_path):
         got = {}
         arr.put_table(t, "o", key="id")
         for placement in ["device", "host"]:
-            name, _ = arr.sort("o", "id", placement=placement, out=f"s_{placement}")
+            name, report = arr.sort("o", "id", placement=placement, out=f"s_{placement}")
             got[f"sort {placement}"] = arr.get_table(name, merged=True)
+            got[f"sort {placement} cost"] = (report.bytes, report.ops)
         got["parts"] = arr.get_table("o")
         out, _ = arr.shuffle("o", "cust", 8)
         got["partitions"] = [arr.shuffle_read(out, p).sort_by("id") for p in range(8)]
@@ -70,6 +71,8 @@ def test_every_operator_answers_as_embedded(cluster, tmp_path):
         answers.append(got)
     e, r = answers
     assert r["sort device"].equals(t.sort_by("id")) and r["sort host"].equals(e["sort host"])
+    # The same work crosses the same paths, whichever transport carries the commands.
+    assert r["sort device cost"] == e["sort device cost"] and r["sort host cost"] == e["sort host cost"]
     assert r["parts"].equals(e["parts"])
     assert all(x.equals(y) for x, y in zip(r["partitions"], e["partitions"]))
     np.testing.assert_array_equal(r["ids"], np.intersect1d(a, b))
@@ -148,3 +151,26 @@ def test_a_dead_actor_is_named_with_its_node(cluster, tmp_path):
     arr.reopen()
     assert arr.get("x") == b"y" * 100_000
     arr.close()
+
+
+def test_a_restarted_actor_is_not_taken_for_the_old_one(cluster, tmp_path):
+    arr = make(tmp_path / "a")
+    arr.put("x", b"z" * 50_000)
+    ray.kill(arr._actors[0], no_restart=False)
+    # Ray brings the actor back and it recovers its device, but what the host had open there is gone:
+    # the host is told to reopen rather than carry on with a device that forgot its work.
+    with pytest.raises(insitu.OfflineError, match="device 0: .*(died|restarted and recovered its device)"):
+        for _ in range(50):
+            arr.get("x")
+    arr.reopen()
+    assert arr.get("x") == b"z" * 50_000
+    arr.close()
+
+
+def test_create_refuses_existing_device_directories_and_leaves_nothing(cluster, tmp_path):
+    (tmp_path / "a" / "dev3").mkdir(parents=True)
+    (tmp_path / "a" / "dev3" / "mine.txt").write_text("not a device")
+    with pytest.raises(insitu.ArrayExistsError, match="device 3: .*dev3 exists already"):
+        make(tmp_path / "a")
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["dev3"]
+    assert (tmp_path / "a" / "dev3" / "mine.txt").read_text() == "not a device"

@@ -106,9 +106,12 @@ def test_sort_matches_duckdb_on_every_placement(arr, placement, algo):
     if isinstance(expected, pa.RecordBatchReader):
         expected = expected.read_all()
     assert merged.equals(expected.cast(merged.schema))
-    # Each device's part on its own is sorted.
-    parts = arr.get_table(out)
-    assert parts.num_rows == 3000
+    # Each device's part on its own is sorted (a part is a batch of the table read back, in device order).
+    parts = arr.get_table(out).to_batches()
+    assert len(parts) == 4 and sum(p.num_rows for p in parts) == 3000
+    for p in parts:
+        ids = p["id"].to_pylist()
+        assert ids == sorted(ids)
     assert arr.last_report is not None and arr.last_report.op == "get-table"
 
 

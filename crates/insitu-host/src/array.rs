@@ -262,10 +262,16 @@ impl Array {
         match opened {
             Ok(a) if a.offline().next().is_none() => Ok(a),
             Ok(a) => {
-                let why: Vec<String> = a.offline().map(|(i, why)| format!("device {i}: {why}")).collect();
+                let (device, detail) = a
+                    .offline()
+                    .next()
+                    .map(|(i, why)| {
+                        (i, why.trim_start_matches(&format!("device {i} is offline: ")).to_string())
+                    })
+                    .unwrap_or_default();
                 drop(a);
                 undo();
-                Err(HostError::InvalidArgument(format!("the devices did not all open: {}", why.join("; "))))
+                Err(HostError::Offline { device, detail })
             }
             Err(e) => {
                 undo();
@@ -552,11 +558,18 @@ impl Array {
     }
 
     /// Stops every device after a checkpoint.
+    /// Closes every device (each checkpoints); a device that fails to close does not keep the others
+    /// from closing. Returns the first failure.
     pub fn close(self) -> Result<()> {
+        let mut first = Ok(());
         for d in self.devices() {
-            d.close().map_err(HostError::device(d.id()))?;
+            if let Err(e) = d.close() {
+                if first.is_ok() {
+                    first = Err(HostError::Device { device: d.id(), error: e });
+                }
+            }
         }
-        Ok(())
+        first
     }
 
     pub fn dir(&self) -> &Path {

@@ -132,9 +132,8 @@ fn device_kind(e: &DeviceError) -> ErrorKind {
         | DeviceError::InvalidProfile { .. }
         | DeviceError::BadArgument { .. } => ErrorKind::InvalidArgument,
         DeviceError::ShutDown(_) | DeviceError::Disconnected(_) => ErrorKind::Offline,
-        DeviceError::Io { .. } => ErrorKind::File,
         DeviceError::InUse(_) => ErrorKind::Locked,
-        DeviceError::NotADevice(_) => ErrorKind::NoArray,
+        DeviceError::NotADevice(_) => ErrorKind::Corrupt,
         _ => ErrorKind::Device,
     }
 }

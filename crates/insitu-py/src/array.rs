@@ -4,6 +4,7 @@
 
 use std::io::Cursor;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,7 +31,20 @@ use crate::stream::{self, ArrowStream};
 #[derive(Debug)]
 pub struct PyArray {
     inner: Mutex<Option<Array>>,
+    /// Set when closed: read without the lock (which an operator holds with the GIL released).
+    closed: AtomicBool,
     path: PathBuf,
+}
+
+impl Drop for PyArray {
+    /// An array collected without `close()`: its devices are dropped with the GIL released (a device
+    /// reached through Python channels needs the GIL to finish what it was sending).
+    fn drop(&mut self) {
+        let taken = self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(array) = taken {
+            Python::attach(|py| py.detach(move || drop(array)));
+        }
+    }
 }
 
 /// A report as JSON text, with its readable summary under `"summary"`.
@@ -59,7 +73,11 @@ fn size(text: Option<&str>) -> PyResult<Option<u64>> {
 
 impl PyArray {
     fn new(array: Array) -> PyArray {
-        PyArray { path: array.dir().to_path_buf(), inner: Mutex::new(Some(array)) }
+        PyArray {
+            path: array.dir().to_path_buf(),
+            inner: Mutex::new(Some(array)),
+            closed: AtomicBool::new(false),
+        }
     }
 
     /// Runs `f` on the open array with the GIL released.
@@ -135,6 +153,7 @@ impl PyArray {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| {
             let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+            self.closed.store(true, Ordering::Release);
             taken.map_or(Ok(()), Array::close)
         })
         .map_err(to_py)
@@ -142,7 +161,7 @@ impl PyArray {
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+        self.closed.load(Ordering::Acquire)
     }
 
     #[getter]

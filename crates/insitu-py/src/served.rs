@@ -75,12 +75,13 @@ impl DeviceServer {
     }
 
     /// The device's peers, for device-to-device copies: `[(id, send)]`, `send(message) -> reply`.
-    fn set_peers(&self, peers: Vec<(u32, Py<PyAny>)>) {
+    fn set_peers(&self, py: Python<'_>, peers: Vec<(u32, Py<PyAny>)>) {
         let peers = peers
             .into_iter()
             .map(|(id, send)| (id, Arc::new(PyChannel(send)) as Arc<dyn Exchange>))
             .collect();
-        self.server.set_peers(peers);
+        // The old fabric's channels are dropped here: their threads may need the GIL to finish.
+        py.detach(|| self.server.set_peers(peers));
     }
 
     /// Answers one message of commands (the GIL released while the device works).

@@ -122,14 +122,22 @@ fn send_messages(channel: &dyn Exchange, queue: &Queue, completions: &Completion
             }
             std::mem::take(&mut out.frames)
         };
-        let replies = match channel.exchange(message) {
-            Ok(r) => r,
-            Err(why) => return completions.lose(why),
+        // A channel that panics (a Python callback at interpreter shutdown) fails like one that errs:
+        // waiters are told, never left waiting.
+        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| channel.exchange(message)));
+        let replies = match sent {
+            Ok(Ok(r)) => r,
+            Ok(Err(why)) => return completions.lose(why),
+            Err(_) => return completions.lose("the channel to the device panicked".into()),
         };
         let mut rd = &replies[..];
         loop {
             match read_frame(&mut rd) {
                 Ok(Some(f)) if f.kind == Kind::Closed => return completions.lose(CLOSED.into()),
+                Ok(Some(f)) if f.kind == Kind::Broken => {
+                    let why = String::from_utf8_lossy(&f.payload.header).into_owned();
+                    return completions.lose(format!("the device could not read a message: {why}"));
+                }
                 Ok(Some(f)) => {
                     let id = f.id;
                     completions.complete(id, Reply::Remote(reply_of(f)));
@@ -276,7 +284,9 @@ impl MessageServer {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    let _ = write_reply(&mut out, 0, Err(e));
+                    // The rest of the message cannot be read: the host is told the channel broke (its
+                    // waiters fail) rather than left waiting for replies that will not come.
+                    let _ = write_frame(&mut out, Kind::Broken, 0, e.to_string().as_bytes(), &[]);
                     break;
                 }
             }

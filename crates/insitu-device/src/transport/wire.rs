@@ -23,6 +23,8 @@ pub(crate) enum Kind {
     Close = 4,
     /// Device -> host: closed.
     Closed = 5,
+    /// Device -> host (message transport): the rest of a message could not be read (header: why).
+    Broken = 6,
 }
 
 impl Kind {
@@ -33,6 +35,7 @@ impl Kind {
             3 => Kind::Err,
             4 => Kind::Close,
             5 => Kind::Closed,
+            6 => Kind::Broken,
             _ => return None,
         })
     }
