@@ -14,7 +14,7 @@ use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::report::{Measure, Report};
 use crate::table::export::ParquetFile;
-use crate::table::store::read_part;
+use crate::table::store::each_part;
 
 /// `get-table --merged`: writes a sorted table (a sort's output) as one globally sorted Parquet file.
 pub fn get_table_merged(array: &Array, name: &str, out: &Path) -> Result<Report> {
@@ -66,13 +66,12 @@ pub fn merge_to_parquet(array: &Array, table: &str, path: &Path) -> Result<u64> 
 /// K-way merges the sorted parts of `table`, handing the merged rows to `sink` in batches; returns the
 /// rows.
 fn merge_parts(array: &Array, table: &str, sink: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<u64> {
-    let (entry, info) = array.table_entry(table)?;
-    let batches: Vec<RecordBatch> = entry
-        .devices
-        .iter()
-        .enumerate()
-        .map(|(i, dev)| read_part(array, *dev, table, &info.schema, info.key, &info.parts[i]))
-        .collect::<Result<_>>()?;
+    let (_, info) = array.table_entry(table)?;
+    let mut batches: Vec<RecordBatch> = Vec::new();
+    each_part(array, table, &mut |b| {
+        batches.push(b);
+        Ok(())
+    })?;
     let key_type = batches
         .first()
         .map(|b| b.column(info.key).data_type().clone())

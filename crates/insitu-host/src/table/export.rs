@@ -14,7 +14,7 @@ use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::outfile::OutFile;
 use crate::report::{Measure, Report};
-use crate::table::store::read_part;
+use crate::table::store::each_part;
 
 /// A Parquet file being written.
 #[derive(Debug)]
@@ -75,18 +75,6 @@ pub fn read_table(array: &Array, name: &str) -> Result<(Vec<RecordBatch>, Report
     let headline = format!("get-table {name}: {rows} rows{}", order_note(array, name)?);
     let report = measure.finish(array, headline, json!({ "name": name, "rows": rows, "merged": false }))?;
     Ok((batches, report))
-}
-
-/// Hands each part of table `name` to `sink`, in device order; returns the rows.
-fn each_part(array: &Array, name: &str, sink: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<u64> {
-    let (entry, info) = array.table_entry(name)?;
-    let mut rows = 0u64;
-    for (i, dev) in entry.devices.iter().enumerate() {
-        let b = read_part(array, *dev, name, &info.schema, info.key, &info.parts[i])?;
-        rows += b.num_rows() as u64;
-        sink(b)?;
-    }
-    Ok(rows)
 }
 
 /// For a sort's output over several devices: parts in device order are not one order.

@@ -9,10 +9,12 @@
 
 use std::sync::Arc;
 
+use arrow::array::builder::NullBufferBuilder;
 use arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, BooleanBuilder, FixedSizeBinaryBuilder, PrimitiveBuilder,
-    StringBuilder,
+    Array, ArrayData, ArrayRef, AsArray, BinaryArray, BooleanArray, BooleanBuilder, FixedSizeBinaryArray,
+    FixedSizeBinaryBuilder, StringArray,
 };
+use arrow::buffer::{Buffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::compute::cast;
 use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
@@ -245,7 +247,77 @@ fn encode_rows(
     }
 }
 
+/// A column being rebuilt from rows: values appended as they are stored (fixed-width little-endian
+/// values are Arrow's own layout, so they are copied, not converted), nulls on the side.
+enum Rebuild {
+    Bool(BooleanBuilder),
+    /// `width` bytes a value; booleans aside, every fixed-width type.
+    Fixed {
+        width: usize,
+        values: MutableBuffer,
+    },
+    /// `u32 length | bytes` a value: offsets and values of a string or binary array.
+    Var {
+        offsets: Vec<i32>,
+        values: Vec<u8>,
+    },
+}
+
+impl Rebuild {
+    fn new(ty: &ColType, rows: usize) -> Rebuild {
+        match (ty, ty.fixed_width()) {
+            (ColType::Bool, _) => Rebuild::Bool(BooleanBuilder::with_capacity(rows)),
+            (_, Some(width)) => Rebuild::Fixed { width, values: MutableBuffer::with_capacity(rows * width) },
+            (_, None) => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Rebuild::Var { offsets, values: Vec::new() }
+            }
+        }
+    }
+
+    fn finish(self, ty: &ColType, rows: usize, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+        let built = "decoding a column of a table part";
+        Ok(match self {
+            Rebuild::Bool(mut b) => {
+                let values = b.finish();
+                Arc::new(BooleanArray::new(values.values().clone(), nulls))
+            }
+            Rebuild::Fixed { width, values } => {
+                let values: Buffer = values.into();
+                match ty {
+                    ColType::FixedBinary(w) => Arc::new(
+                        FixedSizeBinaryArray::try_new(*w, values, nulls).map_err(HostError::arrow(built))?,
+                    ),
+                    _ => {
+                        debug_assert_eq!(values.len(), rows * width);
+                        let data = ArrayData::builder(ty.to_arrow())
+                            .len(rows)
+                            .add_buffer(values)
+                            .nulls(nulls)
+                            .build()
+                            .map_err(HostError::arrow(built))?;
+                        arrow::array::make_array(data)
+                    }
+                }
+            }
+            Rebuild::Var { offsets, values } => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+                let values = Buffer::from_vec(values);
+                if *ty == ColType::Utf8 {
+                    // One UTF-8 check over all the values (and of every offset's boundary), not one a value.
+                    Arc::new(StringArray::try_new(offsets, values, nulls).map_err(HostError::arrow(built))?)
+                } else {
+                    Arc::new(BinaryArray::try_new(offsets, values, nulls).map_err(HostError::arrow(built))?)
+                }
+            }
+        })
+    }
+}
+
 /// Rebuilds a batch from a part: key column values and row bytes (rows given by offsets or a fixed size).
+/// One pass over the rows, each row's fields appended to their columns in turn (the rows are read once,
+/// in order, rather than once a column).
 pub fn decode_part(
     schema: &TableSchema,
     key: usize,
@@ -256,118 +328,50 @@ pub fn decode_part(
     let n = row_offsets.len().saturating_sub(1);
     let cols = row_columns(schema, key);
     let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
-    let mut cursor: Vec<usize> = row_offsets[..n].iter().map(|o| *o as usize + bitmap).collect();
-    let mut arrays: Vec<Option<ArrayRef>> = vec![None; schema.columns.len()];
-    arrays[key] = Some(key_col);
     let corrupt = || HostError::Damaged {
         name: "table part".into(),
         detail: "row bytes are shorter than the schema".into(),
     };
-    for (j, c) in cols.iter().enumerate() {
-        let ty = &schema.columns[*c].ty;
-        let is_null =
-            |i: usize| bitmap > 0 && row_data[row_offsets[i] as usize + j / 8] & (1 << (j % 8)) != 0;
-        let field = |cur: &mut usize, w: usize| -> Result<&[u8]> {
-            let s = row_data.get(*cur..*cur + w).ok_or_else(corrupt)?;
-            *cur += w;
-            Ok(s)
-        };
-        macro_rules! prim {
-            ($t:ty, $w:expr) => {{
-                let mut b = PrimitiveBuilder::<$t>::with_capacity(n);
-                for (i, cur) in cursor.iter_mut().enumerate() {
-                    let bytes = field(cur, $w)?;
-                    if is_null(i) {
-                        b.append_null();
-                    } else {
-                        b.append_value(<$t as ArrowPrimitiveType>::Native::from_le_bytes(
-                            bytes.try_into().map_err(|_| corrupt())?,
-                        ));
-                    }
+    let too_big = || HostError::Damaged {
+        name: "table part".into(),
+        detail: "a column's variable-length values exceed 2 GiB in one part".into(),
+    };
+    let types: Vec<&ColType> = cols.iter().map(|c| &schema.columns[*c].ty).collect();
+    let mut out: Vec<Rebuild> = types.iter().map(|t| Rebuild::new(t, n)).collect();
+    let mut nulls: Vec<NullBufferBuilder> = cols.iter().map(|_| NullBufferBuilder::new(n)).collect();
+    for i in 0..n {
+        let start = row_offsets[i] as usize;
+        let row = row_data.get(start..).ok_or_else(corrupt)?;
+        let (flags, mut cur) = (row.get(..bitmap).ok_or_else(corrupt)?, bitmap);
+        for (j, col) in out.iter_mut().enumerate() {
+            nulls[j].append(bitmap == 0 || flags[j / 8] & (1 << (j % 8)) == 0);
+            match col {
+                Rebuild::Bool(b) => {
+                    b.append_value(*row.get(cur).ok_or_else(corrupt)? != 0);
+                    cur += 1;
                 }
-                Arc::new(b.finish()) as ArrayRef
-            }};
+                Rebuild::Fixed { width, values } => {
+                    values.extend_from_slice(row.get(cur..cur + *width).ok_or_else(corrupt)?);
+                    cur += *width;
+                }
+                Rebuild::Var { offsets, values } => {
+                    let len = row.get(cur..cur + 4).ok_or_else(corrupt)?;
+                    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                    values.extend_from_slice(row.get(cur + 4..cur + 4 + len).ok_or_else(corrupt)?);
+                    offsets.push(i32::try_from(values.len()).map_err(|_| too_big())?);
+                    cur += 4 + len;
+                }
+            }
         }
-        let a: ArrayRef = match ty {
-            ColType::Bool => {
-                let mut b = BooleanBuilder::with_capacity(n);
-                for (i, cur) in cursor.iter_mut().enumerate() {
-                    let v = field(cur, 1)?[0] != 0;
-                    if is_null(i) {
-                        b.append_null()
-                    } else {
-                        b.append_value(v)
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            ColType::I8 => prim!(Int8Type, 1),
-            ColType::I16 => prim!(Int16Type, 2),
-            ColType::I32 => prim!(Int32Type, 4),
-            ColType::I64 => prim!(Int64Type, 8),
-            ColType::U8 => prim!(UInt8Type, 1),
-            ColType::U16 => prim!(UInt16Type, 2),
-            ColType::U32 => prim!(UInt32Type, 4),
-            ColType::U64 => prim!(UInt64Type, 8),
-            ColType::F32 => prim!(Float32Type, 4),
-            ColType::F64 => prim!(Float64Type, 8),
-            ColType::Date32 => prim!(Date32Type, 4),
-            ColType::Date64 => prim!(Date64Type, 8),
-            ColType::Timestamp(..) | ColType::Decimal128(..) => {
-                let raw: ArrayRef = if let ColType::Decimal128(..) = ty {
-                    prim!(Decimal128Type, 16)
-                } else {
-                    prim!(Int64Type, 8)
-                };
-                cast_stored(&raw, &ty.to_arrow())?
-            }
-            ColType::FixedBinary(w) => {
-                let mut b = FixedSizeBinaryBuilder::with_capacity(n, *w);
-                for (i, cur) in cursor.iter_mut().enumerate() {
-                    let v = field(cur, *w as usize)?;
-                    if is_null(i) {
-                        b.append_null();
-                    } else {
-                        b.append_value(v).map_err(HostError::arrow("decoding a fixed-size binary column"))?;
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            ColType::Utf8 | ColType::Binary => {
-                let mut strs = StringBuilder::new();
-                let mut bins = BinaryBuilder::new();
-                for (i, cur) in cursor.iter_mut().enumerate() {
-                    let len = u32::from_le_bytes(field(cur, 4)?.try_into().map_err(|_| corrupt())?) as usize;
-                    let v = field(cur, len)?;
-                    match (ty, is_null(i)) {
-                        (ColType::Utf8, true) => strs.append_null(),
-                        (ColType::Utf8, false) => {
-                            strs.append_value(std::str::from_utf8(v).map_err(|_| corrupt())?)
-                        }
-                        (_, true) => bins.append_null(),
-                        (_, false) => bins.append_value(v),
-                    }
-                }
-                if *ty == ColType::Utf8 {
-                    Arc::new(strs.finish())
-                } else {
-                    Arc::new(bins.finish())
-                }
-            }
-        };
-        arrays[*c] = Some(a);
+    }
+    let mut arrays: Vec<Option<ArrayRef>> = vec![None; schema.columns.len()];
+    arrays[key] = Some(key_col);
+    for (((c, col), mut nb), ty) in cols.iter().zip(out).zip(nulls).zip(types) {
+        arrays[*c] = Some(col.finish(ty, n, nb.finish())?);
     }
     let arrays: Vec<ArrayRef> = arrays.into_iter().map(|a| a.expect("every column decoded")).collect();
     RecordBatch::try_new(Arc::new(schema.to_arrow()), arrays)
         .map_err(HostError::arrow("assembling a record batch"))
-}
-
-fn cast_stored(raw: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
-    if let DataType::Decimal128(p, s) = to {
-        let d = raw.as_primitive::<Decimal128Type>().clone().with_precision_and_scale(*p, *s);
-        return d.map(|d| Arc::new(d) as ArrayRef).map_err(HostError::arrow("restoring a column's type"));
-    }
-    cast(raw, to).map_err(HostError::arrow("restoring a column's type"))
 }
 
 /// Rebuilds the key column from raw key bits (device key type) in the column's Arrow type.

@@ -199,3 +199,30 @@ pub fn read_part(
     let (rows, offsets) = read_rows(array, dev, table, info)?;
     decode_part(schema, key, key_col, &rows, &offsets)
 }
+
+/// Reads every part of table `table` back as record batches, handing them to `sink` in device order. Parts
+/// are read and decoded a few at a time in parallel (as many as the host has cores), so memory holds no more
+/// than that many decoded parts beyond what `sink` keeps.
+pub fn each_part(array: &Array, table: &str, sink: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<u64> {
+    let (entry, info) = array.table_entry(table)?;
+    let parts: Vec<(u32, &PartInfo)> = entry.devices.iter().copied().zip(&info.parts).collect();
+    let window = std::thread::available_parallelism().map_or(1, |n| n.get()).max(1);
+    let mut rows = 0u64;
+    for chunk in parts.chunks(window) {
+        let read: Vec<Result<RecordBatch>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|(dev, part)| {
+                    s.spawn(move || read_part(array, *dev, table, &info.schema, info.key, part))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a part reader panicked")).collect()
+        });
+        for b in read {
+            let b = b?;
+            rows += b.num_rows() as u64;
+            sink(b)?;
+        }
+    }
+    Ok(rows)
+}
