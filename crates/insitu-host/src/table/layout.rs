@@ -339,9 +339,8 @@ pub fn decode_part(
     let types: Vec<&ColType> = cols.iter().map(|c| &schema.columns[*c].ty).collect();
     let mut out: Vec<Rebuild> = types.iter().map(|t| Rebuild::new(t, n)).collect();
     let mut nulls: Vec<NullBufferBuilder> = cols.iter().map(|_| NullBufferBuilder::new(n)).collect();
-    for i in 0..n {
-        let start = row_offsets[i] as usize;
-        let row = row_data.get(start..).ok_or_else(corrupt)?;
+    for start in &row_offsets[..n] {
+        let row = row_data.get(*start as usize..).ok_or_else(corrupt)?;
         let (flags, mut cur) = (row.get(..bitmap).ok_or_else(corrupt)?, bitmap);
         for (j, col) in out.iter_mut().enumerate() {
             nulls[j].append(bitmap == 0 || flags[j / 8] & (1 << (j % 8)) == 0);
