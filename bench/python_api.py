@@ -58,7 +58,9 @@ def main():
     install_wheel()
     src = tpch(a.sf)
     run = subprocess.run([PY, "-c", INNER, src, os.path.join(WORK, "array-python"), str(a.runs)],
-                         check=True, capture_output=True, text=True, cwd=WORK)
+                         capture_output=True, text=True, cwd=WORK)
+    if run.returncode != 0:
+        sys.exit(f"the benchmark failed:\n{run.stderr[-4000:]}")
     import json
     r = json.loads(run.stdout.strip().splitlines()[-1])
     med = {k: statistics.median(r[k]) for k in ["insitu", "operator", "pyarrow"]}

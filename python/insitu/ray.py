@@ -142,6 +142,15 @@ def _sender(actor: Any, device: int, node: Optional[str], incarnation: str, peer
     return send
 
 
+def _destroy(actors: List[Any]) -> None:
+    """Removes the device directories the actors formatted (a create that failed), as far as they answer."""
+    for a in actors:
+        try:
+            ray.get(a.destroy.remote(), timeout=30)
+        except Exception:
+            pass
+
+
 def _kill(actors: List[Any]) -> None:
     for a in actors:
         try:
@@ -196,11 +205,7 @@ class Array(_EmbeddedArray):
             _get([a.set_peers.remote(peers) for a in actors])
         except BaseException:
             if create:
-                for a in actors:
-                    try:
-                        ray.get(a.destroy.remote(), timeout=30)
-                    except Exception:
-                        pass
+                _destroy(actors)
             _kill(actors)
             raise
         return actors
@@ -251,11 +256,7 @@ class Array(_EmbeddedArray):
                 path, len(slots), profile, _size(capacity), _size(stripe_unit), cls._connect(actors, slots)
             )
         except BaseException:
-            for a in actors:
-                try:
-                    ray.get(a.destroy.remote(), timeout=30)
-                except Exception:
-                    pass
+            _destroy(actors)
             _kill(actors)
             raise
         saved = dict(placement, devices=[{"node": s["node"], "resource": s["resource"]} for s in slots])

@@ -15,7 +15,7 @@ use insitu_device::protocol::{Delete, Flush, Fsck, Identify, List, SetArrayGener
 use insitu_device::{Device, DeviceClient, DeviceCounters, FaultPlan, Profile};
 use serde::Serialize;
 
-use crate::catalog::{ArrayConfig, Catalog, EntryKind, ObjectEntry, QuarantinedPart, ARRAY_FORMAT};
+use crate::catalog::{ArrayConfig, Catalog, EntryKind, ObjectEntry, QuarantinedPart};
 use crate::devices::{device_dir, DeviceTransport, ScratchDir};
 use crate::error::{HostError, Result};
 
@@ -168,15 +168,8 @@ impl Array {
                 return Err(e);
             }
         };
-        let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
-        let config = ArrayConfig {
-            format: ARRAY_FORMAT,
-            devices,
-            capacity_bytes,
-            stripe_unit,
-            profile,
-            topology: None,
-        };
+        let config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
+        let capacity_bytes = config.capacity_bytes;
         let mut formatted = Vec::new();
         let mut made: Vec<PathBuf> = Vec::new();
         let built = (|| {
@@ -237,15 +230,7 @@ impl Array {
         let stripe_unit = check_new(dir, devices, stripe_unit)?;
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
         let lock = lock(dir)?;
-        let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
-        let config = ArrayConfig {
-            format: ARRAY_FORMAT,
-            devices,
-            capacity_bytes,
-            stripe_unit,
-            profile,
-            topology: None,
-        };
+        let config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
         let had_catalog = dir.join("catalog.json").exists();
         let undo = || {
             let _ = std::fs::remove_file(dir.join("array.json"));

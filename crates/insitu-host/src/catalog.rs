@@ -200,6 +200,12 @@ fn load_checked<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<
 }
 
 impl ArrayConfig {
+    /// A new array's configuration; `capacity_bytes` per device, the profile's when not given.
+    pub fn new(devices: u32, profile: Profile, capacity_bytes: Option<u64>, stripe_unit: u64) -> ArrayConfig {
+        let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
+        ArrayConfig { format: ARRAY_FORMAT, devices, capacity_bytes, stripe_unit, profile, topology: None }
+    }
+
     pub fn save(&self, dir: &Path) -> Result<()> {
         save_checked(&dir.join("array.json"), self)
     }
