@@ -143,6 +143,22 @@ fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> 
     if dir.join("array.json").exists() {
         return Err(HostError::ArrayExists(dir.to_path_buf()));
     }
+    // A catalog without a configuration: an init cut off between the two (its catalog is empty, and is
+    // written anew), or an array that lost its configuration (its catalog lists objects: never overwritten).
+    if dir.join("catalog.json").exists() {
+        let kept = match Catalog::load(dir) {
+            Ok(c) => !c.objects.is_empty() || c.generation > 0 || !c.quarantine.is_empty(),
+            Err(_) => true,
+        };
+        if kept {
+            return Err(HostError::InvalidArgument(format!(
+                "{} holds a catalog.json but no array.json: an array that lost its configuration, whose \
+                 catalog would be overwritten; move the catalog away (or choose another directory) to create \
+                 an array here",
+                dir.display()
+            )));
+        }
+    }
     Ok(stripe_unit)
 }
 

@@ -350,7 +350,16 @@ pub fn decode_part(
                     cur += 1;
                 }
                 Rebuild::Fixed { width, values } => {
-                    values.extend_from_slice(row.get(cur..cur + *width).ok_or_else(corrupt)?);
+                    let v = row.get(cur..cur + *width).ok_or_else(corrupt)?;
+                    // Values of the common widths move as one load and store, not a call to memcpy.
+                    match *width {
+                        1 => values.push(v[0]),
+                        2 => values.push(u16::from_ne_bytes([v[0], v[1]])),
+                        4 => values.push(u32::from_ne_bytes(v.try_into().map_err(|_| corrupt())?)),
+                        8 => values.push(u64::from_ne_bytes(v.try_into().map_err(|_| corrupt())?)),
+                        16 => values.push(u128::from_ne_bytes(v.try_into().map_err(|_| corrupt())?)),
+                        _ => values.extend_from_slice(v),
+                    }
                     cur += *width;
                 }
                 Rebuild::Var { offsets, values } => {

@@ -125,3 +125,26 @@ fn a_catalog_changed_under_a_writer_refuses_its_commit() {
     assert!(!on_disk.objects.contains_key("second"));
     assert!(on_disk.objects.contains_key("first"));
 }
+
+#[test]
+fn init_never_overwrites_a_catalog_that_lists_objects() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a");
+    let mut a = array(&dir, 2, 4096);
+    let file = tmp.path().join("f");
+    std::fs::write(&file, b"kept").unwrap();
+    blob::put(&mut a, &file, "f", Placement::Striped, &|_, _| {}).unwrap();
+    a.close().unwrap();
+    // The configuration is lost: creating an array there would replace the catalog that lists "f".
+    std::fs::remove_file(dir.join("array.json")).unwrap();
+    let before = std::fs::read(dir.join("catalog.json")).unwrap();
+    let err =
+        Array::init(&dir, 2, Profile::load("tiny").unwrap(), Some(8 << 20), None).unwrap_err().to_string();
+    assert!(err.contains("catalog.json but no array.json"), "{err}");
+    assert_eq!(std::fs::read(dir.join("catalog.json")).unwrap(), before);
+    // An init cut off after writing its (empty) catalog leaves one that a new init writes anew.
+    let fresh = tmp.path().join("b");
+    std::fs::create_dir_all(&fresh).unwrap();
+    insitu_host::catalog::Catalog::default().save(&fresh).unwrap();
+    Array::init(&fresh, 2, Profile::load("tiny").unwrap(), Some(8 << 20), None).unwrap().close().unwrap();
+}
