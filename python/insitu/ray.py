@@ -163,7 +163,7 @@ class Array(_EmbeddedArray):
     """An array whose devices are Ray actors (see the module's documentation). The same methods as
     :class:`insitu.Array`."""
 
-    def __init__(self, inner, recovered, path: str, actors: List[Any], placement: Dict[str, Any]):
+    def __init__(self, inner, recovered, actors: List[Any], placement: Dict[str, Any]):
         super().__init__(inner, recovered)
         self._placement = placement
         self._adopt(actors)
@@ -262,7 +262,7 @@ class Array(_EmbeddedArray):
         saved = dict(placement, devices=[{"node": s["node"], "resource": s["resource"]} for s in slots])
         with open(os.path.join(path, PLACEMENT), "w") as f:
             json.dump(saved, f, indent=1)
-        return cls(inner, None, path, actors, placement)
+        return cls(inner, None, actors, placement)
 
     @classmethod
     def open(cls, path: PathLike, *, wait: float = 5.0) -> "Array":  # type: ignore[override]
@@ -283,7 +283,7 @@ class Array(_EmbeddedArray):
         except BaseException:
             _kill(actors)
             raise
-        return cls(inner, json.loads(recovered) if recovered else None, path, actors, placement)
+        return cls(inner, json.loads(recovered) if recovered else None, actors, placement)
 
     def close(self) -> None:
         """Closes the array (every device checkpoints) and stops the device actors."""
