@@ -35,6 +35,21 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     fn close(&self) -> Result<()>;
 }
 
+/// Whether a transport to a remote device takes a command: not once closed, nor once its device is lost.
+pub(crate) fn admit(
+    closed: &std::sync::atomic::AtomicBool,
+    completions: &crate::completion::Completions,
+    device: u32,
+) -> Result<()> {
+    if closed.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(crate::error::DeviceError::ShutDown(device));
+    }
+    match completions.lost() {
+        Some(why) => Err(crate::error::DeviceError::Disconnected(why)),
+        None => Ok(()),
+    }
+}
+
 /// A typed handle to one device. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct DeviceClient {

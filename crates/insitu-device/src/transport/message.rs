@@ -17,7 +17,7 @@ use crate::completion::{CommandId, Completions, Reply, ReplyTo, WireSink};
 use crate::device::Device;
 use crate::error::{DeviceError, Result};
 use crate::protocol::{Command, Payload};
-use crate::transport::client::{DeviceClient, Transport};
+use crate::transport::client::{admit, DeviceClient, Transport};
 use crate::transport::fabric::PeerFabric;
 use crate::transport::local::LocalTransport;
 use crate::transport::wire::{
@@ -155,12 +155,7 @@ impl Transport for MessageTransport {
     }
 
     fn submit(&self, cmd: Command) -> Result<CommandId> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(DeviceError::ShutDown(self.id));
-        }
-        if let Some(why) = self.completions.lost() {
-            return Err(DeviceError::Disconnected(why));
-        }
+        admit(&self.closed, &self.completions, self.id)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.push(Kind::Request, id, &encode_command(cmd)?);
         Ok(id)

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::completion::{CommandId, Completions, Reply};
 use crate::error::{DeviceError, Result};
 use crate::protocol::Command;
-use crate::transport::client::{DeviceClient, Transport};
+use crate::transport::client::{admit, DeviceClient, Transport};
 use crate::transport::wire::{encode_command, read_frame, reply_of, write_frame, Kind, NoSignal};
 
 /// How a device server is started: its directory, its socket, and the sockets of its peers (for
@@ -239,12 +239,7 @@ impl Transport for ProcessTransport {
     }
 
     fn submit(&self, cmd: Command) -> Result<CommandId> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(DeviceError::ShutDown(self.id));
-        }
-        if let Some(why) = self.completions.lost() {
-            return Err(DeviceError::Disconnected(why));
-        }
+        admit(&self.closed, &self.completions, self.id)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let p = encode_command(cmd)?;
         self.send(Kind::Request, id, &p.header, &p.bulk)?;
