@@ -29,6 +29,7 @@
 pub mod cluster;
 pub mod completion;
 mod device;
+pub mod engines;
 pub mod error;
 pub mod fabric;
 pub mod fault;
@@ -46,13 +47,14 @@ pub mod rawflash;
 pub mod stripe;
 pub mod sys;
 pub mod transport;
+pub mod work;
 
 pub use device::Device;
 pub use error::{DeviceError, Result};
 pub use fault::FaultPlan;
 pub use memory::{DeviceMemory, MemHandle};
 pub use meters::{DeviceCounters, ProgramStats};
-pub use profile::Profile;
+pub use profile::{HostProfile, Profile};
 pub use stripe::StripeLayout;
 pub use transport::DeviceClient;
 

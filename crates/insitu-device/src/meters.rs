@@ -44,11 +44,13 @@ pub struct DeviceCounters {
     pub commands: u64,
     /// CPU time of all device threads.
     pub device_cpu_ns: u64,
-    /// CPU time by kernel class (`transfer` for data movement, which the model charges by bandwidth).
+    /// CPU time by kernel class (`transfer` for data movement), as measured here: reported beside the
+    /// modeled time, never used to model it.
     pub cpu_ns_by_class: BTreeMap<String, u64>,
     pub programs: BTreeMap<String, ProgramStats>,
-    /// Work done by resident firmware, counted (tree nodes visited, keys compared...), which the model
-    /// prices by the profile's `[firmware]` cycles.
+    /// Work done, counted: by programs (keys sorted, bytes scanned... see [`crate::work`]), priced by
+    /// the profile's `[kernels]`, and by resident firmware (tree nodes visited, keys compared...),
+    /// priced by its `[firmware]` cycles.
     #[serde(default)]
     pub work: BTreeMap<String, u64>,
 }
@@ -64,13 +66,7 @@ impl DeviceCounters {
                 cpu.insert(k.clone(), x);
             }
         }
-        let mut work = BTreeMap::new();
-        for (k, v) in &self.work {
-            let x = d(*v, before.work.get(k).copied().unwrap_or(0));
-            if x > 0 {
-                work.insert(k.clone(), x);
-            }
-        }
+        let work = crate::work::since(&self.work, &before.work);
         let mut programs = BTreeMap::new();
         for (k, v) in &self.programs {
             let b = before.programs.get(k).cloned().unwrap_or_default();
@@ -127,7 +123,7 @@ pub struct Meters {
     pub device_cpu_ns: AtomicU64,
     classes: Mutex<BTreeMap<String, u64>>,
     programs: Mutex<BTreeMap<String, ProgramStats>>,
-    work: Mutex<BTreeMap<&'static str, u64>>,
+    work: Mutex<crate::work::Ledger>,
 }
 
 impl Meters {
@@ -145,10 +141,13 @@ impl Meters {
     pub fn add_work(&self, items: &[(&'static str, u64)]) {
         let mut w = self.work.lock().unwrap_or_else(|p| p.into_inner());
         for (name, n) in items {
-            if *n > 0 {
-                *w.entry(name).or_default() += n;
-            }
+            crate::work::add(&mut w, name, *n);
         }
+    }
+
+    /// Counts a program's work (names in [`crate::work`]).
+    pub fn add_ledger(&self, ledger: &crate::work::Ledger) {
+        crate::work::add_all(&mut self.work.lock().unwrap_or_else(|p| p.into_inner()), ledger);
     }
 
     pub fn record_program(&self, id: &str, class: &str, cpu_ns: u64, wall_ns: u64, bytes_in: u64) {
@@ -177,13 +176,7 @@ impl Meters {
             device_cpu_ns: g(&self.device_cpu_ns),
             cpu_ns_by_class: self.classes.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             programs: self.programs.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            work: self
-                .work
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect(),
+            work: self.work.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             flash_read_conflict_bytes: g(&self.flash_read_conflict_bytes),
             ..Default::default()
         }

@@ -8,6 +8,7 @@ use std::path::Path;
 use insitu_flash::Geometry;
 use serde::{Deserialize, Serialize};
 
+use crate::engines::Engine;
 use crate::error::{DeviceError, Result};
 
 /// The profiles shipped with insitu, by name.
@@ -201,22 +202,179 @@ impl StorageNetworkProfile {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ComputeProfile {
-    /// Host time per second of CPU measured here.
-    pub host_factor: f64,
-    /// Device time per second of CPU measured here, per kernel class; `default` for the others.
-    pub device_factor: BTreeMap<String, f64>,
-}
-
+/// Power of one device (the host's is in its [`HostProfile`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PowerProfile {
     pub device_active_w: f64,
     pub device_idle_w: f64,
-    pub host_active_w: f64,
-    pub host_idle_w: f64,
+    /// Read from profiles written before host profiles existed, and ignored.
+    #[serde(default, skip_serializing)]
+    pub host_active_w: Option<f64>,
+    #[serde(default, skip_serializing)]
+    pub host_idle_w: Option<f64>,
+}
+
+/// The host a device profile is used with: the machine of its paper's experiments, as data (cores,
+/// memory bandwidth, power, and the engine that prices the work of host placements).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostProfile {
+    pub name: String,
+    pub description: String,
+    /// Cores work can be spread over.
+    pub cores: u32,
+    /// Bytes/s all cores together move to and from memory.
+    pub memory_bw: f64,
+    pub active_w: f64,
+    pub idle_w: f64,
+    /// One core: what host work costs on it.
+    pub cpu: Engine,
+    /// An accelerator card beside the host (NASCENT's FPGA baseline, §4.3 footnote), if the host has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator: Option<Accelerator>,
+}
+
+/// An accelerator on the host's bus: its engine and its power.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accelerator {
+    pub description: String,
+    pub engine: Engine,
+    pub active_w: f64,
+    pub idle_w: f64,
+}
+
+/// The host profiles shipped with insitu, by name (`profiles/hosts/`).
+pub const BUILTIN_HOSTS: &[(&str, &str)] = &[
+    ("i7-8700", include_str!("../../../profiles/hosts/i7-8700.toml")),
+    ("skylake-sp-44", include_str!("../../../profiles/hosts/skylake-sp-44.toml")),
+    ("i7-2016", include_str!("../../../profiles/hosts/i7-2016.toml")),
+    ("core-i5-jasmine", include_str!("../../../profiles/hosts/core-i5-jasmine.toml")),
+    ("xeon-bluedbm", include_str!("../../../profiles/hosts/xeon-bluedbm.toml")),
+    ("tiny-host", include_str!("../../../profiles/hosts/tiny-host.toml")),
+];
+
+impl HostProfile {
+    /// A built-in host profile by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<HostProfile> {
+        let text = match BUILTIN_HOSTS.iter().find(|(n, _)| *n == name_or_path) {
+            Some((_, text)) => text.to_string(),
+            None => {
+                let path = Path::new(name_or_path);
+                if !(name_or_path.ends_with(".toml") || path.exists()) {
+                    return Err(DeviceError::UnknownProfile {
+                        name: name_or_path.to_string(),
+                        known: BUILTIN_HOSTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                    });
+                }
+                std::fs::read_to_string(path).map_err(|e| DeviceError::InvalidProfile {
+                    profile: name_or_path.to_string(),
+                    detail: format!("cannot read it: {e}"),
+                })?
+            }
+        };
+        let invalid =
+            |detail: String| DeviceError::InvalidProfile { profile: name_or_path.to_string(), detail };
+        let h: HostProfile = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        h.validate().map_err(invalid)?;
+        Ok(h)
+    }
+
+    fn validate(&self) -> std::result::Result<(), String> {
+        if self.cores == 0 || self.cores > 4096 {
+            return Err(format!("host.cores must be 1..=4096, got {}", self.cores));
+        }
+        if !(self.memory_bw.is_finite() && self.memory_bw > 0.0) {
+            return Err(format!("host.memory_bw must be a positive number, got {}", self.memory_bw));
+        }
+        let mut watts = vec![("host.active_w", self.active_w), ("host.idle_w", self.idle_w)];
+        if let Some(a) = &self.accelerator {
+            watts.extend([("host.accelerator.active_w", a.active_w), ("host.accelerator.idle_w", a.idle_w)]);
+            a.engine.validate("host.accelerator.engine")?;
+        }
+        for (field, v) in watts {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{field} must be zero or more, got {v}"));
+            }
+        }
+        self.cpu.validate("host.cpu")
+    }
+}
+
+/// A profile as written: the host by name (or inline), and what older profiles held that is no longer
+/// used (`[compute]` factors), accepted so that arrays made before keep opening.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: String,
+    description: String,
+    default_capacity_bytes: u64,
+    nand: NandProfile,
+    device: DeviceProfile,
+    host_link: HostLinkProfile,
+    network: NetworkProfile,
+    #[serde(default)]
+    kernels: Option<Engine>,
+    #[serde(default)]
+    host: Option<HostRef>,
+    power: PowerProfile,
+    #[serde(default)]
+    cpu: Option<CpuProfile>,
+    #[serde(default)]
+    firmware: FirmwareProfile,
+    #[serde(default)]
+    #[allow(dead_code)]
+    compute: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum HostRef {
+    Name(String),
+    Inline(Box<HostProfile>),
+}
+
+impl TryFrom<ProfileFile> for Profile {
+    type Error = String;
+
+    fn try_from(f: ProfileFile) -> std::result::Result<Profile, String> {
+        // A profile stored by an older insitu has no kernels or host: those of the built-in profile of
+        // the same name stand in (its other figures are kept as stored).
+        let builtin = || {
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == f.name)
+                .and_then(|(_, text)| toml::from_str::<Profile>(text).ok())
+        };
+        let kernels = match f.kernels {
+            Some(k) => k,
+            None => builtin().map(|p| p.kernels).ok_or_else(|| {
+                format!("profile {} has no [kernels] section (the engines that price device work)", f.name)
+            })?,
+        };
+        let host = match f.host {
+            Some(HostRef::Inline(h)) => *h,
+            Some(HostRef::Name(n)) => HostProfile::load(&n).map_err(|e| e.to_string())?,
+            None => builtin().map(|p| p.host).ok_or_else(|| {
+                format!("profile {} names no host (`host = \"i7-8700\"` or a [host] table)", f.name)
+            })?,
+        };
+        Ok(Profile {
+            name: f.name,
+            description: f.description,
+            default_capacity_bytes: f.default_capacity_bytes,
+            nand: f.nand,
+            device: f.device,
+            host_link: f.host_link,
+            network: f.network,
+            kernels,
+            host,
+            power: f.power,
+            cpu: f.cpu,
+            firmware: f.firmware,
+        })
+    }
 }
 
 /// Processor and memory figures the list-intersection cost model needs (DaMoN '16 Table 1). Optional:
@@ -284,9 +442,9 @@ impl FirmwareProfile {
     }
 }
 
-/// A whole hardware profile.
+/// A whole hardware profile: a device, and the host it is used with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "ProfileFile")]
 pub struct Profile {
     pub name: String,
     pub description: String,
@@ -295,7 +453,10 @@ pub struct Profile {
     pub device: DeviceProfile,
     pub host_link: HostLinkProfile,
     pub network: NetworkProfile,
-    pub compute: ComputeProfile,
+    /// The engines that run the device's programs (FPGA kernels or embedded cores).
+    pub kernels: Engine,
+    /// The host: its cores and what host work costs there.
+    pub host: HostProfile,
     pub power: PowerProfile,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuProfile>,
@@ -347,7 +508,6 @@ impl Profile {
             ("host_link.write_bw", self.host_link.write_bw),
             ("host_link.shared_bw", self.host_link.shared_bw),
             ("network.link_bw", self.network.link_bw),
-            ("compute.host_factor", self.compute.host_factor),
         ];
         for (field, v) in positive {
             if !(v.is_finite() && v > 0.0) {
@@ -359,22 +519,14 @@ impl Profile {
             ("network.hop_latency_us", self.network.hop_latency_us),
             ("power.device_active_w", self.power.device_active_w),
             ("power.device_idle_w", self.power.device_idle_w),
-            ("power.host_active_w", self.power.host_active_w),
-            ("power.host_idle_w", self.power.host_idle_w),
         ];
         for (field, v) in non_negative {
             if !(v.is_finite() && v >= 0.0) {
                 return bad(format!("{field} must be zero or more, got {v}"));
             }
         }
-        for (class, v) in &self.compute.device_factor {
-            if !(v.is_finite() && *v >= 0.0) {
-                return bad(format!("compute.device_factor.{class} must be zero or more, got {v}"));
-            }
-        }
-        if !self.compute.device_factor.contains_key("default") {
-            return bad("compute.device_factor needs a `default` entry".into());
-        }
+        self.kernels.validate("kernels").or_else(bad)?;
+        self.host.validate().or_else(bad)?;
         if self.device.memory_bytes < 1 << 20 {
             return bad(format!(
                 "device.memory_bytes must be at least 1 MiB, got {}",
@@ -431,16 +583,6 @@ impl Profile {
         let map = if self.firmware.ftl_map_in_memory { logical_pages * 4 } else { 0 };
         map + self.firmware.io_buffer_bytes
     }
-
-    /// Device time per second of CPU measured here for a kernel class.
-    pub fn device_factor(&self, class: &str) -> f64 {
-        self.compute
-            .device_factor
-            .get(class)
-            .or_else(|| self.compute.device_factor.get("default"))
-            .copied()
-            .unwrap_or(1.0)
-    }
 }
 
 #[cfg(test)]
@@ -474,6 +616,79 @@ mod tests {
         assert!((net.flit_ps() - 13_200.0).abs() < 1e-6);
         let text = BUILTIN[3].1.replace("flit_payload_bits = 106", "flit_payload_bits = 200");
         assert!(Profile::from_toml(&text, "b.toml").unwrap_err().to_string().contains("flit_payload_bits"));
+    }
+
+    #[test]
+    fn every_engine_prices_all_the_work_programs_and_host_operators_count() {
+        use crate::work::{self, Ledger, SortClass};
+        let mut all = Ledger::new();
+        for item in [
+            work::DECODE_CODES,
+            work::DECODE_OUT_BYTES,
+            work::GATHER_ROWS,
+            work::GATHER_BYTES,
+            work::SEARCH_BYTES,
+            work::SHUFFLE_HASH_ROWS,
+            work::SHUFFLE_GATHER_BYTES,
+            work::SHUFFLE_MERGE_BYTES,
+            work::ENCODE_BYTES,
+            work::INTERSECT_ENTRIES,
+            work::INTERSECT_ACCESSES,
+        ] {
+            work::add(&mut all, item, 1000);
+        }
+        SortClass::count(&mut all, work::SORT, 32, 1000);
+        SortClass::count(&mut all, work::SHUFFLE_SORT, 64, 1000);
+        work::count_merge(&mut all, 4, 1000);
+        for (name, _) in BUILTIN {
+            let p = Profile::load(name).unwrap();
+            let mut engines = vec![("kernels", &p.kernels), ("host cpu", &p.host.cpu)];
+            if let Some(a) = &p.host.accelerator {
+                engines.push(("accelerator", &a.engine));
+            }
+            for (what, e) in engines {
+                let priced = e.price(&all);
+                assert!(priced.unpriced.is_empty(), "{name} {what}: {:?}", priced.unpriced);
+                assert!(
+                    priced.stages.contains_key("sort") && priced.stages.contains_key("merge"),
+                    "{name} {what}"
+                );
+            }
+        }
+        for (name, _) in BUILTIN_HOSTS {
+            assert_eq!(&HostProfile::load(name).unwrap().name, name);
+        }
+        assert_eq!(Profile::load("smartssd").unwrap().host.name, "i7-8700");
+        assert!(HostProfile::load("nope").unwrap_err().to_string().contains("i7-8700"));
+    }
+
+    #[test]
+    fn a_profile_stored_before_engines_existed_still_opens() {
+        // What array.json and device.json held before: [compute] factors, host power in [power], no
+        // kernels and no host. The built-in profile of the same name supplies them.
+        let mut v = serde_json::to_value(Profile::load("smartssd").unwrap()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("kernels");
+        o.remove("host");
+        o.insert(
+            "compute".into(),
+            serde_json::json!({"host_factor": 1.0, "device_factor": {"default": 1.0}}),
+        );
+        o["power"]["host_active_w"] = 65.0.into();
+        o["power"]["host_idle_w"] = 10.0.into();
+        o["device"]["memory_bw"] = 1.0e9.into();
+        let p: Profile = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(p.kernels, Profile::load("smartssd").unwrap().kernels);
+        assert_eq!(p.host.name, "i7-8700");
+        assert_eq!(p.device.memory_bw, 1.0e9); // what was stored is kept
+                                               // A profile of an unknown name cannot borrow them: it is refused by name.
+        v["name"] = "mine".into();
+        let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
+        assert!(err.contains("mine") && err.contains("[kernels]"), "{err}");
+        // A stored profile round-trips, its host inline.
+        let p = Profile::load("tiny").unwrap();
+        let back: Profile = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
     }
 
     #[test]

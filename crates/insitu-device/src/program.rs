@@ -45,6 +45,13 @@ impl<'a> ProgramContext<'a> {
         r
     }
 
+    /// Counts work the program did (see [`crate::work`]); the model prices it with the profile's kernels.
+    pub fn work(&self, f: impl FnOnce(&mut crate::work::Ledger)) {
+        let mut l = crate::work::Ledger::new();
+        f(&mut l);
+        self.meters.add_ledger(&l);
+    }
+
     /// Reserves device memory for scratch space (fails past the profile's bound).
     pub fn reserve(&self, bytes: u64) -> Result<MemReservation> {
         self.memory.reserve(bytes)

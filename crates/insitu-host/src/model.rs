@@ -1,22 +1,26 @@
 //! The virtual-time model: turns the counters of a run into modeled time and energy on a profile.
 //!
 //! A run is a sequence of phases (they follow one another). Within a phase, work streams: each resource
-//! is busy for `bytes / bandwidth` or `CPU time x factor`, and the phase lasts as long as its busiest
-//! resource (a bottleneck model, as the papers reason: "the kernel keeps up with the flash").
+//! is busy for `bytes / bandwidth` or for the time its engine takes for the work counted, and the phase
+//! lasts as long as its busiest resource (a bottleneck model, as the papers reason: "the kernel keeps up
+//! with the flash"). Nothing measured here enters the model: the same run gives the same modeled time
+//! and energy on any machine.
 //!
 //! Per device (devices work in parallel): flash (reads at the internal read bandwidth, plus the time pages
 //! read together lost to sharing a channel; programs at the internal write bandwidth, erases at the erase
 //! latency spread over all chips), device DRAM (every byte moved in or out of device memory), compute
-//! (programs: measured CPU time of each kernel class x the profile's factor, spread over the compute units
-//! that ran programs; resident firmware: its counted work x the profile's `[firmware]` cycles), its host
-//! link (per-device bandwidth each
-//! way), and its network port (device to device, plus each hop's latency). Shared by all devices: the host's uplink
-//! (`host_link.shared_bw`). The host: its CPU time x `host_factor`, over the threads it used.
+//! (programs' counted work priced by the profile's `[kernels]` engine, spread over the compute units that
+//! ran programs; resident firmware's counted work at the profile's `[firmware]` cycles), its host link
+//! (per-device bandwidth each way), and its network port (device to device, plus each hop's latency).
+//! Shared by all devices: the host's uplink (`host_link.shared_bw`). The host: its counted work priced by
+//! the host profile's core, spread over the threads it used (at most its cores), or by the accelerator
+//! beside the host.
 //!
 //! Energy: each device and the host draw active power while busy and idle power for the rest of the phase.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use insitu_device::work::Ledger;
 use insitu_device::{DeviceCounters, Profile};
 use serde::Serialize;
 
@@ -24,22 +28,28 @@ use serde::Serialize;
 /// "FPGA baseline": one accelerator on the host's bus, serving the devices one at a time).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HostWork {
-    pub cpu_ns_by_class: BTreeMap<String, u64>,
+    /// The work, counted (see `insitu_device::work`).
+    pub work: Ledger,
+    /// CPU time it took here, as measured: reported, never modeled.
+    pub cpu_ns: u64,
     /// Threads the host work was spread over (at least 1).
     pub threads: u32,
-    /// The work ran on the accelerator: priced with the profile's device factors and device power.
+    /// The work ran on the accelerator beside the host.
     pub accelerator: bool,
     /// Bytes moved between host memory and the accelerator, over the shared host bus.
     pub accel_bytes: u64,
 }
 
 impl HostWork {
-    pub fn single(class: &str, cpu_ns: u64) -> HostWork {
-        let mut m = BTreeMap::new();
-        if cpu_ns > 0 {
-            m.insert(class.to_string(), cpu_ns);
-        }
-        HostWork { cpu_ns_by_class: m, threads: 1, ..Default::default() }
+    /// Work counted on one host thread, which took `cpu_ns` here.
+    pub fn counted(work: Ledger, cpu_ns: u64) -> HostWork {
+        HostWork { work, cpu_ns, threads: 1, ..Default::default() }
+    }
+
+    /// The same work, spread over `threads` threads.
+    pub fn on_threads(mut self, threads: u32) -> HostWork {
+        self.threads = threads.max(1);
+        self
     }
 
     /// The same work, done by the accelerator beside the host, which also received and returned
@@ -70,6 +80,11 @@ pub struct DeviceBusy {
     pub network_s: f64,
     pub latency_s: f64,
     pub busy_s: f64,
+    /// Compute seconds by stage (work item, or `firmware`), before spreading over compute units.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub compute_stages: BTreeMap<String, f64>,
+    #[serde(skip)]
+    pub unpriced: Vec<String>,
 }
 
 /// The modeled cost of one phase.
@@ -94,6 +109,9 @@ pub struct Modeled {
     pub host_energy_j: f64,
     pub device_energy_j: f64,
     pub phases: Vec<ModeledPhase>,
+    /// Work items the profile has no price for (modeled as free): empty for the built-in profiles.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub unpriced: BTreeSet<String>,
 }
 
 /// Models one device's phase.
@@ -111,12 +129,16 @@ pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
     let dram_s = dram_bytes as f64 / p.device.memory_bw;
     let runs: u64 = c.programs.values().map(|s| s.runs).sum();
     let parallel = (p.device.compute_units as u64).min(runs.max(1)) as f64;
-    let programs_s =
-        c.cpu_ns_by_class.iter().map(|(class, ns)| *ns as f64 * 1e-9 * p.device_factor(class)).sum::<f64>()
-            / parallel;
-    // Resident firmware: counted work at the firmware processor's cycles (the same on any machine).
-    let firmware_s: f64 = c.work.iter().map(|(w, n)| p.firmware.seconds(w, *n)).sum();
-    let compute_s = programs_s + firmware_s;
+    // Resident firmware's work at the firmware processor's cycles; programs' work on the kernels.
+    let (firmware, programs): (Ledger, Ledger) =
+        c.work.iter().map(|(k, v)| (k.clone(), *v)).partition(|(k, _)| p.firmware.cycles.contains_key(k));
+    let firmware_s: f64 = firmware.iter().map(|(w, n)| p.firmware.seconds(w, *n)).sum();
+    let priced = p.kernels.price(&programs);
+    let compute_s = priced.seconds() / parallel + firmware_s;
+    let mut compute_stages = priced.stages;
+    if firmware_s > 0.0 {
+        compute_stages.insert("firmware".into(), firmware_s);
+    }
     let host_link_s =
         c.device_to_host as f64 / p.host_link.read_bw + c.host_to_device as f64 / p.host_link.write_bw;
     let network_s = c.device_to_device_out.max(c.device_to_device_in) as f64 / p.network.link_bw;
@@ -131,7 +153,17 @@ pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
         latency_s += p.nand.read_latency_us * 1e-6;
     }
     let busy_s = flash_s.max(dram_s).max(compute_s).max(host_link_s).max(network_s);
-    DeviceBusy { flash_s, dram_s, compute_s, host_link_s, network_s, latency_s, busy_s }
+    DeviceBusy {
+        flash_s,
+        dram_s,
+        compute_s,
+        host_link_s,
+        network_s,
+        latency_s,
+        busy_s,
+        compute_stages,
+        unpriced: priced.unpriced,
+    }
 }
 
 /// Models a whole run.
@@ -144,6 +176,7 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
         host_energy_j: 0.0,
         device_energy_j: 0.0,
         phases: Vec::new(),
+        unpriced: BTreeSet::new(),
     };
     for ph in phases {
         let devices: Vec<DeviceBusy> = ph.devices.iter().map(|c| device_busy(p, c)).collect();
@@ -151,17 +184,22 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             ph.devices.iter().map(|c| c.device_to_host + c.host_to_device).sum::<u64>() + ph.host.accel_bytes;
         let shared_link_s = host_bytes as f64 / p.host_link.shared_bw;
         let (mut host_s, mut accel_s) = (0.0, 0.0);
-        if ph.host.accelerator {
-            accel_s = ph
-                .host
-                .cpu_ns_by_class
-                .iter()
-                .map(|(c, ns)| *ns as f64 * 1e-9 * p.device_factor(c))
-                .sum::<f64>()
-                / ph.host.threads.max(1) as f64;
-        } else {
-            let cpu_s: f64 = ph.host.cpu_ns_by_class.values().map(|ns| *ns as f64 * 1e-9).sum();
-            host_s = cpu_s * p.compute.host_factor / ph.host.threads.max(1) as f64;
+        let accelerator = p.host.accelerator.as_ref().filter(|_| ph.host.accelerator);
+        match accelerator {
+            Some(a) => {
+                let priced = a.engine.price(&ph.host.work);
+                out.unpriced.extend(priced.unpriced.iter().cloned());
+                accel_s = priced.seconds();
+            }
+            None => {
+                let priced = p.host.cpu.price(&ph.host.work);
+                out.unpriced.extend(priced.unpriced.iter().cloned());
+                let threads = ph.host.threads.clamp(1, p.host.cores);
+                host_s = priced.seconds() / threads as f64;
+            }
+        }
+        for d in &devices {
+            out.unpriced.extend(d.unpriced.iter().cloned());
         }
 
         let mut time_s = 0.0;
@@ -191,11 +229,9 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
                 p.power.device_active_w * b.busy_s + p.power.device_idle_w * (time_s - b.busy_s).max(0.0)
             })
             .sum();
-        let mut host_energy =
-            p.power.host_active_w * host_s + p.power.host_idle_w * (time_s - host_s).max(0.0);
-        if ph.host.accelerator {
-            host_energy +=
-                p.power.device_active_w * accel_s + p.power.device_idle_w * (time_s - accel_s).max(0.0);
+        let mut host_energy = p.host.active_w * host_s + p.host.idle_w * (time_s - host_s).max(0.0);
+        if let Some(a) = accelerator {
+            host_energy += a.active_w * accel_s + a.idle_w * (time_s - accel_s).max(0.0);
         }
         out.time_s += time_s;
         out.device_energy_j += dev_energy;
@@ -228,6 +264,7 @@ fn busiest(b: &DeviceBusy) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use insitu_device::work::{self, SortClass};
 
     fn tiny() -> Profile {
         Profile::load("tiny").unwrap()
@@ -237,12 +274,22 @@ mod tests {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
     }
 
+    fn ledger(items: &[(&str, u64)]) -> Ledger {
+        let mut l = Ledger::new();
+        for (k, v) in items {
+            work::add(&mut l, k, *v);
+        }
+        l
+    }
+
     #[test]
     fn in_device_scan_is_flash_bound_by_hand() {
-        // tiny: internal read 1 GB/s, search factor = default 4.0, read latency 50 us, 2 compute units.
+        // tiny: internal read 1 GB/s, read latency 50 us, 2 compute units; its kernels scan at 4 cycles
+        // a byte at 1 GHz: 100 MB scanned -> 0.4 s, however long it took here.
         let mut c = DeviceCounters { flash_read_bytes: 1_000_000_000, ..Default::default() };
         c.flash_to_device_mem = 1_000_000_000;
-        c.cpu_ns_by_class.insert("search".into(), 100_000_000); // 0.1 s here -> 0.4 s on the device
+        c.cpu_ns_by_class.insert("search".into(), 123_456_789);
+        c.work = ledger(&[(work::SEARCH_BYTES, 100_000_000)]);
         c.programs.insert("search".into(), insitu_device::ProgramStats { runs: 1, ..Default::default() });
         let m = model(
             &tiny(),
@@ -251,9 +298,11 @@ mod tests {
         let b = &m.phases[0].devices[0];
         assert!(approx(b.flash_s, 1.0));
         assert!(approx(b.compute_s, 0.4));
+        assert!(approx(b.compute_stages["search.bytes"], 0.4));
         assert!(approx(b.dram_s, 0.1)); // 1 GB over 10 GB/s
         assert!(approx(m.time_s, 1.0 + 50e-6));
         assert_eq!(m.phases[0].bottleneck, "device 0 flash");
+        assert!(m.unpriced.is_empty());
         // energy: device 5 W x 1 s busy + 1 W x 50 us idle; host idle 10 W x (1 s + 50 us).
         assert!(approx(m.energy_j, 5.0 + 1.0 * 50e-6 + 10.0 * (1.0 + 50e-6)));
     }
@@ -263,10 +312,12 @@ mod tests {
         // Two devices each send 0.4 GB to the host: 0.8 s each on their own 0.5 GB/s links, but
         // 0.8 GB over the 0.8 GB/s shared uplink takes 1.0 s.
         let c = DeviceCounters { device_to_host: 400_000_000, ..Default::default() };
-        let host = HostWork::single("search", 500_000_000); // 0.5 s of host CPU
+        // tiny-host: a byte scanned is a cycle at 1 GHz: 0.5 s of host work.
+        let host = HostWork::counted(ledger(&[(work::SEARCH_BYTES, 500_000_000)]), 1);
         let m = model(&tiny(), &[PhaseUsage { name: "read".into(), devices: vec![c.clone(), c], host }]);
         assert!(approx(m.phases[0].devices[0].host_link_s, 0.8));
         assert!(approx(m.phases[0].shared_link_s, 1.0));
+        assert!(approx(m.phases[0].host_s, 0.5));
         assert!(approx(m.time_s, 1.0));
         assert_eq!(m.phases[0].bottleneck, "shared host link");
         // host: 50 W x 0.5 s + 10 W x 0.5 s; devices: 2 x (5 W x 0.8 s + 1 W x 0.2 s).
@@ -275,18 +326,36 @@ mod tests {
     }
 
     #[test]
-    fn an_accelerator_beside_the_host_is_priced_as_a_device_by_hand() {
-        // tiny: default device factor 4.0, device 5 W active / 1 W idle, shared bus 0.8 GB/s.
-        // 0.1 s of CPU here -> 0.4 s on the accelerator; 0.4 GB to and from it -> 0.5 s on the bus.
+    fn host_work_spreads_over_threads_up_to_the_cores() {
+        let w = ledger(&[(work::GATHER_ROWS, 1_000_000_000)]);
+        let t = |threads| {
+            let host = HostWork::counted(w.clone(), 0).on_threads(threads);
+            model(&tiny(), &[PhaseUsage { name: "h".into(), devices: vec![], host }]).time_s
+        };
+        assert!(approx(t(1), 1.0));
+        assert!(approx(t(2), 0.5));
+        assert!(approx(t(8), 0.5)); // tiny-host has 2 cores
+    }
+
+    #[test]
+    fn an_accelerator_beside_the_host_is_priced_by_its_engine_by_hand() {
+        // tiny-host's accelerator: 1 GHz, a comparison sort at 1 cycle per key and level, 5 W / 1 W.
+        // 2^20 keys of 32 bits: 20 levels -> 20.97 ms; 12 MiB (8-byte elements) > 1 MiB of cache:
+        // log2(8) = 3 levels over memory at 1 GB/s, 2 x 8 MiB each -> 50.33 ms. 0.4 GB over the
+        // 0.8 GB/s shared bus -> 0.5 s.
         let c = DeviceCounters { device_to_host: 200_000_000, ..Default::default() };
-        let host = HostWork::single("sort", 100_000_000).on_accelerator(200_000_000);
+        let mut l = Ledger::new();
+        SortClass::count(&mut l, work::SORT, 32, 1 << 20);
+        let host = HostWork::counted(l, 0).on_accelerator(200_000_000);
         let m = model(&tiny(), &[PhaseUsage { name: "dev0".into(), devices: vec![c], host }]);
+        let sort = (1u64 << 20) as f64 * 20.0 / 1e9 + 3.0 * 2.0 * (8u64 << 20) as f64 / 1e9;
+        assert!(approx(m.phases[0].host_s, sort), "{}", m.phases[0].host_s);
         assert!(approx(m.phases[0].shared_link_s, 0.5));
-        assert!(approx(m.phases[0].host_s, 0.4));
         assert!(approx(m.time_s, 0.5));
         assert_eq!(m.phases[0].bottleneck, "shared host link");
-        // host idle 10 W x 0.5 s; accelerator 5 W x 0.4 s + 1 W x 0.1 s; device 5 W x 0.4 s + 1 W x 0.1 s.
-        assert!(approx(m.energy_j, 5.0 + 2.1 + 2.1), "{}", m.energy_j);
+        // host idle 10 W x 0.5 s; accelerator 5 W x sort + 1 W x (0.5 - sort); device 5 W x 0.4 s + 1 W x 0.1 s.
+        let want = 5.0 + 5.0 * sort + (0.5 - sort) + 2.1;
+        assert!(approx(m.energy_j, want), "{} vs {want}", m.energy_j);
     }
 
     #[test]
@@ -310,10 +379,17 @@ mod tests {
 
     #[test]
     fn phases_add_up_and_the_host_can_be_the_bottleneck() {
-        let host = HostWork::single("search", 2_000_000_000);
+        let host = HostWork::counted(ledger(&[(work::SEARCH_BYTES, 2_000_000_000)]), 0);
         let ph = PhaseUsage { name: "host".into(), devices: vec![DeviceCounters::default()], host };
         let m = model(&tiny(), &[ph.clone(), ph]);
         assert!(approx(m.time_s, 4.0));
         assert_eq!(m.phases[1].bottleneck, "host cpu");
+    }
+
+    #[test]
+    fn work_without_a_price_is_named_not_hidden() {
+        let host = HostWork::counted(ledger(&[("teleport.bytes", 5)]), 0);
+        let m = model(&tiny(), &[PhaseUsage { name: "h".into(), devices: vec![], host }]);
+        assert_eq!(m.unpriced.iter().collect::<Vec<_>>(), vec!["teleport.bytes"]);
     }
 }

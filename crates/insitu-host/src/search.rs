@@ -20,6 +20,8 @@ use crate::blob::for_each_piece;
 use crate::buffer::DeviceBuffer;
 use crate::catalog::ObjectEntry;
 use crate::error::{HostError, Result};
+use insitu_device::work::{self, Ledger};
+
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
 use crate::units::human_bytes;
@@ -179,13 +181,14 @@ fn search_host(
     want_offsets: bool,
 ) -> Result<(SearchResult, HostWork)> {
     let mut stream = StreamSearch::new(finder, 0, want_offsets);
-    let mut cpu_ns = 0u64;
+    let (mut cpu_ns, mut work) = (0u64, Ledger::new());
     for_each_piece(array, entry, |_, data| {
         let c0 = thread_cpu_ns();
+        work::add(&mut work, work::SEARCH_BYTES, data.len() as u64);
         stream.feed(data);
         cpu_ns += thread_cpu_ns().saturating_sub(c0);
         Ok(())
     })?;
     let (count, offsets) = stream.finish();
-    Ok((SearchResult { count, offsets }, HostWork::single("search", cpu_ns)))
+    Ok((SearchResult { count, offsets }, HostWork::counted(work, cpu_ns)))
 }

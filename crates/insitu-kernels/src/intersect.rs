@@ -82,17 +82,25 @@ pub fn intersect2(a: &[u32], b: &[u32]) -> Vec<u32> {
 
 /// SvS over k lists: shortest first, the running result against the next shortest.
 pub fn intersect_k(lists: &[&[u32]]) -> Vec<u32> {
+    intersect_k_steps(lists).0
+}
+
+/// [`intersect_k`], also returning the sizes of the two lists of each pairwise step (the running result,
+/// then the next list), which a cost model counts.
+pub fn intersect_k_steps(lists: &[&[u32]]) -> (Vec<u32>, Vec<(usize, usize)>) {
     let mut order: Vec<&[u32]> = lists.to_vec();
     order.sort_by_key(|l| l.len());
-    let Some((first, rest)) = order.split_first() else { return Vec::new() };
+    let Some((first, rest)) = order.split_first() else { return (Vec::new(), Vec::new()) };
     let mut acc = first.to_vec();
+    let mut steps = Vec::with_capacity(rest.len());
     for l in rest {
         if acc.is_empty() {
             break;
         }
+        steps.push((acc.len(), l.len()));
         acc = intersect2(&acc, l);
     }
-    acc
+    (acc, steps)
 }
 
 /// Where a list is not strictly increasing: the first position `i` with `ids[i] <= ids[i - 1]`.

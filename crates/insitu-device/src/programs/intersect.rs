@@ -7,12 +7,13 @@
 //! ID. With `lo`/`hi` only IDs in `lo..hi` are kept: the host splits lists that do not fit the session's
 //! memory into ID ranges and runs one partition at a time.
 
-use insitu_kernels::intersect::intersect_k;
+use insitu_kernels::intersect::intersect_k_steps;
 use insitu_kernels::le;
 
 use crate::error::Result;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{Returned, SvsArgs, SvsOutput};
+use crate::work;
 
 /// Loads the IDs of `list` in `lo..hi` through a staging buffer of `staging` bytes; returns them with
 /// their entry positions.
@@ -47,6 +48,7 @@ fn load_ids(
         }
         at += n;
     }
+    ctx.work(|w| work::add(w, work::INTERSECT_ENTRIES, size / entry));
     Ok((ids, positions))
 }
 
@@ -67,7 +69,12 @@ pub(crate) fn svs(ctx: &ProgramContext<'_>, a: SvsArgs) -> Result<SvsOutput> {
         loaded.push((ids, pos, mem));
     }
     let refs: Vec<&[u32]> = loaded.iter().map(|(ids, _, _)| ids.as_slice()).collect();
-    let result = intersect_k(&refs);
+    let (result, steps) = intersect_k_steps(&refs);
+    ctx.work(|w| {
+        for (short, long) in steps {
+            work::add(w, work::INTERSECT_ACCESSES, work::intersect_accesses(short as u64, long as u64));
+        }
+    });
     let width = match a.returned {
         Returned::Count => 0,
         Returned::Ids => 4,

@@ -15,6 +15,7 @@ use crate::program::ProgramContext;
 use crate::protocol::programs::{
     DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOutput, KeyColumn, RowShape, SortArgs, SortOutput,
 };
+use crate::work::{self, SortClass};
 
 /// A key column ready to be read in row ranges (a dictionary is read once, up front).
 enum KeySource<'a> {
@@ -68,7 +69,12 @@ impl<'a> KeySource<'a> {
                 let mut raw = vec![0u8; (n * cw) as usize];
                 ctx.read_object(codes, first * cw, &mut raw)?;
                 let codes = Codes::from_bytes(*code_bits, &raw).ok_or_else(|| ctx.bad("bad data page"))?;
-                key_type.decode_dict(dict, &codes).map_err(|e| ctx.bad(e.to_string()))
+                let values = key_type.decode_dict(dict, &codes).map_err(|e| ctx.bad(e.to_string()))?;
+                ctx.work(|w| {
+                    work::add(w, work::DECODE_CODES, n);
+                    work::add(w, work::DECODE_OUT_BYTES, values.len() as u64);
+                });
+                Ok(values)
             }
         }
     }
@@ -158,6 +164,7 @@ pub(crate) fn sort(ctx: &ProgramContext<'_>, a: SortArgs) -> Result<SortOutput> 
         let _mem = ctx.reserve(rows * per_row)?;
         let keys = src.read(ctx, 0, rows)?;
         let sorted = sort_key_bytes(&keys, kt, 0, a.algo);
+        ctx.work(|w| SortClass::count(w, work::SORT, kt.width() as u32 * 8, rows));
         ctx.write_object(&a.out, "sorted-indices", attrs, &encode_sorted(&sorted))?;
         return Ok(SortOutput { rows, runs: 1 });
     }
@@ -169,11 +176,13 @@ pub(crate) fn sort(ctx: &ProgramContext<'_>, a: SortArgs) -> Result<SortOutput> 
         let _mem = ctx.reserve(n * per_row)?;
         let keys = src.read(ctx, first, n)?;
         let sorted = sort_key_bytes(&keys, kt, first as u32, a.algo);
+        ctx.work(|w| SortClass::count(w, work::SORT, kt.width() as u32 * 8, n));
         let name = format!("{}.run{}", a.out, runs.len());
         ctx.write_object(&name, "sort-run", BTreeMap::new(), &encode_sorted(&sorted))?;
         runs.push((name, n));
         first += n;
     }
+    ctx.work(|w| work::count_merge(w, runs.len() as u64, rows));
     let merged = merge_runs_from_flash(ctx, &runs, IndexLayout::for_key(kt), &a.out, attrs, budget);
     for (name, _) in &runs {
         let _ = ctx.delete(name);
@@ -202,6 +211,8 @@ fn sort_bytes(
     }
     let keys: Vec<&[u8]> = offs.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
     let order = sort_byte_keys(&keys, 0, algo);
+    // Byte-string keys are priced as 64-bit keys: a sorting network compares a fixed-width prefix.
+    ctx.work(|w| SortClass::count(w, work::SORT, 64, rows));
     let attrs = index_attrs(None, IndexLayout::Rows, rows);
     ctx.write_object(out, "sorted-indices", attrs, &le::encode_u32s(&order))?;
     Ok(SortOutput { rows, runs: 1 })
@@ -352,5 +363,9 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
             }
         }
     }
+    ctx.work(|w| {
+        work::add(w, work::GATHER_ROWS, count);
+        work::add(w, work::GATHER_BYTES, written as u64);
+    });
     Ok(GatherOutput { bytes: written as u64, rows: count, offsets: (!offsets.is_empty()).then_some(offsets) })
 }

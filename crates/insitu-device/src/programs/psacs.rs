@@ -23,6 +23,7 @@ use insitu_kernels::shuffle::{
 use crate::error::Result;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{KeyColumn, RowShape, ShuffleArgs, ShuffleOutput};
+use crate::work::{self, SortClass};
 
 /// Bytes the Writer gathers before one append to flash.
 const WRITE_BUFFER: usize = 4 << 20;
@@ -99,6 +100,16 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
                 compose_records(&rows, &offs, spec.format.bitmap, &key_part).map_err(|e| ctx.failed(e))?
             };
             let grouped = group_records(&records, &rec_offs, &spec).map_err(|e| ctx.failed(e))?;
+            // Partitioner, Sorter (8-byte (PID, RowID) pairs, §IV-C) and Gather; a dictionary key is
+            // decoded as the Reader composes the records.
+            ctx.work(|w| {
+                work::add(w, work::SHUFFLE_HASH_ROWS, count);
+                SortClass::count(w, work::SHUFFLE_SORT, 64, count);
+                work::add(w, work::SHUFFLE_GATHER_BYTES, records.len() as u64);
+                if matches!(key, StoredKey::Dict { .. }) {
+                    work::add(w, work::DECODE_CODES, count);
+                }
+            });
             if tiled {
                 // Counted before it is stored, so a batch cut off half-stored is cleaned up too.
                 batches += 1;
@@ -198,11 +209,13 @@ fn merge_and_write(
                             o[0],
                             o[hi - lo] - o[0],
                         )?);
+                        ctx.work(|w| work::add(w, work::SHUFFLE_MERGE_BYTES, o[hi - lo] - o[0]));
                         offs.extend(o[1..].iter().map(|x| x - o[0] + base));
                     }
                 }
             }
             raw += recs.len() as u64;
+            ctx.work(|w| work::add(w, work::ENCODE_BYTES, recs.len() as u64));
             let chunks = encode_partition(&recs, &offs, spec).map_err(|e| ctx.failed(e))?;
             index_entry(&mut index, offs.len() as u64 - 1, written, &chunks);
             for c in &chunks {

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{HeadsArgs, HeadsOutput, SearchArgs, SearchOutput};
 use crate::stripe::StripeLayout;
+use crate::work;
 
 /// Longest pattern accepted (a match then spans at most two stripes of the default unit).
 pub const MAX_PATTERN_BYTES: usize = 64 << 10;
@@ -80,6 +81,7 @@ pub(crate) fn search(ctx: &ProgramContext<'_>, a: SearchArgs) -> Result<SearchOu
         count += n;
         offsets.extend(o.into_iter().flatten());
     }
+    ctx.work(|w| work::add(w, work::SEARCH_BYTES, part.size));
     Ok(SearchOutput { count, bytes_scanned: part.size, offsets: a.offsets.then_some(offsets) })
 }
 

@@ -119,7 +119,7 @@ pub fn predict(profile: &Profile, w: &Workload) -> Result<Prediction> {
         ],
         host_ms,
         device_ms,
-        host_j: host_ms * 1e-3 * profile.power.host_active_w,
+        host_j: host_ms * 1e-3 * profile.host.active_w,
         device_j: device_ms * 1e-3 * profile.power.device_active_w,
         faster: if device_ms < host_ms { "device" } else { "host" },
     })

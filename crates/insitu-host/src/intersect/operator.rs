@@ -8,7 +8,7 @@
 use insitu_device::protocol::{Identify, SvsArgs};
 use insitu_device::sys::thread_cpu_ns;
 use insitu_device::DeviceError;
-use insitu_kernels::intersect::intersect_k;
+use insitu_kernels::intersect::intersect_k_steps;
 use insitu_kernels::le;
 use serde::Serialize;
 use serde_json::json;
@@ -18,6 +18,8 @@ use crate::catalog::EntryKind;
 use crate::error::{HostError, Result};
 use crate::intersect::model::{predict, Workload};
 use crate::intersect::session::{Session, POLL_INTERVAL};
+use insitu_device::work::{self, Ledger};
+
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
 
@@ -215,7 +217,12 @@ fn on_host(
     let ids: Vec<Vec<u32>> =
         datas.iter().map(|d| d.chunks_exact(s as usize).map(le::u32_at).collect()).collect();
     let refs: Vec<&[u32]> = ids.iter().map(|v| v.as_slice()).collect();
-    let result = intersect_k(&refs);
+    let (result, steps) = intersect_k_steps(&refs);
+    let mut work = Ledger::new();
+    work::add(&mut work, work::INTERSECT_ENTRIES, ids.iter().map(|l| l.len() as u64).sum());
+    for (short, long) in steps {
+        work::add(&mut work, work::INTERSECT_ACCESSES, work::intersect_accesses(short as u64, long as u64));
+    }
     let mut answer = Answer { count: result.len() as u64, ids: Vec::new(), entries: Vec::new() };
     match output {
         Output::Ids => answer.ids = result,
@@ -230,6 +237,6 @@ fn on_host(
         }
         Output::Count => {}
     }
-    measure.phase("intersect", array, HostWork::single("intersect", thread_cpu_ns() - c0))?;
+    measure.phase("intersect", array, HostWork::counted(work, thread_cpu_ns() - c0))?;
     Ok(answer)
 }

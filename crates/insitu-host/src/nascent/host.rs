@@ -8,6 +8,8 @@ use insitu_kernels::gather::{gather_fixed, gather_var};
 use insitu_kernels::keys::{sort_byte_keys, sort_key_bytes};
 use insitu_kernels::le;
 
+use insitu_device::work::{self, Ledger, SortClass};
+
 use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::model::HostWork;
@@ -23,20 +25,26 @@ fn sort_part(
     key: &HostKey,
     rows: &[u8],
     offsets: &[u64],
+    work: &mut Ledger,
 ) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let damaged = |detail: String| HostError::Damaged { name: job.table.into(), detail };
     let order: Vec<u32> = match key {
         HostKey::Bytes { data, offsets } => {
             let keys: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+            SortClass::count(work, work::SORT, 64, keys.len() as u64);
             sort_byte_keys(&keys, 0, job.algo)
         }
         HostKey::Plain(bytes) => {
             let kt = p.key.key_type().ok_or_else(|| damaged("a plain key without a type".into()))?;
+            SortClass::count(work, work::SORT, kt.width() as u32 * 8, (bytes.len() / kt.width()) as u64);
             sort_key_bytes(bytes, kt, 0, job.algo).rows()
         }
         HostKey::Dict { dictionary, codes } => {
             let kt = p.key.key_type().ok_or_else(|| damaged("a dictionary key without a type".into()))?;
             let bytes = kt.decode_dict(dictionary, codes).map_err(|e| damaged(e.to_string()))?;
+            work::add(work, work::DECODE_CODES, codes.len() as u64);
+            work::add(work, work::DECODE_OUT_BYTES, bytes.len() as u64);
+            SortClass::count(work, work::SORT, kt.width() as u32 * 8, codes.len() as u64);
             sort_key_bytes(&bytes, kt, 0, job.algo).rows()
         }
     };
@@ -62,6 +70,9 @@ fn sort_part(
             objects.push(("keyoff", le::encode_u64s(&offs)));
         }
     }
+    // The shuffle: every row (and its key) gathered by the sorted order.
+    work::add(work, work::GATHER_ROWS, order.len() as u64);
+    work::add(work, work::GATHER_BYTES, objects.iter().map(|(_, d)| d.len() as u64).sum());
     Ok(objects)
 }
 
@@ -73,13 +84,21 @@ pub(crate) fn sort_on_host(
     accel: bool,
     measure: &mut Measure,
 ) -> Result<Vec<PartInfo>> {
-    let mut cpu = 0u64;
+    if accel && array.profile().host.accelerator.is_none() {
+        let host = &array.profile().host.name;
+        return Err(HostError::InvalidArgument(format!(
+            "host {host} has no accelerator beside it (its profile has no [accelerator]): the host-accel \
+             placement needs one; i7-8700 has NASCENT's Alveo U250"
+        )));
+    }
+    let (mut cpu, mut work) = (0u64, Ledger::new());
     for (i, dev) in job.devices.iter().enumerate() {
         let (p, dev) = (&job.info.parts[i], *dev);
         let (rows, offsets) = read_rows(array, dev, job.table, p)?;
         let key = read_key(array, dev, job.table, p)?;
         let c0 = thread_cpu_ns();
-        let objects = sort_part(job, p, &key, &rows, &offsets)?;
+        let mut part_work = Ledger::new();
+        let objects = sort_part(job, p, &key, &rows, &offsets, &mut part_work)?;
         let part_cpu = thread_cpu_ns() - c0;
         cpu += part_cpu;
         let moved: u64 = objects.iter().map(|(_, d)| d.len() as u64).sum::<u64>() * 2;
@@ -87,12 +106,14 @@ pub(crate) fn sort_on_host(
             write_object(array, dev, &format!("{}#{suffix}", job.out), "table-part", data)?;
         }
         if accel {
-            let work = HostWork::single("sort", part_cpu).on_accelerator(moved);
-            measure.phase(&format!("dev{dev}"), array, work)?;
+            let on = HostWork::counted(part_work, part_cpu).on_accelerator(moved);
+            measure.phase(&format!("dev{dev}"), array, on)?;
+        } else {
+            work::add_all(&mut work, &part_work);
         }
     }
     if !accel {
-        measure.phase("sort", array, HostWork::single("sort", cpu))?;
+        measure.phase("sort", array, HostWork::counted(work, cpu))?;
     }
     Ok(job.info.parts.clone())
 }

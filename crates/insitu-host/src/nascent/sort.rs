@@ -20,6 +20,8 @@ use serde_json::json;
 use crate::array::{validate_user_name, Array};
 use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
+use insitu_device::work::{self, Ledger};
+
 use crate::model::HostWork;
 use crate::nascent::job::SortJob;
 use crate::report::{Measure, Report};
@@ -121,7 +123,12 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
                 return Err(e);
             }
         };
-        measure.phase("merge", array, HostWork::single("merge", thread_cpu_ns() - c0))?;
+        // A k-way merge of the devices' parts, every row moved once into the merged order.
+        let mut work = Ledger::new();
+        work::count_merge(&mut work, entry.devices.len() as u64, merged);
+        work::add(&mut work, work::GATHER_ROWS, merged);
+        work::add(&mut work, work::GATHER_BYTES, entry.size);
+        measure.phase("merge", array, HostWork::counted(work, thread_cpu_ns() - c0))?;
         result["merged"] = json!({ "output": path, "rows": merged });
         headline.push_str(&format!("\n  merged {merged} rows into {}", path.display()));
     } else if entry.devices.len() > 1 {

@@ -9,6 +9,8 @@ use insitu_kernels::shuffle::{
     ShuffleError, ShuffleSpec, StoredKey,
 };
 
+use insitu_device::work::{self, Ledger, SortClass};
+
 use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::model::HostWork;
@@ -81,7 +83,7 @@ pub(crate) fn shuffle_on_host(
 ) -> Result<(u64, u64)> {
     let ShuffleJob { table, out, devices, info, rf, fields, opts } = *job;
     let (mut stored, mut raw) = (0u64, 0u64);
-    let mut cpu = 0u64;
+    let (mut cpu, mut work) = (0u64, Ledger::new());
     for (i, dev) in devices.iter().enumerate() {
         let p = &info.parts[i];
         let key = stored_key(p, read_key(array, *dev, table, p)?);
@@ -99,6 +101,22 @@ pub(crate) fn shuffle_on_host(
         let c0 = process_cpu_ns();
         let n = offsets.len() - 1;
         let per = n.div_ceil(threads).max(1);
+        // The work, as the device counts it: a dictionary key decoded by the Reader; per thread, keys
+        // hashed, (PID, RowID) pairs sorted (sort-based grouping) and records gathered; partitions
+        // concatenated across threads and encoded.
+        if matches!(key, StoredKey::Dict { .. }) {
+            work::add(&mut work, work::DECODE_CODES, n as u64);
+        }
+        for t in 0..threads {
+            let share = (((t + 1) * per).min(n) - (t * per).min(n)) as u64;
+            work::add(&mut work, work::SHUFFLE_HASH_ROWS, share);
+            if opts.placement != ShufflePlacement::HostBucket {
+                SortClass::count(&mut work, work::SHUFFLE_SORT, 64, share);
+            }
+        }
+        work::add(&mut work, work::SHUFFLE_GATHER_BYTES, records.len() as u64);
+        work::add(&mut work, work::SHUFFLE_MERGE_BYTES, records.len() as u64);
+        work::add(&mut work, work::ENCODE_BYTES, records.len() as u64);
         // Each thread groups its share of the records.
         let grouped: Vec<Grouped> = on_threads(threads, |t| {
             let (lo, hi) = ((t * per).min(n), ((t + 1) * per).min(n));
@@ -142,8 +160,6 @@ pub(crate) fn shuffle_on_host(
         write_object(array, *dev, &format!("{out}#data"), "shuffle-data", &data)?;
         write_object(array, *dev, &format!("{out}#index"), "shuffle-index", &index)?;
     }
-    let mut work = HostWork::single("shuffle", cpu);
-    work.threads = threads as u32;
-    measure.phase("shuffle", array, work)?;
+    measure.phase("shuffle", array, HostWork::counted(work, cpu).on_threads(threads as u32))?;
     Ok((stored, raw))
 }

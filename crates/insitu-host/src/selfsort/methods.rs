@@ -28,6 +28,8 @@ use serde_json::json;
 use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::lba::{self, Blocks};
+use insitu_device::work::{self, Ledger, SortClass};
+
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
 use crate::selfsort::ops::{self, Interface};
@@ -243,7 +245,11 @@ pub fn sort(
             if method == Method::MergeSort {
                 progress("merge (W)");
                 let cpu = merge_runs(array, job, &extents, output_lba)?;
-                ph.end("merge (W)", HostWork::single("merge", cpu))?;
+                // A k-way merge of the runs, every record copied once into the output.
+                let mut work = Ledger::new();
+                work::count_merge(&mut work, extents.len() as u64, n);
+                work::add(&mut work, work::GATHER_BYTES, size);
+                ph.end("merge (W)", HostWork::counted(work, cpu))?;
                 progress("read");
                 lba::read_stream_in(
                     array,
@@ -332,7 +338,12 @@ fn partial_sort(
                 .map_err(HostError::device(job.device))?;
         }
         extents.push(RunExtent { lba, records: to - from });
-        ph.end(PARTIAL_WRITE, HostWork::single("sort", cpu))?;
+        // A sort of the chunk's keys, then every record gathered into key order.
+        let mut work = Ledger::new();
+        SortClass::count(&mut work, work::SORT, fmt.key_size * 8, to - from);
+        work::add(&mut work, work::GATHER_ROWS, to - from);
+        work::add(&mut work, work::GATHER_BYTES, (to - from) * r);
+        ph.end(PARTIAL_WRITE, HostWork::counted(work, cpu))?;
         i += 1;
     }
     Ok(extents)

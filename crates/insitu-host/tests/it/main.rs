@@ -5,6 +5,7 @@
 mod intersect;
 mod layering;
 mod message;
+mod model;
 mod psacs;
 mod tables;
 
