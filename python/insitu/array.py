@@ -322,7 +322,8 @@ class Array:
 
 
 def profiles() -> List[Dict[str, str]]:
-    """The built-in hardware profiles: ``[{"name": ..., "description": ...}]``."""
+    """The built-in hardware profiles: ``[{"name": ..., "description": ..., "host": ...}]`` (``host``: the
+    host profile their host work is modeled on, the machine of the profile's paper)."""
     return json.loads(_insitu.profiles())
 
 

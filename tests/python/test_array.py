@@ -118,9 +118,9 @@ def test_reports_model_the_same_work_the_same(make_array):
         sorts.append(a.sort("o", "id")[1])
     # Storing is priced from counted bytes alone: the same to the last digit.
     assert puts[0].modeled == puts[1].modeled and puts[0].modeled_time_s > 0
-    # A device program is still priced from its measured CPU time (issue 13 makes it counted work), so
-    # only the counted parts of a sort are compared.
+    # So is sorting: its device time is counted work priced by the profile's kernels, not CPU time.
     one, two = sorts
+    assert one.modeled == two.modeled
     assert one.bytes == two.bytes and one.ops == two.ops
     assert one.modeled_time_s > 0 and one.modeled_energy_j > 0
     d = one.to_dict()

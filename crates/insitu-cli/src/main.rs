@@ -33,6 +33,10 @@ struct Cli {
     /// Seconds to wait while another insitu process uses the array, before giving up (0: fail at once).
     #[arg(long, global = true, env = "INSITU_WAIT", default_value_t = 5.0)]
     wait: f64,
+    /// Model host work on this host (a built-in host profile, see `insitu profiles`, or a TOML file)
+    /// instead of the one the device profile names.
+    #[arg(long, global = true, env = "INSITU_HOST_PROFILE")]
+    host_profile: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -145,6 +149,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         transport,
         quiet: cli.json,
         wait_s: cli.wait,
+        host: cli.host_profile.as_deref().map(insitu_host::profile::HostProfile::load).transpose()?,
     };
     match cli.cmd {
         Cmd::Init(c) => c.run(&ctx),

@@ -43,6 +43,8 @@ pub struct OpenOptions {
     pub transport: DeviceTransport,
     /// How long to wait for another process to release the array before failing (default: not at all).
     pub lock_wait: std::time::Duration,
+    /// Model host work on this host instead of the one the array's profile names (not stored).
+    pub host: Option<insitu_device::HostProfile>,
 }
 
 /// What opening the array cleaned up.
@@ -292,7 +294,10 @@ impl Array {
     }
 
     fn open_locked(dir: &Path, lock: File, opts: OpenOptions) -> Result<Array> {
-        let config = ArrayConfig::load(dir)?;
+        let mut config = ArrayConfig::load(dir)?;
+        if let Some(h) = &opts.host {
+            config.profile.host = h.clone();
+        }
         let catalog = Catalog::load(dir)?;
         let opened = crate::devices::open(dir, config.devices, &opts.transport)?;
         // A device that does not open is offline: the others serve what does not need it. With none

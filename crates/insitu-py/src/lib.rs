@@ -17,13 +17,13 @@ mod sys;
 
 use pyo3::prelude::*;
 
-/// The built-in hardware profiles, as JSON: `[{"name": ..., "description": ...}, ...]`.
+/// The built-in hardware profiles, as JSON: `[{"name": ..., "description": ..., "host": ...}, ...]`.
 #[pyfunction]
 fn profiles() -> PyResult<String> {
     let mut list = Vec::new();
     for (name, _) in insitu_host::profile::BUILTIN {
         let p = insitu_host::Profile::load(name).map_err(error::from_device)?;
-        list.push(serde_json::json!({ "name": p.name, "description": p.description }));
+        list.push(serde_json::json!({ "name": p.name, "description": p.description, "host": p.host.name }));
     }
     Ok(serde_json::Value::Array(list).to_string())
 }

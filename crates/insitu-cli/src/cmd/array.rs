@@ -39,7 +39,7 @@ pub struct Init {
 
 impl Init {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
-        let profile = Profile::load(&self.profile)?;
+        let profile = ctx.profile(&self.profile)?;
         let capacity = self.capacity.as_deref().map(parse_size).transpose()?;
         let unit = self.stripe_unit.as_deref().map(parse_size).transpose()?;
         // An appliance's topology is checked before anything is created.
@@ -131,10 +131,18 @@ pub fn profiles(ctx: &Ctx) -> Result<ExitCode> {
     let mut text = String::new();
     for (name, _) in insitu_host::profile::BUILTIN {
         let p = Profile::load(name)?;
-        text.push_str(&format!("{:<14} {}\n", p.name, p.description));
-        list.push(json!({ "name": p.name, "description": p.description }));
+        text.push_str(&format!("{:<14} {} (host: {})\n", p.name, p.description, p.host.name));
+        list.push(json!({ "name": p.name, "description": p.description, "host": p.host.name }));
     }
-    ctx.out.plain("profiles", json!(list), text.trim_end());
+    text.push_str("\nhosts (--host-profile):\n");
+    let mut hosts = Vec::new();
+    for (name, _) in insitu_host::profile::BUILTIN_HOSTS {
+        let h = insitu_host::profile::HostProfile::load(name)?;
+        text.push_str(&format!("{:<16} {}\n", h.name, h.description));
+        hosts.push(json!({ "name": h.name, "description": h.description }));
+    }
+    let list = json!({ "devices": list, "hosts": hosts });
+    ctx.out.plain("profiles", list, text.trim_end());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -126,12 +126,12 @@ fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
         std::fs::remove_dir_all(data)
             .with_context(|| format!("cannot clear the old demo at {}", data.display()))?;
     }
-    let profile = Profile::load(profile)?;
+    let profile = ctx.profile(profile)?;
     let capacity = (size * 2 / devices as u64).max(256 << 20);
     let array = Array::init(data, devices, profile, Some(capacity), None)?;
     std::fs::write(data.join(".insitu-demo"), b"made by `insitu demo`\n")?;
     array.close()?;
-    let opts = OpenOptions { transport: ctx.transport.clone(), ..Default::default() };
+    let opts = OpenOptions { transport: ctx.transport.clone(), host: ctx.host.clone(), ..Default::default() };
     let mut array = Array::open(data, opts)?;
 
     let corpus = data.join("corpus.txt");

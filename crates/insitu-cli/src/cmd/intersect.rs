@@ -10,7 +10,6 @@ use insitu_host::intersect::lists::{index_text, put_list, IdFormat};
 use insitu_host::intersect::model::{predict, render, Workload};
 use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
 use insitu_host::units::parse_size;
-use insitu_host::Profile;
 use serde_json::json;
 
 use crate::cmd::{name_for, Ctx};
@@ -211,7 +210,7 @@ pub struct ModelIntersect {
 impl ModelCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let ModelCmd::Intersect(m) = self;
-        let profile = Profile::load(&m.profile)?;
+        let profile = ctx.profile(&m.profile)?;
         let w = Workload::from_sizes(
             parse_size(&m.size1)? as f64,
             parse_size(&m.size2)? as f64,

@@ -30,14 +30,29 @@ pub struct Ctx {
     pub quiet: bool,
     /// Seconds to wait for another process to release the array (`--wait`).
     pub wait_s: f64,
+    /// `--host-profile`: the host that host work is modeled on, instead of the profile's own.
+    pub host: Option<insitu_host::profile::HostProfile>,
 }
 
 impl Ctx {
+    /// A device profile by name or path, with the host of `--host-profile` if one was given.
+    pub fn profile(&self, name: &str) -> insitu_host::Result<insitu_host::Profile> {
+        let mut p = insitu_host::Profile::load(name)?;
+        if let Some(h) = &self.host {
+            p.host = h.clone();
+        }
+        Ok(p)
+    }
+
     /// Opens the array (recovering it, and saying what recovery removed).
     pub fn open(&self) -> Result<Array> {
         let array = self.when_free(|lock_wait| {
-            let opts =
-                OpenOptions { faults: FaultPlan::from_env(), transport: self.transport.clone(), lock_wait };
+            let opts = OpenOptions {
+                faults: FaultPlan::from_env(),
+                transport: self.transport.clone(),
+                lock_wait,
+                host: self.host.clone(),
+            };
             Array::open(&self.data, opts)
         })?;
         let r = array.open_report();

@@ -104,14 +104,20 @@ impl ReproCmd {
         match self {
             ReproCmd::Intersect { scale, work } => {
                 let work = work.unwrap_or_else(default_work);
-                let pts = insitu_host::intersect::repro::repro_intersect(&work, scale, &progress)?;
+                let profile = ctx.profile("smartssd-2016")?;
+                let pts = insitu_host::intersect::repro::repro_intersect(&work, scale, &profile, &progress)?;
                 let text = insitu_host::intersect::repro::render(&pts, scale);
                 ctx.out.plain("repro intersect", json!(pts), text.trim_end());
             }
             ReproCmd::Psacs { tpch, partitions, threads, profile, work } => {
                 let work = work.unwrap_or_else(default_work);
                 let ws = insitu_host::psacs::repro::repro_psacs(
-                    &tpch, &work, partitions, &threads, &profile, &progress,
+                    &tpch,
+                    &work,
+                    partitions,
+                    &threads,
+                    &ctx.profile(&profile)?,
+                    &progress,
                 )?;
                 let text = insitu_host::psacs::repro::render(&ws, partitions, &profile);
                 ctx.out.plain("repro psacs", json!(ws), text.trim_end());
@@ -126,7 +132,7 @@ impl ReproCmd {
                     runs,
                     request_bytes: insitu_host::units::parse_size(&request)?,
                     seed: 42,
-                    profile: insitu_host::Profile::load(&profile)?,
+                    profile: ctx.profile(&profile)?,
                     workdir: work.unwrap_or_else(default_work).join("selfsort"),
                 };
                 let r = repro::run(&opts, &progress)?;
@@ -134,7 +140,7 @@ impl ReproCmd {
             }
             ReproCmd::BluedbmNet { profile } => {
                 use insitu_host::bluedbm::repro;
-                let figures = repro::run(&insitu_host::Profile::load(&profile)?, &progress)?;
+                let figures = repro::run(&ctx.profile(&profile)?, &progress)?;
                 ctx.out.plain("repro bluedbm-net", json!(figures), repro::render(&figures).trim_end());
             }
             ReproCmd::Nascent { devices, profile, algo, work } => {
@@ -146,7 +152,7 @@ impl ReproCmd {
                 let rows = insitu_host::nascent::repro::repro_nascent(
                     &work,
                     &counts,
-                    &profile,
+                    &ctx.profile(&profile)?,
                     algo.into(),
                     &progress,
                 )?;

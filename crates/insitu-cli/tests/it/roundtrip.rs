@@ -114,11 +114,41 @@ fn stats_and_profiles_describe_the_array() {
         (st["result"]["disk_bytes"].as_u64().unwrap(), st["result"]["apparent_bytes"].as_u64().unwrap());
     assert!(disk < apparent / 10, "an empty array's images take little room: {disk} of {apparent}");
     let p = env.json(&["profiles"]);
-    let names: Vec<_> =
-        p["result"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap().to_string()).collect();
+    let names = |what: &str| -> Vec<String> {
+        p["result"][what]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap().to_string())
+            .collect()
+    };
     for want in ["smartssd", "smartssd-2016", "jasmine", "bluedbm", "tiny"] {
-        assert!(names.contains(&want.to_string()), "{names:?}");
+        assert!(names("devices").contains(&want.to_string()), "{p}");
     }
+    for want in ["i7-8700", "skylake-sp-44", "i7-2016", "core-i5-jasmine", "xeon-bluedbm"] {
+        assert!(names("hosts").contains(&want.to_string()), "{p}");
+    }
+}
+
+#[test]
+fn host_work_is_modeled_on_the_host_asked_for() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    let data = env.write("in.txt", "a needle in a haystack ".repeat(50_000).as_bytes());
+    env.json(&["put", s(&data), "--name", "o"]);
+    let host_s = |host: Option<&str>| {
+        let mut args = vec!["search", "o", "hay", "--placement", "host"];
+        if let Some(h) = host {
+            args.extend(["--host-profile", h]);
+        }
+        env.json(&args)["modeled"]["phases"][0]["host_s"].as_f64().unwrap()
+    };
+    // tiny's own host scans a byte a cycle at 1 GHz; the i7-8700 at 0.46 cycles a byte at 4.6 GHz.
+    let (own, i7) = (host_s(None), host_s(Some("i7-8700")));
+    assert!((own - 1_150_000e-9).abs() < 1e-12, "{own}");
+    assert!((i7 - 1_150_000.0 * 0.46 / 4.6e9).abs() < 1e-12, "{i7}");
+    let err = env.fails(&["search", "o", "hay", "--host-profile", "pentium"]);
+    assert!(err.contains("pentium") && err.contains("i7-8700"), "{err}");
 }
 
 #[test]

@@ -84,12 +84,16 @@ fn point(
     })
 }
 
-/// Runs the three sweeps.
-pub fn repro_intersect(work: &Path, scale: f64, progress: &dyn Fn(&str)) -> Result<Vec<Point>> {
+/// Runs the three sweeps on `profile` (the paper's is `smartssd-2016`).
+pub fn repro_intersect(
+    work: &Path,
+    scale: f64,
+    profile: &Profile,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Point>> {
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(HostError::InvalidArgument(format!("--scale must be in (0, 1], not {scale}")));
     }
-    let profile = Profile::load("smartssd-2016")?;
     std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
     let dir = work.join("intersect-array");
     if dir.exists() {

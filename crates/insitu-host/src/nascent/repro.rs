@@ -37,11 +37,10 @@ pub struct ReproRow {
 pub fn repro_nascent(
     work: &Path,
     counts: &[u32],
-    profile: &str,
+    profile: &Profile,
     algo: SortAlgo,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<ReproRow>> {
-    let profile = Profile::load(profile)?;
     std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
     let mut rows = Vec::new();
     for &n in counts {

@@ -73,10 +73,9 @@ pub fn repro_psacs(
     work: &Path,
     partitions: u32,
     threads: &[usize],
-    profile: &str,
+    profile: &Profile,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Workload>> {
-    let profile = Profile::load(profile)?;
     // Every input is checked before any work starts.
     let missing: Vec<String> = WORKLOADS
         .iter()
