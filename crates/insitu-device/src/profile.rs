@@ -629,6 +629,7 @@ mod tests {
             work::GATHER_BYTES,
             work::SEARCH_BYTES,
             work::SHUFFLE_HASH_ROWS,
+            work::SHUFFLE_GATHER_ROWS,
             work::SHUFFLE_GATHER_BYTES,
             work::SHUFFLE_MERGE_BYTES,
             work::ENCODE_BYTES,

@@ -27,6 +27,9 @@ pub const GATHER_BYTES: &str = "gather.bytes";
 pub const SEARCH_BYTES: &str = "search.bytes";
 /// A shuffle key hashed to its partition (PSACS's Partitioner, §III-B).
 pub const SHUFFLE_HASH_ROWS: &str = "shuffle.hash_rows";
+/// A record placed at a random position by a shuffle's grouping (PSACS's Gather reads it from its
+/// scratchpad, §IV-C; software reads, or appends to a bucket, at a random place in memory).
+pub const SHUFFLE_GATHER_ROWS: &str = "shuffle.gather_rows";
 /// Bytes of records gathered into partition order (PSACS's Gather, §III-C).
 pub const SHUFFLE_GATHER_BYTES: &str = "shuffle.gather_bytes";
 /// Bytes the Merger moved to concatenate a partition across batches (PSACS §IV-B, Fig. 8).

@@ -44,6 +44,16 @@ impl Ctx {
         Ok(p)
     }
 
+    /// [`Ctx::profile`], with `paper_host` when `--host-profile` was not given (a repro of a paper whose
+    /// host is not the one the device profile names).
+    pub fn profile_on(&self, name: &str, paper_host: &str) -> insitu_host::Result<insitu_host::Profile> {
+        let mut p = self.profile(name)?;
+        if self.host.is_none() {
+            p.host = insitu_host::profile::HostProfile::load(paper_host)?;
+        }
+        Ok(p)
+    }
+
     /// Opens the array (recovering it, and saying what recovery removed).
     pub fn open(&self) -> Result<Array> {
         let array = self.when_free(|lock_wait| {

@@ -111,15 +111,12 @@ impl ReproCmd {
             }
             ReproCmd::Psacs { tpch, partitions, threads, profile, work } => {
                 let work = work.unwrap_or_else(default_work);
+                let profile = ctx.profile_on(&profile, insitu_host::psacs::repro::PAPER_HOST)?;
                 let ws = insitu_host::psacs::repro::repro_psacs(
-                    &tpch,
-                    &work,
-                    partitions,
-                    &threads,
-                    &ctx.profile(&profile)?,
-                    &progress,
+                    &tpch, &work, partitions, &threads, &profile, &progress,
                 )?;
-                let text = insitu_host::psacs::repro::render(&ws, partitions, &profile);
+                let on = format!("{}, host {}", profile.name, profile.host.name);
+                let text = insitu_host::psacs::repro::render(&ws, partitions, &on);
                 ctx.out.plain("repro psacs", json!(ws), text.trim_end());
             }
             ReproCmd::Selfsort { size, random_only, runs, request, profile, work } => {

@@ -105,6 +105,7 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
             ctx.work(|w| {
                 work::add(w, work::SHUFFLE_HASH_ROWS, count);
                 SortClass::count(w, work::SHUFFLE_SORT, 64, count);
+                work::add(w, work::SHUFFLE_GATHER_ROWS, count);
                 work::add(w, work::SHUFFLE_GATHER_BYTES, records.len() as u64);
                 if matches!(key, StoredKey::Dict { .. }) {
                     work::add(w, work::DECODE_CODES, count);

@@ -114,6 +114,7 @@ pub(crate) fn shuffle_on_host(
                 SortClass::count(&mut work, work::SHUFFLE_SORT, 64, share);
             }
         }
+        work::add(&mut work, work::SHUFFLE_GATHER_ROWS, n as u64);
         work::add(&mut work, work::SHUFFLE_GATHER_BYTES, records.len() as u64);
         work::add(&mut work, work::SHUFFLE_MERGE_BYTES, records.len() as u64);
         work::add(&mut work, work::ENCODE_BYTES, records.len() as u64);

@@ -21,6 +21,10 @@ use crate::report::Report;
 use crate::table::import::{put_table, PutTable};
 use crate::table::info::Partitioning;
 
+/// The host of the paper's experiments (§V-A: a 44-core Skylake-SP server), which its repro models host
+/// work on unless told otherwise.
+pub const PAPER_HOST: &str = "skylake-sp-44";
+
 /// (query, table file stem, shuffle key).
 pub const WORKLOADS: &[(&str, &str, &str)] = &[
     ("Q05", "lineitem", "l_orderkey"),
@@ -39,6 +43,10 @@ pub struct Run {
     pub modeled_s: f64,
     pub mb_per_s: f64,
     pub modeled_mb_per_s: f64,
+    /// Modeled seconds of the shuffle kernel alone (Fig. 9: partition, sort, gather and merge, without
+    /// reading the input, storing the output, or LZ4, which PSACS does not have): on the device's kernels,
+    /// or on the host's cores over the threads used.
+    pub kernel_s: f64,
 }
 
 /// One workload's results.
@@ -52,9 +60,31 @@ pub struct Workload {
     pub runs: Vec<Run>,
     pub column_stored: u64,
     pub row_stored: u64,
+    /// Fig. 9: the device kernel's speed over single-thread sort-based and bucket-based software kernels.
+    pub kernel_speedup: [f64; 2],
 }
 
-fn run_of(r: &Report, placement: &str, threads: usize, bytes: u64) -> Run {
+/// The shuffle kernel's modeled seconds in a run (see [`Run::kernel_s`]).
+fn kernel_s(r: &Report, profile: &Profile) -> f64 {
+    let kernel = |stages: &std::collections::BTreeMap<String, f64>| -> f64 {
+        stages.iter().filter(|(k, _)| k.as_str() != insitu_device::work::ENCODE_BYTES).map(|(_, s)| s).sum()
+    };
+    r.phases
+        .iter()
+        .map(|ph| {
+            let device: f64 = ph
+                .devices
+                .iter()
+                .map(|c| kernel(&crate::model::device_busy(profile, c).compute_stages))
+                .sum();
+            let host = kernel(&profile.host.cpu.price(&ph.host.work).stages)
+                / ph.host.threads.clamp(1, profile.host.cores) as f64;
+            device + host
+        })
+        .sum()
+}
+
+fn run_of(r: &Report, profile: &Profile, placement: &str, threads: usize, bytes: u64) -> Run {
     let mb = bytes as f64 / 1e6;
     Run {
         placement: placement.into(),
@@ -64,6 +94,7 @@ fn run_of(r: &Report, placement: &str, threads: usize, bytes: u64) -> Run {
         modeled_s: r.modeled.time_s,
         mb_per_s: mb / r.wall_s.max(1e-9),
         modeled_mb_per_s: mb / r.modeled.time_s.max(1e-9),
+        kernel_s: kernel_s(r, profile),
     }
 }
 
@@ -131,7 +162,7 @@ pub fn repro_psacs(
             &opts(ShufflePlacement::Device, 1, ChunkLayout::Column, "dev".into()),
         )?;
         let column_stored = dev.result["stored_bytes"].as_u64().unwrap_or(0);
-        runs.push(run_of(&dev, "device", 1, bytes));
+        runs.push(run_of(&dev, profile, "device", 1, bytes));
         let row =
             shuffle_table(&mut a, "t", &opts(ShufflePlacement::Device, 1, ChunkLayout::Row, "row".into()))?;
         let row_stored = row.result["stored_bytes"].as_u64().unwrap_or(0);
@@ -142,13 +173,18 @@ pub fn repro_psacs(
                 progress(&format!("{query}: {name} x{t}"));
                 let out = format!("{name}-{t}");
                 let r = shuffle_table(&mut a, "t", &opts(placement, t, ChunkLayout::Column, out.clone()))?;
-                runs.push(run_of(&r, name, t, bytes));
+                runs.push(run_of(&r, profile, name, t, bytes));
                 crate::blob::rm(&mut a, &out)?;
             }
         }
         a.close()?;
         std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
+        let one = |p: &str| {
+            runs.iter().find(|r| r.placement == p && r.threads == 1).map_or(f64::NAN, |r| r.kernel_s)
+        };
+        let kernel_speedup = [one("host-sort") / runs[0].kernel_s, one("host-bucket") / runs[0].kernel_s];
         out.push(Workload {
+            kernel_speedup,
             query: query.to_string(),
             table: table.to_string(),
             key: key.to_string(),
@@ -204,6 +240,29 @@ pub fn render(ws: &[Workload], partitions: u32, profile: &str) -> String {
             dev.host_cpu_s,
             sort1.map_or("-".into(), |r| format!("{:.3}", r.host_cpu_s)),
             w.row_stored as f64 / w.column_stored.max(1) as f64,
+        ));
+    }
+    s.push_str(
+        "\nFig. 9, the shuffle kernel alone (modeled: partition, sort, gather, merge; no input, output or LZ4):\n\n\
+         | workload | device kernel ms | host-sort x1 kernel ms | host-bucket x1 kernel ms | speed-up vs sort / bucket |\n\
+         |---|---:|---:|---:|---|\n",
+    );
+    for w in ws {
+        let k = |p: &str| {
+            w.runs
+                .iter()
+                .find(|r| r.placement == p && r.threads == 1)
+                .map_or("-".into(), |r| format!("{:.1}", r.kernel_s * 1e3))
+        };
+        s.push_str(&format!(
+            "| {} {} | {:.1} | {} | {} | {:.2}x / {:.2}x |\n",
+            w.query,
+            w.table,
+            w.runs[0].kernel_s * 1e3,
+            k("host-sort"),
+            k("host-bucket"),
+            w.kernel_speedup[0],
+            w.kernel_speedup[1]
         ));
     }
     if let Some(w) = ws.first() {
