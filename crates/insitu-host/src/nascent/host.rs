@@ -77,8 +77,9 @@ fn sort_part(
 }
 
 /// Host (or accelerator) placement. Both serve one device after another, as this loop does and as the
-/// paper's baselines did ("not able to parallelize the operations on different SSDs", §4.3): a phase per
-/// device, in which the part crosses to the host, is sorted and shuffled there, and crosses back.
+/// paper's baselines did ("not able to parallelize the operations on different SSDs", §4.3), and for each
+/// device read its part, sort and shuffle it, and write it back one step after the other: three phases a
+/// device.
 pub(crate) fn sort_on_host(
     array: &Array,
     job: &SortJob<'_>,
@@ -96,19 +97,21 @@ pub(crate) fn sort_on_host(
         let (p, dev) = (&job.info.parts[i], *dev);
         let (rows, offsets) = read_rows(array, dev, job.table, p)?;
         let key = read_key(array, dev, job.table, p)?;
+        measure.phase(&format!("dev{dev} read"), array, HostWork::default())?;
         let c0 = thread_cpu_ns();
         let mut part_work = Ledger::new();
         let objects = sort_part(job, p, &key, &rows, &offsets, &mut part_work)?;
         let part_cpu = thread_cpu_ns() - c0;
         let moved: u64 = objects.iter().map(|(_, d)| d.len() as u64).sum::<u64>() * 2;
-        for (suffix, data) in &objects {
-            write_object(array, dev, &format!("{}#{suffix}", job.out), "table-part", data)?;
-        }
         let mut on = HostWork::counted(part_work, part_cpu);
         if accel {
             on = on.on_accelerator(moved);
         }
-        measure.phase(&format!("dev{dev}"), array, on)?;
+        measure.phase(&format!("dev{dev} sort"), array, on)?;
+        for (suffix, data) in &objects {
+            write_object(array, dev, &format!("{}#{suffix}", job.out), "table-part", data)?;
+        }
+        measure.phase(&format!("dev{dev} write"), array, HostWork::default())?;
     }
     Ok(job.info.parts.clone())
 }
