@@ -23,7 +23,7 @@ use crate::work::{self, Ledger, SortClass};
 pub struct Engine {
     pub clock_hz: f64,
     /// Cycles per unit of streaming work, by item name (see [`crate::work`]). Work an engine has no
-    /// price for cannot be modeled on it: [`Engine::seconds`] names it.
+    /// price for cannot be modeled on it: [`Engine::price`] names it.
     #[serde(default)]
     pub cycles: BTreeMap<String, f64>,
     /// Cycles per key and per level of a k-way merge (a heap or a merge tree: `log2 k` levels).

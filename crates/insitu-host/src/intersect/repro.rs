@@ -114,7 +114,7 @@ pub fn repro_intersect(
         pts.push(point(
             &mut a,
             work,
-            &profile,
+            profile,
             "entry size",
             format!("s = {s}"),
             (mb(0.1) / s as u64, mb(100.0) / s as u64, s, 0.01),
@@ -129,7 +129,7 @@ pub fn repro_intersect(
         pts.push(point(
             &mut a,
             work,
-            &profile,
+            profile,
             "size ratio",
             format!("theta = {theta}"),
             (total / (1 + theta), total * theta / (1 + theta), 256, 0.01),
@@ -144,7 +144,7 @@ pub fn repro_intersect(
         pts.push(point(
             &mut a,
             work,
-            &profile,
+            profile,
             "intersection ratio",
             format!("r = {:.0}%", r * 100.0),
             (half, half, 256, r),
