@@ -256,6 +256,20 @@ pub const BUILTIN_HOSTS: &[(&str, &str)] = &[
 ];
 
 impl HostProfile {
+    /// A host with no prices (see [`Engine::unknown`]).
+    pub fn unknown() -> HostProfile {
+        HostProfile {
+            name: "unknown".into(),
+            description: "a host not described (a profile stored by an older insitu)".into(),
+            cores: 1,
+            memory_bw: 1.0e9,
+            active_w: 0.0,
+            idle_w: 0.0,
+            cpu: Engine::unknown(),
+            accelerator: None,
+        }
+    }
+
     /// A built-in host profile by name, or a TOML file by path.
     pub fn load(name_or_path: &str) -> Result<HostProfile> {
         let text = match BUILTIN_HOSTS.iter().find(|(n, _)| *n == name_or_path) {
@@ -347,18 +361,35 @@ impl TryFrom<ProfileFile> for Profile {
                 .find(|(n, _)| *n == f.name)
                 .and_then(|(_, text)| toml::from_str::<Profile>(text).ok())
         };
+        // A stored profile of another name keeps its data readable: its work is modeled as unpriced (the
+        // model names it) until the array is given engines. A profile file must have them.
+        let stored = f.compute.is_some();
         let kernels = match f.kernels {
             Some(k) => k,
-            None => builtin().map(|p| p.kernels).ok_or_else(|| {
-                format!("profile {} has no [kernels] section (the engines that price device work)", f.name)
-            })?,
+            None => match builtin().map(|p| p.kernels) {
+                Some(k) => k,
+                None if stored => Engine::unknown(),
+                None => {
+                    return Err(format!(
+                        "profile {} has no [kernels] section (the engines that price device work)",
+                        f.name
+                    ))
+                }
+            },
         };
         let host = match f.host {
             Some(HostRef::Inline(h)) => *h,
             Some(HostRef::Name(n)) => HostProfile::load(&n).map_err(|e| e.to_string())?,
-            None => builtin().map(|p| p.host).ok_or_else(|| {
-                format!("profile {} names no host (`host = \"i7-8700\"` or a [host] table)", f.name)
-            })?,
+            None => match builtin().map(|p| p.host) {
+                Some(h) => h,
+                None if stored => HostProfile::unknown(),
+                None => {
+                    return Err(format!(
+                        "profile {} names no host (`host = \"i7-8700\"` or a [host] table)",
+                        f.name
+                    ))
+                }
+            },
         };
         Ok(Profile {
             name: f.name,
@@ -682,8 +713,16 @@ mod tests {
         assert_eq!(p.kernels, Profile::load("smartssd").unwrap().kernels);
         assert_eq!(p.host.name, "i7-8700");
         assert_eq!(p.device.memory_bw, 1.0e9); // what was stored is kept
-                                               // A profile of an unknown name cannot borrow them: it is refused by name.
+                                               // One of another name still opens (its data stays readable); its work is named unpriced.
         v["name"] = "mine".into();
+        let p: Profile = serde_json::from_value(v.clone()).unwrap();
+        let mut l = crate::work::Ledger::new();
+        crate::work::add(&mut l, crate::work::SEARCH_BYTES, 1);
+        crate::work::SortClass::count(&mut l, crate::work::SORT, 32, 8);
+        assert_eq!(p.kernels.price(&l).unpriced.len(), 3);
+        assert_eq!(p.host.name, "unknown");
+        // A profile file without engines is refused by name.
+        v.as_object_mut().unwrap().remove("compute");
         let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
         assert!(err.contains("mine") && err.contains("[kernels]"), "{err}");
         // A stored profile round-trips, its host inline.

@@ -36,7 +36,8 @@ pub const SHUFFLE_GATHER_BYTES: &str = "shuffle.gather_bytes";
 pub const SHUFFLE_MERGE_BYTES: &str = "shuffle.merge_bytes";
 /// Bytes of partitions turned column-major and compressed (§IV-E; compression is insitu's addition).
 pub const ENCODE_BYTES: &str = "encode.bytes";
-/// List entries that passed the copy stage, from the staging buffer into DRAM (DaMoN '16 §4.2).
+/// List entries the copy stage went through (DaMoN '16 §4.2: `D/s` of them, each ID examined in the
+/// staging buffer and moved on to DRAM); a list scanned again for another ID range counts again.
 pub const INTERSECT_ENTRIES: &str = "intersect.entries";
 /// Memory accesses of the intersection itself, counted as the paper's cost model does (§4: `2(|L1| +
 /// |L2|)` for a merge, `2 |L1| log2 |L2|` for binary search, the cheaper one).

@@ -127,7 +127,8 @@ pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
         + c.device_to_device_in
         + c.device_to_device_out;
     let dram_s = dram_bytes as f64 / p.device.memory_bw;
-    let runs: u64 = c.programs.values().map(|s| s.runs).sum();
+    // Programs that only move data (`heads`) take no compute unit's time.
+    let runs: u64 = c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
     let parallel = (p.device.compute_units as u64).min(runs.max(1)) as f64;
     // Resident firmware's work at the firmware processor's cycles; programs' work on the kernels.
     let (firmware, programs): (Ledger, Ledger) =

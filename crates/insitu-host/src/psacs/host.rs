@@ -116,7 +116,11 @@ pub(crate) fn shuffle_on_host(
         }
         work::add(&mut work, work::SHUFFLE_GATHER_ROWS, n as u64);
         work::add(&mut work, work::SHUFFLE_GATHER_BYTES, records.len() as u64);
-        work::add(&mut work, work::SHUFFLE_MERGE_BYTES, records.len() as u64);
+        if threads > 1 {
+            // Each partition is concatenated from every thread's share (the device's Merger does this
+            // across batches, and counts it the same way).
+            work::add(&mut work, work::SHUFFLE_MERGE_BYTES, records.len() as u64);
+        }
         work::add(&mut work, work::ENCODE_BYTES, records.len() as u64);
         // Each thread groups its share of the records.
         let grouped: Vec<Grouped> = on_threads(threads, |t| {
