@@ -30,8 +30,6 @@ use serde::Serialize;
 pub struct HostWork {
     /// The work, counted (see `insitu_device::work`).
     pub work: Ledger,
-    /// CPU time it took here, as measured: reported, never modeled.
-    pub cpu_ns: u64,
     /// Threads the host work was spread over (at least 1).
     pub threads: u32,
     /// The work ran on the accelerator beside the host.
@@ -41,9 +39,9 @@ pub struct HostWork {
 }
 
 impl HostWork {
-    /// Work counted on one host thread, which took `cpu_ns` here.
-    pub fn counted(work: Ledger, cpu_ns: u64) -> HostWork {
-        HostWork { work, cpu_ns, threads: 1, ..Default::default() }
+    /// Work counted on one host thread.
+    pub fn counted(work: Ledger) -> HostWork {
+        HostWork { work, threads: 1, ..Default::default() }
     }
 
     /// The same work, spread over `threads` threads.
@@ -314,7 +312,7 @@ mod tests {
         // 0.8 GB over the 0.8 GB/s shared uplink takes 1.0 s.
         let c = DeviceCounters { device_to_host: 400_000_000, ..Default::default() };
         // tiny-host: a byte scanned is a cycle at 1 GHz: 0.5 s of host work.
-        let host = HostWork::counted(ledger(&[(work::SEARCH_BYTES, 500_000_000)]), 1);
+        let host = HostWork::counted(ledger(&[(work::SEARCH_BYTES, 500_000_000)]));
         let m = model(&tiny(), &[PhaseUsage { name: "read".into(), devices: vec![c.clone(), c], host }]);
         assert!(approx(m.phases[0].devices[0].host_link_s, 0.8));
         assert!(approx(m.phases[0].shared_link_s, 1.0));
@@ -330,7 +328,7 @@ mod tests {
     fn host_work_spreads_over_threads_up_to_the_cores() {
         let w = ledger(&[(work::GATHER_ROWS, 1_000_000_000)]);
         let t = |threads| {
-            let host = HostWork::counted(w.clone(), 0).on_threads(threads);
+            let host = HostWork::counted(w.clone()).on_threads(threads);
             model(&tiny(), &[PhaseUsage { name: "h".into(), devices: vec![], host }]).time_s
         };
         assert!(approx(t(1), 1.0));
@@ -347,7 +345,7 @@ mod tests {
         let c = DeviceCounters { device_to_host: 200_000_000, ..Default::default() };
         let mut l = Ledger::new();
         SortClass::count(&mut l, work::SORT, 32, 1 << 20);
-        let host = HostWork::counted(l, 0).on_accelerator(200_000_000);
+        let host = HostWork::counted(l).on_accelerator(200_000_000);
         let m = model(&tiny(), &[PhaseUsage { name: "dev0".into(), devices: vec![c], host }]);
         let sort = (1u64 << 20) as f64 * 20.0 / 1e9 + 3.0 * 2.0 * (8u64 << 20) as f64 / 1e9;
         assert!(approx(m.phases[0].host_s, sort), "{}", m.phases[0].host_s);
@@ -380,7 +378,7 @@ mod tests {
 
     #[test]
     fn phases_add_up_and_the_host_can_be_the_bottleneck() {
-        let host = HostWork::counted(ledger(&[(work::SEARCH_BYTES, 2_000_000_000)]), 0);
+        let host = HostWork::counted(ledger(&[(work::SEARCH_BYTES, 2_000_000_000)]));
         let ph = PhaseUsage { name: "host".into(), devices: vec![DeviceCounters::default()], host };
         let m = model(&tiny(), &[ph.clone(), ph]);
         assert!(approx(m.time_s, 4.0));
@@ -389,7 +387,7 @@ mod tests {
 
     #[test]
     fn work_without_a_price_is_named_not_hidden() {
-        let host = HostWork::counted(ledger(&[("teleport.bytes", 5)]), 0);
+        let host = HostWork::counted(ledger(&[("teleport.bytes", 5)]));
         let m = model(&tiny(), &[PhaseUsage { name: "h".into(), devices: vec![], host }]);
         assert_eq!(m.unpriced.iter().collect::<Vec<_>>(), vec!["teleport.bytes"]);
     }

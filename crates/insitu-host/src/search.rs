@@ -10,7 +10,6 @@
 use std::time::Instant;
 
 use insitu_device::protocol::{CopyToPeer, Heads, HeadsArgs, Search, SearchArgs};
-use insitu_device::sys::thread_cpu_ns;
 use insitu_kernels::search::{Finder, StreamSearch};
 use serde::Serialize;
 use serde_json::json;
@@ -181,14 +180,12 @@ fn search_host(
     want_offsets: bool,
 ) -> Result<(SearchResult, HostWork)> {
     let mut stream = StreamSearch::new(finder, 0, want_offsets);
-    let (mut cpu_ns, mut work) = (0u64, Ledger::new());
+    let mut work = Ledger::new();
     for_each_piece(array, entry, |_, data| {
-        let c0 = thread_cpu_ns();
         work::add(&mut work, work::SEARCH_BYTES, data.len() as u64);
         stream.feed(data);
-        cpu_ns += thread_cpu_ns().saturating_sub(c0);
         Ok(())
     })?;
     let (count, offsets) = stream.finish();
-    Ok((SearchResult { count, offsets }, HostWork::counted(work, cpu_ns)))
+    Ok((SearchResult { count, offsets }, HostWork::counted(work)))
 }

@@ -6,7 +6,6 @@
 //! - `auto`: the cost model (§4) picks, for the lists' sizes on the array's profile.
 
 use insitu_device::protocol::{Identify, SvsArgs};
-use insitu_device::sys::thread_cpu_ns;
 use insitu_device::DeviceError;
 use insitu_kernels::intersect::intersect_k_steps;
 use insitu_kernels::le;
@@ -213,7 +212,6 @@ fn on_host(
     for (name, dev) in lists {
         datas.push(crate::table::store::read_object(array, *dev, name)?);
     }
-    let c0 = thread_cpu_ns();
     let ids: Vec<Vec<u32>> =
         datas.iter().map(|d| d.chunks_exact(s as usize).map(le::u32_at).collect()).collect();
     let refs: Vec<&[u32]> = ids.iter().map(|v| v.as_slice()).collect();
@@ -237,6 +235,6 @@ fn on_host(
         }
         Output::Count => {}
     }
-    measure.phase("intersect", array, HostWork::counted(work, thread_cpu_ns() - c0))?;
+    measure.phase("intersect", array, HostWork::counted(work))?;
     Ok(answer)
 }

@@ -3,7 +3,6 @@
 //! (the paper's FPGA baseline; its work is measured here and priced as the accelerator). Both run the same
 //! kernels as the devices, with the algorithm asked for.
 
-use insitu_device::sys::thread_cpu_ns;
 use insitu_kernels::gather::{gather_fixed, gather_var};
 use insitu_kernels::keys::{sort_byte_keys, sort_key_bytes};
 use insitu_kernels::le;
@@ -104,12 +103,10 @@ pub(crate) fn sort_on_host(
         let (rows, offsets) = read_rows(array, dev, job.table, p)?;
         let key = read_key(array, dev, job.table, p)?;
         measure.phase(&format!("dev{dev} read"), array, HostWork::default())?;
-        let c0 = thread_cpu_ns();
         let mut part_work = Ledger::new();
         let objects = sort_part(job, p, &key, &rows, &offsets, &mut part_work)?;
-        let part_cpu = thread_cpu_ns() - c0;
         let moved: u64 = objects.iter().map(|(_, d)| d.len() as u64).sum::<u64>() * 2;
-        let mut on = HostWork::counted(part_work, part_cpu);
+        let mut on = HostWork::counted(part_work);
         if accel {
             on = on.on_accelerator(moved);
         }

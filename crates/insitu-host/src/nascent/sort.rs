@@ -12,7 +12,6 @@
 //! All write the output table `--out` (default `T.sorted`) part by part, and the same table. With
 //! `--merge`, the sorted parts are k-way merged at the host into one globally sorted Parquet file.
 
-use insitu_device::sys::thread_cpu_ns;
 use insitu_kernels::keys::SortAlgo;
 use serde::Serialize;
 use serde_json::json;
@@ -111,7 +110,6 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
     let mut headline =
         format!("{op}: {rows} rows of {name} by {} ({}) into {out}", opts.key, opts.algo.name());
     if let Some(path) = &opts.merge {
-        let c0 = thread_cpu_ns();
         let merged = match crate::nascent::merge::merge_to_parquet(array, &out, path) {
             Ok(m) => m,
             Err(e) => {
@@ -128,7 +126,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         work::count_merge(&mut work, entry.devices.len() as u64, merged);
         work::add(&mut work, work::GATHER_ROWS, merged);
         work::add(&mut work, work::GATHER_BYTES, entry.size);
-        measure.phase("merge", array, HostWork::counted(work, thread_cpu_ns() - c0))?;
+        measure.phase("merge", array, HostWork::counted(work))?;
         result["merged"] = json!({ "output": path, "rows": merged });
         headline.push_str(&format!("\n  merged {merged} rows into {}", path.display()));
     } else if entry.devices.len() > 1 {

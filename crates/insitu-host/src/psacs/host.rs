@@ -2,7 +2,6 @@
 //! sorting (PID, RowID) pairs (Spark's SortShuffleWriter) or by appending them to P buckets
 //! (BypassMergeSortShuffleWriter), encode the partitions, and the partitions cross back.
 
-use insitu_device::sys::process_cpu_ns;
 use insitu_kernels::partition::partition_of;
 use insitu_kernels::shuffle::{
     compose_records, encode_partition, group_records, index_entry, record_format, record_key, Grouped,
@@ -83,7 +82,7 @@ pub(crate) fn shuffle_on_host(
 ) -> Result<(u64, u64)> {
     let ShuffleJob { table, out, devices, info, rf, fields, opts } = *job;
     let (mut stored, mut raw) = (0u64, 0u64);
-    let (mut cpu, mut work) = (0u64, Ledger::new());
+    let mut work = Ledger::new();
     for (i, dev) in devices.iter().enumerate() {
         let p = &info.parts[i];
         let key = stored_key(p, read_key(array, *dev, table, p)?);
@@ -98,7 +97,6 @@ pub(crate) fn shuffle_on_host(
         let (rows, offs) = read_rows(array, *dev, table, p)?;
         let (records, offsets) = compose_records(&rows, &offs, rf.bitmap, &key).map_err(host_step(table))?;
         drop(rows);
-        let c0 = process_cpu_ns();
         let n = offsets.len() - 1;
         let per = n.div_ceil(threads).max(1);
         // The work, as the device counts it: a dictionary key decoded by the Reader; per thread, keys
@@ -160,11 +158,10 @@ pub(crate) fn shuffle_on_host(
             }
             raw += r;
         }
-        cpu += process_cpu_ns().saturating_sub(c0);
         stored += data.len() as u64;
         write_object(array, *dev, &format!("{out}#data"), "shuffle-data", &data)?;
         write_object(array, *dev, &format!("{out}#index"), "shuffle-index", &index)?;
     }
-    measure.phase("shuffle", array, HostWork::counted(work, cpu).on_threads(threads as u32))?;
+    measure.phase("shuffle", array, HostWork::counted(work).on_threads(threads as u32))?;
     Ok((stored, raw))
 }

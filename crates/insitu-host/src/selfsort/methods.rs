@@ -21,7 +21,6 @@ use std::path::Path;
 use std::time::Instant;
 
 use insitu_device::protocol::{IndexConfig, IndexKind, ReadLba, RunExtent, WriteLba};
-use insitu_device::sys::thread_cpu_ns;
 use serde::Serialize;
 use serde_json::json;
 
@@ -244,12 +243,12 @@ pub fn sort(
             let extents = partial_sort(array, job, n, per_run, &run_lba, &mut ph)?;
             if method == Method::MergeSort {
                 progress("merge (W)");
-                let cpu = merge_runs(array, job, &extents, output_lba)?;
+                merge_runs(array, job, &extents, output_lba)?;
                 // A k-way merge of the runs, every record copied once into the output.
                 let mut work = Ledger::new();
                 work::count_merge(&mut work, extents.len() as u64, n);
                 work::add(&mut work, work::GATHER_BYTES, size);
-                ph.end("merge (W)", HostWork::counted(work, cpu))?;
+                ph.end("merge (W)", HostWork::counted(work))?;
                 progress("read");
                 lba::read_stream_in(
                     array,
@@ -325,9 +324,7 @@ fn partial_sort(
         let (from, to) = (i * per_run, ((i + 1) * per_run).min(n));
         let chunk = read_bytes(array, job.device, job.base_lba * ps + from * r, (to - from) * r, ps)?;
         ph.end(PARTIAL_READ, HostWork::default())?;
-        let c0 = thread_cpu_ns();
         let mut run = crate::selfsort::records::sort_records(&fmt, &chunk);
-        let cpu = thread_cpu_ns().saturating_sub(c0);
         run.resize(run.len().div_ceil(ps as usize) * ps as usize, 0);
         let lba = run_lba(i);
         for (j, piece) in run.chunks(lba::PIECE_BYTES as usize).enumerate() {
@@ -343,7 +340,7 @@ fn partial_sort(
         SortClass::count(&mut work, work::SORT, fmt.key_size * 8, to - from);
         work::add(&mut work, work::GATHER_ROWS, to - from);
         work::add(&mut work, work::GATHER_BYTES, (to - from) * r);
-        ph.end(PARTIAL_WRITE, HostWork::counted(work, cpu))?;
+        ph.end(PARTIAL_WRITE, HostWork::counted(work))?;
         i += 1;
     }
     Ok(extents)
@@ -358,8 +355,7 @@ struct RunReader {
 }
 
 /// Merge (W) (§IV-C 1): the runs merged by key (equal keys in run order) and written as the output.
-/// Returns the host CPU time of the merge itself.
-fn merge_runs(array: &Array, job: &SortJob, runs: &[RunExtent], output_lba: u64) -> Result<u64> {
+fn merge_runs(array: &Array, job: &SortJob, runs: &[RunExtent], output_lba: u64) -> Result<()> {
     let fmt = job.format;
     let r = fmt.size as u64;
     let ps = Blocks::of(array, job.device)?.size as u64;
@@ -382,7 +378,6 @@ fn merge_runs(array: &Array, job: &SortJob, runs: &[RunExtent], output_lba: u64)
         }
         readers.push(rr);
     }
-    let mut cpu = 0u64;
     let mut out: Vec<u8> = Vec::with_capacity(lba::PIECE_BYTES as usize + r as usize);
     let mut lba_at = output_lba;
     let flush = |out: &mut Vec<u8>, lba_at: &mut u64, last: bool| -> Result<()> {
@@ -406,24 +401,20 @@ fn merge_runs(array: &Array, job: &SortJob, runs: &[RunExtent], output_lba: u64)
         Ok(())
     };
     while let Some(Reverse((_, i))) = heap.pop() {
-        let c0 = thread_cpu_ns();
         let rr = &mut readers[i];
         out.extend_from_slice(&rr.buf[rr.at..rr.at + r as usize]);
         rr.at += r as usize;
         let more = rr.at < rr.buf.len() || rr.next < rr.extent.records;
-        cpu += thread_cpu_ns().saturating_sub(c0);
         if more {
             if rr.at >= rr.buf.len() {
                 refill(rr)?;
             }
-            let c0 = thread_cpu_ns();
             heap.push(Reverse((rr.buf[rr.at + k.start..rr.at + k.end].to_vec(), i)));
-            cpu += thread_cpu_ns().saturating_sub(c0);
         }
         if out.len() as u64 >= lba::PIECE_BYTES {
             flush(&mut out, &mut lba_at, false)?;
         }
     }
     flush(&mut out, &mut lba_at, true)?;
-    Ok(cpu)
+    Ok(())
 }
