@@ -2,7 +2,7 @@
 # Whole-system benchmarks of insitu against peer tools, side by side in one run. Appends dated results to
 # bench/RESULTS.md. Installs what it needs (ripgrep via apt; Python peers into target/bench/venv) and builds
 # the release binary first.
-#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|selfsort|repro-selfsort|repro-bluedbm-net|bluedbm-reads|python|ray|all] [options of that suite]
+#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|selfsort|repro-selfsort|repro-bluedbm-net|repro-all|bluedbm-reads|python|ray|all] [options of that suite]
 #   bench/run.sh compare --baseline OLD/insitu   (this build vs another, side by side: a regression check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,11 +24,11 @@ case "$suite" in
   python) python3 bench/python_api.py "$@" ;;
   ray) python3 bench/ray_backend.py "$@" ;;
   repro-selfsort)
-    out=$(./target/release/insitu repro selfsort "$@")
+    out=$(./target/release/insitu repro selfsort --out target/repro-out "$@")
     echo "$out"
     printf '\n## %s — commit %s — insitu repro selfsort (issue 14)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   repro-bluedbm-net)
-    out=$(./target/release/insitu repro bluedbm-net "$@")
+    out=$(./target/release/insitu repro bluedbm-net --out target/repro-out "$@")
     echo "$out"
     printf '\n## %s — commit %s — insitu repro bluedbm-net (issue 9)\n\n```\n%s\n```\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   bluedbm-reads)
@@ -36,21 +36,30 @@ case "$suite" in
     echo "$out"
     printf '\n## %s — commit %s — insitu net bench (issue 9)\n\n```\n%s\n```\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   compare) python3 bench/compare.py "$@" ;;
+  repro-all)
+    # Every paper's figures into target/repro-out (tables, plots, REPORT.md); the report goes into RESULTS.md.
+    # tpchgen-cli comes from the bench venv (the repro finds it there).
+    [ -x target/bench/venv/bin/tpchgen-cli ] || { python3 -m venv target/bench/venv && target/bench/venv/bin/pip install -q tpchgen-cli; }
+    rm -rf target/repro-out
+    ./target/release/insitu repro all --out target/repro-out "$@" >/dev/null
+    printf '\n## %s — commit %s — insitu repro all %s (issue 13)\n\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$*" >> bench/RESULTS.md
+    sed -e '1,/^| paper | figure | verdict |/{/^| paper | figure | verdict |/!d}' -e '/^<details>/,/^<\/details>/d' -e '/^!\[/d' target/repro-out/REPORT.md | sed -e 's/^### /#### /' -e 's/^## /### /' >> bench/RESULTS.md
+    echo "report: target/repro-out/REPORT.md" ;;
   repro-intersect)
-    out=$(./target/release/insitu repro intersect "$@")
+    out=$(./target/release/insitu repro intersect --out target/repro-out "$@")
     echo "$out"
     printf '\n## %s — commit %s — insitu repro intersect (issue 5)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   psacs)
     [ -f target/bench/tpch-psacs/customer.parquet ] || target/bench/venv/bin/tpchgen-cli parquet -s 1 \
       --tables=lineitem,partsupp,orders,customer --output-dir=target/bench/tpch-psacs
-    out=$(./target/release/insitu repro psacs --tpch target/bench/tpch-psacs "$@")
+    out=$(./target/release/insitu repro psacs --tpch target/bench/tpch-psacs --out target/repro-out "$@")
     echo "$out"
     printf '\n## %s — commit %s — insitu repro psacs (issue 4)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   nascent)
-    out=$(./target/release/insitu repro nascent "$@")
+    out=$(./target/release/insitu repro nascent --out target/repro-out "$@")
     echo "$out"
     printf '\n## %s — commit %s — insitu repro nascent (issue 3)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   all)
     "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs && "$0" intersect && "$0" repro-intersect && "$0" selfsort && "$0" repro-selfsort && "$0" repro-bluedbm-net && "$0" bluedbm-reads && "$0" python && "$0" ray ;;
-  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, selfsort, repro-selfsort, repro-bluedbm-net, bluedbm-reads, python, ray, compare, all)"; exit 2 ;;
+  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, selfsort, repro-selfsort, repro-bluedbm-net, repro-all, bluedbm-reads, python, ray, compare, all)"; exit 2 ;;
 esac

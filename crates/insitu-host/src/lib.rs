@@ -43,6 +43,7 @@ pub mod buffer;
 pub mod catalog;
 pub mod devices;
 pub mod error;
+pub mod figure;
 pub mod intersect;
 pub mod lba;
 pub mod model;

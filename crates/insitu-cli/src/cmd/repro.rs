@@ -1,31 +1,64 @@
-//! `repro`: a seed paper's headline experiment, measured here and modeled on its hardware.
+//! `repro`: a seed paper's headline experiments, measured here and modeled on its hardware, written as
+//! figures (a table and a plot each, beside the paper's values) into an output folder with one REPORT.md.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
-use clap::Subcommand;
-use serde_json::json;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use insitu_host::figure::PaperFigures;
+use serde_json::{json, Value};
 
 use crate::cmd::table::Algo;
 use crate::cmd::Ctx;
 
+/// Where the figures go, and how long to spend on them.
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Folder for the tables, plots and REPORT.md (made if missing; REPORT.md covers every paper in it).
+    #[arg(long, default_value = "repro-out")]
+    out: PathBuf,
+    /// Smaller runs (fewer points, smaller data), for a look in minutes; the modeled figures at the
+    /// points run are the same as a full run's.
+    #[arg(long)]
+    quick: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum ReproCmd {
+    /// Every repro below, in turn, into one report (with --quick: under 10 minutes on 2 cores).
+    All {
+        #[command(flatten)]
+        report: ReportArgs,
+        /// Directory with the TPC-H tables for PSACS (default: found or made by tpchgen-cli).
+        #[arg(long)]
+        tpch: Option<PathBuf>,
+        /// Working directory for the temporary arrays (default: target/insitu-repro).
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
     /// DaMoN '16 §5: sweeps of entry size, size ratio and intersection ratio on smartssd-2016.
     Intersect {
-        /// Shrink every list by this factor (1 = the paper's 100 MB).
-        #[arg(long, default_value_t = 1.0)]
-        scale: f64,
+        #[command(flatten)]
+        report: ReportArgs,
+        /// Shrink every list by this factor (default 1 = the paper's 100 MB; 0.1 with --quick).
+        #[arg(long)]
+        scale: Option<f64>,
         /// Working directory for the temporary arrays (default: target/insitu-repro).
         #[arg(long)]
         work: Option<PathBuf>,
     },
     /// PSACS §V: shuffle of TPC-H tables in one SmartSSD vs the host baselines with 1..32 threads.
     Psacs {
-        /// Directory with lineitem, partsupp, orders and customer as Parquet (from tpchgen-cli).
+        #[command(flatten)]
+        report: ReportArgs,
+        /// Directory with lineitem, partsupp, orders and customer as Parquet (default: the tables of
+        /// --scale-factor in the user's cache, made by tpchgen-cli when missing).
         #[arg(long)]
-        tpch: PathBuf,
+        tpch: Option<PathBuf>,
+        /// TPC-H scale factor of the tables made when --tpch is not given (default 1; 0.1 with --quick).
+        #[arg(long)]
+        scale_factor: Option<f64>,
         /// Shuffle partitions.
         #[arg(long, default_value_t = 1024)]
         partitions: u32,
@@ -41,15 +74,17 @@ pub enum ReproCmd {
     },
     /// Self-Sorting SSD §IV: Table I and Figs. 3-5, the four sorting methods on emulated Jasmine drives.
     Selfsort {
+        #[command(flatten)]
+        report: ReportArgs,
         /// Data to sort, in the paper's units (8GB = its 524,288 records of 16 KB).
         #[arg(long, default_value = "64MB")]
         size: String,
         /// Skip the presorted (PS) inputs.
         #[arg(long)]
         random_only: bool,
-        /// Runs per point (the median is reported).
-        #[arg(long, default_value_t = 8)]
-        runs: u32,
+        /// Runs per point (the median is reported; default 8, 2 with --quick).
+        #[arg(long)]
+        runs: Option<u32>,
         /// Bytes per host read request of the final reads.
         #[arg(long, default_value = "128KiB")]
         request: String,
@@ -64,13 +99,17 @@ pub enum ReproCmd {
     /// at once, a 20-node ring), the latency of a remote 8 KB read by path (ISP-F, H-F, H-RH-F, H-D),
     /// and random-read bandwidth local and remote, simulated on the profile's links, cards and PCIe.
     BluedbmNet {
+        #[command(flatten)]
+        report: ReportArgs,
         /// Hardware profile to model on.
         #[arg(long, default_value = "bluedbm")]
         profile: String,
     },
     /// NASCENT Fig. 13: sort on 1 to 12 SmartSSDs vs the host CPU vs one accelerator beside the host.
     Nascent {
-        /// Device counts to run (default 1 to 12).
+        #[command(flatten)]
+        report: ReportArgs,
+        /// Device counts to run (default 1 to 12; 1, 2, 4, 8, 12 with --quick).
         #[arg(long, value_delimiter = ',')]
         devices: Option<Vec<u32>>,
         /// Hardware profile to model on.
@@ -99,64 +138,204 @@ impl ReproCmd {
     }
 
     fn run_in(self, ctx: &Ctx) -> Result<ExitCode> {
-        let default_work = || PathBuf::from("target/insitu-repro");
         let progress = ctx.progress();
+        if let ReproCmd::All { report, tpch, work } = self {
+            let mut papers = serde_json::Map::new();
+            let mut text = String::new();
+            let cmds = [
+                ReproCmd::Nascent {
+                    report: report.clone(),
+                    devices: None,
+                    profile: "smartssd".into(),
+                    algo: Algo::Fast,
+                    work: work.clone(),
+                },
+                ReproCmd::Psacs {
+                    report: report.clone(),
+                    tpch,
+                    scale_factor: None,
+                    partitions: 1024,
+                    threads: vec![1, 2, 4, 8, 16, 32],
+                    profile: "smartssd".into(),
+                    work: work.clone(),
+                },
+                ReproCmd::Intersect { report: report.clone(), scale: None, work: work.clone() },
+                ReproCmd::Selfsort {
+                    report: report.clone(),
+                    size: "64MB".into(),
+                    random_only: false,
+                    runs: None,
+                    request: "128KiB".into(),
+                    profile: "jasmine".into(),
+                    work: work.clone(),
+                },
+                ReproCmd::BluedbmNet { report: report.clone(), profile: "bluedbm".into() },
+            ];
+            for cmd in cmds {
+                let (pf, data) = cmd.figures(ctx, &progress)?;
+                let (one, t) = write(&report.out, pf, data)?;
+                papers.insert(one["paper"].as_str().unwrap_or_default().to_string(), one);
+                text.push_str(&t);
+                text.push('\n');
+            }
+            text.push_str(&format!("report: {}\n", report.out.join("REPORT.md").display()));
+            ctx.out.plain("repro all", json!({ "out": report.out, "papers": papers }), text.trim_end());
+            return Ok(ExitCode::SUCCESS);
+        }
+        let out = self.report_args().out.clone();
+        let (pf, data) = self.figures(ctx, &progress)?;
+        let (result, text) = write(&out, pf, data)?;
+        let name = format!("repro {}", result["paper"].as_str().unwrap_or_default());
+        ctx.out.plain(&name, result, &format!("{text}report: {}", out.join("REPORT.md").display()));
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn report_args(&self) -> &ReportArgs {
         match self {
-            ReproCmd::Intersect { scale, work } => {
+            ReproCmd::All { report, .. }
+            | ReproCmd::Intersect { report, .. }
+            | ReproCmd::Psacs { report, .. }
+            | ReproCmd::Selfsort { report, .. }
+            | ReproCmd::BluedbmNet { report, .. }
+            | ReproCmd::Nascent { report, .. } => report,
+        }
+    }
+
+    /// Runs one repro: its figures, and its run's own data (for `--json`).
+    fn figures(self, ctx: &Ctx, progress: &dyn Fn(&str)) -> Result<(PaperFigures, Value)> {
+        let default_work = || PathBuf::from("target/insitu-repro");
+        Ok(match self {
+            ReproCmd::All { .. } => bail!("`repro all` runs the others"),
+            ReproCmd::Intersect { report, scale, work } => {
+                use insitu_host::intersect::repro;
+                let scale = scale.unwrap_or(if report.quick { 0.1 } else { 1.0 });
                 let work = work.unwrap_or_else(default_work);
                 let profile = ctx.profile("smartssd-2016")?;
-                let pts = insitu_host::intersect::repro::repro_intersect(&work, scale, &profile, &progress)?;
-                let text = insitu_host::intersect::repro::render(&pts, scale);
-                ctx.out.plain("repro intersect", json!(pts), text.trim_end());
+                let pts = repro::repro_intersect(&work, scale, &profile, progress)?;
+                (repro::figures(&pts, scale, &profile)?, json!(pts))
             }
-            ReproCmd::Psacs { tpch, partitions, threads, profile, work } => {
+            ReproCmd::Psacs { report, tpch, scale_factor, partitions, threads, profile, work } => {
+                use insitu_host::psacs::repro;
                 let work = work.unwrap_or_else(default_work);
-                let profile = ctx.profile_on(&profile, insitu_host::psacs::repro::PAPER_HOST)?;
-                let ws = insitu_host::psacs::repro::repro_psacs(
-                    &tpch, &work, partitions, &threads, &profile, &progress,
-                )?;
-                let on = format!("{}, host {}", profile.name, profile.host.name);
-                let text = insitu_host::psacs::repro::render(&ws, partitions, &on);
-                ctx.out.plain("repro psacs", json!(ws), text.trim_end());
+                let profile = ctx.profile_on(&profile, repro::PAPER_HOST)?;
+                let sf = scale_factor.unwrap_or(if report.quick { 0.1 } else { 1.0 });
+                let tpch = match tpch {
+                    Some(dir) => dir,
+                    None => tpch_tables(sf, progress)?,
+                };
+                let ws = repro::repro_psacs(&tpch, &work, partitions, &threads, &profile, progress)?;
+                (repro::figures(&ws, partitions, &profile), json!(ws))
             }
-            ReproCmd::Selfsort { size, random_only, runs, request, profile, work } => {
+            ReproCmd::Selfsort { report, size, random_only, runs, request, profile, work } => {
                 use insitu_host::selfsort::repro;
                 let bytes = repro::paper_size(&size)?;
                 let records = crate::cmd::selfsort::check_records(bytes / 16384)?;
                 let opts = repro::ReproOptions {
                     records,
                     presorted: !random_only,
-                    runs,
+                    runs: runs.unwrap_or(if report.quick { 2 } else { 8 }),
                     request_bytes: insitu_host::units::parse_size(&request)?,
                     seed: 42,
                     profile: ctx.profile(&profile)?,
                     workdir: work.unwrap_or_else(default_work).join("selfsort"),
                 };
-                let r = repro::run(&opts, &progress)?;
-                ctx.out.plain("repro selfsort", repro::to_json(&r), r.text.trim_end());
+                let r = repro::run(&opts, progress)?;
+                (repro::figures(&r), repro::to_json(&r))
             }
-            ReproCmd::BluedbmNet { profile } => {
+            ReproCmd::BluedbmNet { report: _, profile } => {
                 use insitu_host::bluedbm::repro;
-                let figures = repro::run(&ctx.profile(&profile)?, &progress)?;
-                ctx.out.plain("repro bluedbm-net", json!(figures), repro::render(&figures).trim_end());
+                let figures = repro::run(&ctx.profile(&profile)?, progress)?;
+                (repro::figures(&figures), json!(figures))
             }
-            ReproCmd::Nascent { devices, profile, algo, work } => {
-                let counts = devices.unwrap_or_else(|| (1..=12).collect());
+            ReproCmd::Nascent { report, devices, profile, algo, work } => {
+                let quick = vec![1, 2, 4, 8, 12];
+                let counts = devices.unwrap_or_else(|| if report.quick { quick } else { (1..=12).collect() });
                 if counts.is_empty() || counts.iter().any(|n| *n == 0 || *n > 64) {
                     bail!("--devices takes counts from 1 to 64");
                 }
                 let work = work.unwrap_or_else(default_work);
+                let profile = ctx.profile(&profile)?;
                 let rows = insitu_host::nascent::repro::repro_nascent(
                     &work,
                     &counts,
-                    &ctx.profile(&profile)?,
+                    &profile,
                     algo.into(),
-                    &progress,
+                    progress,
                 )?;
-                let text = insitu_host::nascent::repro::render(&rows, &profile);
-                ctx.out.plain("repro nascent", json!(rows), text.trim_end());
+                (insitu_host::nascent::repro::figures(&rows, &profile), json!(rows))
             }
-        }
-        Ok(ExitCode::SUCCESS)
+        })
     }
+}
+
+/// Writes a paper's figures under `out`; returns its JSON (figures by name, the run's data) and its text
+/// (each figure's table and verdict).
+fn write(out: &Path, pf: PaperFigures, data: Value) -> Result<(Value, String)> {
+    insitu_report::write(out, &pf).with_context(|| format!("writing the report into {}", out.display()))?;
+    let figures: serde_json::Map<String, Value> =
+        pf.figures.iter().map(|f| (f.id.clone(), json!(f))).collect();
+    let text =
+        format!("{}\nwritten: {}\n", insitu_report::markdown(&pf, None), out.join(&pf.paper).display());
+    Ok((json!({ "paper": pf.paper, "out": out, "figures": figures, "data": data }), text))
+}
+
+/// The TPC-H tables PSACS needs at scale factor `sf`: in the user's cache (`$XDG_CACHE_HOME/insitu` or
+/// `~/.cache/insitu`), made there by `tpchgen-cli` the first time.
+fn tpch_tables(sf: f64, progress: &dyn Fn(&str)) -> Result<PathBuf> {
+    if !(sf > 0.0 && sf <= 100.0) {
+        bail!("--scale-factor must be in (0, 100], not {sf}");
+    }
+    let cache = match (std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME")) {
+        (Some(c), _) if !c.is_empty() => PathBuf::from(c),
+        (_, Some(h)) => PathBuf::from(h).join(".cache"),
+        _ => bail!("no cache folder (neither XDG_CACHE_HOME nor HOME is set): pass --tpch DIR"),
+    };
+    let dir = cache.join("insitu").join(format!("tpch-sf{sf}"));
+    let tables = insitu_host::psacs::repro::WORKLOADS.iter().map(|(_, t, _)| *t).collect::<Vec<_>>();
+    if tables.iter().all(|t| dir.join(format!("{t}.parquet")).is_file()) {
+        return Ok(dir);
+    }
+    let Some(gen) = find_tpchgen() else {
+        bail!(
+            "the TPC-H tables {} are not in {} and tpchgen-cli is not installed: `pip install tpchgen-cli`, \
+             or pass --tpch DIR with TABLE.parquet files",
+            tables.join(", "),
+            dir.display()
+        );
+    };
+    progress(&format!(
+        "making TPC-H SF {sf} ({}) in {} with {}",
+        tables.join(", "),
+        dir.display(),
+        gen.display()
+    ));
+    // Made beside, then renamed: an interrupted run leaves no half-made folder behind to be trusted.
+    let part = dir.with_extension("partial");
+    let _ = std::fs::remove_dir_all(&part);
+    std::fs::create_dir_all(&part).with_context(|| format!("making {}", part.display()))?;
+    let status = std::process::Command::new(&gen)
+        .arg("parquet")
+        .arg("-s")
+        .arg(sf.to_string())
+        .arg(format!("--tables={}", tables.join(",")))
+        .arg(format!("--output-dir={}", part.display()))
+        .status()
+        .with_context(|| format!("running {}", gen.display()))?;
+    if !status.success() {
+        let _ = std::fs::remove_dir_all(&part);
+        bail!("{} failed ({status}) making TPC-H SF {sf}", gen.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&part, &dir)
+        .with_context(|| format!("moving {} to {}", part.display(), dir.display()))?;
+    Ok(dir)
+}
+
+/// `tpchgen-cli` on the PATH, or in the repo's virtual environments (`make python`'s, `make bench`'s).
+fn find_tpchgen() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from(".venv/bin"), PathBuf::from("target/bench/venv/bin")])
+        .map(|d| d.join("tpchgen-cli"))
+        .find(|p| p.is_file())
 }

@@ -332,4 +332,18 @@ fn repro_checks_its_inputs_first_and_leaves_no_empty_work_directory() {
     );
     assert!(!err.contains("lineitem.parquet,"), "{err}");
     assert!(!env.path("target").exists(), "no empty target/insitu-repro left behind");
+    // Without --tpch, the tables come from the cache or tpchgen-cli; with neither, the message says so.
+    let o = env
+        .cmd()
+        .args(["repro", "psacs"])
+        .env("PATH", "/nonexistent")
+        .env("XDG_CACHE_HOME", env.path("cache"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("tpchgen-cli is not installed") && err.contains("--tpch"),
+        "{err}"
+    );
+    assert!(!env.path("repro-out").exists(), "a failed repro writes no report");
 }

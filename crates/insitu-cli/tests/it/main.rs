@@ -39,7 +39,8 @@ impl Env {
 
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_insitu"));
-        c.env("INSITU_DATA", self.data()).env_remove("INSITU_CRASH_AT");
+        // In the test's own folder, so what a command writes by default (`repro-out/`) lands there.
+        c.current_dir(self.dir.path()).env("INSITU_DATA", self.data()).env_remove("INSITU_CRASH_AT");
         c
     }
 

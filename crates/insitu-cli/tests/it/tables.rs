@@ -113,7 +113,36 @@ fn tpcc_orderline_loads_and_repro_nascent_runs() {
         "--work",
         s(&env.path("work")),
     ]);
-    let rows = r["result"].as_array().unwrap();
+    let rows = r["result"]["data"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|x| x["speedup_vs_accel"].as_f64().unwrap() > 0.0));
+    // Fig. 13 as a figure: four rows per device count, none with a paper value (the paper's are at 12).
+    let fig = &r["result"]["figures"]["fig13"];
+    assert_eq!(fig["rows"].as_array().unwrap().len(), 8);
+    assert!(fig["rows"].as_array().unwrap().iter().all(|x| x["paper"].is_null() && x["modeled"].is_f64()));
+    assert_eq!(fig["verdict"]["within"], serde_json::Value::Null);
+    assert!(env.path("repro-out/nascent/fig13.svg").is_file());
+    // The same run again gives the same modeled figures, to the last digit, into another folder.
+    let again = env.json(&[
+        "repro",
+        "nascent",
+        "--devices",
+        "1,2",
+        "--profile",
+        "tiny",
+        "--work",
+        s(&env.path("work")),
+        "--out",
+        s(&env.path("second")),
+    ]);
+    let modeled = |v: &serde_json::Value| -> Vec<f64> {
+        v["result"]["figures"]["fig13"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["modeled"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(modeled(&r), modeled(&again));
+    assert!(env.path("second/REPORT.md").is_file());
 }

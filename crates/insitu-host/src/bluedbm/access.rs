@@ -158,23 +158,19 @@ pub fn fig12(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Vec<Row>> {
         }
         let wall_us = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
         for (k, part) in ["software", "storage", "transfer", "network"].iter().enumerate() {
-            rows.push(Row {
-                label: format!("{name}: {part}"),
-                unit: "us",
-                paper: Some(want[k]),
-                modeled: sum[k],
-                measured: None,
-                note: notes[k].into(),
-            });
+            rows.push(
+                Row::new(format!("{name}: {part}"), "us", sum[k])
+                    .paper(want[k])
+                    .measured_opt(None)
+                    .note(notes[k]),
+            );
         }
-        rows.push(Row {
-            label: format!("{name}: total"),
-            unit: "us",
-            paper: Some(want.iter().sum()),
-            modeled: sum.iter().sum(),
-            measured: Some(wall_us),
-            note: format!("{why}; measured = wall time to emulate one read here"),
-        });
+        rows.push(
+            Row::new(format!("{name}: total"), "us", sum.iter().sum())
+                .paper(want.iter().sum())
+                .measured_opt(Some(wall_us))
+                .note(format!("{why}; measured = wall time to emulate one read here")),
+        );
     }
     Ok(rows)
 }
@@ -284,14 +280,12 @@ pub fn fig13(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Vec<Row>> {
         let dir = ScratchDir::new()?;
         let (mut c, addrs) = setup(profile, &topo, &dir)?;
         let (modeled, measured) = bandwidth(&mut c, &addrs, &streams, i as u64)?;
-        rows.push(Row {
-            label: (*name).into(),
-            unit: "GB/s",
-            paper: Some(*want),
-            modeled: modeled * 1e-9,
-            measured: Some(measured * 1e-9),
-            note: format!("{why}; measured = pages emulated per wall second here"),
-        });
+        rows.push(
+            Row::new(*name, "GB/s", modeled * 1e-9)
+                .paper(*want)
+                .measured_opt(Some(measured * 1e-9))
+                .note(format!("{why}; measured = pages emulated per wall second here")),
+        );
     }
     Ok(rows)
 }

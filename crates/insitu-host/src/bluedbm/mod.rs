@@ -16,22 +16,9 @@ use insitu_device::network::NetConfig;
 use insitu_device::profile::StorageNetworkProfile;
 use insitu_device::Profile;
 
-use serde::Serialize;
-
 use crate::error::{HostError, Result};
 
-/// One row of a figure.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    pub label: String,
-    pub unit: &'static str,
-    pub paper: Option<f64>,
-    pub modeled: f64,
-    /// `None` where nothing is measured (a property of the routes, not of traffic).
-    pub measured: Option<f64>,
-    /// Why the modeled value is what it is, where it differs from the paper's.
-    pub note: String,
-}
+pub use crate::figure::Row;
 
 /// The topology `shape` (ring, line, mesh, full, or a TOML file) of `nodes` nodes with `lanes` cables
 /// between neighbours, on `profile`'s storage network; refused by name when it does not fit.

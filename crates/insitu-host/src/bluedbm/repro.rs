@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::topo_err;
 use super::Row;
 use crate::error::{HostError, Result};
+use crate::figure::{Figure, PaperFigures, Plot, Series, Source};
 
 /// The figures, by name.
 #[derive(Debug, Clone, Serialize)]
@@ -55,14 +56,16 @@ pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
             let d = net.receive(hops, 0).ok_or_else(|| lost("a 128-bit packet"))?;
             modeled_ps = d.delivered_ps - d.sent_ps;
         }
-        fig11.push(Row {
-            label: format!("latency of one 128-bit packet, {hops} hop{}", if hops == 1 { "" } else { "s" }),
-            unit: "us",
-            paper: Some(paper::HOP_US * hops as f64),
-            modeled: modeled_ps as f64 * 1e-6,
-            measured: Some(started.elapsed().as_secs_f64() * 1e6 / rounds as f64),
-            note: "hops x the hop latency, plus the packet's own 2 flits on the last link".into(),
-        });
+        fig11.push(
+            Row::new(
+                format!("latency of one 128-bit packet, {hops} hop{}", if hops == 1 { "" } else { "s" }),
+                "us",
+                modeled_ps as f64 * 1e-6,
+            )
+            .paper(paper::HOP_US * hops as f64)
+            .measured_opt(Some(started.elapsed().as_secs_f64() * 1e6 / rounds as f64))
+            .note("hops x the hop latency, plus the packet's own 2 flits on the last link"),
+        );
     }
     progress("fig11: one stream over 1 to 8 hops");
     for hops in [1u32, 2, 4, 8] {
@@ -70,14 +73,16 @@ pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
         let mut net = Network::new(&topo, cfg.clone());
         let flows = [(0, 0, hops)];
         let (modeled, measured) = stream(&mut net, &flows, 16 << 20, 8192)?;
-        fig11.push(Row {
-            label: format!("one stream, {hops} hop{}", if hops == 1 { "" } else { "s" }),
-            unit: "Gb/s",
-            paper: Some(paper::STREAM_GBPS),
-            modeled: modeled * 8e-9,
-            measured: Some(measured * 8e-9),
-            note: "10 Gb/s less 64b/66b, less 22 bits of header and framing per 128-bit flit".into(),
-        });
+        fig11.push(
+            Row::new(
+                format!("one stream, {hops} hop{}", if hops == 1 { "" } else { "s" }),
+                "Gb/s",
+                modeled * 8e-9,
+            )
+            .paper(paper::STREAM_GBPS)
+            .measured_opt(Some(measured * 8e-9))
+            .note("10 Gb/s less 64b/66b, less 22 bits of header and framing per 128-bit flit"),
+        );
     }
     progress("fig11: 8 ports at once");
     let star: Vec<(NodeId, NodeId)> = (1..=8).map(|n| (0, n)).collect();
@@ -85,46 +90,42 @@ pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
     let mut net = Network::new(&topo, cfg.clone());
     let flows: Vec<(NodeId, u32, NodeId)> = (1..=8).flat_map(|n| [(0, n - 1, n), (n, n - 1, 0)]).collect();
     let (modeled, measured) = stream(&mut net, &flows, 4 << 20, 8192)?;
-    fig11.push(Row {
-        label: "8 ports, full duplex, each way".into(),
-        unit: "GB/s",
-        paper: Some(paper::PORTS8_GBYTES),
-        modeled: modeled / 2.0 * 1e-9,
-        measured: Some(measured / 2.0 * 1e-9),
-        note: "8 links' payload rate each way".into(),
-    });
+    fig11.push(
+        Row::new("8 ports, full duplex, each way", "GB/s", modeled / 2.0 * 1e-9)
+            .paper(paper::PORTS8_GBYTES)
+            .measured_opt(Some(measured / 2.0 * 1e-9))
+            .note("8 links' payload rate each way"),
+    );
     progress("fig11: a 20-node ring with 4 lanes to each neighbour");
     let ring = Topology::ring(20, 4, ports).map_err(topo_err)?;
     let net = Network::new(&ring, cfg.clone());
     let hops: u32 = (1..20).map(|d| net.routes().hops(0, d)).sum();
     let mean = hops as f64 / 19.0;
-    fig11.push(Row {
-        label: "20-node ring: mean hops to a remote node".into(),
-        unit: "hops",
-        paper: Some(paper::RING_HOPS),
-        modeled: mean,
-        measured: None,
-        note: "shortest routes: 100 hops over 19 nodes".into(),
-    });
-    fig11.push(Row {
-        label: "20-node ring: mean latency to a remote node".into(),
-        unit: "us",
-        paper: Some(paper::RING_US),
-        modeled: mean * cfg.hop_latency_ps as f64 * 1e-6,
-        measured: None,
-        note: "mean hops x the hop latency (the paper rounds a hop to 0.5 us here)".into(),
-    });
+    fig11.push(
+        Row::new("20-node ring: mean hops to a remote node", "hops", mean)
+            .paper(paper::RING_HOPS)
+            .measured_opt(None)
+            .note("shortest routes: 100 hops over 19 nodes"),
+    );
+    fig11.push(
+        Row::new(
+            "20-node ring: mean latency to a remote node",
+            "us",
+            mean * cfg.hop_latency_ps as f64 * 1e-6,
+        )
+        .paper(paper::RING_US)
+        .measured_opt(None)
+        .note("mean hops x the hop latency (the paper rounds a hop to 0.5 us here)"),
+    );
     let mut net = Network::new(&ring, cfg);
     let flows: Vec<(NodeId, u32, NodeId)> = (0..4).map(|ep| (0, ep, 1)).collect();
     let (modeled, measured) = stream(&mut net, &flows, 8 << 20, 8192)?;
-    fig11.push(Row {
-        label: "20-node ring: throughput to a neighbour (4 lanes)".into(),
-        unit: "Gb/s",
-        paper: Some(paper::RING_GBPS),
-        modeled: modeled * 8e-9,
-        measured: Some(measured * 8e-9),
-        note: "4 endpoints take the 4 lanes (routes differ per endpoint)".into(),
-    });
+    fig11.push(
+        Row::new("20-node ring: throughput to a neighbour (4 lanes)", "Gb/s", modeled * 8e-9)
+            .paper(paper::RING_GBPS)
+            .measured_opt(Some(measured * 8e-9))
+            .note("4 endpoints take the 4 lanes (routes differ per endpoint)"),
+    );
     let fig12 = super::access::fig12(profile, progress)?;
     let fig13 = super::access::fig13(profile, progress)?;
     Ok(Figures { profile: profile.name.clone(), fig11, fig12, fig13 })
@@ -219,6 +220,51 @@ pub fn render(f: &Figures) -> String {
         }
     }
     out
+}
+
+/// Figs. 11-13 as figures: the rows as they are, plotted like the paper's (latency by hops; the read
+/// latency by path; the read bandwidth by configuration).
+pub fn figures(f: &Figures) -> PaperFigures {
+    let latency: Vec<&Row> = f.fig11.iter().filter(|r| r.label.starts_with("latency")).collect();
+    let by_hops = |pick: &dyn Fn(&Row) -> Option<f64>| -> Vec<[f64; 2]> {
+        latency.iter().enumerate().filter_map(|(i, r)| pick(r).map(|v| [(i + 1) as f64, v])).collect()
+    };
+    let fig11 = Plot::lines("hops", "latency of one 128-bit packet (us)", false, false)
+        .with(Series::new("paper", Source::Paper, by_hops(&|r| r.paper)))
+        .with(Series::new("modeled", Source::Modeled, by_hops(&|r| Some(r.modeled))));
+    let totals: Vec<&Row> = f.fig12.iter().filter(|r| r.label.ends_with(": total")).collect();
+    let paths: Vec<String> = totals.iter().map(|r| r.label.trim_end_matches(": total").to_string()).collect();
+    let bars = |rows: &[&Row], pick: &dyn Fn(&Row) -> Option<f64>| -> Vec<[f64; 2]> {
+        rows.iter().enumerate().filter_map(|(i, r)| pick(r).map(|v| [i as f64, v])).collect()
+    };
+    let fig12 = Plot::bars("access path", "latency of one remote 8 KB read (us)", paths, false)
+        .with(Series::new("paper", Source::Paper, bars(&totals, &|r| r.paper)))
+        .with(Series::new("modeled", Source::Modeled, bars(&totals, &|r| Some(r.modeled))));
+    let bw: Vec<&Row> = f.fig13.iter().collect();
+    let fig13 = Plot::bars(
+        "configuration",
+        "random 8 KB read bandwidth (GB/s)",
+        bw.iter().map(|r| r.label.clone()).collect(),
+        false,
+    )
+    .with(Series::new("paper", Source::Paper, bars(&bw, &|r| r.paper)))
+    .with(Series::new("modeled", Source::Modeled, bars(&bw, &|r| Some(r.modeled))))
+    .with(Series::new("measured here", Source::Measured, bars(&bw, &|r| r.measured)));
+    PaperFigures {
+        paper: "bluedbm-net".into(),
+        cites: "BlueDBM (ISCA '15)".into(),
+        setup: format!(
+            "profile `{}`; modeled = the profile's links, flash cards and PCIe simulated; measured = this machine \
+             emulating the same traffic (wall time per message, payload per wall second)",
+            f.profile
+        ),
+        figures: vec![
+            Figure::new("fig11", "Storage network: latency by hops, bandwidth of streams and ports (§6.3)", f.fig11.clone(), Some(fig11)),
+            Figure::new("fig12", "Latency of one remote 8 KB read by path (§6.4)", f.fig12.clone(), Some(fig12)),
+            Figure::new("fig13", "Random 8 KB read bandwidth, local and remote (§6.5)", f.fig13.clone(), Some(fig13)),
+        ],
+        detail: render(f),
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
+use crate::figure::{explain, Figure, PaperFigures, Plot, Row, Series, Source};
 use crate::intersect::lists::{gen_lists, put_list, IdFormat};
 use crate::intersect::model::{predict, Workload};
 use crate::intersect::operator::{intersect, IntersectPlacement, Output};
@@ -26,6 +27,10 @@ pub struct Point {
     pub measured_ms: [f64; 2],
     pub modeled_ms: [f64; 2],
     pub predicted_ms: [f64; 2],
+    /// Modeled energy (J), device and host.
+    pub modeled_j: [f64; 2],
+    /// Each placement's modeled time in words: the bound that took most of it.
+    pub explained: [String; 2],
     pub paper: &'static str,
 }
 
@@ -50,6 +55,8 @@ fn point(
     let names = vec![na.clone(), nb.clone()];
     let mut measured = [0.0; 2];
     let mut modeled = [0.0; 2];
+    let mut modeled_j = [0.0; 2];
+    let mut explained: [String; 2] = Default::default();
     for (i, placement) in [IntersectPlacement::Device, IntersectPlacement::Host].into_iter().enumerate() {
         let (rep, ans) = intersect(a, &names, placement, Output::Ids)?;
         if ans.count != common {
@@ -60,6 +67,8 @@ fn point(
         }
         measured[i] = rep.wall_s * 1e3;
         modeled[i] = rep.modeled.time_s * 1e3;
+        modeled_j[i] = rep.modeled.energy_j;
+        explained[i] = explain(&rep.modeled);
     }
     crate::blob::rm(a, &na)?;
     crate::blob::rm(a, &nb)?;
@@ -80,6 +89,8 @@ fn point(
         measured_ms: measured,
         modeled_ms: modeled,
         predicted_ms: [m.device_ms, m.host_ms],
+        modeled_j,
+        explained,
         paper,
     })
 }
@@ -183,6 +194,224 @@ pub fn render(pts: &[Point], scale: f64) -> String {
             p.paper
         ));
     }
-    s.push_str("\npaper (§4.1): loading 100 MB takes 65 ms on the Smart SSD vs 198 ms on the regular SSD (model: 67 vs 182 ms)\n");
     s
+}
+
+/// The paper's values (§4, §5).
+mod paper {
+    /// Table 2: (s, theta, T3 host ms, T'3 device ms).
+    pub const TABLE2: [(f64, f64, f64, f64); 4] = [
+        (4.0, 1.0, 261.0, 1087.0),
+        (256.0, 1.0, 4.07, 16.96),
+        (4.0, 1000.0, 6.41, 26.72),
+        (256.0, 1000.0, 0.075, 0.31),
+    ];
+    /// §4.1, Fig. 3a: loading 100 MB, measured: Smart SSD, regular SSD (ms).
+    pub const LOAD_MS: (f64, f64) = (65.0, 198.0);
+    /// §4.2, Fig. 3a: the copy stage at s = 256, measured (ms).
+    pub const COPY_256_MS: f64 = 62.5;
+    /// §5.2, Fig. 3: at s = 4 the Smart SSD takes 5.1x the time and 1.3x the energy; at s = 64 it takes
+    /// 2.6x less energy; offloading pays from s = 256 (Fig. 3a).
+    pub const TIME_AT_4: f64 = 5.1;
+    pub const ENERGY_AT_4: f64 = 1.3;
+    pub const ENERGY_SAVED_AT_64: f64 = 2.6;
+    pub const CROSSOVER: f64 = 256.0;
+}
+
+/// Table 2 and Figs. 3-5 as figures.
+pub fn figures(pts: &[Point], scale: f64, profile: &Profile) -> Result<PaperFigures> {
+    let mut figures = Vec::new();
+
+    // Table 2: the intersection stage alone, from §4.3's count of memory accesses on the profile.
+    let mut rows = Vec::new();
+    for (s, theta, host, device) in paper::TABLE2 {
+        let w = Workload { total_bytes: 100e6, entry_size: s, theta, r: 0.01, result_entry_size: 4.0 };
+        let m = predict(profile, &w)?;
+        let stage = m.stages.iter().find(|st| st.name == "intersect");
+        let why = format!(
+            "{} search, N_m = {:.0} memory accesses x the profile's access time and IPC",
+            m.method, m.memory_accesses
+        );
+        for (side, want, got) in [
+            ("T3 host", host, stage.and_then(|st| st.host_ms)),
+            ("T'3 device", device, stage.and_then(|st| st.device_ms)),
+        ] {
+            rows.push(
+                Row::new(format!("s = {s}, theta = {theta}: {side}"), "ms", got.unwrap_or(f64::NAN))
+                    .paper(want)
+                    .note(why.clone()),
+            );
+        }
+    }
+    figures.push(Figure::new("table2", "Cost of the intersection stage, D = 100 MB (§4.3)", rows, None));
+
+    let sweep = |name: &str| -> Vec<&Point> { pts.iter().filter(|p| p.sweep == name).collect() };
+    let x_of = |p: &Point| -> f64 {
+        p.label.split(" = ").nth(1).map_or(f64::NAN, |v| v.trim_end_matches('%').parse().unwrap_or(f64::NAN))
+    };
+    let why = |p: &Point| format!("device {}; host {}", p.explained[0], p.explained[1]);
+    let time_rows = |ps: &[&Point]| -> Vec<Row> {
+        let mut rows = Vec::new();
+        for p in ps {
+            for (i, side) in ["device", "host"].iter().enumerate() {
+                rows.push(
+                    Row::new(format!("{}: {side}", p.label), "ms", p.modeled_ms[i])
+                        .measured(p.measured_ms[i])
+                        .note(p.explained[i].clone()),
+                );
+            }
+        }
+        rows
+    };
+    let energy_rows = |ps: &[&Point]| -> Vec<Row> {
+        let mut rows = Vec::new();
+        for p in ps {
+            for (i, side) in ["device", "host"].iter().enumerate() {
+                rows.push(
+                    Row::new(format!("{}: {side}", p.label), "J", p.modeled_j[i])
+                        .note(p.explained[i].clone()),
+                );
+            }
+        }
+        rows
+    };
+    let plot = |ps: &[&Point],
+                x: &str,
+                log: bool,
+                y: &str,
+                pick: &dyn Fn(&Point, usize) -> f64,
+                measured: bool|
+     -> Plot {
+        let pts = |i: usize, f: &dyn Fn(&Point, usize) -> f64| {
+            ps.iter().map(|p| [x_of(p), f(p, i)]).collect::<Vec<_>>()
+        };
+        let mut plot = Plot::lines(x, y, log, true)
+            .with(Series::new("Smart SSD, modeled", Source::Modeled, pts(0, pick)))
+            .with(Series::new("regular SSD, modeled", Source::Modeled, pts(1, pick)));
+        if measured {
+            plot = plot
+                .with(Series::new("Smart SSD, measured", Source::Measured, pts(0, &|p, i| p.measured_ms[i])))
+                .with(Series::new(
+                    "regular SSD, measured",
+                    Source::Measured,
+                    pts(1, &|p, i| p.measured_ms[i]),
+                ));
+        }
+        plot
+    };
+
+    // Fig. 3: entry size.
+    let es = sweep("entry size");
+    let at = |s: f64| es.iter().find(|p| x_of(p) == s).copied();
+    let mut rows = Vec::new();
+    let full =
+        Workload { total_bytes: 100e6, entry_size: 256.0, theta: 1000.0, r: 0.01, result_entry_size: 4.0 };
+    let m = predict(profile, &full)?;
+    let stage = |name: &str, device: bool| {
+        m.stages
+            .iter()
+            .find(|st| st.name == name)
+            .and_then(|st| if device { st.device_ms } else { st.host_ms })
+            .unwrap_or(f64::NAN)
+    };
+    rows.push(
+        Row::new("load 100 MB: Smart SSD", "ms", stage("load", true))
+            .paper(paper::LOAD_MS.0)
+            .note("100 MB over the internal bandwidth"),
+    );
+    rows.push(Row::new("load 100 MB: regular SSD", "ms", stage("load", false)).paper(paper::LOAD_MS.1).note("100 MB over the host interface (SAS 550 MB/s); the paper measured 198 ms against its own estimate of 182"));
+    rows.push(
+        Row::new("copy at s = 256", "ms", stage("copy", true))
+            .paper(paper::COPY_256_MS)
+            .note("every entry's ID copied from core memory at tau each"),
+    );
+    if let Some(p) = at(4.0) {
+        rows.push(
+            Row::new("s = 4: device time / host time", "x", p.modeled_ms[0] / p.modeled_ms[1])
+                .paper(paper::TIME_AT_4)
+                .measured(p.measured_ms[0] / p.measured_ms[1])
+                .note(why(p)),
+        );
+    }
+    if es.len() > 1 {
+        let cross = es.iter().find(|p| p.modeled_ms[0] < p.modeled_ms[1]).map_or(f64::INFINITY, |p| x_of(p));
+        rows.push(
+            Row::new("smallest entry size where the device is faster", "bytes", cross)
+                .paper(paper::CROSSOVER)
+                .note("the copy stage shrinks with 1/s until the load saved outweighs it"),
+        );
+    }
+    rows.extend(time_rows(&es));
+    figures.push(Figure::new(
+        "fig3a",
+        "Effect of the entry size: execution time (|L2| = 100 MB, |L1| = 0.1 MB, r = 1%)",
+        rows,
+        Some(plot(&es, "entry size s (bytes)", true, "execution time (ms)", &|p, i| p.modeled_ms[i], true)),
+    ));
+    let mut rows = Vec::new();
+    if let Some(p) = at(4.0) {
+        rows.push(
+            Row::new("s = 4: device energy / host energy", "x", p.modeled_j[0] / p.modeled_j[1])
+                .paper(paper::ENERGY_AT_4)
+                .note(why(p)),
+        );
+    }
+    if let Some(p) = at(64.0) {
+        rows.push(
+            Row::new("s = 64: host energy / device energy", "x", p.modeled_j[1] / p.modeled_j[0])
+                .paper(paper::ENERGY_SAVED_AT_64)
+                .note(why(p)),
+        );
+    }
+    rows.extend(energy_rows(&es));
+    figures.push(Figure::new(
+        "fig3b",
+        "Effect of the entry size: energy",
+        rows,
+        Some(plot(&es, "entry size s (bytes)", true, "energy (J)", &|p, i| p.modeled_j[i], false)),
+    ));
+
+    for (id, name, x, log, title) in [
+        (
+            "fig4",
+            "size ratio",
+            "size ratio theta = |L2| / |L1|",
+            true,
+            "Effect of the list size ratio (100 MB in all, s = 256, r = 1%)",
+        ),
+        (
+            "fig5",
+            "intersection ratio",
+            "intersection ratio r (%)",
+            false,
+            "Effect of the intersection ratio (|L1| = |L2|, s = 256)",
+        ),
+    ] {
+        let ps = sweep(name);
+        if ps.is_empty() {
+            continue;
+        }
+        figures.push(Figure::new(
+            format!("{id}a"),
+            format!("{title}: execution time"),
+            time_rows(&ps),
+            Some(plot(&ps, x, log, "execution time (ms)", &|p, i| p.modeled_ms[i], true)),
+        ));
+        figures.push(Figure::new(
+            format!("{id}b"),
+            format!("{title}: energy"),
+            energy_rows(&ps),
+            Some(plot(&ps, x, log, "energy (J)", &|p, i| p.modeled_j[i], false)),
+        ));
+    }
+    Ok(PaperFigures {
+        paper: "intersect".into(),
+        cites: "Smart SSD list intersection (DaMoN '16)".into(),
+        setup: format!(
+            "profile `{}`, host `{}`; lists at {scale} of the paper's sizes (Table 2 and the load and copy rows at the paper's 100 MB)",
+            profile.name, profile.host.name
+        ),
+        figures,
+        detail: render(pts, scale),
+    })
 }

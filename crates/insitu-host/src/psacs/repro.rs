@@ -6,6 +6,7 @@
 //! Workloads (the shuffle keys of the TPC-H queries the paper names, as Spark plans them): Q05 lineitem on
 //! `l_orderkey`, Q11 partsupp on `ps_partkey`, Q03 orders on `o_orderkey`, Q10 customer on `c_custkey`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use insitu_device::Profile;
@@ -15,6 +16,7 @@ use serde::Serialize;
 
 use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
+use crate::figure::{explain, fmt_value, Figure, PaperFigures, Plot, Row, Series, Source};
 use crate::psacs::options::{ShuffleOptions, ShufflePlacement};
 use crate::psacs::shuffle::shuffle_table;
 use crate::report::Report;
@@ -47,6 +49,14 @@ pub struct Run {
     /// reading the input, storing the output, or LZ4, which PSACS does not have): on the device's kernels,
     /// or on the host's cores over the threads used.
     pub kernel_s: f64,
+    /// The kernel's modeled seconds by stage (the work item priced).
+    pub kernel_stages: BTreeMap<String, f64>,
+    /// Host cores kept busy on average (Fig. 13): modeled (host core-seconds over the modeled time) and
+    /// measured (host CPU seconds over wall seconds).
+    pub modeled_host_cores: f64,
+    pub host_cores: f64,
+    /// The modeled time in words: the bound that took most of it.
+    pub explained: String,
 }
 
 /// One workload's results.
@@ -64,23 +74,33 @@ pub struct Workload {
     pub kernel_speedup: [f64; 2],
 }
 
-/// The shuffle kernel's modeled seconds in a run (see [`Run::kernel_s`]).
-fn kernel_s(r: &Report, profile: &Profile) -> f64 {
-    let kernel = |stages: &std::collections::BTreeMap<String, f64>| -> f64 {
-        stages.iter().filter(|(k, _)| k.as_str() != insitu_device::work::ENCODE_BYTES).map(|(_, s)| s).sum()
+/// The shuffle kernel's modeled seconds in a run by stage (see [`Run::kernel_s`]).
+fn kernel_stages(r: &Report, profile: &Profile) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let mut add = |stages: &BTreeMap<String, f64>, div: f64| {
+        for (k, s) in stages.iter().filter(|(k, _)| k.as_str() != insitu_device::work::ENCODE_BYTES) {
+            *out.entry(k.clone()).or_insert(0.0) += s / div;
+        }
     };
+    for ph in &r.phases {
+        for c in &ph.devices {
+            add(&crate::model::device_busy(profile, c).compute_stages, 1.0);
+        }
+        add(
+            &profile.host.cpu.price(&ph.host.work).stages,
+            ph.host.threads.clamp(1, profile.host.cores) as f64,
+        );
+    }
+    out
+}
+
+/// Host core-seconds the model keeps busy in a run: each phase's host time on the threads it ran on.
+fn modeled_host_core_s(r: &Report, profile: &Profile) -> f64 {
     r.phases
         .iter()
-        .map(|ph| {
-            let device: f64 = ph
-                .devices
-                .iter()
-                .map(|c| kernel(&crate::model::device_busy(profile, c).compute_stages))
-                .sum();
-            let host = kernel(&profile.host.cpu.price(&ph.host.work).stages)
-                / ph.host.threads.clamp(1, profile.host.cores) as f64;
-            device + host
-        })
+        .zip(&r.modeled.phases)
+        .filter(|(u, _)| !u.host.accelerator)
+        .map(|(u, m)| m.host_s * u.host.threads.clamp(1, profile.host.cores) as f64)
         .sum()
 }
 
@@ -94,7 +114,11 @@ fn run_of(r: &Report, profile: &Profile, placement: &str, threads: usize, bytes:
         modeled_s: r.modeled.time_s,
         mb_per_s: mb / r.wall_s.max(1e-9),
         modeled_mb_per_s: mb / r.modeled.time_s.max(1e-9),
-        kernel_s: kernel_s(r, profile),
+        kernel_s: kernel_stages(r, profile).values().sum(),
+        kernel_stages: kernel_stages(r, profile),
+        modeled_host_cores: modeled_host_core_s(r, profile) / r.modeled.time_s.max(f64::MIN_POSITIVE),
+        host_cores: r.host_cpu_s / r.wall_s.max(1e-9),
+        explained: explain(&r.modeled),
     }
 }
 
@@ -286,4 +310,256 @@ pub fn render(ws: &[Workload], partitions: u32, profile: &str) -> String {
     }
     s.push_str("\npaper: kernel 4.6x-5.7x over single-thread software, 10%-31% faster than up to 32 threads overall, over 20x less host CPU, column-major LZ4 1.5x better than row-major\n");
     s
+}
+
+/// The paper's values (§V-C, §V-D, Figs. 9, 12, 13, 15).
+mod paper {
+    /// Fig. 9: the kernel over single-thread software, over the workloads.
+    pub const KERNEL: (f64, f64) = (4.6, 5.7);
+    /// Fig. 12: overall, over software with up to 32 threads: "10% - 31%".
+    pub const OVERALL: (f64, f64) = (1.10, 1.31);
+    /// Fig. 13: "more than 20 times lower CPU core utilization" (software at 16 threads, footnote 1).
+    pub const HOST_CORES: f64 = 20.0;
+    pub const HOST_CORES_THREADS: usize = 16;
+    /// Fig. 15: column-major LZ4 "on average 1.5x better" than row-major.
+    pub const COLUMN_VS_ROW: f64 = 1.5;
+}
+
+/// The largest stage of a breakdown and its share: `shuffle.sort.b32.n20.keys 41%`.
+fn top_stage(stages: &BTreeMap<String, f64>) -> String {
+    let total: f64 = stages.values().sum();
+    stages
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or("no work".into(), |(k, v)| format!("{k} {:.0}%", 100.0 * v / total.max(f64::MIN_POSITIVE)))
+}
+
+/// Figs. 9-13 and 15 as figures.
+pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigures {
+    let find =
+        |w: &Workload, p: &str, t: usize| w.runs.iter().find(|r| r.placement == p && r.threads == t).cloned();
+    let cats: Vec<String> = ws.iter().map(|w| format!("{} {}", w.query, w.table)).collect();
+    let mut figures = Vec::new();
+
+    // Fig. 9: the kernel alone, one thread.
+    let mut rows = Vec::new();
+    for w in ws {
+        let dev = &w.runs[0];
+        for (i, base) in ["host-sort", "host-bucket"].iter().enumerate() {
+            let Some(b) = find(w, base, 1) else { continue };
+            rows.push(
+                Row::new(format!("{} {}: kernel vs {base} x1", w.query, w.table), "x", w.kernel_speedup[i])
+                    .paper_range(paper::KERNEL.0, paper::KERNEL.1)
+                    .note(format!(
+                        "device kernel {} s, largest stage {}; {base} x1 {} s, largest stage {}",
+                        fmt_value(dev.kernel_s),
+                        top_stage(&dev.kernel_stages),
+                        fmt_value(b.kernel_s),
+                        top_stage(&b.kernel_stages)
+                    )),
+            );
+        }
+    }
+    let bars = |f: &dyn Fn(&Workload) -> f64| -> Vec<[f64; 2]> {
+        ws.iter().enumerate().map(|(i, w)| [i as f64, f(w)]).collect()
+    };
+    let plot = Plot::bars("workload", "kernel speed-up over single-thread software (x)", cats.clone(), false)
+        .with(Series::new("vs host-sort x1, modeled", Source::Modeled, bars(&|w| w.kernel_speedup[0])))
+        .with(Series::new("vs host-bucket x1, modeled", Source::Modeled, bars(&|w| w.kernel_speedup[1])))
+        .with(Series::new(
+            "paper (4.6-5.7, middle)",
+            Source::Paper,
+            bars(&|_| (paper::KERNEL.0 * paper::KERNEL.1).sqrt()),
+        ));
+    figures.push(Figure::new(
+        "fig9",
+        "Shuffle kernel performance, single thread, no I/O (§V-C)",
+        rows,
+        Some(plot),
+    ));
+
+    // Figs. 10 and 11: thread scaling on Q05 lineitem and Q11 partsupp.
+    for (id, query) in [("fig10", "Q05"), ("fig11", "Q11")] {
+        let Some(w) = ws.iter().find(|w| w.query == query) else { continue };
+        let mut threads: Vec<usize> =
+            w.runs.iter().filter(|r| r.placement != "device").map(|r| r.threads).collect();
+        threads.dedup();
+        let mut rows = Vec::new();
+        let mut plot = Plot::lines("threads", "shuffle throughput (MB/s)", true, false);
+        for p in ["host-sort", "host-bucket", "device"] {
+            let runs: Vec<Run> = if p == "device" {
+                threads.iter().map(|_| w.runs[0].clone()).collect()
+            } else {
+                threads.iter().filter_map(|&t| find(w, p, t)).collect()
+            };
+            for (r, t) in runs.iter().zip(&threads) {
+                if p != "device" || *t == threads[0] {
+                    let label =
+                        if p == "device" { "device (one kernel)".to_string() } else { format!("{p} x{t}") };
+                    rows.push(
+                        Row::new(label, "MB/s", r.modeled_mb_per_s)
+                            .measured(r.mb_per_s)
+                            .note(r.explained.clone()),
+                    );
+                }
+            }
+            let pts = |f: &dyn Fn(&Run) -> f64| {
+                runs.iter().zip(&threads).map(|(r, t)| [*t as f64, f(r)]).collect::<Vec<_>>()
+            };
+            plot = plot
+                .with(Series::new(format!("{p}, modeled"), Source::Modeled, pts(&|r| r.modeled_mb_per_s)))
+                .with(Series::new(format!("{p}, measured"), Source::Measured, pts(&|r| r.mb_per_s)));
+        }
+        let title = format!("Multithreading scaling of shuffle throughput on {} {} (§V-D)", w.query, w.table);
+        figures.push(Figure::new(id, title, rows, Some(plot)));
+    }
+
+    // Fig. 12: overall, the device against the best host run of up to 32 threads.
+    let best = |w: &Workload, modeled: bool| -> Option<Run> {
+        w.runs
+            .iter()
+            .filter(|r| r.placement != "device" && r.threads <= 32)
+            .max_by(|a, b| {
+                if modeled {
+                    a.modeled_mb_per_s.total_cmp(&b.modeled_mb_per_s)
+                } else {
+                    a.mb_per_s.total_cmp(&b.mb_per_s)
+                }
+            })
+            .cloned()
+    };
+    let overall = |w: &Workload, modeled: bool| -> f64 {
+        let dev = &w.runs[0];
+        match best(w, modeled) {
+            Some(b) if modeled => dev.modeled_mb_per_s / b.modeled_mb_per_s,
+            Some(b) => dev.mb_per_s / b.mb_per_s,
+            None => f64::NAN,
+        }
+    };
+    let mut rows = Vec::new();
+    for w in ws {
+        let Some(b) = best(w, true) else { continue };
+        rows.push(
+            Row::new(format!("{} {}: device vs best host", w.query, w.table), "x", overall(w, true))
+                .paper_range(paper::OVERALL.0, paper::OVERALL.1)
+                .measured(overall(w, false))
+                .note(format!(
+                    "device {}; best host ({} x{}) {}",
+                    w.runs[0].explained, b.placement, b.threads, b.explained
+                )),
+        );
+    }
+    let plot = Plot::bars(
+        "workload",
+        "overall shuffle speed-up over the best software run (x)",
+        cats.clone(),
+        false,
+    )
+    .with(Series::new("modeled", Source::Modeled, bars(&|w| overall(w, true))))
+    .with(Series::new("measured here", Source::Measured, bars(&|w| overall(w, false))))
+    .with(Series::new(
+        "paper (1.10-1.31, middle)",
+        Source::Paper,
+        bars(&|_| (paper::OVERALL.0 * paper::OVERALL.1).sqrt()),
+    ));
+    figures.push(Figure::new(
+        "fig12",
+        "Overall shuffle performance, software with up to 32 threads (§V-D)",
+        rows,
+        Some(plot),
+    ));
+
+    // Fig. 13: host cores busy, software at 16 threads against the device.
+    let t = paper::HOST_CORES_THREADS;
+    let mut rows = Vec::new();
+    for w in ws {
+        let dev = &w.runs[0];
+        for base in ["host-sort", "host-bucket"] {
+            let Some(b) = find(w, base, t) else { continue };
+            rows.push(
+                Row::new(
+                    format!("{} {}: host cores, {base} x{t} / device", w.query, w.table),
+                    "x",
+                    b.modeled_host_cores / dev.modeled_host_cores.max(f64::MIN_POSITIVE),
+                )
+                .paper_at_least(paper::HOST_CORES)
+                .measured(b.host_cores / dev.host_cores.max(1e-9))
+                .note(format!(
+                    "modeled host cores busy: {base} x{t} {}, device {} (the host's part of the device run: {})",
+                    fmt_value(b.modeled_host_cores),
+                    fmt_value(dev.modeled_host_cores),
+                    dev.explained
+                )),
+            );
+        }
+    }
+    let cores = |p: &'static str, modeled: bool| {
+        move |w: &Workload| {
+            let r = if p == "device" { Some(w.runs[0].clone()) } else { find(w, p, t) };
+            r.map_or(f64::NAN, |r| if modeled { r.modeled_host_cores } else { r.host_cores })
+        }
+    };
+    let plot = Plot::bars("workload", "host cores busy", cats.clone(), true)
+        .with(Series::new(
+            format!("host-sort x{t}, modeled"),
+            Source::Modeled,
+            bars(&cores("host-sort", true)),
+        ))
+        .with(Series::new(
+            format!("host-bucket x{t}, modeled"),
+            Source::Modeled,
+            bars(&cores("host-bucket", true)),
+        ))
+        .with(Series::new("device, modeled", Source::Modeled, bars(&cores("device", true))))
+        .with(Series::new(
+            format!("host-sort x{t}, measured"),
+            Source::Measured,
+            bars(&cores("host-sort", false)),
+        ))
+        .with(Series::new("device, measured", Source::Measured, bars(&cores("device", false))));
+    figures.push(Figure::new("fig13", "Host CPU core utilisation for shuffle (§V-D)", rows, Some(plot)));
+
+    // Fig. 15: column-major vs row-major output under LZ4.
+    let ratio = |w: &Workload| w.row_stored as f64 / w.column_stored.max(1) as f64;
+    let mut rows: Vec<Row> = ws
+        .iter()
+        .map(|w| {
+            Row::new(format!("{} {}: column vs row LZ4", w.query, w.table), "x", ratio(w))
+                .measured(ratio(w))
+                .note(format!("{} vs {} bytes stored", w.row_stored, w.column_stored))
+        })
+        .collect();
+    if !ws.is_empty() {
+        let mean = ws.iter().map(ratio).sum::<f64>() / ws.len() as f64;
+        rows.push(
+            Row::new("average", "x", mean)
+                .paper(paper::COLUMN_VS_ROW)
+                .measured(mean)
+                .note("rows here are the table's own fixed-width rows and columns are plain values, not Spark's UnsafeRow and dictionary/RLE columns; both then LZ4"),
+        );
+    }
+    let plot = Plot::bars("workload", "LZ4 size, row-major over column-major (x)", cats, false)
+        .with(Series::new("here", Source::Modeled, bars(&ratio)))
+        .with(Series::new("paper (average)", Source::Paper, bars(&|_| paper::COLUMN_VS_ROW)));
+    figures.push(Figure::new(
+        "fig15",
+        "Compression ratio, row-major vs column-major (§V-E)",
+        rows,
+        Some(plot),
+    ));
+
+    let rows_in: u64 = ws.iter().map(|w| w.rows).sum();
+    PaperFigures {
+        paper: "psacs".into(),
+        cites: "PSACS (ICCD '21)".into(),
+        setup: format!(
+            "profile `{}` (1 device), host `{}`; {partitions} partitions, zigzag-fold hash; {} TPC-H workload(s), \
+             {rows_in} rows in all",
+            profile.name,
+            profile.host.name,
+            ws.len()
+        ),
+        figures,
+        detail: render(ws, partitions, &format!("{}, host {}", profile.name, profile.host.name)),
+    }
 }

@@ -1,7 +1,8 @@
 //! The architecture, checked on the sources of every crate of the workspace:
 //! - no two files of a crate import each other (module dependencies go one way);
 //! - the host is above the command set: no `insitu_flash` in the host, no device program internals
-//!   (`insitu_device::programs`) outside the device crate, the fronts (CLI, Python) on the host crate only;
+//!   (`insitu_device::programs`) outside the device crate, the fronts (CLI, Python) and the reports on the host
+//!   crate only;
 //! - `unsafe` only in the kernels' `arch/` and in one `sys.rs` per crate, each block with a SAFETY comment.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -191,6 +192,7 @@ fn the_host_stays_above_the_command_set() {
     check("insitu-host/src", &["insitu_flash", "insitu_device::programs"]);
     check("insitu-cli/src", &["insitu_flash", "insitu_device", "insitu_kernels"]);
     check("insitu-py/src", &["insitu_flash", "insitu_device", "insitu_kernels"]);
+    check("insitu-report/src", &["insitu_flash", "insitu_device", "insitu_kernels"]);
     // The [dependencies] of a manifest (not its dev-dependencies).
     let deps = |manifest: &str| {
         let text = std::fs::read_to_string(root.join(manifest)).unwrap();
@@ -202,6 +204,7 @@ fn the_host_stays_above_the_command_set() {
         ("insitu-host/Cargo.toml", &["insitu-flash"][..]),
         ("insitu-cli/Cargo.toml", &["insitu-flash", "insitu-device", "insitu-kernels"][..]),
         ("insitu-py/Cargo.toml", &["insitu-flash", "insitu-device", "insitu-kernels"][..]),
+        ("insitu-report/Cargo.toml", &["insitu-flash", "insitu-device", "insitu-kernels"][..]),
     ] {
         for b in below {
             if deps(manifest).contains(b) {
