@@ -109,6 +109,10 @@ pub enum ReproCmd {
     Nascent {
         #[command(flatten)]
         report: ReportArgs,
+        /// Fig. 14's TPC-C scale factors (warehouses a device, on 12 devices; default 1, 2, 5; 1 with
+        /// --quick; the paper's are 1,2,5,10,20; 0 skips Fig. 14).
+        #[arg(long, value_delimiter = ',')]
+        tpcc: Option<Vec<u32>>,
         /// Device counts to run (default 1 to 12; 1, 2, 4, 8, 12 with --quick).
         #[arg(long, value_delimiter = ',')]
         devices: Option<Vec<u32>>,
@@ -145,6 +149,7 @@ impl ReproCmd {
             let cmds = [
                 ReproCmd::Nascent {
                     report: report.clone(),
+                    tpcc: None,
                     devices: None,
                     profile: "smartssd".into(),
                     algo: Algo::Fast,
@@ -247,7 +252,7 @@ impl ReproCmd {
                 let figures = repro::run(&ctx.profile(&profile)?, progress)?;
                 (repro::figures(&figures), json!(figures))
             }
-            ReproCmd::Nascent { report, devices, profile, algo, work } => {
+            ReproCmd::Nascent { report, tpcc, devices, profile, algo, work } => {
                 let quick = vec![1, 2, 4, 8, 12];
                 let counts = devices.unwrap_or_else(|| if report.quick { quick } else { (1..=12).collect() });
                 if counts.is_empty() || counts.iter().any(|n| *n == 0 || *n > 64) {
@@ -255,14 +260,18 @@ impl ReproCmd {
                 }
                 let work = work.unwrap_or_else(default_work);
                 let profile = ctx.profile(&profile)?;
-                let rows = insitu_host::nascent::repro::repro_nascent(
-                    &work,
-                    &counts,
-                    &profile,
-                    algo.into(),
-                    progress,
-                )?;
-                (insitu_host::nascent::repro::figures(&rows, &profile), json!(rows))
+                use insitu_host::nascent::repro;
+                let kernel =
+                    repro::repro_kernel(&profile, if report.quick { 256 << 10 } else { 8 << 20 }, progress)?;
+                let rows = repro::repro_nascent(&work, &counts, &profile, algo.into(), progress)?;
+                // Fig. 14 on 12 devices; the paper's SF 10 and 20 (12 x 3M and 6M rows) only with --tpcc.
+                let mut scales = tpcc.unwrap_or_else(|| if report.quick { vec![1] } else { vec![1, 2, 5] });
+                scales.retain(|sf| *sf > 0);
+                let tpcc = repro::repro_tpcc(&work, &scales, 12, &profile, algo.into(), progress)?;
+                (
+                    repro::figures(&rows, &kernel, &tpcc, &profile),
+                    json!({ "fig8": kernel, "fig13": rows, "fig14": tpcc }),
+                )
             }
         })
     }

@@ -1,8 +1,8 @@
 //! `insitu repro intersect`: the paper's three sweeps (§5) on the `smartssd-2016` profile: entry size
 //! 4..4096 with |L2| = 100 MB, |L1| = 0.1 MB, r = 1%; size ratio 1..1000 with 100 MB in all, s = 256,
-//! r = 1%; intersection ratio 0..100% with equal sizes, s = 256. Each point is measured here (device and
-//! host placements), modeled from the run's counters, and predicted by the analytical model (§4), with the
-//! paper's figures where the text gives them. `scale` shrinks every list (1.0 = the paper's sizes).
+//! r = 1%; intersection ratio 0..100% with equal sizes, s = 256, whole entries returned. Each point is
+//! measured here (device and host placements), modeled from the run's counters, and predicted by the
+//! analytical model (§4), with the paper's figures where the text gives them. `scale` shrinks every list (1.0 = the paper's sizes).
 
 use std::path::Path;
 
@@ -42,6 +42,7 @@ fn point(
     sweep: &'static str,
     label: String,
     (n1, n2, s, r): (u64, u64, u32, f64),
+    output: Output,
     paper: &'static str,
     seq: usize,
 ) -> Result<Point> {
@@ -58,7 +59,7 @@ fn point(
     let mut modeled_j = [0.0; 2];
     let mut explained: [String; 2] = Default::default();
     for (i, placement) in [IntersectPlacement::Device, IntersectPlacement::Host].into_iter().enumerate() {
-        let (rep, ans) = intersect(a, &names, placement, Output::Ids)?;
+        let (rep, ans) = intersect(a, &names, placement, output)?;
         if ans.count != common {
             return Err(HostError::Damaged {
                 name: sweep.into(),
@@ -77,7 +78,7 @@ fn point(
         (n2 * s as u64) as f64,
         s as f64,
         common as f64 / n1.min(n2).max(1) as f64,
-        4.0,
+        if output == Output::Entries { s as f64 } else { 4.0 },
     )?;
     let m = predict(profile, &w)?;
     Ok(Point {
@@ -129,6 +130,7 @@ pub fn repro_intersect(
             "entry size",
             format!("s = {s}"),
             (mb(0.1) / s as u64, mb(100.0) / s as u64, s, 0.01),
+            Output::Ids,
             paper,
             seq,
         )?);
@@ -144,6 +146,7 @@ pub fn repro_intersect(
             "size ratio",
             format!("theta = {theta}"),
             (total / (1 + theta), total * theta / (1 + theta), 256, 0.01),
+            Output::Ids,
             "",
             seq,
         )?);
@@ -159,6 +162,8 @@ pub fn repro_intersect(
             "intersection ratio",
             format!("r = {:.0}%", r * 100.0),
             (half, half, 256, r),
+            // §5.4: "return the entire entries in the intersection results".
+            Output::Entries,
             "",
             seq,
         )?);
