@@ -333,8 +333,11 @@ struct ProfileFile {
     #[serde(default)]
     host: Option<HostRef>,
     power: PowerProfile,
+    /// DaMoN '16's Table 1 as figures, in profiles written before the engines priced the intersection
+    /// (`intersect.*` cycles): read and ignored.
     #[serde(default)]
-    cpu: Option<CpuProfile>,
+    #[allow(dead_code)]
+    cpu: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     firmware: FirmwareProfile,
     #[serde(default)]
@@ -342,11 +345,38 @@ struct ProfileFile {
     compute: Option<serde::de::IgnoredAny>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// `host = "NAME"` or a `[host]` table. Read by hand rather than as an untagged enum, so that a table with
+/// a mistake is refused with the mistake named (a missing or unknown field), not as "no variant matched".
 enum HostRef {
     Name(String),
     Inline(Box<HostProfile>),
+}
+
+impl<'de> Deserialize<'de> for HostRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<HostRef, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = HostRef;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a host profile's name or a [host] table")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<HostRef, E> {
+                Ok(HostRef::Name(v.to_string()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<HostRef, A::Error> {
+                let h = HostProfile::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map_err(|e| serde::de::Error::custom(format!("[host]: {e}")))?;
+                Ok(HostRef::Inline(Box::new(h)))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl TryFrom<ProfileFile> for Profile {
@@ -402,29 +432,9 @@ impl TryFrom<ProfileFile> for Profile {
             kernels,
             host,
             power: f.power,
-            cpu: f.cpu,
             firmware: f.firmware,
         })
     }
-}
-
-/// Processor and memory figures the list-intersection cost model needs (DaMoN '16 Table 1). Optional:
-/// only profiles that describe a CPU inside the device carry them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CpuProfile {
-    /// Host DRAM read of 4 bytes, ns (`t`).
-    pub host_mem_access_ns: f64,
-    /// Device DRAM read of 4 bytes, ns (`t'`).
-    pub device_mem_access_ns: f64,
-    /// Device DRAM copy of 4 bytes, ns (`tau`).
-    pub device_copy_ns: f64,
-    pub host_hz: f64,
-    pub host_ipc: f64,
-    pub device_hz: f64,
-    pub device_ipc: f64,
-    /// The staging buffer ("core memory") flash pages pass through, bytes.
-    pub core_memory_bytes: u64,
 }
 
 /// The processor that runs resident firmware on the I/O path (the Self-Sorting SSD's index), and what the
@@ -489,8 +499,6 @@ pub struct Profile {
     /// The host: its cores and what host work costs there.
     pub host: HostProfile,
     pub power: PowerProfile,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<CpuProfile>,
     #[serde(default)]
     pub firmware: FirmwareProfile,
 }
@@ -725,10 +733,20 @@ mod tests {
         v.as_object_mut().unwrap().remove("compute");
         let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
         assert!(err.contains("mine") && err.contains("[kernels]"), "{err}");
+        // One stored while the intersection model read DaMoN '16's Table 1 from [cpu] opens, [cpu] ignored.
+        let mut v = serde_json::to_value(Profile::load("smartssd-2016").unwrap()).unwrap();
+        v["cpu"] = serde_json::json!({"host_mem_access_ns": 5.0, "device_copy_ns": 150.0, "core_memory_bytes": 262144});
+        let p: Profile = serde_json::from_value(v).unwrap();
+        assert_eq!(p, Profile::load("smartssd-2016").unwrap());
         // A stored profile round-trips, its host inline.
         let p = Profile::load("tiny").unwrap();
         let back: Profile = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
+        // A mistake in an inline host is named.
+        let mut v = serde_json::to_value(&p).unwrap();
+        v["host"].as_object_mut().unwrap().remove("cores");
+        let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
+        assert!(err.contains("[host]") && err.contains("missing field `cores`"), "{err}");
     }
 
     #[test]

@@ -57,6 +57,12 @@ impl<'a> KeySource<'a> {
 
     /// Little-endian key bytes of rows `first..first + n` (dictionary codes decoded on the fly).
     fn read(&self, ctx: &ProgramContext<'_>, first: u64, n: u64) -> Result<Vec<u8>> {
+        self.read_to(ctx, first, n, self.key_type().width() as u64)
+    }
+
+    /// As [`KeySource::read`], for a decoder whose values leave it `out_width` bytes wide (what its
+    /// `decode.out_bytes` counts).
+    fn read_to(&self, ctx: &ProgramContext<'_>, first: u64, n: u64, out_width: u64) -> Result<Vec<u8>> {
         match self {
             KeySource::Plain { object, key_type } => {
                 let w = key_type.width() as u64;
@@ -72,7 +78,7 @@ impl<'a> KeySource<'a> {
                 let values = key_type.decode_dict(dict, &codes).map_err(|e| ctx.bad(e.to_string()))?;
                 ctx.work(|w| {
                     work::add(w, work::DECODE_CODES, n);
-                    work::add(w, work::DECODE_OUT_BYTES, values.len() as u64);
+                    work::add(w, work::DECODE_OUT_BYTES, n * out_width);
                 });
                 Ok(values)
             }
@@ -100,7 +106,7 @@ pub(crate) fn dict_decode(ctx: &ProgramContext<'_>, a: DictDecodeArgs) -> Result
     let mut first = 0;
     while first < rows {
         let n = TILE.min(rows - first);
-        let bytes = src.read(ctx, first, n)?;
+        let bytes = src.read_to(ctx, first, n, ow as u64)?;
         if a.out_bits == 16 {
             for (i, w) in le::words::<4>(&bytes).enumerate() {
                 let v = u32::from_le_bytes(w);

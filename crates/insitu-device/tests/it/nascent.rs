@@ -93,6 +93,7 @@ fn dictionary_keys_sort_like_plain_ones_and_decode_at_every_width() {
         .unwrap();
     assert_eq!(sorted_rows(&dev, "s", KeyType::U32), argsort_naive(&keys, 0));
     for bits in [32u64, 64] {
+        let before = dev.counters().unwrap();
         let h = dev.call(AllocMemory { bytes: 20_000 * bits / 8 }).unwrap();
         let args = DictDecodeArgs {
             dict: "dict".into(),
@@ -109,7 +110,29 @@ fn dictionary_keys_sort_like_plain_ones_and_decode_at_every_width() {
             _ => Decoded::U64(le::decode_u64s(&d)),
         };
         assert_eq!(got, want);
+        // The decoder's output is counted at the width it leaves at.
+        let work = dev.counters().unwrap().since(&before).work;
+        assert_eq!(work.get("decode.out_bytes"), Some(&(20_000 * bits / 8)), "{bits}-bit output");
     }
+    // 16-bit outputs, from values that fit them, are counted at 2 bytes each.
+    let small: Vec<u64> = keys.iter().map(|k| (*k / 1009) as u64).collect();
+    let enc = dict::encode(&small).unwrap();
+    put(&dev, "dict16", &le::encode_u64s(&enc.dictionary));
+    put(&dev, "codes16", &enc.codes.to_bytes());
+    let before = dev.counters().unwrap();
+    let h = dev.call(AllocMemory { bytes: 40_000 }).unwrap();
+    let args = DictDecodeArgs {
+        dict: "dict16".into(),
+        codes: "codes16".into(),
+        code_bits: enc.codes.bits() as u32,
+        out_bits: 16,
+        out: h,
+    };
+    dev.execute::<DictDecode>(args).unwrap();
+    let d = dev.call(ReadMemory { src: h, offset: 0, len: 40_000 }).unwrap();
+    let got: Vec<u64> = d.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as u64).collect();
+    assert_eq!(got, small);
+    assert_eq!(dev.counters().unwrap().since(&before).work.get("decode.out_bytes"), Some(&40_000));
 }
 
 fn gather_args(source: &str, shape: RowShape, start: u64, count: Option<u64>, out: u64) -> GatherArgs {

@@ -5,7 +5,9 @@
 //! Stages (ms): (1) load: `D/b` on the host, `D/b'` on the device; (2) copy from the core memory to device
 //! DRAM, device only: `D/s * tau`; (3) intersect: `N_m (t + 3/(c f))`, with `N_m = 2(|L1| + |L2|)` for a
 //! linear merge and `2 |L1| log2 |L2|` for binary search, the cheaper of the two as in §5; (4) send results,
-//! device only: `|L1| r s' / b`. Energy is time x power (`E = T P`, `E' = T' P'`). Sizes are decimal (MB =
+//! device only: `|L1| r s' / b`. `tau` and `t + 3/(c f)` are the engines' prices of the work a run counts
+//! (`intersect.entries`, `intersect.accesses`; `smartssd-2016` and its host `i7-2016` hold Table 1's figures
+//! as cycles). Energy is time x power (`E = T P`, `E' = T' P'`). Sizes are decimal (MB =
 //! 10^6 bytes) as in the paper.
 
 use insitu_device::Profile;
@@ -85,13 +87,22 @@ pub struct Prediction {
     pub faster: &'static str,
 }
 
-/// Predicts host and device cost on `profile` (which needs its `[cpu]` figures).
+/// Predicts host and device cost on `profile`: the loads from its links, the copy and intersection stages
+/// from the prices its engines give the work a run counts (`intersect.entries`, `intersect.accesses`:
+/// `tau` and `t + 3/(c f)` in cycles), so the prediction and a run's modeled time price the same work alike.
 pub fn predict(profile: &Profile, w: &Workload) -> Result<Prediction> {
-    let c = profile.cpu.as_ref().ok_or_else(|| HostError::InvalidArgument(format!(
-        "profile {} has no [cpu] section (memory access times, clock, IPC), which the intersection model needs; \
-         smartssd-2016 has one",
-        profile.name
-    )))?;
+    use insitu_device::work::{INTERSECT_ACCESSES, INTERSECT_ENTRIES};
+    let price = |e: &insitu_device::engines::Engine, item: &str, side: &str| -> Result<f64> {
+        e.cycles.get(item).map(|c| c / e.clock_hz).ok_or_else(|| {
+            HostError::InvalidArgument(format!(
+                "profile {} prices no {item} on its {side}, which the intersection model needs; smartssd-2016 does",
+                profile.name
+            ))
+        })
+    };
+    let access_s = price(&profile.host.cpu, INTERSECT_ACCESSES, &format!("host ({})", profile.host.name))?;
+    let access_d = price(&profile.kernels, INTERSECT_ACCESSES, "kernels")?;
+    let copy_d = price(&profile.kernels, INTERSECT_ENTRIES, "kernels")?;
     let (l1, l2) = (w.l1(), w.l2());
     let linear = 2.0 * (l1 + l2);
     let binary = 2.0 * l1 * l2.max(2.0).log2();
@@ -99,9 +110,9 @@ pub fn predict(profile: &Profile, w: &Workload) -> Result<Prediction> {
     let ms = 1e3;
     let t1 = w.total_bytes / profile.host_link.read_bw * ms;
     let t1d = w.total_bytes / profile.device.internal_read_bw * ms;
-    let t2d = w.total_bytes / w.entry_size * c.device_copy_ns * 1e-6;
-    let t3 = n_m * (c.host_mem_access_ns + 3.0 / (c.host_ipc * c.host_hz) * 1e9) * 1e-6;
-    let t3d = n_m * (c.device_mem_access_ns + 3.0 / (c.device_ipc * c.device_hz) * 1e9) * 1e-6;
+    let t2d = w.total_bytes / w.entry_size * copy_d * ms;
+    let t3 = n_m * access_s * ms;
+    let t3d = n_m * access_d * ms;
     let t4d = l1 * w.r * w.result_entry_size / profile.host_link.read_bw * ms;
     let host_ms = t1 + t3;
     let device_ms = t1d + t2d + t3d + t4d;
@@ -203,7 +214,9 @@ mod tests {
         assert!(Workload::from_sizes(1.0, 2.0, 8.0, 1.5, 4.0).is_err());
         let w = Workload::from_sizes(50e6, 50e6, 256.0, 0.01, 4.0).unwrap();
         assert_eq!(w.theta, 1.0);
-        let err = predict(&Profile::load("smartssd").unwrap(), &w).unwrap_err().to_string();
-        assert!(err.contains("[cpu]"), "{err}");
+        let mut p = p();
+        p.kernels.cycles.remove(insitu_device::work::INTERSECT_ACCESSES);
+        let err = predict(&p, &w).unwrap_err().to_string();
+        assert!(err.contains("prices no intersect.accesses on its kernels"), "{err}");
     }
 }

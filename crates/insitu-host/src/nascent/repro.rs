@@ -38,7 +38,7 @@ pub const PAPER_FIG8_ENERGY: [(u64, f64); 4] =
 pub struct KernelPoint {
     pub elements: u64,
     /// Modeled seconds and joules: NASCENT's sort kernel (the profile's `[kernels]`), the CPU's quicksort
-    /// (the host's `[cpu]`).
+    /// (the host's `[cpu]` engine).
     pub modeled_s: [f64; 2],
     pub modeled_j: [f64; 2],
     /// Measured here: the bitonic network emulated in software, and a quicksort (`sort_unstable`) of the
