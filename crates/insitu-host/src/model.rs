@@ -249,6 +249,119 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
     out
 }
 
+/// One modeled stage of a phase beside the counters it was priced from (issue 13: a reader can redo each
+/// stage from the run's counters and the profile).
+#[derive(Debug, Clone, Serialize)]
+pub struct StageLine {
+    pub phase: String,
+    /// `device 3 flash`, `device 3 compute sort.b32.n17.keys`, `host cpu`, `shared host link`.
+    pub stage: String,
+    pub seconds: f64,
+    /// The counters, and the profile's figures that priced them.
+    pub from: String,
+}
+
+/// Every phase's stages: for the busiest device (and the host, the shared link, an accelerator), each
+/// stage's modeled seconds beside the counters and the profile's rates it comes from.
+pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<StageLine> {
+    let mut out = Vec::new();
+    for (u, ph) in phases.iter().zip(&m.phases) {
+        let mut line = |stage: String, seconds: f64, from: String| {
+            if seconds > 0.0 {
+                out.push(StageLine { phase: ph.name.clone(), stage, seconds, from });
+            }
+        };
+        let busiest = ph.devices.iter().enumerate().max_by(|a, b| a.1.busy_s.total_cmp(&b.1.busy_s));
+        if let Some((d, b)) = busiest {
+            let c = &u.devices[d];
+            line(
+                format!("device {d} flash"),
+                b.flash_s,
+                format!(
+                    "{} read + {} conflict bytes / {} B/s, {} programmed / {} B/s, {} erases",
+                    c.flash_read_bytes,
+                    c.flash_read_conflict_bytes,
+                    p.device.internal_read_bw,
+                    c.flash_program_bytes,
+                    p.device.internal_write_bw,
+                    c.flash_erase_blocks
+                ),
+            );
+            let dram = c.flash_to_device_mem
+                + c.device_mem_to_flash
+                + c.host_to_device
+                + c.device_to_host
+                + c.device_to_device_in
+                + c.device_to_device_out;
+            line(format!("device {d} dram"), b.dram_s, format!("{dram} bytes / {} B/s", p.device.memory_bw));
+            for (item, secs) in &b.compute_stages {
+                let count = c.work.get(item).copied().unwrap_or(0);
+                let from = if item == "firmware" {
+                    format!("firmware work at {} Hz", p.firmware.clock_hz)
+                } else {
+                    format!(
+                        "{item} = {count} priced by [kernels] at {} Hz, over the compute units in use",
+                        p.kernels.clock_hz
+                    )
+                };
+                line(format!("device {d} compute {item}"), *secs, from);
+            }
+            line(
+                format!("device {d} host link"),
+                b.host_link_s,
+                format!(
+                    "{} bytes out / {} B/s, {} in / {} B/s",
+                    c.device_to_host, p.host_link.read_bw, c.host_to_device, p.host_link.write_bw
+                ),
+            );
+            line(
+                format!("device {d} network"),
+                b.network_s,
+                format!(
+                    "{} bytes / {} B/s",
+                    c.device_to_device_out.max(c.device_to_device_in),
+                    p.network.link_bw
+                ),
+            );
+            line(
+                format!("device {d} latency"),
+                b.latency_s,
+                "the profile's latencies of the paths used".into(),
+            );
+        }
+        let bytes: u64 =
+            u.devices.iter().map(|c| c.device_to_host + c.host_to_device).sum::<u64>() + u.host.accel_bytes;
+        line(
+            "shared host link".into(),
+            ph.shared_link_s,
+            format!("{bytes} bytes / {} B/s", p.host_link.shared_bw),
+        );
+        if ph.host_s > 0.0 {
+            let items: Vec<String> = u.host.work.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            let (who, clock) = match p.host.accelerator.as_ref().filter(|_| u.host.accelerator) {
+                Some(a) => ("accelerator", a.engine.clock_hz),
+                None => ("host cpu", p.host.cpu.clock_hz),
+            };
+            let threads = if u.host.accelerator {
+                String::new()
+            } else {
+                format!(", over {} thread(s)", u.host.threads.clamp(1, p.host.cores))
+            };
+            line(who.into(), ph.host_s, format!("{} priced at {clock} Hz{threads}", items.join(", ")));
+        }
+    }
+    out
+}
+
+/// The stage lines as a Markdown table.
+pub fn stage_table(lines: &[StageLine]) -> String {
+    let mut s = String::from("| phase | stage | modeled s | from |\n|---|---|---:|---|\n");
+    for l in lines {
+        s.push_str(&format!("| {} | {} | {:.6} | {} |\n", l.phase, l.stage, l.seconds, l.from));
+    }
+    s
+}
+
 fn busiest(b: &DeviceBusy) -> &'static str {
     let all = [
         (b.flash_s, "flash"),

@@ -31,6 +31,8 @@ pub struct Point {
     pub modeled_j: [f64; 2],
     /// Each placement's modeled time in words: the bound that took most of it.
     pub explained: [String; 2],
+    /// Each placement's modeled stages beside their counters.
+    pub stages: [Vec<crate::model::StageLine>; 2],
     pub paper: &'static str,
 }
 
@@ -58,6 +60,7 @@ fn point(
     let mut modeled = [0.0; 2];
     let mut modeled_j = [0.0; 2];
     let mut explained: [String; 2] = Default::default();
+    let mut stages: [Vec<crate::model::StageLine>; 2] = Default::default();
     for (i, placement) in [IntersectPlacement::Device, IntersectPlacement::Host].into_iter().enumerate() {
         let (rep, ans) = intersect(a, &names, placement, output)?;
         if ans.count != common {
@@ -70,6 +73,7 @@ fn point(
         modeled[i] = rep.modeled.time_s * 1e3;
         modeled_j[i] = rep.modeled.energy_j;
         explained[i] = explain(&rep.modeled);
+        stages[i] = crate::model::stage_lines(profile, &rep.phases, &rep.modeled);
     }
     crate::blob::rm(a, &na)?;
     crate::blob::rm(a, &nb)?;
@@ -92,6 +96,7 @@ fn point(
         predicted_ms: [m.device_ms, m.host_ms],
         modeled_j,
         explained,
+        stages,
         paper,
     })
 }
@@ -417,6 +422,15 @@ pub fn figures(pts: &[Point], scale: f64, profile: &Profile) -> Result<PaperFigu
             profile.name, profile.host.name
         ),
         figures,
-        detail: render(pts, scale),
+        detail: {
+            let mut d = render(pts, scale);
+            if let Some(p) = pts.iter().find(|p| p.label == "s = 256") {
+                for (i, side) in ["device", "host"].iter().enumerate() {
+                    d.push_str(&format!("\nentry size 256, {side}: modeled stages and the counters they come from\n\n"));
+                    d.push_str(&crate::model::stage_table(&p.stages[i]));
+                }
+            }
+            d
+        },
     })
 }

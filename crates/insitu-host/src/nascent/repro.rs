@@ -14,6 +14,7 @@ use insitu_kernels::keys::SortAlgo;
 use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
 use crate::figure::{explain, fmt_value, Figure, PaperFigures, Plot, Row, Series, Source};
+use crate::model::StageLine;
 use crate::nascent::data::synthetic;
 use crate::nascent::sort::{sort_table, SortOptions, SortPlacement};
 use crate::table::import::{put_table, PutTable};
@@ -109,6 +110,8 @@ pub struct ReproRow {
     pub speedup_vs_cpu: f64,
     /// Each placement's modeled time in words: the bound that took most of it (see [`explain`]).
     pub explained: [String; 3],
+    /// Each placement's modeled stages beside their counters.
+    pub stages: [Vec<StageLine>; 3],
 }
 
 /// Runs the experiment for each device count in `counts`, under `work` (arrays are made and removed).
@@ -143,6 +146,7 @@ pub fn repro_nascent(
             modeled_energy_j: energy,
             speedup_vs_accel: modeled[2] / modeled[0],
             speedup_vs_cpu: modeled[1] / modeled[0],
+            stages: runs.each_ref().map(|r| r.stages.clone()),
             explained: runs.map(|r| r.explained),
         });
     }
@@ -157,6 +161,8 @@ pub struct SortRun {
     pub modeled_j: f64,
     /// The modeled time in words (see [`explain`]).
     pub explained: String,
+    /// The modeled stages beside their counters.
+    pub stages: Vec<StageLine>,
 }
 
 /// Loads `table` (removed afterwards) round-robin onto a fresh array of `devices` devices under `work`,
@@ -205,6 +211,7 @@ fn sort_runs<const N: usize>(
             modeled_s: r.modeled.time_s,
             modeled_j: r.modeled.energy_j,
             explained: explain(&r.modeled),
+            stages: crate::model::stage_lines(profile, &r.phases, &r.modeled),
         };
     }
     array.close()?;
@@ -467,7 +474,7 @@ pub fn figures(
             rows.len()
         ),
         figures,
-        detail: render(rows, &profile.name),
+        detail: detail(rows, &profile.name),
     }
 }
 
@@ -539,4 +546,19 @@ fn fig8(points: &[KernelPoint], profile: &Profile) -> Figure {
         .with(Series::new("speed-up, paper", Source::Paper, paper_pts(&PAPER_FIG8_SPEEDUP)))
         .with(Series::new("energy saving, paper", Source::Paper, paper_pts(&PAPER_FIG8_ENERGY)));
     Figure::new("fig8", "Sort kernel vs the CPU's quicksort, data in DRAM (§4.2)", rows, Some(plot))
+}
+
+/// The run's tables, and the stages of the largest device count's sorts beside their counters.
+fn detail(rows: &[ReproRow], profile: &str) -> String {
+    let mut s = render(rows, profile);
+    if let Some(r) = rows.last() {
+        for (i, name) in ["device (NASCENT)", "host CPU", "FPGA baseline (host-accel)"].iter().enumerate() {
+            s.push_str(&format!(
+                "\n{} device(s), {name}: modeled stages and the counters they come from\n\n",
+                r.devices
+            ));
+            s.push_str(&crate::model::stage_table(&r.stages[i]));
+        }
+    }
+    s
 }

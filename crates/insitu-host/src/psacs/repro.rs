@@ -57,6 +57,8 @@ pub struct Run {
     pub host_cores: f64,
     /// The modeled time in words: the bound that took most of it.
     pub explained: String,
+    /// The modeled stages beside their counters.
+    pub stages: Vec<crate::model::StageLine>,
 }
 
 /// One workload's results.
@@ -119,6 +121,7 @@ fn run_of(r: &Report, profile: &Profile, placement: &str, threads: usize, bytes:
         modeled_host_cores: modeled_host_core_s(r, profile) / r.modeled.time_s.max(f64::MIN_POSITIVE),
         host_cores: r.host_cpu_s / r.wall_s.max(1e-9),
         explained: explain(&r.modeled),
+        stages: crate::model::stage_lines(profile, &r.phases, &r.modeled),
     }
 }
 
@@ -560,6 +563,21 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
             ws.len()
         ),
         figures,
-        detail: render(ws, partitions, &format!("{}, host {}", profile.name, profile.host.name)),
+        detail: detail(ws, partitions, profile),
     }
+}
+
+/// The run's tables, and the first workload's device run and single-thread host runs stage by stage.
+fn detail(ws: &[Workload], partitions: u32, profile: &Profile) -> String {
+    let mut s = render(ws, partitions, &format!("{}, host {}", profile.name, profile.host.name));
+    if let Some(w) = ws.first() {
+        for r in w.runs.iter().filter(|r| r.threads == 1) {
+            s.push_str(&format!(
+                "\n{} {}, {} x{}: modeled stages and the counters they come from\n\n",
+                w.query, w.table, r.placement, r.threads
+            ));
+            s.push_str(&crate::model::stage_table(&r.stages));
+        }
+    }
+    s
 }

@@ -171,3 +171,38 @@ fn the_intersection_on_the_device_is_the_papers_copy_and_intersect_stages() {
     assert!((copy_intersect_s - paper_s).abs() <= one_access, "{copy_intersect_s} vs {paper_s}");
     a.close().unwrap();
 }
+
+#[test]
+fn psacs_stages_by_hand_from_the_counters() {
+    // A device shuffle on one SmartSSD: each stage line is the counted work at the profile's cycles and
+    // clock (over the compute units the programs kept busy), and the flash line is the bytes read and
+    // programmed at the profile's internal rates: recomputed here from the counters alone.
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), "smartssd", 1);
+    load_table(&mut a, dir.path(), 20_000, false);
+    let r = shuffle(&mut a, ShufflePlacement::Device, "s");
+    let p = a.profile().clone();
+    let lines = insitu_host::model::stage_lines(&p, &r.phases, &r.modeled);
+    let c = counters_with(&r, work::SHUFFLE_HASH_ROWS);
+    let ph = r.phases.iter().position(|ph| ph.devices.iter().any(|d| d.work == c.work)).unwrap();
+    let runs: u64 = c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
+    let units = (p.device.compute_units as u64).min(runs.max(1)) as f64;
+    let line = |stage: &str| {
+        lines
+            .iter()
+            .find(|l| l.phase == r.phases[ph].name && l.stage == stage)
+            .unwrap_or_else(|| panic!("no {stage} in {lines:#?}"))
+    };
+    for item in [work::SHUFFLE_HASH_ROWS, work::SHUFFLE_GATHER_ROWS, work::ENCODE_BYTES] {
+        let want = c.work[item] as f64 * p.kernels.cycles[item] / p.kernels.clock_hz / units;
+        let got = line(&format!("device 0 compute {item}"));
+        assert!((got.seconds - want).abs() <= 1e-12 * want, "{item}: {} vs {want}", got.seconds);
+        assert!(got.from.contains(&format!("{item} = {}", c.work[item])), "{}", got.from);
+    }
+    let flash = (c.flash_read_bytes + c.flash_read_conflict_bytes) as f64 / p.device.internal_read_bw
+        + c.flash_program_bytes as f64 / p.device.internal_write_bw
+        + c.flash_erase_blocks as f64 * p.nand.erase_latency_us * 1e-6
+            / (p.nand.channels * p.nand.chips_per_channel) as f64;
+    assert!((line("device 0 flash").seconds - flash).abs() <= 1e-12 * flash);
+    a.close().unwrap();
+}
