@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
-use crate::figure::{explain, Figure, PaperFigures, Plot, Row, Series, Source};
+use crate::figure::{explain, fmt_value, Figure, PaperFigures, Plot, Row, Series, Source};
 use crate::intersect::lists::{gen_lists, put_list, IdFormat};
 use crate::intersect::model::{predict, Workload};
 use crate::intersect::operator::{intersect, IntersectPlacement, Output};
@@ -27,7 +27,8 @@ pub struct Point {
     pub measured_ms: [f64; 2],
     pub modeled_ms: [f64; 2],
     pub predicted_ms: [f64; 2],
-    /// Modeled energy (J), device and host.
+    /// Modeled energy (J), device and host, as §4 defines it: the modeled time at the power of the processor
+    /// that runs the intersection (`E' = T' P'` with the device's active power, `E = T P` with the host's).
     pub modeled_j: [f64; 2],
     /// Each placement's modeled time in words: the bound that took most of it.
     pub explained: [String; 2],
@@ -71,7 +72,11 @@ fn point(
         }
         measured[i] = rep.wall_s * 1e3;
         modeled[i] = rep.modeled.time_s * 1e3;
-        modeled_j[i] = rep.modeled.energy_j;
+        let watts = match placement {
+            IntersectPlacement::Device => profile.power.device_active_w,
+            _ => profile.host.active_w,
+        };
+        modeled_j[i] = rep.modeled.time_s * watts;
         explained[i] = explain(&rep.modeled);
         stages[i] = crate::model::stage_lines(profile, &rep.phases, &rep.modeled);
     }
@@ -260,6 +265,12 @@ pub fn figures(pts: &[Point], scale: f64, profile: &Profile) -> Result<PaperFigu
         p.label.split(" = ").nth(1).map_or(f64::NAN, |v| v.trim_end_matches('%').parse().unwrap_or(f64::NAN))
     };
     let why = |p: &Point| format!("device {}; host {}", p.explained[0], p.explained[1]);
+    let energy_note = format!(
+        "energy = modeled time x the active power of the processor that intersects (§4: E' = T' P', E = T P; \
+         {} W and {} W)",
+        fmt_value(profile.power.device_active_w),
+        fmt_value(profile.host.active_w)
+    );
     let time_rows = |ps: &[&Point]| -> Vec<Row> {
         let mut rows = Vec::new();
         for p in ps {
@@ -363,14 +374,14 @@ pub fn figures(pts: &[Point], scale: f64, profile: &Profile) -> Result<PaperFigu
         rows.push(
             Row::new("s = 4: device energy / host energy", "x", p.modeled_j[0] / p.modeled_j[1])
                 .paper(paper::ENERGY_AT_4)
-                .note(why(p)),
+                .note(format!("{energy_note}; {}", why(p))),
         );
     }
     if let Some(p) = at(64.0) {
         rows.push(
             Row::new("s = 64: host energy / device energy", "x", p.modeled_j[1] / p.modeled_j[0])
                 .paper(paper::ENERGY_SAVED_AT_64)
-                .note(why(p)),
+                .note(format!("{energy_note}; {}", why(p))),
         );
     }
     rows.extend(energy_rows(&es));
