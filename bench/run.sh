@@ -38,10 +38,10 @@ case "$suite" in
   compare) python3 bench/compare.py "$@" ;;
   repro-all)
     # Every paper's figures into target/repro-out (tables, plots, REPORT.md); the report goes into RESULTS.md.
-    # tpchgen-cli comes from the bench venv (the repro finds it there).
+    # tpchgen-cli comes from the bench venv, put on the PATH for the repro.
     [ -x target/bench/venv/bin/tpchgen-cli ] || { python3 -m venv target/bench/venv && target/bench/venv/bin/pip install -q tpchgen-cli; }
     rm -rf target/repro-out
-    ./target/release/insitu repro all --out target/repro-out "$@" >/dev/null
+    PATH="$PWD/target/bench/venv/bin:$PATH" ./target/release/insitu repro all --out target/repro-out "$@" >/dev/null
     printf '\n## %s — commit %s — insitu repro all %s (issue 13)\n\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$*" >> bench/RESULTS.md
     sed -e '1,/^| paper | figure | verdict |/{/^| paper | figure | verdict |/!d}' -e '/^<details>/,/^<\/details>/d' -e '/^!\[/d' target/repro-out/REPORT.md | sed -e 's/^### /#### /' -e 's/^## /### /' >> bench/RESULTS.md
     echo "report: target/repro-out/REPORT.md" ;;

@@ -673,6 +673,7 @@ mod tests {
             work::SHUFFLE_MERGE_BYTES,
             work::ENCODE_BYTES,
             work::INTERSECT_ENTRIES,
+            work::INTERSECT_SKIPPED,
             work::INTERSECT_ACCESSES,
         ] {
             work::add(&mut all, item, 1000);

@@ -36,9 +36,12 @@ pub const SHUFFLE_GATHER_BYTES: &str = "shuffle.gather_bytes";
 pub const SHUFFLE_MERGE_BYTES: &str = "shuffle.merge_bytes";
 /// Bytes of partitions turned column-major and compressed (§IV-E; compression is insitu's addition).
 pub const ENCODE_BYTES: &str = "encode.bytes";
-/// List entries the copy stage went through (DaMoN '16 §4.2: `D/s` of them, each ID examined in the
-/// staging buffer and moved on to DRAM); a list scanned again for another ID range counts again.
+/// List entries the copy stage moved on to device DRAM (DaMoN '16 §4.2: `D/s` of them, each 4-byte ID
+/// copied at `tau`).
 pub const INTERSECT_ENTRIES: &str = "intersect.entries";
+/// List entries passed over in the staging buffer because their ID belongs to another ID range (lists
+/// larger than the device's memory are intersected range by range, each range scanning the lists again).
+pub const INTERSECT_SKIPPED: &str = "intersect.skipped";
 /// Memory accesses of the intersection itself, counted as the paper's cost model does (§4: `2(|L1| +
 /// |L2|)` for a merge, `2 |L1| log2 |L2|` for binary search, the cheaper one).
 pub const INTERSECT_ACCESSES: &str = "intersect.accesses";

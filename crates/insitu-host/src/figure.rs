@@ -106,11 +106,14 @@ impl Row {
 
     /// Whether the modeled value is within [`TOLERANCE`] of the paper's (`None` without a paper value).
     pub fn within(&self) -> Option<bool> {
-        self.deviation.map(|d| d.abs() <= TOLERANCE + 1e-12)
+        self.deviation.map(|d| d.is_finite() && d.abs() <= TOLERANCE + 1e-12)
     }
 }
 
 fn deviation(modeled: f64, low: Option<f64>, high: Option<f64>) -> f64 {
+    if modeled.is_nan() {
+        return f64::NAN; // nothing modeled: never within
+    }
     match (low, high) {
         (Some(l), _) if modeled < l => modeled / l - 1.0,
         (_, Some(h)) if modeled > h => modeled / h - 1.0,
@@ -288,6 +291,8 @@ pub fn fmt_value(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
+    } else if a >= 1e6 {
+        format!("{v:.3e}")
     } else if a >= 1000.0 {
         format!("{v:.0}")
     } else if a >= 100.0 {
@@ -437,6 +442,8 @@ mod tests {
         let r = Row::new("x", "x", 30.0).paper_at_least(20.0);
         assert_eq!(r.deviation, Some(0.0));
         assert_eq!(paper_text(&r), ">= 20.00");
+        let r = Row::new("x", "x", f64::NAN).paper(7.6);
+        assert_eq!(r.within(), Some(false), "a value not modeled is not within");
         let r = Row::new("x", "x", 9.5).paper(7.6);
         assert!(!r.within().unwrap());
         let r = Row::new("x", "x", 9.0).paper(7.6 * 1.2);

@@ -274,6 +274,10 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
         let busiest = ph.devices.iter().enumerate().max_by(|a, b| a.1.busy_s.total_cmp(&b.1.busy_s));
         if let Some((d, b)) = busiest {
             let c = &u.devices[d];
+            // As device_busy prices them: programs' work over the compute units in use, firmware's not.
+            let runs: u64 =
+                c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
+            let parallel = (p.device.compute_units as u64).min(runs.max(1)) as f64;
             line(
                 format!("device {d} flash"),
                 b.flash_s,
@@ -304,7 +308,8 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
                         p.kernels.clock_hz
                     )
                 };
-                line(format!("device {d} compute {item}"), *secs, from);
+                let secs = if item == "firmware" { *secs } else { secs / parallel };
+                line(format!("device {d} compute {item}"), secs, from);
             }
             line(
                 format!("device {d} host link"),

@@ -125,19 +125,26 @@ pub fn write(out: &Path, pf: &PaperFigures) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// Makes `out/REPORT.md` from every `out/*/figures.json`.
+/// Makes `out/REPORT.md` from every `out/*/figures.json` (written beside and renamed into place). A
+/// figures.json that cannot be read (another version's, cut short) is left out and named in the report.
 pub fn write_report(out: &Path) -> Result<PathBuf> {
     let mut papers: Vec<PaperFigures> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     for e in std::fs::read_dir(out).map_err(io(out))? {
         let path = e.map_err(io(out))?.path().join("figures.json");
         if !path.is_file() {
             continue;
         }
-        let data = std::fs::read(&path).map_err(io(&path))?;
-        let pf = serde_json::from_slice(&data)
-            .map_err(|source| ReportError::Json { path: path.clone(), source })?;
-        papers.push(pf);
+        let read = std::fs::read(&path).map_err(io(&path)).and_then(|data| {
+            serde_json::from_slice::<PaperFigures>(&data)
+                .map_err(|source| ReportError::Json { path: path.clone(), source })
+        });
+        match read {
+            Ok(pf) => papers.push(pf),
+            Err(e) => skipped.push(e.to_string()),
+        }
     }
+    skipped.sort();
     let rank = |p: &PaperFigures| ORDER.iter().position(|n| *n == p.paper).unwrap_or(ORDER.len());
     papers.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.paper.cmp(&b.paper)));
 
@@ -167,6 +174,9 @@ pub fn write_report(out: &Path) -> Result<PathBuf> {
             );
         }
     }
+    for why in &skipped {
+        let _ = writeln!(s, "\n**Left out:** {}", cell(why));
+    }
     for pf in &papers {
         s.push('\n');
         let mut md = markdown(pf, Some(&pf.paper));
@@ -187,7 +197,9 @@ pub fn write_report(out: &Path) -> Result<PathBuf> {
         }
     }
     let path = out.join("REPORT.md");
-    std::fs::write(&path, s).map_err(io(&path))?;
+    let part = out.join(".REPORT.md.partial");
+    std::fs::write(&part, s).map_err(io(&part))?;
+    std::fs::rename(&part, &path).map_err(io(&path))?;
     Ok(path)
 }
 
@@ -268,12 +280,15 @@ mod tests {
     }
 
     #[test]
-    fn bad_names_and_folders_are_refused() {
+    fn bad_names_are_refused_and_unreadable_figures_left_out() {
         let out = tempfile::tempdir().unwrap();
         assert!(matches!(write(out.path(), &sample("../x")), Err(ReportError::Invalid(_))));
         std::fs::create_dir(out.path().join("junk")).unwrap();
         std::fs::write(out.path().join("junk/figures.json"), b"{").unwrap();
-        let e = write_report(out.path()).unwrap_err().to_string();
-        assert!(e.contains("junk/figures.json") && e.contains("not a repro's figures.json"), "{e}");
+        write(out.path(), &sample("nascent")).unwrap();
+        let report = std::fs::read_to_string(write_report(out.path()).unwrap()).unwrap();
+        assert!(report.contains("**Left out:**") && report.contains("junk/figures.json"), "{report}");
+        assert!(report.contains("not a repro's figures.json") && report.contains("## nascent (test)"));
+        assert!(!out.path().join(".REPORT.md.partial").exists());
     }
 }

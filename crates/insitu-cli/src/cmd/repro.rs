@@ -18,15 +18,17 @@ pub struct ReportArgs {
     /// Folder for the tables, plots and REPORT.md (made if missing; REPORT.md covers every paper in it).
     #[arg(long, default_value = "repro-out")]
     out: PathBuf,
-    /// Smaller runs (fewer points, smaller data), for a look in minutes; the modeled figures at the
-    /// points run are the same as a full run's.
+    /// Smaller runs, for a look in a minute: fewer device counts and TPC-C scales for NASCENT, TPC-H SF
+    /// 0.1 for PSACS, lists at 0.1 of the paper's size for the intersection, 2 runs a point for Self-Sort.
+    /// NASCENT's and BlueDBM's modeled figures at the points run are a full run's; the smaller data
+    /// changes PSACS's and the intersection's.
     #[arg(long)]
     quick: bool,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum ReproCmd {
-    /// Every repro below, in turn, into one report (with --quick: under 10 minutes on 2 cores).
+    /// Every repro below, in turn, into one report (with --quick: about a minute on 2 cores).
     All {
         #[command(flatten)]
         report: ReportArgs,
@@ -319,7 +321,7 @@ fn tpch_tables(sf: f64, progress: &dyn Fn(&str)) -> Result<PathBuf> {
         gen.display()
     ));
     // Made beside, then renamed: an interrupted run leaves no half-made folder behind to be trusted.
-    let part = dir.with_extension("partial");
+    let part = cache.join("insitu").join(format!("tpch-sf{sf}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&part);
     std::fs::create_dir_all(&part).with_context(|| format!("making {}", part.display()))?;
     let status = std::process::Command::new(&gen)
@@ -340,11 +342,8 @@ fn tpch_tables(sf: f64, progress: &dyn Fn(&str)) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// `tpchgen-cli` on the PATH, or in the repo's virtual environments (`make python`'s, `make bench`'s).
+/// `tpchgen-cli` on the PATH.
 fn find_tpchgen() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from(".venv/bin"), PathBuf::from("target/bench/venv/bin")])
-        .map(|d| d.join("tpchgen-cli"))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).map(|d| d.join("tpchgen-cli")).find(|p| p.is_file())
 }

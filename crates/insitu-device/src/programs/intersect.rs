@@ -48,7 +48,10 @@ fn load_ids(
         }
         at += n;
     }
-    ctx.work(|w| work::add(w, work::INTERSECT_ENTRIES, size / entry));
+    ctx.work(|w| {
+        work::add(w, work::INTERSECT_ENTRIES, ids.len() as u64);
+        work::add(w, work::INTERSECT_SKIPPED, size / entry - ids.len() as u64);
+    });
     Ok((ids, positions))
 }
 

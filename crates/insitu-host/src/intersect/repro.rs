@@ -172,7 +172,7 @@ pub fn repro_intersect(
             "intersection ratio",
             format!("r = {:.0}%", r * 100.0),
             (half, half, 256, r),
-            // §5.4: "return the entire entries in the intersection results".
+            // §5.2.3: "return the entire entries in the intersection results".
             Output::Entries,
             "",
             seq,
@@ -244,7 +244,8 @@ pub fn figures(pts: &[Point], scale: f64, profile: &Profile) -> Result<PaperFigu
         let m = predict(profile, &w)?;
         let stage = m.stages.iter().find(|st| st.name == "intersect");
         let why = format!(
-            "{} search, N_m = {:.0} memory accesses x the profile's access time and IPC",
+            "{} search, N_m = {:.0} memory accesses at the profile's price of one (Table 1's t + 3/(c f)): a \
+             check of the profile's inputs and §4's count, not of a run",
             m.method, m.memory_accesses
         );
         for (side, want, got) in [

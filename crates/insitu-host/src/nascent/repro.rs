@@ -249,7 +249,10 @@ pub fn repro_tpcc(
         progress(&format!("fig14: TPC-C ORDER-LINE, {sf} warehouse(s) a device on {devices} devices"));
         std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
         let table = work.join(format!("orderline-{sf}.parquet"));
-        let rows = crate::nascent::data::tpcc_orderline(&table, sf * devices, sf as u64)?;
+        let warehouses = sf.checked_mul(devices).ok_or_else(|| {
+            HostError::InvalidArgument(format!("--tpcc {sf} on {devices} devices is too many warehouses"))
+        })?;
+        let rows = crate::nascent::data::tpcc_orderline(&table, warehouses, sf as u64)?;
         let runs = sort_runs(
             work,
             &table,

@@ -479,16 +479,19 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
         let dev = &w.runs[0];
         for base in ["host-sort", "host-bucket"] {
             let Some(b) = find(w, base, t) else { continue };
+            // With no host work modeled for the device run the ratio is unbounded: shown, not checked
+            // (the paper's PSACS pipelines data preparation on up to 4 host cores, §V-D, which the
+            // model does not charge).
+            let ratio = b.modeled_host_cores / dev.modeled_host_cores;
+            let row =
+                Row::new(format!("{} {}: host cores, {base} x{t} / device", w.query, w.table), "x", ratio);
+            let row = if dev.modeled_host_cores > 0.0 { row.paper_at_least(paper::HOST_CORES) } else { row };
             rows.push(
-                Row::new(
-                    format!("{} {}: host cores, {base} x{t} / device", w.query, w.table),
-                    "x",
-                    b.modeled_host_cores / dev.modeled_host_cores.max(f64::MIN_POSITIVE),
-                )
-                .paper_at_least(paper::HOST_CORES)
+                row
                 .measured(b.host_cores / dev.host_cores.max(1e-9))
                 .note(format!(
-                    "modeled host cores busy: {base} x{t} {}, device {} (the host's part of the device run: {})",
+                    "modeled host cores busy: {base} x{t} {}, device {} (the model charges the device run no host \
+                     work: not checked against the paper's bound; the device run: {})",
                     fmt_value(b.modeled_host_cores),
                     fmt_value(dev.modeled_host_cores),
                     dev.explained

@@ -199,6 +199,14 @@ fn psacs_stages_by_hand_from_the_counters() {
         assert!((got.seconds - want).abs() <= 1e-12 * want, "{item}: {} vs {want}", got.seconds);
         assert!(got.from.contains(&format!("{item} = {}", c.work[item])), "{}", got.from);
     }
+    // The compute lines add up to the phase's compute time.
+    let b = device_busy(&p, &c);
+    let sum: f64 = lines
+        .iter()
+        .filter(|l| l.phase == r.phases[ph].name && l.stage.starts_with("device 0 compute "))
+        .map(|l| l.seconds)
+        .sum();
+    assert!((sum - b.compute_s).abs() <= 1e-9 * b.compute_s, "{sum} vs {}", b.compute_s);
     let flash = (c.flash_read_bytes + c.flash_read_conflict_bytes) as f64 / p.device.internal_read_bw
         + c.flash_program_bytes as f64 / p.device.internal_write_bw
         + c.flash_erase_blocks as f64 * p.nand.erase_latency_us * 1e-6
