@@ -112,22 +112,32 @@ pub struct Modeled {
     pub unpriced: BTreeSet<String>,
 }
 
+/// Bytes a phase moved through the device's DRAM: to and from flash, the host and its peers.
+fn dram_bytes(c: &DeviceCounters) -> u64 {
+    c.flash_to_device_mem
+        + c.device_mem_to_flash
+        + c.host_to_device
+        + c.device_to_host
+        + c.device_to_device_in
+        + c.device_to_device_out
+}
+
+/// Compute units a phase's programs kept busy at once: the runs of programs that compute (those that only
+/// move data, `heads`, take none), at most the device's units.
+fn compute_parallelism(p: &Profile, c: &DeviceCounters) -> f64 {
+    let runs: u64 = c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
+    (p.device.compute_units as u64).min(runs.max(1)) as f64
+}
+
 /// Models one device's phase.
 pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
     let chips = (p.nand.channels * p.nand.chips_per_channel).max(1) as f64;
     let flash_s = (c.flash_read_bytes + c.flash_read_conflict_bytes) as f64 / p.device.internal_read_bw
         + c.flash_program_bytes as f64 / p.device.internal_write_bw
         + c.flash_erase_blocks as f64 * p.nand.erase_latency_us * 1e-6 / chips;
-    let dram_bytes = c.flash_to_device_mem
-        + c.device_mem_to_flash
-        + c.host_to_device
-        + c.device_to_host
-        + c.device_to_device_in
-        + c.device_to_device_out;
+    let dram_bytes = dram_bytes(c);
     let dram_s = dram_bytes as f64 / p.device.memory_bw;
-    // Programs that only move data (`heads`) take no compute unit's time.
-    let runs: u64 = c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
-    let parallel = (p.device.compute_units as u64).min(runs.max(1)) as f64;
+    let parallel = compute_parallelism(p, c);
     // Resident firmware's work at the firmware processor's cycles; programs' work on the kernels.
     let (firmware, programs): (Ledger, Ledger) =
         c.work.iter().map(|(k, v)| (k.clone(), *v)).partition(|(k, _)| p.firmware.cycles.contains_key(k));
@@ -291,12 +301,7 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
                     c.flash_erase_blocks
                 ),
             );
-            let dram = c.flash_to_device_mem
-                + c.device_mem_to_flash
-                + c.host_to_device
-                + c.device_to_host
-                + c.device_to_device_in
-                + c.device_to_device_out;
+            let dram = dram_bytes(c);
             line(format!("device {d} dram"), b.dram_s, format!("{dram} bytes / {} B/s", p.device.memory_bw));
             for (item, secs) in &b.compute_stages {
                 let count = c.work.get(item).copied().unwrap_or(0);

@@ -120,14 +120,13 @@ where
     mesh.draw().map_err(e)?;
 
     let colours = colour_keys(&p.series);
-    let bars: Vec<&Series> = p.series.iter().filter(|_| !cats.is_empty()).collect();
     for (k, s) in p.series.iter().enumerate() {
         let colour = PALETTE[colours[k] % PALETTE.len()].to_rgba();
         let pts: Vec<(f64, f64)> =
             s.points.iter().map(|p| (p[0], p[1])).filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
         if !cats.is_empty() {
             // Grouped bars: series `j` of `n` takes its slot of each category's 0.8 width.
-            let (j, n) = (bars.iter().position(|b| std::ptr::eq(*b, s)).unwrap_or(0), bars.len().max(1));
+            let (j, n) = (k, p.series.len());
             let w = 0.8 / n as f64;
             let style = if s.source == Source::Measured { colour.stroke_width(2) } else { colour.filled() };
             c.draw_series(pts.iter().map(|&(x, y)| {

@@ -108,6 +108,7 @@ fn modeled_host_core_s(r: &Report, profile: &Profile) -> f64 {
 
 fn run_of(r: &Report, profile: &Profile, placement: &str, threads: usize, bytes: u64) -> Run {
     let mb = bytes as f64 / 1e6;
+    let stages = kernel_stages(r, profile);
     Run {
         placement: placement.into(),
         threads,
@@ -116,8 +117,8 @@ fn run_of(r: &Report, profile: &Profile, placement: &str, threads: usize, bytes:
         modeled_s: r.modeled.time_s,
         mb_per_s: mb / r.wall_s.max(1e-9),
         modeled_mb_per_s: mb / r.modeled.time_s.max(1e-9),
-        kernel_s: kernel_stages(r, profile).values().sum(),
-        kernel_stages: kernel_stages(r, profile),
+        kernel_s: stages.values().sum(),
+        kernel_stages: stages,
         modeled_host_cores: modeled_host_core_s(r, profile) / r.modeled.time_s.max(f64::MIN_POSITIVE),
         host_cores: r.host_cpu_s / r.wall_s.max(1e-9),
         explained: explain(&r.modeled),
