@@ -240,15 +240,17 @@ class Array:
         hash: str = "zigzag-fold",
         layout: str = "column",
         memory_budget: Optional[Size] = None,
+        compression: str = "lz4",
     ) -> Tuple[str, Report]:
         """PSACS's shuffle of table ``name`` by ``key`` (a column or several) into ``partitions``
         partitions, inside the devices (``device``) or on the host (``host-sort``, ``host-bucket``).
-        Partitions stay on the devices: read one with :meth:`shuffle_read`. Returns the output's name
+        Each chunk is LZ4 compressed, or stored as it is with ``compression="none"`` (PSACS as
+        evaluated). Partitions stay on the devices: read one with :meth:`shuffle_read`. Returns the output's name
         (default ``NAME.shuffled``) and the report."""
         keys = [key] if isinstance(key, str) else list(key)
         r = Report.from_json(
             self._inner.shuffle(
-                name, keys, partitions, out, placement, threads, hash, layout, _size(memory_budget)
+                name, keys, partitions, out, placement, threads, hash, layout, _size(memory_budget), compression
             )
         )
         return r.result["out"], r

@@ -233,6 +233,33 @@ pub struct HostProfile {
     /// An accelerator card beside the host (NASCENT's FPGA baseline, §4.3 footnote), if the host has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accelerator: Option<Accelerator>,
+    /// The host's I/O path to its drives.
+    #[serde(default)]
+    pub storage: StorageStack,
+}
+
+/// How the host's software reaches its drives (the operating system's block layer and driver, and the
+/// program reading through them): every byte the host moves to or from a device goes in requests of at
+/// most `request_bytes`, each costing the host `request_cycles` plus `byte_cycles` a byte of one core, and
+/// each waiting for the device (its read latency, or its link's latency for a write) plus its transfer.
+/// Each host thread keeps `queue_depth` requests in flight: a program reading synchronously through the
+/// readahead of a file system keeps one, and then the device's latency is paid request after request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageStack {
+    pub request_bytes: u64,
+    /// Requests in flight per host thread.
+    pub queue_depth: u32,
+    pub request_cycles: f64,
+    pub byte_cycles: f64,
+}
+
+impl Default for StorageStack {
+    /// A host that issues large requests deep enough to hide the device's latency, at no CPU cost (the
+    /// model before host storage stacks, for profiles stored without one).
+    fn default() -> StorageStack {
+        StorageStack { request_bytes: 1 << 20, queue_depth: 64, request_cycles: 0.0, byte_cycles: 0.0 }
+    }
 }
 
 /// An accelerator on the host's bus: its engine and its power.
@@ -243,6 +270,10 @@ pub struct Accelerator {
     pub engine: Engine,
     pub active_w: f64,
     pub idle_w: f64,
+    /// How the accelerator's host program moves data to and from the drives, where it differs from the
+    /// host's own programs (`HostProfile::storage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageStack>,
 }
 
 /// The host profiles shipped with insitu, by name (`profiles/hosts/`).
@@ -267,6 +298,7 @@ impl HostProfile {
             idle_w: 0.0,
             cpu: Engine::unknown(),
             accelerator: None,
+            storage: StorageStack::default(),
         }
     }
 

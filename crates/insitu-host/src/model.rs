@@ -14,12 +14,15 @@
 //! (per-device bandwidth each way), and its network port (device to device, plus each hop's latency).
 //! Shared by all devices: the host's uplink (`host_link.shared_bw`). The host: its counted work priced by
 //! the host profile's core, spread over the threads it used (at most its cores), or by the accelerator
-//! beside the host.
+//! beside the host; and its storage stack (the host profile's `[storage]`): the bytes it moves to and from
+//! the devices go in requests, each costing host CPU and each waiting for the device's latency and its
+//! transfer, with as many in flight as the host's threads keep (a synchronous reader pays every latency).
 //!
 //! Energy: each device and the host draw active power while busy and idle power for the rest of the phase.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use insitu_device::profile::StorageStack;
 use insitu_device::work::Ledger;
 use insitu_device::{DeviceCounters, Profile};
 use serde::Serialize;
@@ -36,6 +39,17 @@ pub struct HostWork {
     pub accelerator: bool,
     /// Bytes moved between host memory and the accelerator, over the shared host bus.
     pub accel_bytes: u64,
+}
+
+/// The storage stack a phase's host I/O goes through: the accelerator's host program's, in a phase of
+/// work for the accelerator when it has its own, else the host's.
+fn storage_stack<'a>(p: &'a Profile, h: &HostWork) -> &'a StorageStack {
+    p.host
+        .accelerator
+        .as_ref()
+        .filter(|_| h.accelerator)
+        .and_then(|a| a.storage.as_ref())
+        .unwrap_or(&p.host.storage)
 }
 
 impl HostWork {
@@ -93,6 +107,9 @@ pub struct ModeledPhase {
     pub bottleneck: String,
     pub host_s: f64,
     pub shared_link_s: f64,
+    /// The host storage stack's requests in the phase, and the time they took with the host's queue depth.
+    pub host_requests: u64,
+    pub host_io_s: f64,
     pub devices: Vec<DeviceBusy>,
     pub energy_j: f64,
 }
@@ -127,6 +144,28 @@ fn dram_bytes(c: &DeviceCounters) -> u64 {
 fn compute_parallelism(p: &Profile, c: &DeviceCounters) -> f64 {
     let runs: u64 = c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
     (p.device.compute_units as u64).min(runs.max(1)) as f64
+}
+
+/// The host's I/O of one device's phase (see `HostProfile::storage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct HostIo {
+    /// Requests the host issued: the bytes it moved, in requests, and at least one per command.
+    requests: u64,
+    /// Bytes the host moved itself (to or from its memory).
+    bytes: u64,
+    /// Seconds the host's own reads and writes wait, one after another (before the queue depth).
+    wait_s: f64,
+}
+
+fn host_io(p: &Profile, s: &StorageStack, c: &DeviceCounters) -> HostIo {
+    let n = |b: u64| b.div_ceil(s.request_bytes.max(1));
+    let (reads, writes) = (n(c.device_to_host), n(c.host_to_device));
+    let req = s.request_bytes as f64;
+    let wait_s = reads as f64
+        * (p.nand.read_latency_us * 1e-6 + req.min(c.device_to_host as f64) / p.host_link.read_bw)
+        + writes as f64
+            * (p.host_link.latency_us * 1e-6 + req.min(c.host_to_device as f64) / p.host_link.write_bw);
+    HostIo { requests: (reads + writes).max(c.commands), bytes: c.device_to_host + c.host_to_device, wait_s }
 }
 
 /// Models one device's phase.
@@ -192,7 +231,18 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
         let host_bytes: u64 =
             ph.devices.iter().map(|c| c.device_to_host + c.host_to_device).sum::<u64>() + ph.host.accel_bytes;
         let shared_link_s = host_bytes as f64 / p.host_link.shared_bw;
-        let (mut host_s, mut accel_s) = (0.0, 0.0);
+        // The host's requests: their CPU on the threads, their waits over the requests the threads keep
+        // in flight.
+        let threads = ph.host.threads.clamp(1, p.host.cores);
+        let stack = storage_stack(p, &ph.host);
+        let io: Vec<HostIo> = ph.devices.iter().map(|c| host_io(p, stack, c)).collect();
+        let host_requests: u64 = io.iter().map(|x| x.requests).sum();
+        let io_cpu_s = (host_requests as f64 * stack.request_cycles
+            + io.iter().map(|x| x.bytes).sum::<u64>() as f64 * stack.byte_cycles)
+            / p.host.cpu.clock_hz;
+        let queue = (threads * stack.queue_depth).max(1) as f64;
+        let host_io_s = io.iter().map(|x| x.wait_s).sum::<f64>() / queue;
+        let (mut host_s, mut accel_s) = (io_cpu_s / threads as f64, 0.0);
         let accelerator = p.host.accelerator.as_ref().filter(|_| ph.host.accelerator);
         match accelerator {
             Some(a) => {
@@ -203,8 +253,7 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             None => {
                 let priced = p.host.cpu.price(&ph.host.work);
                 out.unpriced.extend(priced.unpriced.iter().cloned());
-                let threads = ph.host.threads.clamp(1, p.host.cores);
-                host_s = priced.seconds() / threads as f64;
+                host_s += priced.seconds() / threads as f64;
             }
         }
         for d in &devices {
@@ -223,6 +272,12 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
         if shared_link_s > time_s {
             time_s = shared_link_s;
             bottleneck = "shared host link".into();
+        }
+        // A request's wait and the host's CPU for it follow one another on a thread.
+        let io_s = host_io_s + io_cpu_s / threads as f64;
+        if io_s > time_s && host_io_s > 0.0 {
+            time_s = io_s;
+            bottleneck = "host storage stack".into();
         }
         if host_s > time_s {
             time_s = host_s;
@@ -252,6 +307,8 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             bottleneck,
             host_s: host_s + accel_s,
             shared_link_s,
+            host_requests,
+            host_io_s,
             devices,
             energy_j: dev_energy + host_energy,
         });
@@ -346,8 +403,30 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
             ph.shared_link_s,
             format!("{bytes} bytes / {} B/s", p.host_link.shared_bw),
         );
+        let st = storage_stack(p, &u.host);
+        let threads = u.host.threads.clamp(1, p.host.cores);
+        line(
+            "host storage stack".into(),
+            ph.host_io_s,
+            format!(
+                "host reads and writes in requests of at most {} bytes, each waiting for the device's latency \
+                 ({} us a read, {} us a write) and its transfer, {} in flight ({} thread(s) x queue depth {})",
+                st.request_bytes,
+                p.nand.read_latency_us,
+                p.host_link.latency_us,
+                threads * st.queue_depth,
+                threads,
+                st.queue_depth,
+            ),
+        );
         if ph.host_s > 0.0 {
-            let items: Vec<String> = u.host.work.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            let mut items: Vec<String> = u.host.work.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            if ph.host_requests > 0 {
+                items.push(format!(
+                    "{} storage requests at {} cycles and {} cycles a byte moved",
+                    ph.host_requests, st.request_cycles, st.byte_cycles
+                ));
+            }
             let (who, clock) = match p.host.accelerator.as_ref().filter(|_| u.host.accelerator) {
                 Some(a) => ("accelerator", a.engine.clock_hz),
                 None => ("host cpu", p.host.cpu.clock_hz),
@@ -506,6 +585,44 @@ mod tests {
         let m = model(&tiny(), &[ph.clone(), ph]);
         assert!(approx(m.time_s, 4.0));
         assert_eq!(m.phases[1].bottleneck, "host cpu");
+    }
+
+    #[test]
+    fn a_synchronous_reader_pays_the_devices_latency_request_by_request_by_hand() {
+        // 10 MB read by the host in requests of 1 MB: each waits 50 us (tiny's read latency) + 2 ms (1 MB
+        // over its 0.5 GB/s link), 20.5 ms in all one after another; the host spends 1,000 cycles a
+        // request and half a cycle a byte at 1 GHz: 5.01 ms.
+        let mut p = tiny();
+        p.host.storage = StorageStack {
+            request_bytes: 1_000_000,
+            queue_depth: 1,
+            request_cycles: 1000.0,
+            byte_cycles: 0.5,
+        };
+        let c = DeviceCounters { device_to_host: 10_000_000, commands: 3, ..Default::default() };
+        let run = |p: &Profile, threads: u32| {
+            let host = HostWork::default().on_threads(threads);
+            model(p, &[PhaseUsage { name: "read".into(), devices: vec![c.clone()], host }])
+        };
+        let m = run(&p, 1);
+        let ph = &m.phases[0];
+        assert_eq!(ph.host_requests, 10);
+        assert!(approx(ph.host_io_s, 10.0 * (50e-6 + 2e-3)), "{}", ph.host_io_s);
+        assert!(approx(ph.host_s, 5.01e-3), "{}", ph.host_s);
+        // The device's own link takes 20 ms + 10 us: the requests' 25.51 ms are the bound.
+        assert!(approx(m.time_s, 20.5e-3 + 5.01e-3), "{}", m.time_s);
+        assert_eq!(ph.bottleneck, "host storage stack");
+        // Two threads keep two requests in flight: 10.25 + 2.505 ms, and the link is the bound again.
+        let m = run(&p, 2);
+        assert!(approx(m.phases[0].host_io_s, 10.25e-3));
+        assert!(approx(m.time_s, 20e-3 + 10e-6), "{}", m.time_s);
+        assert_eq!(m.phases[0].bottleneck, "device 0 host link");
+        // Every command is at least a request.
+        let many = DeviceCounters { commands: 50, ..c.clone() };
+        let host = HostWork::default();
+        let m = model(&p, &[PhaseUsage { name: "read".into(), devices: vec![many], host }]);
+        assert_eq!(m.phases[0].host_requests, 50);
+        assert!(approx(m.phases[0].host_s, (50.0 * 1000.0 + 5e6) / 1e9));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::columnar::{compress, records_to_columns, FieldKind, FormatError, RecordFormat};
+use crate::columnar::{compress, decompress, records_to_columns, FieldKind, FormatError, RecordFormat};
 use crate::dict::{Codes, DecodeError};
 use crate::gather::gather_var;
 use crate::keys::KeyType;
@@ -35,12 +35,49 @@ impl ChunkLayout {
     }
 }
 
+/// How a partition's chunks are stored: LZ4 blocks (the default), or as they are. PSACS as evaluated has
+/// no compression module (ICCD '21 §V-F measures LZ4 apart, "if future implementation of PSACS includes a
+/// compression module"), so its figures are reproduced without one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Codec {
+    #[default]
+    Lz4,
+    None,
+}
+
+impl Codec {
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Lz4 => "lz4",
+            Codec::None => "none",
+        }
+    }
+
+    /// One chunk, encoded.
+    pub fn encode(self, b: &[u8]) -> Vec<u8> {
+        match self {
+            Codec::Lz4 => compress(b),
+            Codec::None => b.to_vec(),
+        }
+    }
+
+    /// Inverse of [`Codec::encode`].
+    pub fn decode(self, b: Vec<u8>) -> Result<Vec<u8>, FormatError> {
+        match self {
+            Codec::Lz4 => decompress(&b),
+            Codec::None => Ok(b),
+        }
+    }
+}
+
 /// What a shuffle computes, whatever runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShuffleSpec {
     pub partitions: u32,
     pub hash: PartitionHash,
     pub layout: ChunkLayout,
+    pub codec: Codec,
     /// Format of the composed records (bitmap, key column, then the row's fields).
     pub format: RecordFormat,
     /// Fields of the record that form the shuffle key, in order.
@@ -249,7 +286,8 @@ pub fn group_records(records: &[u8], offsets: &[u64], spec: &ShuffleSpec) -> Res
     Ok(Grouped { records: data, offsets: offs, extents })
 }
 
-/// Writer: one partition's records as compressed chunks (a chunk per column, or one row-major chunk).
+/// Writer: one partition's records as chunks (a chunk per column, or one row-major chunk), each encoded by
+/// the spec's codec.
 pub fn encode_partition(
     records: &[u8],
     offsets: &[u64],
@@ -258,11 +296,11 @@ pub fn encode_partition(
     let base = offsets.first().copied().unwrap_or(0) as usize;
     let end = offsets.last().copied().unwrap_or(0) as usize;
     match spec.layout {
-        ChunkLayout::Row => Ok(vec![compress(&records[base..end])]),
+        ChunkLayout::Row => Ok(vec![spec.codec.encode(&records[base..end])]),
         ChunkLayout::Column => {
             let rebased: Vec<u64> = offsets.iter().map(|o| o - base as u64).collect();
             let cols = records_to_columns(&records[base..end], &rebased, &spec.format)?;
-            Ok(cols.iter().map(|c| compress(c)).collect())
+            Ok(cols.iter().map(|c| spec.codec.encode(c)).collect())
         }
     }
 }
@@ -292,6 +330,7 @@ mod tests {
             partitions: 4,
             hash: PartitionHash::Xxh3,
             layout: ChunkLayout::Column,
+            codec: Codec::Lz4,
             format: record_format(&rf, FieldKind::Fixed(8)),
             key_fields: vec![0],
         };

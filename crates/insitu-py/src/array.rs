@@ -13,7 +13,7 @@ use insitu_host::intersect::lists::put_list_ids;
 use insitu_host::intersect::operator::{intersect, IntersectPlacement, Output};
 use insitu_host::nascent::{sort_table, SortAlgo, SortOptions, SortPlacement};
 use insitu_host::psacs::{
-    shuffle_read_batch, shuffle_table, ChunkLayout, PartitionHash, ShuffleOptions, ShufflePlacement,
+    shuffle_read_batch, shuffle_table, ChunkLayout, Codec, PartitionHash, ShuffleOptions, ShufflePlacement,
 };
 use insitu_host::search::{search, SearchPlacement};
 use insitu_host::table::import::{put_table, put_table_batch, PutTable};
@@ -315,7 +315,7 @@ impl PyArray {
     }
 
     /// PSACS's shuffle of table `name` by `keys` into `partitions` partitions.
-    #[pyo3(signature = (name, keys, partitions, out=None, placement="device", threads=1, hash="zigzag-fold", layout="column", memory_budget=None))]
+    #[pyo3(signature = (name, keys, partitions, out=None, placement="device", threads=1, hash="zigzag-fold", layout="column", memory_budget=None, compression="lz4"))]
     #[allow(clippy::too_many_arguments)]
     fn shuffle(
         &self,
@@ -329,6 +329,7 @@ impl PyArray {
         hash: &str,
         layout: &str,
         memory_budget: Option<&str>,
+        compression: &str,
     ) -> PyResult<String> {
         let opts = ShuffleOptions {
             keys,
@@ -349,6 +350,7 @@ impl PyArray {
                 &[("zigzag-fold", PartitionHash::ZigzagFold), ("xxh3", PartitionHash::Xxh3)],
             )?,
             layout: choose("layout", layout, &[("column", ChunkLayout::Column), ("row", ChunkLayout::Row)])?,
+            codec: choose("compression", compression, &[("lz4", Codec::Lz4), ("none", Codec::None)])?,
             out,
             memory_budget: size(memory_budget)?,
         };

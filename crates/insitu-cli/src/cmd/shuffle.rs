@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use insitu_host::psacs::{
-    shuffle_read, shuffle_table, ChunkLayout, PartitionHash, ShuffleOptions, ShufflePlacement,
+    shuffle_read, shuffle_table, ChunkLayout, Codec, PartitionHash, ShuffleOptions, ShufflePlacement,
 };
 use insitu_host::units::parse_size;
 
@@ -28,9 +28,17 @@ enum Hash {
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum Layout {
-    /// Column-major partitions, LZ4 per column chunk (PSACS).
+    /// Column-major partitions, a chunk per column (PSACS).
     Column,
     Row,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Compression {
+    /// LZ4 per chunk.
+    Lz4,
+    /// Chunks stored as they are (PSACS as evaluated: no compression module).
+    None,
 }
 
 #[derive(Args, Debug)]
@@ -55,6 +63,9 @@ pub struct Shuffle {
     /// Output layout of each partition.
     #[arg(long, value_enum, default_value = "column")]
     layout: Layout,
+    /// How each chunk is stored.
+    #[arg(long, value_enum, default_value = "lz4")]
+    compression: Compression,
     /// Name of the output (default NAME.shuffled).
     #[arg(long)]
     out: Option<String>,
@@ -81,6 +92,10 @@ impl Shuffle {
             layout: match self.layout {
                 Layout::Column => ChunkLayout::Column,
                 Layout::Row => ChunkLayout::Row,
+            },
+            codec: match self.compression {
+                Compression::Lz4 => Codec::Lz4,
+                Compression::None => Codec::None,
             },
             out: self.out,
             memory_budget: self.memory_budget.as_deref().map(parse_size).transpose()?,

@@ -125,6 +125,18 @@ fn tpcc_orderline_loads_and_repro_nascent_runs() {
     assert!(fig["rows"].as_array().unwrap().iter().all(|x| x["paper"].is_null() && x["modeled"].is_f64()));
     assert_eq!(fig["verdict"]["within"], serde_json::Value::Null);
     assert!(env.path("repro-out/nascent/fig13.svg").is_file());
+    // Fig. 9: the same sorts from storage take longer on both sides than Fig. 8's in memory.
+    let points = r["result"]["data"]["fig8"].as_array().unwrap();
+    assert_eq!(points.len(), 14);
+    for p in points {
+        for i in 0..2 {
+            let (mem, storage) = (p["modeled_s"][i].as_f64().unwrap(), p["storage_s"][i].as_f64().unwrap());
+            assert!(storage > mem && mem > 0.0, "{p}");
+        }
+    }
+    let fig9 = r["result"]["figures"]["fig9"]["rows"].as_array().unwrap();
+    assert_eq!(fig9.len(), 28);
+    assert_eq!(fig9.iter().filter(|x| x["paper"].is_f64()).count(), 4, "1K and 8M, time and energy");
     // The same run again gives the same modeled figures, to the last digit, into another folder.
     let again = env.json(&[
         "repro",

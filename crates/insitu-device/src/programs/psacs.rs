@@ -5,8 +5,8 @@
 //! shuffle key to a partition id (§III-B), the Sorter orders (PID, RowID) pairs and the Gather replaces
 //! RowIDs by records (§III-C), and the Indexer records each partition's extent. With one batch the
 //! partitions are written at once; with several, batches go to flash and the Merger concatenates each
-//! partition across batches (Fig. 8). Each partition is stored column-major, every column chunk LZ4
-//! compressed (§IV-E), or row-major on request. Outputs: `OUT#data` (chunks, partition after partition)
+//! partition across batches (Fig. 8). Each partition is stored column-major (§IV-E), every column chunk LZ4
+//! compressed (insitu's addition) or stored as it is (PSACS as evaluated), or row-major on request. Outputs: `OUT#data` (chunks, partition after partition)
 //! and `OUT#index` (per partition: rows, offset, then the length of each chunk; little-endian u64).
 //!
 //! The steps themselves are `insitu_kernels::shuffle`'s, which the host baselines run too.
@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use insitu_kernels::dict::Codes;
 use insitu_kernels::le;
 use insitu_kernels::shuffle::{
-    compose_records, encode_partition, group_records, index_entry, record_format, Grouped, ShuffleSpec,
-    StoredKey,
+    compose_records, encode_partition, group_records, index_entry, record_format, Codec, Grouped,
+    ShuffleSpec, StoredKey,
 };
 
 use crate::error::Result;
@@ -39,7 +39,14 @@ fn spec_of(ctx: &ProgramContext<'_>, a: &ShuffleArgs, key: &StoredKey) -> Result
             ctx.bad(format!("key_fields {key_fields:?} outside the record's {} fields", format.fields.len()))
         );
     }
-    Ok(ShuffleSpec { partitions: a.partitions, hash: a.hash, layout: a.layout, format, key_fields })
+    Ok(ShuffleSpec {
+        partitions: a.partitions,
+        hash: a.hash,
+        layout: a.layout,
+        codec: a.codec,
+        format,
+        key_fields,
+    })
 }
 
 /// The part's key column, read whole into device memory.
@@ -216,7 +223,9 @@ fn merge_and_write(
                 }
             }
             raw += recs.len() as u64;
-            ctx.work(|w| work::add(w, work::ENCODE_BYTES, recs.len() as u64));
+            if spec.codec != Codec::None {
+                ctx.work(|w| work::add(w, work::ENCODE_BYTES, recs.len() as u64));
+            }
             let chunks = encode_partition(&recs, &offs, spec).map_err(|e| ctx.failed(e))?;
             index_entry(&mut index, offs.len() as u64 - 1, written, &chunks);
             for c in &chunks {

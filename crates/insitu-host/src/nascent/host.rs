@@ -102,7 +102,9 @@ pub(crate) fn sort_on_host(
         let (p, dev) = (&job.info.parts[i], *dev);
         let (rows, offsets) = read_rows(array, dev, job.table, p)?;
         let key = read_key(array, dev, job.table, p)?;
-        measure.phase(&format!("dev{dev} read"), array, HostWork::default())?;
+        // The accelerator's host program reads and writes the part (its own storage stack, if any).
+        let io = || if accel { HostWork::default().on_accelerator(0) } else { HostWork::default() };
+        measure.phase(&format!("dev{dev} read"), array, io())?;
         let mut part_work = Ledger::new();
         let objects = sort_part(job, p, &key, &rows, &offsets, &mut part_work)?;
         let moved: u64 = objects.iter().map(|(_, d)| d.len() as u64).sum::<u64>() * 2;
@@ -114,7 +116,7 @@ pub(crate) fn sort_on_host(
         for (suffix, data) in &objects {
             write_object(array, dev, &format!("{}#{suffix}", job.out), "table-part", data)?;
         }
-        measure.phase(&format!("dev{dev} write"), array, HostWork::default())?;
+        measure.phase(&format!("dev{dev} write"), array, io())?;
     }
     Ok(job.info.parts.clone())
 }

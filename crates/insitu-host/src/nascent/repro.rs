@@ -34,7 +34,12 @@ pub const PAPER_FIG8_SPEEDUP: [(u64, f64); 5] =
 pub const PAPER_FIG8_ENERGY: [(u64, f64); 4] =
     [(1 << 10, 61.3), (2 << 20, 13.6), (4 << 20, 13.6), (8 << 20, 13.6)];
 
-/// One input size of Fig. 8.
+/// Fig. 9 (§4.2): the same, data in storage: 6.6x at 1K, saturating at ~8.25x at 8M; energy (without the
+/// SSD's) 49.7x to 61.6x.
+pub const PAPER_FIG9_SPEEDUP: [(u64, f64); 2] = [(1 << 10, 6.6), (8 << 20, 8.25)];
+pub const PAPER_FIG9_ENERGY: [(u64, f64); 2] = [(1 << 10, 49.7), (8 << 20, 61.6)];
+
+/// One input size of Figs. 8 and 9.
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelPoint {
     pub elements: u64,
@@ -42,6 +47,12 @@ pub struct KernelPoint {
     /// (the host's `[cpu]` engine).
     pub modeled_s: [f64; 2],
     pub modeled_j: [f64; 2],
+    /// Fig. 9, data in storage: NASCENT loads the keys from its SSD into the FPGA's DRAM peer to peer, then
+    /// sorts; the CPU reads them through the host's storage stack, then sorts. Modeled seconds and joules
+    /// (the FPGA's and the CPU's, not the SSD's), and each side's time in words.
+    pub storage_s: [f64; 2],
+    pub storage_j: [f64; 2],
+    pub storage_explained: [String; 2],
     /// Measured here: the bitonic network emulated in software, and a quicksort (`sort_unstable`) of the
     /// same keys, each reading the input and writing the sorted output (up to the size asked for).
     pub measured_s: Option<[f64; 2]>,
@@ -64,13 +75,18 @@ pub fn repro_kernel(
         let mut ledger = work::Ledger::new();
         SortClass::count(&mut ledger, work::SORT, 32, n);
         let t = [profile.kernels.price(&ledger).seconds(), profile.host.cpu.price(&ledger).seconds()];
+        let (storage_s, storage_j, storage_explained) = from_storage(profile, &ledger, n, t[0]);
+        let point = KernelPoint {
+            elements: n,
+            modeled_s: t,
+            modeled_j: [t[0] * profile.power.device_active_w, t[1] * profile.host.active_w],
+            storage_s,
+            storage_j,
+            storage_explained,
+            measured_s: None,
+        };
         if n > measure_up_to {
-            out.push(KernelPoint {
-                elements: n,
-                modeled_s: t,
-                modeled_j: [t[0] * profile.power.device_active_w, t[1] * profile.host.active_w],
-                measured_s: None,
-            });
+            out.push(point);
             continue;
         }
         let keys: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
@@ -89,14 +105,57 @@ pub fn repro_kernel(
                 detail: format!("the two sorts of {n} keys disagree"),
             });
         }
-        out.push(KernelPoint {
-            elements: n,
-            modeled_s: t,
-            modeled_j: [t[0] * profile.power.device_active_w, t[1] * profile.host.active_w],
-            measured_s: Some([network_s, quick_s]),
-        });
+        out.push(KernelPoint { measured_s: Some([network_s, quick_s]), ..point });
     }
     Ok(out)
+}
+
+/// Fig. 9's two sides for `n` 32-bit keys whose sort is counted in `ledger` (the kernel's alone takes
+/// `kernel_s`): modeled seconds, joules without the SSD's, and each in words.
+fn from_storage(
+    profile: &Profile,
+    ledger: &insitu_device::work::Ledger,
+    n: u64,
+    kernel_s: f64,
+) -> ([f64; 2], [f64; 2], [String; 2]) {
+    use crate::model::{model, HostWork, PhaseUsage};
+    use insitu_device::DeviceCounters;
+    let bytes = 4 * n;
+    let load = DeviceCounters {
+        flash_read_bytes: bytes,
+        flash_to_device_mem: bytes,
+        commands: 1,
+        ..Default::default()
+    };
+    let phase = |name: &str, c: DeviceCounters, host: HostWork| PhaseUsage {
+        name: name.into(),
+        devices: vec![c],
+        host,
+    };
+    // NASCENT: the SSD streams the keys into the FPGA's DRAM, then the kernel sorts them (Fig. 8's time).
+    let dev = model(profile, &[phase("load", load.clone(), HostWork::default())]);
+    // The CPU: the host reads the keys through its storage stack, then quicksorts them.
+    let host_read = DeviceCounters { device_to_host: bytes, ..load };
+    let cpu = model(
+        profile,
+        &[
+            phase("read", host_read, HostWork::default()),
+            phase("sort", DeviceCounters::default(), HostWork::counted(ledger.clone())),
+        ],
+    );
+    let dev_s = dev.time_s + kernel_s;
+    (
+        [dev_s, cpu.time_s],
+        [dev.device_energy_j + kernel_s * profile.power.device_active_w, cpu.host_energy_j],
+        [
+            format!(
+                "NASCENT: load {} + sort {}",
+                crate::figure::fmt_seconds(dev.time_s),
+                crate::figure::fmt_seconds(kernel_s)
+            ),
+            format!("CPU: {}", explain(&cpu)),
+        ],
+    )
 }
 
 /// One line of the experiment.
@@ -372,7 +431,7 @@ pub fn figures(
     tpcc: &[TpccRow],
     profile: &Profile,
 ) -> PaperFigures {
-    let mut figures = vec![fig8(kernel, profile)];
+    let mut figures = vec![fig8(kernel, profile), fig9(kernel, profile)];
     let mut out = Vec::new();
     let at12 = |r: &ReproRow, v: f64| (r.devices == 12).then_some(v);
     let why = |r: &ReproRow, base: usize| {
@@ -549,6 +608,46 @@ fn fig8(points: &[KernelPoint], profile: &Profile) -> Figure {
         .with(Series::new("speed-up, paper", Source::Paper, paper_pts(&PAPER_FIG8_SPEEDUP)))
         .with(Series::new("energy saving, paper", Source::Paper, paper_pts(&PAPER_FIG8_ENERGY)));
     Figure::new("fig8", "Sort kernel vs the CPU's quicksort, data in DRAM (§4.2)", rows, Some(plot))
+}
+
+/// Fig. 9 as a figure: the kernel and the CPU reading their keys from storage.
+fn fig9(points: &[KernelPoint], profile: &Profile) -> Figure {
+    let size = |n: u64| if n >= 1 << 20 { format!("{}M", n >> 20) } else { format!("{}K", n >> 10) };
+    let paper = |table: &[(u64, f64)], n: u64| table.iter().find(|(m, _)| *m == n).map(|(_, v)| *v);
+    let mut rows = Vec::new();
+    for p in points {
+        let n = p.elements;
+        let why = format!("{}; {}", p.storage_explained[0], p.storage_explained[1]);
+        rows.push(
+            Row::new(format!("{}: speed-up", size(n)), "x", p.storage_s[1] / p.storage_s[0])
+                .paper_opt(paper(&PAPER_FIG9_SPEEDUP, n))
+                .note(why.clone()),
+        );
+        rows.push(
+            Row::new(format!("{}: energy saving", size(n)), "x", p.storage_j[1] / p.storage_j[0])
+                .paper_opt(paper(&PAPER_FIG9_ENERGY, n))
+                .note(format!(
+                    "the FPGA's {} W against the CPU's {} W busy, {} W waiting; {why}",
+                    fmt_value(profile.power.device_active_w),
+                    fmt_value(profile.host.active_w),
+                    fmt_value(profile.host.idle_w)
+                )),
+        );
+    }
+    let pts = |f: &dyn Fn(&KernelPoint) -> f64| -> Vec<[f64; 2]> {
+        points.iter().map(|p| [p.elements as f64, f(p)]).collect()
+    };
+    let paper_pts = |t: &[(u64, f64)]| -> Vec<[f64; 2]> { t.iter().map(|(n, v)| [*n as f64, *v]).collect() };
+    let plot = Plot::lines("input elements", "speed-up / energy saving over the CPU (x)", true, true)
+        .with(Series::new("speed-up, modeled", Source::Modeled, pts(&|p| p.storage_s[1] / p.storage_s[0])))
+        .with(Series::new(
+            "energy saving, modeled",
+            Source::Modeled,
+            pts(&|p| p.storage_j[1] / p.storage_j[0]),
+        ))
+        .with(Series::new("speed-up, paper", Source::Paper, paper_pts(&PAPER_FIG9_SPEEDUP)))
+        .with(Series::new("energy saving, paper", Source::Paper, paper_pts(&PAPER_FIG9_ENERGY)));
+    Figure::new("fig9", "Sort kernel vs the CPU, data in storage (§4.2)", rows, Some(plot))
 }
 
 /// The run's tables, and the stages of the largest device count's sorts beside their counters.

@@ -18,6 +18,7 @@ pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<
             partitions: opts.partitions,
             hash: opts.hash,
             layout: opts.layout,
+            codec: opts.codec,
             out: out.into(),
             memory_budget: opts.memory_budget,
         };

@@ -4,7 +4,7 @@
 
 use insitu_kernels::partition::partition_of;
 use insitu_kernels::shuffle::{
-    compose_records, encode_partition, group_records, index_entry, record_format, record_key, Grouped,
+    compose_records, encode_partition, group_records, index_entry, record_format, record_key, Codec, Grouped,
     ShuffleError, ShuffleSpec, StoredKey,
 };
 
@@ -90,6 +90,7 @@ pub(crate) fn shuffle_on_host(
             partitions: opts.partitions,
             hash: opts.hash,
             layout: opts.layout,
+            codec: opts.codec,
             format: record_format(rf, key.field_kind()),
             key_fields: fields.to_vec(),
         };
@@ -119,7 +120,9 @@ pub(crate) fn shuffle_on_host(
             // across batches, and counts it the same way).
             work::add(&mut work, work::SHUFFLE_MERGE_BYTES, records.len() as u64);
         }
-        work::add(&mut work, work::ENCODE_BYTES, records.len() as u64);
+        if opts.codec != Codec::None {
+            work::add(&mut work, work::ENCODE_BYTES, records.len() as u64);
+        }
         // Each thread groups its share of the records.
         let grouped: Vec<Grouped> = on_threads(threads, |t| {
             let (lo, hi) = ((t * per).min(n), ((t + 1) * per).min(n));

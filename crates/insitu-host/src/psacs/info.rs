@@ -2,7 +2,7 @@
 
 use insitu_kernels::columnar::RecordFormat;
 use insitu_kernels::partition::PartitionHash;
-use insitu_kernels::shuffle::ChunkLayout;
+use insitu_kernels::shuffle::{ChunkLayout, Codec};
 use serde::{Deserialize, Serialize};
 
 use crate::table::info::PartInfo;
@@ -20,6 +20,9 @@ pub struct ShuffleInfo {
     pub record_format: RecordFormat,
     pub partitions: u32,
     pub layout: ChunkLayout,
+    /// How chunks are stored (outputs written before the choice existed are LZ4).
+    #[serde(default)]
+    pub codec: Codec,
     pub hash: PartitionHash,
     pub keys: Vec<String>,
 }

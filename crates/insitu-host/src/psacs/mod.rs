@@ -21,4 +21,4 @@ pub use self::options::{ShuffleOptions, ShufflePlacement};
 pub use self::read::{read_partition, shuffle_read, shuffle_read_batch};
 pub use self::shuffle::{row_format, shuffle_table};
 pub use insitu_kernels::partition::PartitionHash;
-pub use insitu_kernels::shuffle::ChunkLayout;
+pub use insitu_kernels::shuffle::{ChunkLayout, Codec};

@@ -1,7 +1,7 @@
 //! The options of a shuffle.
 
 use insitu_kernels::partition::PartitionHash;
-use insitu_kernels::shuffle::ChunkLayout;
+use insitu_kernels::shuffle::{ChunkLayout, Codec};
 use serde::Serialize;
 
 /// Where the shuffle runs.
@@ -32,6 +32,8 @@ pub struct ShuffleOptions {
     pub threads: usize,
     pub hash: PartitionHash,
     pub layout: ChunkLayout,
+    /// How chunks are stored: LZ4 (the default) or as they are.
+    pub codec: Codec,
     pub out: Option<String>,
     pub memory_budget: Option<u64>,
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::array::ArrayRef;
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
-use insitu_kernels::columnar::{columns_to_records, decompress, RecordFormat};
+use insitu_kernels::columnar::{columns_to_records, RecordFormat};
 use insitu_kernels::le;
 use insitu_kernels::shuffle::{record_format, ChunkLayout};
 use serde_json::json;
@@ -55,7 +55,7 @@ pub fn read_partition(array: &Array, name: &str, p: u32) -> Result<RecordBatch> 
         let mut cols = Vec::new();
         for len in &e[2..] {
             let chunk = read_range(array, *dev, &format!("{name}#data"), at, *len)?;
-            cols.push(decompress(&chunk).map_err(|x| damaged(x.to_string()))?);
+            cols.push(info.codec.decode(chunk).map_err(|x| damaged(x.to_string()))?);
             at += len;
         }
         let (records, offsets) = match info.layout {

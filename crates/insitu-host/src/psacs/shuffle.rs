@@ -11,6 +11,7 @@
 //! `insitu_kernels::shuffle`'s, so the bytes are computed by the same code.
 
 use insitu_kernels::columnar::{FieldKind, RecordFormat};
+use insitu_kernels::shuffle::Codec;
 use serde_json::json;
 
 use crate::array::{validate_user_name, Array};
@@ -111,6 +112,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         record_format: rf,
         partitions: opts.partitions,
         layout: opts.layout,
+        codec: opts.codec,
         hash: opts.hash,
         keys: opts.keys.clone(),
     };
@@ -133,14 +135,18 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     let result = json!({
         "table": name, "out": out, "keys": opts.keys, "partitions": opts.partitions, "placement": opts.placement,
         "threads": threads, "hash": opts.hash.name(), "rows": rows, "stored_bytes": stored, "raw_bytes": raw,
-        "compression_ratio": ratio, "warning": warning,
+        "compression": opts.codec.name(), "compression_ratio": ratio, "warning": warning,
     });
     let mut headline = format!(
-        "{op}: {rows} rows of {name} into {} partitions by {} ({}), {} stored ({ratio:.2}x compression) as {out}",
+        "{op}: {rows} rows of {name} into {} partitions by {} ({}), {} stored ({}) as {out}",
         opts.partitions,
         json!(opts.keys),
         opts.hash.name(),
         human_bytes(stored),
+        match opts.codec {
+            Codec::Lz4 => format!("LZ4, {ratio:.2}x compression"),
+            Codec::None => "uncompressed".into(),
+        },
     );
     if let Some(w) = &warning {
         headline = format!("{headline}\nwarning: {w}");

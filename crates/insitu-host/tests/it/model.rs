@@ -58,6 +58,7 @@ fn shuffle(a: &mut Array, placement: ShufflePlacement, out: &str) -> Report {
         threads: 2,
         hash: PartitionHash::ZigzagFold,
         layout: ChunkLayout::Column,
+        codec: Default::default(),
         out: Some(out.into()),
         memory_budget: None,
     };

@@ -4,7 +4,7 @@ use insitu_host::psacs::{read_partition, shuffle_table, ShuffleOptions, ShuffleP
 use insitu_host::table::import::{put_table, PutTable};
 use insitu_host::table::info::Partitioning;
 use insitu_kernels::partition::PartitionHash;
-use insitu_kernels::shuffle::ChunkLayout as Layout;
+use insitu_kernels::shuffle::{ChunkLayout as Layout, Codec};
 
 use crate::tables::{array, row_strings, table, write_parquet};
 
@@ -16,6 +16,7 @@ fn opts(keys: &[&str], p: u32, placement: ShufflePlacement, threads: usize, out:
         threads,
         hash: PartitionHash::ZigzagFold,
         layout: Layout::Column,
+        codec: Codec::Lz4,
         out: Some(out.into()),
         memory_budget: None,
     }
@@ -62,11 +63,12 @@ fn every_placement_puts_the_same_rows_in_every_partition() {
     want_all.sort();
     for keys in [&["k"][..], &["comment", "ship"][..]] {
         let mut results = Vec::new();
-        for (i, (placement, threads, layout, hash)) in [
-            (ShufflePlacement::Device, 1, Layout::Column, PartitionHash::ZigzagFold),
-            (ShufflePlacement::HostSort, 1, Layout::Column, PartitionHash::ZigzagFold),
-            (ShufflePlacement::HostSort, 3, Layout::Row, PartitionHash::ZigzagFold),
-            (ShufflePlacement::HostBucket, 2, Layout::Column, PartitionHash::ZigzagFold),
+        for (i, (placement, threads, layout, codec)) in [
+            (ShufflePlacement::Device, 1, Layout::Column, Codec::Lz4),
+            (ShufflePlacement::Device, 1, Layout::Row, Codec::None),
+            (ShufflePlacement::HostSort, 1, Layout::Column, Codec::Lz4),
+            (ShufflePlacement::HostSort, 3, Layout::Row, Codec::Lz4),
+            (ShufflePlacement::HostBucket, 2, Layout::Column, Codec::None),
         ]
         .into_iter()
         .enumerate()
@@ -74,9 +76,22 @@ fn every_placement_puts_the_same_rows_in_every_partition() {
             let out = format!("s{}-{i}", keys.len());
             let mut o = opts(keys, 16, placement, threads, &out);
             o.layout = layout;
-            o.hash = hash;
+            o.codec = codec;
             let r = shuffle_table(&mut a, "t", &o).unwrap();
             assert_eq!(r.result["rows"], 3000);
+            // Stored as they are, the chunks hold every record byte (and LZ4 is not counted as work).
+            let (stored, raw) =
+                (r.result["stored_bytes"].as_u64().unwrap(), r.result["raw_bytes"].as_u64().unwrap());
+            if codec == Codec::None {
+                assert_eq!(stored, raw, "{}", r.result);
+            }
+            let encoded: u64 = r
+                .phases
+                .iter()
+                .flat_map(|ph| ph.devices.iter().map(|c| &c.work).chain([&ph.host.work]))
+                .filter_map(|w| w.get("encode.bytes"))
+                .sum();
+            assert_eq!(encoded > 0, codec == Codec::Lz4, "{placement:?} {codec:?}");
             results.push(partitions(&a, &out, 16));
         }
         for r in &results[1..] {
@@ -109,6 +124,10 @@ fn a_part_larger_than_device_memory_is_tiled_and_many_partitions_work() {
     o.memory_budget = Some(200_000);
     shuffle_table(&mut a, "t", &o).unwrap();
     assert_eq!(partitions(&a, "tiled", 64), partitions(&a, "ref", 64));
+    o.out = Some("tiled-plain".into());
+    o.codec = Codec::None;
+    shuffle_table(&mut a, "t", &o).unwrap();
+    assert_eq!(partitions(&a, "tiled-plain", 64), partitions(&a, "ref", 64));
     let r = shuffle_table(&mut a, "t", &opts(&["k"], 65_536, ShufflePlacement::Device, 1, "wide")).unwrap();
     assert_eq!(r.result["partitions"], 65_536);
     assert!(r.result["warning"].as_str().unwrap().contains("65536 partitions for 5000 rows"), "{}", r.result);

@@ -3,7 +3,7 @@
 
 use insitu_kernels::columnar::RecordFormat;
 use insitu_kernels::partition::PartitionHash;
-use insitu_kernels::shuffle::ChunkLayout;
+use insitu_kernels::shuffle::{ChunkLayout, Codec};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::programs::nascent::TablePart;
@@ -21,6 +21,9 @@ pub struct ShuffleArgs {
     pub partitions: u32,
     pub hash: PartitionHash,
     pub layout: ChunkLayout,
+    /// How chunks are stored (LZ4 unless told).
+    #[serde(default)]
+    pub codec: Codec,
     pub out: String,
     pub memory_budget: Option<u64>,
 }
