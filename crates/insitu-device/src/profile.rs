@@ -236,6 +236,12 @@ pub struct HostProfile {
     /// The host's I/O path to its drives.
     #[serde(default)]
     pub storage: StorageStack,
+    /// Bytes of DRAM traffic a unit of host work causes beyond the caches, by work item (a row fetched at
+    /// a random place is a cache line; a byte copied is read and written): all threads share `memory_bw`,
+    /// so work spread over more threads stops scaling where their traffic fills it. Items not listed
+    /// cause none (sorts price their passes over memory in their engine).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory_bytes: BTreeMap<String, f64>,
 }
 
 /// How the host's software reaches its drives (the operating system's block layer and driver, and the
@@ -299,6 +305,7 @@ impl HostProfile {
             cpu: Engine::unknown(),
             accelerator: None,
             storage: StorageStack::default(),
+            memory_bytes: BTreeMap::new(),
         }
     }
 

@@ -41,6 +41,10 @@ pub struct HostWork {
     pub accel_bytes: u64,
 }
 
+/// The `memory_bytes` item for the bytes the host's storage stack moves (into the page cache and copied
+/// out of it).
+pub const STORAGE_BYTES: &str = "storage.bytes";
+
 /// The storage stack a phase's host I/O goes through: the accelerator's host program's, in a phase of
 /// work for the accelerator when it has its own, else the host's.
 fn storage_stack<'a>(p: &'a Profile, h: &HostWork) -> &'a StorageStack {
@@ -110,6 +114,10 @@ pub struct ModeledPhase {
     /// The host storage stack's requests in the phase, and the time they took with the host's queue depth.
     pub host_requests: u64,
     pub host_io_s: f64,
+    /// The host's DRAM traffic in the phase, and its time at the host's memory bandwidth (all threads
+    /// share it): the host's time is at least this.
+    pub host_memory_bytes: f64,
+    pub host_memory_s: f64,
     pub devices: Vec<DeviceBusy>,
     pub energy_j: f64,
 }
@@ -256,6 +264,16 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
                 host_s += priced.seconds() / threads as f64;
             }
         }
+        let traffic = |item: &str, n: f64| p.host.memory_bytes.get(item).map_or(0.0, |b| b * n);
+        let host_memory_bytes = if ph.host.accelerator {
+            0.0
+        } else {
+            ph.host.work.iter().map(|(k, v)| traffic(k, *v as f64)).sum::<f64>()
+                + traffic(STORAGE_BYTES, io.iter().map(|x| x.bytes).sum::<u64>() as f64)
+        };
+        let host_memory_s = host_memory_bytes / p.host.memory_bw;
+        let memory_bound = host_memory_s > host_s;
+        host_s = host_s.max(host_memory_s);
         for d in &devices {
             out.unpriced.extend(d.unpriced.iter().cloned());
         }
@@ -281,7 +299,7 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
         }
         if host_s > time_s {
             time_s = host_s;
-            bottleneck = "host cpu".into();
+            bottleneck = if memory_bound { "host memory" } else { "host cpu" }.into();
         }
         if accel_s > time_s {
             time_s = accel_s;
@@ -309,6 +327,8 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             shared_link_s,
             host_requests,
             host_io_s,
+            host_memory_bytes,
+            host_memory_s,
             devices,
             energy_j: dev_energy + host_energy,
         });
@@ -417,6 +437,15 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
                 threads * st.queue_depth,
                 threads,
                 st.queue_depth,
+            ),
+        );
+        line(
+            "host memory".into(),
+            ph.host_memory_s,
+            format!(
+                "{:.0} bytes of DRAM traffic (the host work's items by the host profile's memory_bytes) / {} B/s, \
+                 shared by all threads",
+                ph.host_memory_bytes, p.host.memory_bw
             ),
         );
         if ph.host_s > 0.0 {
@@ -623,6 +652,28 @@ mod tests {
         let m = model(&p, &[PhaseUsage { name: "read".into(), devices: vec![many], host }]);
         assert_eq!(m.phases[0].host_requests, 50);
         assert!(approx(m.phases[0].host_s, (50.0 * 1000.0 + 5e6) / 1e9));
+    }
+
+    #[test]
+    fn threads_share_the_hosts_memory_bandwidth_by_hand() {
+        // 1e9 rows gathered: 1 s on one of tiny-host's 1 GHz cores, 0.5 s on its two. At 64 bytes of
+        // traffic a row over its 10 GB/s, 64 GB take 6.4 s whatever the threads: memory is the bound.
+        let mut p = tiny();
+        let w = ledger(&[(work::GATHER_ROWS, 1_000_000_000)]);
+        let t = |p: &Profile| {
+            let host = HostWork::counted(w.clone()).on_threads(2);
+            model(p, &[PhaseUsage { name: "h".into(), devices: vec![], host }])
+        };
+        assert!(approx(t(&p).time_s, 0.5));
+        p.host.memory_bytes.insert(work::GATHER_ROWS.into(), 64.0);
+        let m = t(&p);
+        assert!(approx(m.phases[0].host_memory_bytes, 64e9));
+        assert!(approx(m.time_s, 6.4), "{}", m.time_s);
+        assert_eq!(m.phases[0].bottleneck, "host memory");
+        // At 4 bytes a row, 0.4 s of traffic hides under the cores' 0.5 s.
+        p.host.memory_bytes.insert(work::GATHER_ROWS.into(), 4.0);
+        assert!(approx(t(&p).time_s, 0.5));
+        assert_eq!(t(&p).phases[0].bottleneck, "host cpu");
     }
 
     #[test]
