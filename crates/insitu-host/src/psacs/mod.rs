@@ -5,9 +5,11 @@
 //! - [`device`]: the device placement (`psacs-shuffle` on every device);
 //! - [`host`]: the software baselines with N host threads, sort-based and bucket-based;
 //! - [`read`]: `shuffle-read`, a partition from every device back to rows;
+//! - [`formats`]: Spark's UnsafeRow and Parquet, for Fig. 15's compression;
 //! - [`repro`]: §V on TPC-H.
 
 pub mod device;
+pub mod formats;
 pub mod host;
 pub mod info;
 mod job;

@@ -17,7 +17,9 @@ use serde::Serialize;
 use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
 use crate::figure::{explain, fmt_value, Figure, PaperFigures, Plot, Row, Series, Source};
+use crate::psacs::formats::{format_sizes, FormatSizes};
 use crate::psacs::options::{ShuffleOptions, ShufflePlacement};
+use crate::psacs::read::read_partition;
 use crate::psacs::shuffle::shuffle_table;
 use crate::report::Report;
 use crate::table::import::{put_table, PutTable};
@@ -71,8 +73,12 @@ pub struct Workload {
     pub rows: u64,
     pub bytes: u64,
     pub runs: Vec<Run>,
+    /// insitu's own layouts, each chunk LZ4 compressed: bytes stored column-major and row-major.
     pub column_stored: u64,
     pub row_stored: u64,
+    /// Fig. 15 as the paper measured it: the device's partitions as Spark's UnsafeRow records and as
+    /// Parquet, each with LZ4.
+    pub formats: FormatSizes,
     /// Fig. 9: the device kernel's speed over single-thread sort-based and bucket-based software kernels.
     pub kernel_speedup: [f64; 2],
 }
@@ -193,6 +199,10 @@ pub fn repro_psacs(
             &opts(ShufflePlacement::Device, 1, ChunkLayout::Column, Codec::None, "dev".into()),
         )?;
         runs.push(run_of(&dev, profile, "device", 1, bytes));
+        progress(&format!("{query}: partitions as UnsafeRow and Parquet"));
+        let parts: Vec<_> = (0..partitions).map(|p| read_partition(&a, "dev", p)).collect::<Result<_>>()?;
+        let formats = format_sizes(&parts)?;
+        drop(parts);
         // Fig. 15: the same output column-major and row-major, each chunk LZ4 compressed.
         progress(&format!("{query}: LZ4, column-major and row-major"));
         let stored = |a: &mut Array, layout, out: &str| -> Result<u64> {
@@ -233,6 +243,7 @@ pub fn repro_psacs(
             runs,
             column_stored,
             row_stored,
+            formats,
         });
     }
     Ok(out)
@@ -337,6 +348,10 @@ mod paper {
     /// Fig. 13: "more than 20 times lower CPU core utilization" (software at 16 threads, footnote 1).
     pub const HOST_CORES: f64 = 20.0;
     pub const HOST_CORES_THREADS: usize = 16;
+    /// Fig. 14: end-to-end TPC-H query latency, "averaging at 23%" faster.
+    pub const END_TO_END: f64 = 23.0;
+    /// Fig. 1 (§I): "Shuffle tasks can take up to 40 percent CPU time of the entire query execution".
+    pub const SHUFFLE_SHARE: f64 = 0.40;
     /// Fig. 15: column-major LZ4 "on average 1.5x better" than row-major.
     pub const COLUMN_VS_ROW: f64 = 1.5;
 }
@@ -538,27 +553,70 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
         .with(Series::new("device, measured", Source::Measured, bars(&cores("device", false))));
     figures.push(Figure::new("fig13", "Host CPU core utilisation for shuffle (§V-D)", rows, Some(plot)));
 
-    // Fig. 15: column-major vs row-major output under LZ4.
-    let ratio = |w: &Workload| w.row_stored as f64 / w.column_stored.max(1) as f64;
-    let mut rows: Vec<Row> = ws
-        .iter()
-        .map(|w| {
-            Row::new(format!("{} {}: column vs row LZ4", w.query, w.table), "x", ratio(w))
+    // Fig. 14: end to end. The paper extrapolates from Spark's event traces of the whole queries (§V-E),
+    // which insitu does not have: what the modeled shuffle speed-up alone gives a query whose shuffle
+    // takes Fig. 1's largest share (Amdahl), an upper bound for shuffle acceleration alone.
+    let speedups: Vec<f64> =
+        ws.iter().map(|w| overall(w, true)).filter(|s| s.is_finite() && *s > 0.0).collect();
+    if !speedups.is_empty() {
+        let s = (speedups.iter().map(|x| x.ln()).sum::<f64>() / speedups.len() as f64).exp();
+        let f = paper::SHUFFLE_SHARE;
+        let end_to_end = 100.0 * (1.0 / ((1.0 - f) + f / s) - 1.0);
+        let rows = vec![Row::new("average query speed-up from the shuffle alone", "%", end_to_end)
+            .paper(paper::END_TO_END)
+            .note(format!(
+                "Amdahl: a query whose shuffle takes Fig. 1's largest share ({:.0}%) sped up by the modeled Fig. 12 \
+                 speed-up ({s:.2}x, geometric mean); the paper's 23% is extrapolated from Spark's event traces \
+                 and also counts map tasks started early on the host cores the shuffle frees (§V-E), which \
+                 insitu does not model",
+                100.0 * f
+            ))];
+        figures.push(Figure::new("fig14", "End-to-end TPC-H query latency (§V-E)", rows, None));
+    }
+
+    // Fig. 15: column-major vs row-major output under LZ4, in the paper's formats (Spark's UnsafeRow rows,
+    // Parquet columns) and in insitu's own chunks.
+    let ratio = |w: &Workload| w.formats.unsafe_rows_lz4 as f64 / w.formats.parquet_lz4.max(1) as f64;
+    let own = |w: &Workload| w.row_stored as f64 / w.column_stored.max(1) as f64;
+    let mut rows = Vec::new();
+    for w in ws {
+        let f = &w.formats;
+        rows.push(
+            Row::new(format!("{} {}: Parquet vs UnsafeRow, LZ4", w.query, w.table), "x", ratio(w))
                 .measured(ratio(w))
-                .note(format!("{} vs {} bytes stored", w.row_stored, w.column_stored))
-        })
-        .collect();
+                .note(format!(
+                    "{} bytes of UnsafeRow records ({:.2}x with LZ4) vs {} in Parquet ({:.2}x); {:.0} rows a \
+                     partition, each a row group (Parquet's metadata a column chunk weighs on small ones)",
+                    f.unsafe_rows,
+                    f.unsafe_rows as f64 / f.unsafe_rows_lz4.max(1) as f64,
+                    f.parquet_lz4,
+                    f.unsafe_rows as f64 / f.parquet_lz4.max(1) as f64,
+                    w.rows as f64 / partitions.max(1) as f64
+                )),
+        );
+    }
     if !ws.is_empty() {
         let mean = ws.iter().map(ratio).sum::<f64>() / ws.len() as f64;
         rows.push(
             Row::new("average", "x", mean)
                 .paper(paper::COLUMN_VS_ROW)
                 .measured(mean)
-                .note("rows here are the table's own fixed-width rows and columns are plain values, not Spark's UnsafeRow and dictionary/RLE columns; both then LZ4"),
+                .note("the device's partitions as Spark's shuffle records (a length, then an UnsafeRow) through Spark's 32 KiB LZ4 blocks, a stream a partition, and as one Parquet file with a row group a partition (dictionary and RLE encodings, LZ4 pages)"),
+        );
+    }
+    for w in ws {
+        rows.push(
+            Row::new(format!("{} {}: insitu's column vs row chunks, LZ4", w.query, w.table), "x", own(w))
+                .measured(own(w))
+                .note(format!(
+                    "{} vs {} bytes stored: the table's fixed-width rows against plain column values",
+                    w.row_stored, w.column_stored
+                )),
         );
     }
     let plot = Plot::bars("workload", "LZ4 size, row-major over column-major (x)", cats, false)
-        .with(Series::new("here", Source::Modeled, bars(&ratio)))
+        .with(Series::new("Parquet vs UnsafeRow", Source::Measured, bars(&ratio)))
+        .with(Series::new("insitu's chunks", Source::Measured, bars(&own)))
         .with(Series::new("paper (average)", Source::Paper, bars(&|_| paper::COLUMN_VS_ROW)));
     figures.push(Figure::new(
         "fig15",

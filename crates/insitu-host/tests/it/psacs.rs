@@ -187,3 +187,47 @@ fn a_shuffle_that_fills_the_device_leaves_no_temporary_part() {
     assert!(a.fsck().unwrap().is_empty());
     a.close().unwrap();
 }
+
+#[test]
+fn repro_psacs_measures_the_paper_s_formats_and_writes_every_figure() {
+    use arrow::array::AsArray;
+    use insitu_host::psacs::repro::{figures, repro_psacs, WORKLOADS};
+    let dir = tempfile::tempdir().unwrap();
+    let tpch = dir.path().join("tpch");
+    std::fs::create_dir_all(&tpch).unwrap();
+    let mut want_rows = std::collections::BTreeMap::new();
+    for (i, (_, name, key)) in WORKLOADS.iter().enumerate() {
+        let t = table(400 + 100 * i, 40 + i as u64);
+        // The table's key column under the workload's key name.
+        let mut fields: Vec<arrow::datatypes::Field> =
+            t.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields[0] = fields[0].clone().with_name(*key);
+        let t = arrow::record_batch::RecordBatch::try_new(
+            std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+            t.columns().to_vec(),
+        )
+        .unwrap();
+        write_parquet(&tpch.join(format!("{name}.parquet")), &t);
+        // Spark's shuffle record of each row, by hand: a 4-byte length, a null bitset word, five 8-byte
+        // slots, and the comment's bytes padded to 8.
+        let comments = t.column(1).as_string::<i32>();
+        let bytes: u64 =
+            (0..t.num_rows()).map(|r| 4 + 8 + 40 + comments.value(r).len().div_ceil(8) as u64 * 8).sum();
+        want_rows.insert(name.to_string(), bytes);
+    }
+    let profile = insitu_device::Profile::load("tiny").unwrap();
+    let ws = repro_psacs(&tpch, &dir.path().join("work"), 16, &[1, 2], &profile, &|_| {}).unwrap();
+    assert_eq!(ws.len(), 4);
+    for w in &ws {
+        assert_eq!(w.formats.unsafe_rows, want_rows[&w.table], "{}", w.table);
+        assert!(w.formats.unsafe_rows_lz4 > 0 && w.formats.parquet_lz4 > 0);
+        // Figs. 9-13 run without compression, as the paper's PSACS: nothing stored is LZ4'd.
+        assert_eq!(w.runs.len(), 1 + 2 * 2);
+    }
+    let f = figures(&ws, 16, &profile);
+    let ids: Vec<&str> = f.figures.iter().map(|x| x.id.as_str()).collect();
+    assert_eq!(ids, ["fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "fig15"]);
+    // Fig. 13 is checked: the device run's host work (its commands) is modeled, so the ratio is finite.
+    let fig13 = &f.figures[4];
+    assert!(fig13.rows.iter().all(|r| r.modeled.is_finite() && r.modeled > 1.0), "{:?}", fig13.rows);
+}
