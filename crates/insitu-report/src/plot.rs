@@ -176,7 +176,8 @@ where
     Ok(())
 }
 
-/// The corner of the plot with the fewest points, for the legend (upper corners first).
+/// The corner (or side) of the plot whose legend-sized box (about a third of the width, of the height) covers the
+/// fewest points, for the legend (upper corners first).
 fn legend_corner(p: &Plot) -> SeriesLabelPosition {
     let (x, y) = ranges(p);
     let frac = |v: f64, r: &std::ops::Range<f64>, log: bool| {
@@ -186,22 +187,28 @@ fn legend_corner(p: &Plot) -> SeriesLabelPosition {
             (v - r.start) / (r.end - r.start)
         }
     };
-    let mut counts = [0usize; 4];
+    let mut counts = [0usize; 6];
     for q in p.series.iter().flat_map(|s| s.points.iter()) {
         let (fx, fy) = (frac(q[0], &x, p.x_log && p.categories.is_empty()), frac(q[1], &y, p.y_log));
-        let (left, right, up, down) = (fx < 0.5, fx > 0.5, fy > 0.45, fy < 0.55);
-        for (i, hit) in [left && up, right && up, right && down, left && down].into_iter().enumerate() {
+        let (left, right, up, down) = (fx < 0.38, fx > 0.62, fy > 0.65, fy < 0.35);
+        let middle = (0.3..0.7).contains(&fy);
+        let hits = [left && up, right && up, right && down, left && down, right && middle, left && middle];
+        for (i, hit) in hits.into_iter().enumerate() {
             counts[i] += hit as usize;
         }
     }
-    let corners = [
+    let places = [
         SeriesLabelPosition::UpperLeft,
         SeriesLabelPosition::UpperRight,
         SeriesLabelPosition::LowerRight,
         SeriesLabelPosition::LowerLeft,
+        SeriesLabelPosition::MiddleRight,
+        SeriesLabelPosition::MiddleLeft,
     ];
-    let best = (0..4).min_by_key(|&i| (counts[i], i)).unwrap_or(0);
-    corners[best].clone()
+    // A bar fills its slot from the bottom: only the upper places can be clear of bars.
+    let candidates = if p.categories.is_empty() { 0..places.len() } else { 0..2 };
+    let best = candidates.min_by_key(|&i| (counts[i], i)).unwrap_or(0);
+    places[best].clone()
 }
 
 /// An axis label: four significant digits at most, no trailing zeros.
@@ -241,6 +248,8 @@ fn colour_keys(series: &[Series]) -> Vec<usize> {
 fn ranges(p: &Plot) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
     let pts =
         || p.series.iter().flat_map(|s| s.points.iter()).filter(|q| q[0].is_finite() && q[1].is_finite());
+    // Bars rise from the bottom: room above the tallest for the legend.
+    let bars = !p.categories.is_empty();
     let span = |vals: Vec<f64>, log: bool, from_zero: bool| -> std::ops::Range<f64> {
         let vals: Vec<f64> = vals.into_iter().filter(|v| !log || *v > 0.0).collect();
         let (lo, hi) =
@@ -250,11 +259,14 @@ fn ranges(p: &Plot) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
         }
         if log {
             let (lo, hi) = if lo == hi { (lo / 2.0, hi * 2.0) } else { (lo, hi) };
-            lo / 1.6..hi * 1.6
+            // Bars: the top third of the decades left clear.
+            let top = if bars && from_zero { (hi / lo * 1.6).powf(0.5) } else { 1.6 };
+            lo / 1.6..hi * top
         } else {
             let lo = if from_zero { lo.min(0.0) } else { lo };
             let pad = if hi > lo { (hi - lo) * 0.08 } else { hi.abs().max(1.0) };
-            (if from_zero && lo >= 0.0 { lo } else { lo - pad })..hi + pad
+            let top = if bars && from_zero { pad * 5.0 } else { pad };
+            (if from_zero && lo >= 0.0 { lo } else { lo - pad })..hi + top
         }
     };
     let x = if p.categories.is_empty() {

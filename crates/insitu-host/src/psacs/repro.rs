@@ -550,6 +550,11 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
             Source::Measured,
             bars(&cores("host-sort", false)),
         ))
+        .with(Series::new(
+            format!("host-bucket x{t}, measured"),
+            Source::Measured,
+            bars(&cores("host-bucket", false)),
+        ))
         .with(Series::new("device, measured", Source::Measured, bars(&cores("device", false))));
     figures.push(Figure::new("fig13", "Host CPU core utilisation for shuffle (§V-D)", rows, Some(plot)));
 

@@ -215,3 +215,30 @@ fn psacs_stages_by_hand_from_the_counters() {
     assert!((line("device 0 flash").seconds - flash).abs() <= 1e-12 * flash);
     a.close().unwrap();
 }
+
+#[test]
+fn self_sorts_table_1_write_by_hand() {
+    // Table I's "write" of MergeSort: 64 records of 16 KB programmed into the drive's flash at jasmine's
+    // internal write bandwidth, plus one SATA command latency; the host's storage stack (requests of
+    // 512 KiB, 32 in flight) waits less than the flash takes.
+    use insitu_host::selfsort::repro::{run, ReproOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = Profile::load("jasmine").unwrap();
+    let opts = ReproOptions {
+        records: 64,
+        presorted: false,
+        runs: 2,
+        request_bytes: 1 << 20,
+        seed: 7,
+        profile: p.clone(),
+        workdir: dir.path().join("w"),
+    };
+    let r = run(&opts, &|_| {}).unwrap();
+    let m = r.results.iter().find(|m| m.label == "MergeSort").unwrap();
+    let w = m.phases.iter().find(|ph| ph.name == "write").unwrap();
+    let bytes = 64.0 * 16384.0;
+    let want = bytes / p.device.internal_write_bw + p.host_link.latency_us * 1e-6;
+    assert!((w.modeled_s - want).abs() < 1e-9 * want, "{} vs {want} ({})", w.modeled_s, w.bottleneck);
+    // Table I's figure is that phase's bandwidth in MiB/s.
+    assert!((bytes / (1 << 20) as f64 / w.modeled_s - 36.8).abs() < 0.1, "{}", bytes / w.modeled_s);
+}
