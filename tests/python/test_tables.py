@@ -156,9 +156,16 @@ def test_shuffle_placements_agree_partition_by_partition(arr):
     t = orders(3000)
     arr.put_table(t, "o", key="id")
     outs = [arr.shuffle("o", ["cust"], 8, placement=p, out=p)[0] for p in ["device", "host-sort", "host-bucket"]]
+    # Stored as they are (PSACS as evaluated): the same partitions, every record byte on the devices.
+    plain, report = arr.shuffle("o", ["cust"], 8, out="plain", compression="none")
+    assert report.result["compression"] == "none"
+    assert report.result["stored_bytes"] == report.result["raw_bytes"]
+    outs.append(plain)
     for p in range(8):
         got = [sorted_rows(arr.shuffle_read(o, p)) for o in outs]
-        assert got[0].equals(got[1]) and got[0].equals(got[2]), p
+        assert all(got[0].equals(g) for g in got[1:]), p
+    with pytest.raises(insitu.InvalidArgumentError, match="compression"):
+        arr.shuffle("o", ["cust"], 8, out="bad", compression="zstd")
 
 
 def test_shuffle_read_out_of_range(arr):
