@@ -351,7 +351,31 @@ impl HostProfile {
                 return Err(format!("{field} must be zero or more, got {v}"));
             }
         }
+        self.storage.validate("host.storage")?;
+        if let Some(s) = self.accelerator.as_ref().and_then(|a| a.storage.as_ref()) {
+            s.validate("host.accelerator.storage")?;
+        }
+        if let Some((item, v)) = self.memory_bytes.iter().find(|(_, v)| !(v.is_finite() && **v >= 0.0)) {
+            return Err(format!("host.memory_bytes.{item:?} must be zero or more, got {v}"));
+        }
         self.cpu.validate("host.cpu")
+    }
+}
+
+impl StorageStack {
+    fn validate(&self, at: &str) -> std::result::Result<(), String> {
+        if self.request_bytes == 0 {
+            return Err(format!("{at}.request_bytes must be at least 1"));
+        }
+        if !(1..=65_536).contains(&self.queue_depth) {
+            return Err(format!("{at}.queue_depth must be 1..=65536, got {}", self.queue_depth));
+        }
+        for (field, v) in [("request_cycles", self.request_cycles), ("byte_cycles", self.byte_cycles)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{at}.{field} must be zero or more, got {v}"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -801,5 +825,27 @@ mod tests {
         let text = BUILTIN[4].1.replace("compute_units = 2", "compute_units = 0");
         assert!(Profile::from_toml(&text, "bad.toml").is_err());
         assert!(Profile::from_toml("name = 3", "x").unwrap_err().to_string().contains("x"));
+    }
+
+    #[test]
+    fn a_host_storage_stack_is_checked_and_defaults_when_absent() {
+        let i7 = BUILTIN_HOSTS[0].1;
+        let h: HostProfile = toml::from_str(i7).unwrap();
+        assert_eq!((h.storage.request_bytes, h.storage.queue_depth), (131_072, 1));
+        assert_eq!(h.accelerator.as_ref().and_then(|a| a.storage.as_ref()).map(|s| s.queue_depth), Some(8));
+        h.validate().unwrap();
+        let bad: HostProfile = toml::from_str(&i7.replacen("queue_depth = 1", "queue_depth = 0", 1)).unwrap();
+        assert!(bad.validate().unwrap_err().contains("host.storage.queue_depth"));
+        let bad: HostProfile =
+            toml::from_str(&i7.replace("\"gather.rows\" = 64.0", "\"gather.rows\" = -1.0")).unwrap();
+        assert!(bad.validate().unwrap_err().contains("memory_bytes"));
+        // A host stored before storage stacks and memory traffic: deep queues, no costs.
+        let start = i7.find("[storage]").unwrap();
+        let end = start + i7[start..].find("\n\n").unwrap();
+        let old = i7[..start].to_string() + &i7[end..];
+        let old = &old[..old.find("[memory_bytes]").unwrap()];
+        let h: HostProfile = toml::from_str(old).unwrap();
+        assert_eq!(h.storage, StorageStack::default());
+        assert!(h.memory_bytes.is_empty());
     }
 }

@@ -111,9 +111,14 @@ pub struct ModeledPhase {
     pub bottleneck: String,
     pub host_s: f64,
     pub shared_link_s: f64,
-    /// The host storage stack's requests in the phase, and the time they took with the host's queue depth.
+    /// The host storage stack's requests in the phase, and the time they took: their waits over the
+    /// requests the host's threads keep in flight, then their CPU on those threads.
     pub host_requests: u64,
     pub host_io_s: f64,
+    /// The host CPU's seconds (its counted work and its requests' CPU, over its threads), before its
+    /// memory traffic's bound; and the accelerator's.
+    pub host_cpu_s: f64,
+    pub accel_s: f64,
     /// The host's DRAM traffic in the phase, and its time at the host's memory bandwidth (all threads
     /// share it): the host's time is at least this.
     pub host_memory_bytes: f64,
@@ -168,11 +173,11 @@ struct HostIo {
 fn host_io(p: &Profile, s: &StorageStack, c: &DeviceCounters) -> HostIo {
     let n = |b: u64| b.div_ceil(s.request_bytes.max(1));
     let (reads, writes) = (n(c.device_to_host), n(c.host_to_device));
-    let req = s.request_bytes as f64;
-    let wait_s = reads as f64
-        * (p.nand.read_latency_us * 1e-6 + req.min(c.device_to_host as f64) / p.host_link.read_bw)
-        + writes as f64
-            * (p.host_link.latency_us * 1e-6 + req.min(c.host_to_device as f64) / p.host_link.write_bw);
+    // Each request waits for the device's latency; the bytes cross at the link's pace.
+    let wait_s = reads as f64 * p.nand.read_latency_us * 1e-6
+        + c.device_to_host as f64 / p.host_link.read_bw
+        + writes as f64 * p.host_link.latency_us * 1e-6
+        + c.host_to_device as f64 / p.host_link.write_bw;
     HostIo { requests: (reads + writes).max(c.commands), bytes: c.device_to_host + c.host_to_device, wait_s }
 }
 
@@ -248,8 +253,8 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
         let io_cpu_s = (host_requests as f64 * stack.request_cycles
             + io.iter().map(|x| x.bytes).sum::<u64>() as f64 * stack.byte_cycles)
             / p.host.cpu.clock_hz;
-        let queue = (threads * stack.queue_depth).max(1) as f64;
-        let host_io_s = io.iter().map(|x| x.wait_s).sum::<f64>() / queue;
+        let queue = (u64::from(threads) * u64::from(stack.queue_depth)).max(1) as f64;
+        let io_wait_s = io.iter().map(|x| x.wait_s).sum::<f64>() / queue;
         let (mut host_s, mut accel_s) = (io_cpu_s / threads as f64, 0.0);
         let accelerator = p.host.accelerator.as_ref().filter(|_| ph.host.accelerator);
         match accelerator {
@@ -264,14 +269,18 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
                 host_s += priced.seconds() / threads as f64;
             }
         }
+        // Host DRAM traffic: the host's own work (not the accelerator's), and the bytes its storage stack
+        // moves through host memory either way.
         let traffic = |item: &str, n: f64| p.host.memory_bytes.get(item).map_or(0.0, |b| b * n);
-        let host_memory_bytes = if ph.host.accelerator {
+        let work_traffic: f64 = if ph.host.accelerator {
             0.0
         } else {
-            ph.host.work.iter().map(|(k, v)| traffic(k, *v as f64)).sum::<f64>()
-                + traffic(STORAGE_BYTES, io.iter().map(|x| x.bytes).sum::<u64>() as f64)
+            ph.host.work.iter().map(|(k, v)| traffic(k, *v as f64)).sum()
         };
+        let host_memory_bytes =
+            work_traffic + traffic(STORAGE_BYTES, io.iter().map(|x| x.bytes).sum::<u64>() as f64);
         let host_memory_s = host_memory_bytes / p.host.memory_bw;
+        let host_cpu_s = host_s;
         let memory_bound = host_memory_s > host_s;
         host_s = host_s.max(host_memory_s);
         for d in &devices {
@@ -292,9 +301,9 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             bottleneck = "shared host link".into();
         }
         // A request's wait and the host's CPU for it follow one another on a thread.
-        let io_s = host_io_s + io_cpu_s / threads as f64;
-        if io_s > time_s && host_io_s > 0.0 {
-            time_s = io_s;
+        let host_io_s = io_wait_s + io_cpu_s / threads as f64;
+        if host_io_s > time_s && io_wait_s > 0.0 {
+            time_s = host_io_s;
             bottleneck = "host storage stack".into();
         }
         if host_s > time_s {
@@ -327,6 +336,8 @@ pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
             shared_link_s,
             host_requests,
             host_io_s,
+            host_cpu_s,
+            accel_s,
             host_memory_bytes,
             host_memory_s,
             devices,
@@ -429,14 +440,19 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
             "host storage stack".into(),
             ph.host_io_s,
             format!(
-                "host reads and writes in requests of at most {} bytes, each waiting for the device's latency \
-                 ({} us a read, {} us a write) and its transfer, {} in flight ({} thread(s) x queue depth {})",
+                "{} requests of at most {} bytes, each waiting for the device's latency ({} us a read, {} us a \
+                 write), the bytes at the link's pace, {} in flight ({} thread(s) x queue depth {}); then \
+                 {} cycles a request and {} a byte at {} Hz, over the threads",
+                ph.host_requests,
                 st.request_bytes,
                 p.nand.read_latency_us,
                 p.host_link.latency_us,
-                threads * st.queue_depth,
+                u64::from(threads) * u64::from(st.queue_depth),
                 threads,
                 st.queue_depth,
+                st.request_cycles,
+                st.byte_cycles,
+                p.host.cpu.clock_hz,
             ),
         );
         line(
@@ -448,24 +464,33 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
                 ph.host_memory_bytes, p.host.memory_bw
             ),
         );
-        if ph.host_s > 0.0 {
-            let mut items: Vec<String> = u.host.work.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-            if ph.host_requests > 0 {
-                items.push(format!(
-                    "{} storage requests at {} cycles and {} cycles a byte moved",
-                    ph.host_requests, st.request_cycles, st.byte_cycles
-                ));
-            }
-            let (who, clock) = match p.host.accelerator.as_ref().filter(|_| u.host.accelerator) {
-                Some(a) => ("accelerator", a.engine.clock_hz),
-                None => ("host cpu", p.host.cpu.clock_hz),
-            };
-            let threads = if u.host.accelerator {
-                String::new()
-            } else {
-                format!(", over {} thread(s)", u.host.threads.clamp(1, p.host.cores))
-            };
-            line(who.into(), ph.host_s, format!("{} priced at {clock} Hz{threads}", items.join(", ")));
+        let items = |w: &Ledger| w.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ");
+        let on_accel = p.host.accelerator.as_ref().filter(|_| u.host.accelerator);
+        let mut cpu = if on_accel.is_some() { String::new() } else { items(&u.host.work) };
+        if ph.host_requests > 0 {
+            cpu.push_str(&format!(
+                "{}{} storage requests at {} cycles and {} cycles a byte moved",
+                if cpu.is_empty() { "" } else { ", " },
+                ph.host_requests,
+                st.request_cycles,
+                st.byte_cycles
+            ));
+        }
+        line(
+            "host cpu".into(),
+            ph.host_cpu_s,
+            format!("{cpu} priced at {} Hz, over {threads} thread(s)", p.host.cpu.clock_hz),
+        );
+        if let Some(a) = on_accel {
+            line(
+                "accelerator".into(),
+                ph.accel_s,
+                format!(
+                    "{} priced by the accelerator's engine at {} Hz",
+                    items(&u.host.work),
+                    a.engine.clock_hz
+                ),
+            );
         }
     }
     out
@@ -636,16 +661,29 @@ mod tests {
         let m = run(&p, 1);
         let ph = &m.phases[0];
         assert_eq!(ph.host_requests, 10);
-        assert!(approx(ph.host_io_s, 10.0 * (50e-6 + 2e-3)), "{}", ph.host_io_s);
-        assert!(approx(ph.host_s, 5.01e-3), "{}", ph.host_s);
+        assert!(approx(ph.host_io_s, 10.0 * (50e-6 + 2e-3) + 5.01e-3), "{}", ph.host_io_s);
+        assert!(approx(ph.host_s, 5.01e-3) && approx(ph.host_cpu_s, 5.01e-3), "{}", ph.host_s);
         // The device's own link takes 20 ms + 10 us: the requests' 25.51 ms are the bound.
         assert!(approx(m.time_s, 20.5e-3 + 5.01e-3), "{}", m.time_s);
         assert_eq!(ph.bottleneck, "host storage stack");
         // Two threads keep two requests in flight: 10.25 + 2.505 ms, and the link is the bound again.
         let m = run(&p, 2);
-        assert!(approx(m.phases[0].host_io_s, 10.25e-3));
+        assert!(approx(m.phases[0].host_io_s, 10.25e-3 + 2.505e-3));
         assert!(approx(m.time_s, 20e-3 + 10e-6), "{}", m.time_s);
         assert_eq!(m.phases[0].bottleneck, "device 0 host link");
+        // 10.5 MB: 11 requests, each waiting 50 us, and the bytes at the link's pace (not 11 whole requests').
+        let odd = DeviceCounters { device_to_host: 10_500_000, ..c.clone() };
+        let host = HostWork::default();
+        let m = model(&p, &[PhaseUsage { name: "read".into(), devices: vec![odd.clone()], host }]);
+        assert_eq!(m.phases[0].host_requests, 11);
+        assert!(approx(m.phases[0].host_io_s, 11.0 * 50e-6 + 21e-3 + (11e3 + 5.25e6) / 1e9));
+        // An accelerator's host program with its own stack (4 in flight) serves the accelerator's phases.
+        let mut q = p.clone();
+        q.host.accelerator.as_mut().unwrap().storage =
+            Some(StorageStack { queue_depth: 4, ..p.host.storage });
+        let host = HostWork::default().on_accelerator(0);
+        let m = model(&q, &[PhaseUsage { name: "read".into(), devices: vec![odd], host }]);
+        assert!(approx(m.phases[0].host_io_s, (11.0 * 50e-6 + 21e-3) / 4.0 + (11e3 + 5.25e6) / 1e9));
         // Every command is at least a request.
         let many = DeviceCounters { commands: 50, ..c.clone() };
         let host = HostWork::default();

@@ -176,8 +176,8 @@ where
     Ok(())
 }
 
-/// The corner (or side) of the plot whose legend-sized box (about a third of the width, of the height) covers the
-/// fewest points, for the legend (upper corners first).
+/// The corner (or side) of the plot whose legend-sized box (about a third of the width and of the
+/// height) covers the fewest points, for the legend (upper corners first).
 fn legend_corner(p: &Plot) -> SeriesLabelPosition {
     let (x, y) = ranges(p);
     let frac = |v: f64, r: &std::ops::Range<f64>, log: bool| {

@@ -6,8 +6,9 @@
 //! RowIDs by records (§III-C), and the Indexer records each partition's extent. With one batch the
 //! partitions are written at once; with several, batches go to flash and the Merger concatenates each
 //! partition across batches (Fig. 8). Each partition is stored column-major (§IV-E), every column chunk LZ4
-//! compressed (insitu's addition) or stored as it is (PSACS as evaluated), or row-major on request. Outputs: `OUT#data` (chunks, partition after partition)
-//! and `OUT#index` (per partition: rows, offset, then the length of each chunk; little-endian u64).
+//! compressed (insitu's addition) or stored as it is (PSACS as evaluated), or row-major on request.
+//! Outputs: `OUT#data` (chunks, partition after partition) and `OUT#index` (per partition: rows, offset,
+//! then the length of each chunk; little-endian u64).
 //!
 //! The steps themselves are `insitu_kernels::shuffle`'s, which the host baselines run too.
 

@@ -1,8 +1,10 @@
-//! `insitu repro nascent`: NASCENT's Fig. 13 experiment. For 1 to 12 SmartSSDs, one 1024-row table of
-//! 4 KB rows (1024 4-byte columns) per device, key column stored 16-bit dictionary-encoded, sorted in the
-//! devices, on the host CPU, and on one accelerator beside the host. Reports measured and modeled times and
-//! the modeled speed-ups next to the paper's (7.6x over the FPGA baseline and 147x over the CPU at 12
-//! devices, §4.3).
+//! `insitu repro nascent`: NASCENT's experiments. Figs. 8 and 9 (§4.2): the sort kernel against the CPU's
+//! quicksort on 1K to 8M keys, with the data in DRAM (`data.fig8`'s `modeled_s`) and in storage (its
+//! `storage_s`). Fig. 13 (§4.3): for 1 to 12 SmartSSDs, one 1024-row table of 4 KB rows (1024 4-byte
+//! columns) per device, key column stored 16-bit dictionary-encoded, sorted in the devices, on the host CPU,
+//! and on one accelerator beside the host; measured and modeled times and the modeled speed-ups next to the
+//! paper's (7.6x over the FPGA baseline and 147x over the CPU at 12 devices). Fig. 14: TPC-C ORDER-LINE on
+//! 12 devices.
 
 use std::path::Path;
 

@@ -18,9 +18,9 @@ pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<
             partitions: opts.partitions,
             hash: opts.hash,
             layout: opts.layout,
-            codec: opts.codec,
             out: out.into(),
             memory_budget: opts.memory_budget,
+            codec: opts.codec,
         };
         running.push(array.device(*dev)?.start::<PsacsShuffle>(args).map_err(HostError::device(*dev))?);
     }

@@ -1,5 +1,5 @@
 //! The shuffle output formats PSACS compares in Fig. 15 (ICCD '21 §V-F): "LZ4 on shuffle outputs in
-//! UnsafeRow (row-major) format [21]" against "the same shuffle outputs but in parquet [22] which also uses
+//! UnsafeRow (row-major) format \[21\]" against "the same shuffle outputs but in parquet \[22\] which also uses
 //! LZ4 compression but compresses in column-major format". Both are written here from the rows of each
 //! partition, and only their sizes are kept.
 
@@ -15,7 +15,8 @@ use crate::error::{HostError, Result};
 
 /// Spark's LZ4 stream compresses blocks of 32 KiB (`spark.io.compression.lz4.blockSize`) ...
 const LZ4_BLOCK: usize = 32 << 10;
-/// ... each behind a 21-byte header (lz4-java's `LZ4BlockOutputStream`).
+/// ... each behind a 21-byte header (lz4-java's `LZ4BlockOutputStream`), stored raw when compression does
+/// not shrink it, and ends with an empty block.
 const LZ4_BLOCK_HEADER: usize = 21;
 
 /// Sizes of one partition's rows in each format.
@@ -31,8 +32,18 @@ pub struct FormatSizes {
 
 /// A column as UnsafeRow stores it: inline in its 8-byte slot, or as bytes after the slots.
 enum Column {
-    Fixed { data: ArrayRef, width: usize },
+    /// Values of `width` bytes, little-endian, the first 8 of each in the slot.
+    Fixed {
+        data: ArrayRef,
+        values: arrow::buffer::Buffer,
+        offset: usize,
+        width: usize,
+    },
+    Bool(ArrayRef),
     Bytes(ArrayRef),
+    /// Spark's decimals of more than 18 digits: 16 bytes reserved after the slots (even for a null), the
+    /// value's two's-complement big-endian bytes in them.
+    WideDecimal(ArrayRef),
 }
 
 fn column(a: &ArrayRef) -> Result<Column> {
@@ -46,89 +57,163 @@ fn column(a: &ArrayRef) -> Result<Column> {
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
             Column::Bytes(cast(a, &DataType::Binary).map_err(failed)?)
         }
-        // Spark keeps decimals of up to 18 digits as a long (TPC-H's are 15), wider ones as bytes.
-        DataType::Decimal128(p, _) if *p > 18 => Column::Bytes(cast(a, &DataType::Utf8).map_err(failed)?),
+        DataType::Boolean => Column::Bool(a.clone()),
+        // Spark keeps decimals of up to 18 digits as a long (TPC-H's are 15).
+        DataType::Decimal128(p, _) if *p > 18 => Column::WideDecimal(a.clone()),
         t => match t.primitive_width() {
-            Some(width) => Column::Fixed { data: a.clone(), width },
+            Some(width) => {
+                let d = a.to_data();
+                Column::Fixed { data: a.clone(), values: d.buffers()[0].clone(), offset: d.offset(), width }
+            }
+            // Anything else (lists, structs...) as its text.
             None => Column::Bytes(cast(a, &DataType::Utf8).map_err(failed)?),
         },
     })
 }
 
-/// Appends row `i` of `batch` as Spark's shuffle writes it: its length, then the UnsafeRow (a null bitset
-/// in 8-byte words, an 8-byte slot per field, variable-length values after the slots, each padded to 8
-/// bytes, their slot holding offset << 32 | size).
+impl Column {
+    fn array(&self) -> &ArrayRef {
+        match self {
+            Column::Fixed { data, .. }
+            | Column::Bool(data)
+            | Column::Bytes(data)
+            | Column::WideDecimal(data) => data,
+        }
+    }
+}
+
+/// Appends row `i` as Spark's shuffle writes it: its length (`DataOutputStream.writeInt`, big-endian), then
+/// the UnsafeRow: a null bitset in 8-byte words, an 8-byte slot per field (fixed-width values inline,
+/// little-endian), variable-length values after the slots, each padded to 8 bytes, their slot holding
+/// offset << 32 | size.
 fn unsafe_row(cols: &[Column], i: usize, out: &mut Vec<u8>) {
     let n = cols.len();
-    let fixed = 8 * n.div_ceil(64) + 8 * n;
+    let bitset = 8 * n.div_ceil(64);
     let start = out.len();
     out.extend_from_slice(&[0u8; 4]);
     let row = out.len();
-    out.resize(row + fixed, 0);
+    out.resize(row + bitset + 8 * n, 0);
     for (f, c) in cols.iter().enumerate() {
-        let slot = row + 8 * n.div_ceil(64) + 8 * f;
-        let (array, bytes): (&ArrayRef, Option<&[u8]>) = match c {
-            Column::Fixed { data, .. } => (data, None),
-            Column::Bytes(data) => (
-                data,
-                Some(match data.data_type() {
-                    DataType::Utf8 => data.as_string::<i32>().value(i).as_bytes(),
-                    _ => data.as_binary::<i32>().value(i),
-                }),
-            ),
+        let slot = row + bitset + 8 * f;
+        let var = |out: &mut Vec<u8>, b: &[u8], reserve: usize| {
+            let offset = out.len() - row;
+            out[slot..slot + 8].copy_from_slice(&(((offset as u64) << 32) | b.len() as u64).to_le_bytes());
+            out.extend_from_slice(b);
+            out.resize(row + offset + b.len().max(reserve).div_ceil(8) * 8, 0);
         };
-        if array.is_null(i) {
+        if c.array().is_null(i) {
             out[row + f / 8] |= 1 << (f % 8);
+            if let Column::WideDecimal(_) = c {
+                var(out, &[], 16);
+            }
             continue;
         }
-        match (c, bytes) {
-            (Column::Fixed { data, width }, _) => {
-                let d = data.to_data();
-                let at = (d.offset() + i) * width;
-                let v = &d.buffers()[0].as_slice()[at..at + width];
+        match c {
+            Column::Fixed { values, offset, width, .. } => {
+                let at = (offset + i) * width;
                 let w = (*width).min(8);
-                out[slot..slot + w].copy_from_slice(&v[..w]);
+                out[slot..slot + w].copy_from_slice(&values.as_slice()[at..at + w]);
             }
-            (Column::Bytes(_), Some(b)) => {
-                let offset = (out.len() - row) as u64;
-                out[slot..slot + 8].copy_from_slice(&((offset << 32) | b.len() as u64).to_le_bytes());
-                out.extend_from_slice(b);
-                out.resize(out.len() + (8 - b.len() % 8) % 8, 0);
+            Column::Bool(data) => out[slot] = u8::from(data.as_boolean().value(i)),
+            Column::Bytes(data) => {
+                let b = match data.data_type() {
+                    DataType::Utf8 => data.as_string::<i32>().value(i).as_bytes(),
+                    _ => data.as_binary::<i32>().value(i),
+                };
+                var(out, b, 0);
             }
-            (Column::Bytes(_), None) => unreachable!("a bytes column always has bytes"),
+            Column::WideDecimal(data) => {
+                let v = data.as_primitive::<arrow::datatypes::Decimal128Type>().value(i);
+                // BigInteger.toByteArray: the shortest two's-complement big-endian form.
+                let be = v.to_be_bytes();
+                let skip = (0..15)
+                    .take_while(|&k| {
+                        (be[k] == 0 && be[k + 1] & 0x80 == 0) || (be[k] == 0xff && be[k + 1] & 0x80 != 0)
+                    })
+                    .count();
+                var(out, &be[skip..], 16);
+            }
         }
     }
     let len = (out.len() - row) as u32;
-    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
 }
 
-/// The sizes of a shuffle output's partitions (`batches`, one a partition, all of one schema) in the
-/// formats of Fig. 15: Spark's shuffle file (each partition's records through an LZ4 stream of its own),
-/// and one Parquet file with a row group a partition.
-pub fn format_sizes(batches: &[RecordBatch]) -> Result<FormatSizes> {
-    let Some(first) = batches.first() else { return Ok(FormatSizes::default()) };
-    let props = WriterProperties::builder().set_compression(Compression::LZ4_RAW).build();
-    let what = "writing the partitions as Parquet";
-    let mut w =
-        ArrowWriter::try_new(Vec::new(), first.schema(), Some(props)).map_err(HostError::parquet(what))?;
-    let mut out = FormatSizes::default();
-    let mut rows = Vec::new();
-    for batch in batches.iter().filter(|b| b.num_rows() > 0) {
-        let cols: Vec<Column> = batch.columns().iter().map(column).collect::<Result<_>>()?;
-        rows.clear();
-        for i in 0..batch.num_rows() {
-            unsafe_row(&cols, i, &mut rows);
-        }
-        out.unsafe_rows += rows.len() as u64;
-        out.unsafe_rows_lz4 += rows
-            .chunks(LZ4_BLOCK)
-            .map(|b| (insitu_kernels::columnar::compress(b).len() - 4 + LZ4_BLOCK_HEADER) as u64)
-            .sum::<u64>();
-        w.write(batch).map_err(HostError::parquet(what))?;
-        w.flush().map_err(HostError::parquet(what))?;
+/// Measures a shuffle output's partitions, one after another, in the formats of Fig. 15: Spark's shuffle
+/// file (each partition's records through an LZ4 stream of its own), and one Parquet file with a row group
+/// a partition. Only sizes are kept (and the Parquet file being written, for its footer).
+pub struct FormatMeter {
+    parquet: Option<ArrowWriter<Vec<u8>>>,
+    sizes: FormatSizes,
+    rows: Vec<u8>,
+}
+
+const PARQUET: &str = "writing the partitions as Parquet";
+
+impl std::fmt::Debug for FormatMeter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FormatMeter").field("sizes", &self.sizes).finish_non_exhaustive()
     }
-    out.parquet_lz4 = w.into_inner().map_err(HostError::parquet(what))?.len() as u64;
-    Ok(out)
+}
+
+impl FormatMeter {
+    pub fn new() -> FormatMeter {
+        FormatMeter { parquet: None, sizes: FormatSizes::default(), rows: Vec::new() }
+    }
+
+    /// Adds one partition (an empty one writes nothing, in either format).
+    pub fn add(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let cols: Vec<Column> = batch.columns().iter().map(column).collect::<Result<_>>()?;
+        self.rows.clear();
+        for i in 0..batch.num_rows() {
+            unsafe_row(&cols, i, &mut self.rows);
+        }
+        self.sizes.unsafe_rows += self.rows.len() as u64;
+        let blocks: usize = self
+            .rows
+            .chunks(LZ4_BLOCK)
+            .map(|b| (insitu_kernels::columnar::compress(b).len() - 4).min(b.len()) + LZ4_BLOCK_HEADER)
+            .sum();
+        self.sizes.unsafe_rows_lz4 += (blocks + LZ4_BLOCK_HEADER) as u64;
+        let w = match &mut self.parquet {
+            Some(w) => w,
+            None => {
+                let props = WriterProperties::builder().set_compression(Compression::LZ4_RAW).build();
+                let w = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props))
+                    .map_err(HostError::parquet(PARQUET))?;
+                self.parquet.insert(w)
+            }
+        };
+        w.write(batch).map_err(HostError::parquet(PARQUET))?;
+        w.flush().map_err(HostError::parquet(PARQUET))
+    }
+
+    /// The sizes of everything added.
+    pub fn finish(self) -> Result<FormatSizes> {
+        let mut sizes = self.sizes;
+        if let Some(w) = self.parquet {
+            sizes.parquet_lz4 = w.into_inner().map_err(HostError::parquet(PARQUET))?.len() as u64;
+        }
+        Ok(sizes)
+    }
+}
+
+impl Default for FormatMeter {
+    fn default() -> FormatMeter {
+        FormatMeter::new()
+    }
+}
+
+/// [`FormatMeter`] over `batches`.
+pub fn format_sizes(batches: &[RecordBatch]) -> Result<FormatSizes> {
+    let mut m = FormatMeter::new();
+    for b in batches {
+        m.add(b)?;
+    }
+    m.finish()
 }
 
 #[cfg(test)]
@@ -160,7 +245,7 @@ mod tests {
         unsafe_row(&cols, 0, &mut out);
         // 4-byte length; a bitset word; three slots; "hello" padded to 8.
         assert_eq!(out.len(), 4 + 8 + 24 + 8);
-        assert_eq!(u32::from_le_bytes(out[..4].try_into().unwrap()), 40);
+        assert_eq!(u32::from_be_bytes(out[..4].try_into().unwrap()), 40);
         let row = &out[4..];
         assert_eq!(row[0], 0b100, "c is null");
         assert_eq!(i64::from_le_bytes(row[8..16].try_into().unwrap()), 7);
@@ -172,6 +257,31 @@ mod tests {
         assert_eq!(out[4], 0b010, "b is null");
         assert_eq!(i64::from_le_bytes(out[12..20].try_into().unwrap()), -1);
         assert_eq!(i32::from_le_bytes(out[28..32].try_into().unwrap()), 3);
+        // A boolean in its slot; a decimal of 38 digits in 16 bytes after the slots, as BigInteger's bytes.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("b", DataType::Boolean, false),
+            Field::new("d", DataType::Decimal128(38, 2), true),
+        ]));
+        let d = arrow::array::Decimal128Array::from(vec![Some(-2), None])
+            .with_precision_and_scale(38, 2)
+            .unwrap();
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(arrow::array::BooleanArray::from(vec![true, false])), Arc::new(d)],
+        )
+        .unwrap();
+        let cols: Vec<Column> = batch.columns().iter().map(column).collect::<Result<_>>().unwrap();
+        out.clear();
+        unsafe_row(&cols, 0, &mut out);
+        let row = &out[4..];
+        assert_eq!(row.len(), 8 + 16 + 16);
+        assert_eq!(row[8], 1);
+        assert_eq!(u64::from_le_bytes(row[16..24].try_into().unwrap()), (24 << 32) | 1);
+        assert_eq!(row[24], 0xfe, "-2 is one byte, 0xfe");
+        out.clear();
+        unsafe_row(&cols, 1, &mut out);
+        assert_eq!(out.len(), 4 + 8 + 16 + 16, "a null wide decimal keeps its 16 bytes");
+        assert_eq!(out[4], 0b10);
     }
 
     #[test]

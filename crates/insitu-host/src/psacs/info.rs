@@ -26,3 +26,30 @@ pub struct ShuffleInfo {
     pub hash: PartitionHash,
     pub keys: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shuffle_stored_before_the_codec_choice_reads_as_lz4() {
+        let info = ShuffleInfo {
+            source: "t".into(),
+            schema: TableSchema { columns: vec![] },
+            key: 0,
+            parts: vec![],
+            record_format: RecordFormat::parse("f4").unwrap(),
+            partitions: 4,
+            layout: ChunkLayout::Column,
+            codec: Codec::None,
+            hash: PartitionHash::ZigzagFold,
+            keys: vec!["k".into()],
+        };
+        let mut json = serde_json::to_value(&info).unwrap();
+        assert_eq!(json["codec"], "none");
+        json.as_object_mut().unwrap().remove("codec");
+        let old: ShuffleInfo = serde_json::from_value(json).unwrap();
+        assert_eq!(old.codec, Codec::Lz4);
+        assert_eq!(ShuffleInfo { codec: Codec::None, ..old }, info);
+    }
+}

@@ -1,7 +1,8 @@
 //! `insitu repro psacs`: PSACS's experiments (§V) on TPC-H tables made by `tpchgen-cli`, one SmartSSD as in
-//! the paper. For each shuffle-heavy workload: the device shuffle, the host baselines (sort-based and
-//! bucket-based) with 1 to 32 threads, host CPU time, and the compression of column-major vs row-major
-//! partitions with LZ4; measured here and modeled on the profile.
+//! the paper. For each shuffle-heavy workload: the device shuffle and the host baselines (sort-based and
+//! bucket-based) with 1 to 32 threads, all without compression as the paper's PSACS (§V-F), host CPU time,
+//! and the compression of the output row-major (Spark's UnsafeRow records) and column-major (Parquet), each
+//! with LZ4 (Fig. 15, [`crate::psacs::formats`]); measured here and modeled on the profile.
 //!
 //! Workloads (the shuffle keys of the TPC-H queries the paper names, as Spark plans them): Q05 lineitem on
 //! `l_orderkey`, Q11 partsupp on `ps_partkey`, Q03 orders on `o_orderkey`, Q10 customer on `c_custkey`.
@@ -17,7 +18,7 @@ use serde::Serialize;
 use crate::array::{Array, OpenOptions};
 use crate::error::{HostError, Result};
 use crate::figure::{explain, fmt_value, Figure, PaperFigures, Plot, Row, Series, Source};
-use crate::psacs::formats::{format_sizes, FormatSizes};
+use crate::psacs::formats::{FormatMeter, FormatSizes};
 use crate::psacs::options::{ShuffleOptions, ShufflePlacement};
 use crate::psacs::read::read_partition;
 use crate::psacs::shuffle::shuffle_table;
@@ -200,9 +201,11 @@ pub fn repro_psacs(
         )?;
         runs.push(run_of(&dev, profile, "device", 1, bytes));
         progress(&format!("{query}: partitions as UnsafeRow and Parquet"));
-        let parts: Vec<_> = (0..partitions).map(|p| read_partition(&a, "dev", p)).collect::<Result<_>>()?;
-        let formats = format_sizes(&parts)?;
-        drop(parts);
+        let mut meter = FormatMeter::new();
+        for p in 0..partitions {
+            meter.add(&read_partition(&a, "dev", p)?)?;
+        }
+        let formats = meter.finish()?;
         // Fig. 15: the same output column-major and row-major, each chunk LZ4 compressed.
         progress(&format!("{query}: LZ4, column-major and row-major"));
         let stored = |a: &mut Array, layout, out: &str| -> Result<u64> {
@@ -507,23 +510,23 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
         let dev = &w.runs[0];
         for base in ["host-sort", "host-bucket"] {
             let Some(b) = find(w, base, t) else { continue };
-            // The device run's host work is its commands (the paper's PSACS also prepares data on up to 4
-            // host threads, §V-D, which insitu's device run does inside the device). With none at all the
-            // ratio is unbounded: shown, not checked.
+            // Shown, not checked against the paper's bound: the model charges the device run only the host
+            // CPU of its commands, while the paper's PSACS keeps up to 4 host threads preparing data and
+            // storing results (§V-D), work insitu's device run does inside the device, so the modeled
+            // ratio is far past any bound and says nothing about the paper's.
             let ratio = b.modeled_host_cores / dev.modeled_host_cores;
-            let row =
-                Row::new(format!("{} {}: host cores, {base} x{t} / device", w.query, w.table), "x", ratio);
-            let row = if dev.modeled_host_cores > 0.0 { row.paper_at_least(paper::HOST_CORES) } else { row };
             rows.push(
-                row
-                .measured(b.host_cores / dev.host_cores.max(1e-9))
-                .note(format!(
-                    "modeled host cores busy: {base} x{t} {}, device {} (its commands through the host's storage \
-                     stack; the device run: {})",
-                    fmt_value(b.modeled_host_cores),
-                    fmt_value(dev.modeled_host_cores),
-                    dev.explained
-                )),
+                Row::new(format!("{} {}: host cores, {base} x{t} / device", w.query, w.table), "x", ratio)
+                    .measured(b.host_cores / dev.host_cores.max(1e-9))
+                    .note(format!(
+                        "paper: more than {}x; not checked: the device run's modeled host work is only its \
+                         commands (PSACS's up to 4 pipeline threads, §V-D, are not modeled); modeled host cores \
+                         busy: {base} x{t} {}, device {}; the device run: {}",
+                        paper::HOST_CORES,
+                        fmt_value(b.modeled_host_cores),
+                        fmt_value(dev.modeled_host_cores),
+                        dev.explained
+                    )),
             );
         }
     }
@@ -567,15 +570,16 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
         let s = (speedups.iter().map(|x| x.ln()).sum::<f64>() / speedups.len() as f64).exp();
         let f = paper::SHUFFLE_SHARE;
         let end_to_end = 100.0 * (1.0 / ((1.0 - f) + f / s) - 1.0);
-        let rows = vec![Row::new("average query speed-up from the shuffle alone", "%", end_to_end)
-            .paper(paper::END_TO_END)
-            .note(format!(
-                "Amdahl: a query whose shuffle takes Fig. 1's largest share ({:.0}%) sped up by the modeled Fig. 12 \
-                 speed-up ({s:.2}x, geometric mean); the paper's 23% is extrapolated from Spark's event traces \
-                 and also counts map tasks started early on the host cores the shuffle frees (§V-E), which \
-                 insitu does not model",
-                100.0 * f
-            ))];
+        // Not checked against the paper's 23%: a different quantity (theirs is extrapolated from Spark's
+        // event traces and counts more than the shuffle's own speed-up).
+        let rows = vec![Row::new("average query speed-up from the shuffle alone", "%", end_to_end).note(format!(
+            "paper: {}% on average, not checked: extrapolated from Spark's event traces, it also counts map tasks \
+             started early on the host cores the shuffle frees (§V-E), which insitu does not model; here Amdahl's \
+             bound for a query whose shuffle takes Fig. 1's largest share ({:.0}%), sped up by the modeled \
+             Fig. 12 speed-up ({s:.2}x, geometric mean)",
+            paper::END_TO_END,
+            100.0 * f
+        ))];
         figures.push(Figure::new("fig14", "End-to-end TPC-H query latency (§V-E)", rows, None));
     }
 
@@ -625,7 +629,7 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
         .with(Series::new("paper (average)", Source::Paper, bars(&|_| paper::COLUMN_VS_ROW)));
     figures.push(Figure::new(
         "fig15",
-        "Compression ratio, row-major vs column-major (§V-E)",
+        "Compression ratio, row-major vs column-major (§V-F)",
         rows,
         Some(plot),
     ));

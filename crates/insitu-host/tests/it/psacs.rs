@@ -221,13 +221,15 @@ fn repro_psacs_measures_the_paper_s_formats_and_writes_every_figure() {
     for w in &ws {
         assert_eq!(w.formats.unsafe_rows, want_rows[&w.table], "{}", w.table);
         assert!(w.formats.unsafe_rows_lz4 > 0 && w.formats.parquet_lz4 > 0);
-        // Figs. 9-13 run without compression, as the paper's PSACS: nothing stored is LZ4'd.
+        // The device run, then host-sort and host-bucket at each thread count.
         assert_eq!(w.runs.len(), 1 + 2 * 2);
     }
     let f = figures(&ws, 16, &profile);
     let ids: Vec<&str> = f.figures.iter().map(|x| x.id.as_str()).collect();
     assert_eq!(ids, ["fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "fig15"]);
-    // Fig. 13 is checked: the device run's host work (its commands) is modeled, so the ratio is finite.
+    // Fig. 13: the device run's host work (its commands) is modeled, so the ratio is finite; it is shown
+    // beside the paper's bound, not checked against it (PSACS's host pipeline threads are not modeled).
     let fig13 = &f.figures[4];
     assert!(fig13.rows.iter().all(|r| r.modeled.is_finite() && r.modeled > 1.0), "{:?}", fig13.rows);
+    assert!(fig13.rows.iter().all(|r| r.paper.is_none() && r.note.contains("more than 20x")));
 }

@@ -123,7 +123,7 @@ programs! {
         "gather rows (or any items) in sorted-index order into a buffer";
     /// PSACS's shuffle write.
     PsacsShuffle = "psacs-shuffle", "shuffle", ShuffleArgs => ShuffleOutput,
-        "hash-partition a table part by sort-based grouping, tiled to device memory, column-major LZ4";
+        "hash-partition a table part by sort-based grouping, tiled to device memory, column-major, LZ4 or none";
     /// The Smart SSD's SvS list intersection.
     Svs = "svs", "intersect", SvsArgs => SvsOutput,
         "intersect sorted lists on this device (SvS) through a staging buffer";

@@ -21,11 +21,10 @@ pub struct ShuffleArgs {
     pub partitions: u32,
     pub hash: PartitionHash,
     pub layout: ChunkLayout,
-    /// How chunks are stored (LZ4 unless told).
-    #[serde(default)]
-    pub codec: Codec,
     pub out: String,
     pub memory_budget: Option<u64>,
+    /// How chunks are stored.
+    pub codec: Codec,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
