@@ -232,6 +232,14 @@ impl Figure {
         let verdict = verdict(&rows);
         Figure { id: id.into(), title: title.into(), rows, plot, verdict }
     }
+
+    /// The same figure, its paper values shown but not checked, for `reason` (the verdict says so).
+    pub fn not_checked(mut self, reason: impl Into<String>) -> Figure {
+        if self.verdict.checked == 0 {
+            self.verdict.line = format!("not checked against the paper: {}", reason.into());
+        }
+        self
+    }
 }
 
 fn verdict(rows: &[Row]) -> Verdict {
@@ -467,6 +475,14 @@ mod tests {
         assert_eq!(f.verdict.within, Some(true));
         let f = Figure::new("fig1", "t", vec![Row::new("a", "x", 1.0)], None);
         assert_eq!(f.verdict.within, None);
+        // A figure whose paper values are only shown says why in its verdict; a checked one keeps its own.
+        let f = Figure::new("fig1", "t", vec![Row::new("a", "x", 1.0)], None).not_checked("traces missing");
+        assert_eq!(
+            (f.verdict.within, f.verdict.line.as_str()),
+            (None, "not checked against the paper: traces missing")
+        );
+        let f = Figure::new("fig1", "t", vec![Row::new("a", "x", 1.0).paper(1.1)], None).not_checked("x");
+        assert!(f.verdict.line.starts_with("within"));
     }
 
     #[test]
