@@ -94,6 +94,25 @@ pub enum GenCmd {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// A Graph500 Kronecker graph (R-MAT a = 0.57, b = c = 0.19; labels permuted, edges shuffled), seeded,
+    /// as an edge list (BlueDBM §7.2's graphs).
+    Graph500 {
+        /// 2^scale vertices (1..=32).
+        #[arg(long)]
+        scale: u32,
+        /// Edges per vertex: edge_factor x 2^scale edges.
+        #[arg(long, default_value_t = 16)]
+        edge_factor: u32,
+        /// text (`u v` a line) or u32le (pairs); default from the extension (.bin, .u32: u32le; else text).
+        #[arg(long)]
+        format: Option<String>,
+        /// The file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Seed of the generator: the same seed gives the same graph.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// NASCENT Fig. 12/13's synthetic table: ROWS x COLUMNS 4-byte values, key column c0.
     Synthetic {
         /// Rows of the table.
@@ -186,6 +205,30 @@ impl GenCmd {
                         fmt.size,
                         fmt.key_size,
                         fmt.key_offset,
+                        output.display()
+                    ),
+                );
+            }
+            GenCmd::Graph500 { scale, edge_factor, format, output, seed } => {
+                use insitu_host::bluedbm::graph::{kronecker, write_edges, EdgeFormat};
+                let fmt = match format {
+                    Some(f) => EdgeFormat::parse(&f)?,
+                    None => EdgeFormat::of(&output),
+                };
+                let edges = crate::output::busy("generating the graph", || {
+                    kronecker(scale, edge_factor, seed, true)
+                })?;
+                write_edges(&output, &edges, fmt)?;
+                ctx.out.plain(
+                    "gen",
+                    json!({ "output": output, "vertices": 1u64 << scale, "edges": edges.len(), "format": match fmt {
+                        EdgeFormat::Text => "text",
+                        EdgeFormat::U32le => "u32le",
+                    } }),
+                    &format!(
+                        "wrote a Graph500 graph of {} vertices and {} edges to {}",
+                        1u64 << scale,
+                        edges.len(),
                         output.display()
                     ),
                 );

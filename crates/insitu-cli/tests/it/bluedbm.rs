@@ -88,3 +88,37 @@ fn net_routes_checks_topologies_and_refuses_bad_files_by_name() {
     let err = env.fails(&["net", "routes", "--topology", env.path("missing.toml").to_str().unwrap()]);
     assert!(err.contains("cannot read it"), "{err}");
 }
+
+#[test]
+fn gen_graph500_writes_the_edges_asked_for_in_either_format() {
+    let env = Env::new();
+    let text = env.path("g.txt");
+    let r = env.json(&["gen", "graph500", "--scale", "8", "--edge-factor", "4", "-o", crate::s(&text)]);
+    assert_eq!((r["result"]["vertices"].as_u64(), r["result"]["edges"].as_u64()), (Some(256), Some(1024)));
+    let lines: Vec<(u32, u32)> = std::fs::read_to_string(&text)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut it = l.split(' ').map(|x| x.parse::<u32>().unwrap());
+            (it.next().unwrap(), it.next().unwrap())
+        })
+        .collect();
+    assert_eq!(lines.len(), 1024);
+    assert!(lines.iter().all(|(u, v)| *u < 256 && *v < 256));
+    // The same graph as little-endian u32 pairs, by extension.
+    let bin = env.path("g.bin");
+    let r = env.json(&["gen", "graph500", "--scale", "8", "--edge-factor", "4", "-o", crate::s(&bin)]);
+    assert_eq!(r["result"]["format"], "u32le");
+    let bytes = std::fs::read(&bin).unwrap();
+    let pairs: Vec<(u32, u32)> = bytes
+        .chunks_exact(8)
+        .map(|e| {
+            (u32::from_le_bytes(e[..4].try_into().unwrap()), u32::from_le_bytes(e[4..].try_into().unwrap()))
+        })
+        .collect();
+    assert_eq!(pairs, lines);
+    let err = env.fails(&["gen", "graph500", "--scale", "0", "-o", crate::s(&text)]);
+    assert!(err.contains("--scale must be 1..=32"), "{err}");
+    let err = env.fails(&["gen", "graph500", "--scale", "4", "--format", "csv", "-o", crate::s(&text)]);
+    assert!(err.contains("text or u32le"), "{err}");
+}

@@ -1,11 +1,13 @@
 //! BlueDBM (ISCA '15): an appliance of nodes whose storage devices are joined by their own network.
 //! So far: the reproduction of §6.3-6.5 ([`repro`]: Fig. 11 on the discrete-event simulation of
 //! [`insitu_device::network`], Figs. 12-13 in [`access`] on simulated nodes of
-//! [`insitu_device::cluster`]), and the routes of a topology ([`routes`]).
+//! [`insitu_device::cluster`]), the routes of a topology ([`routes`]), the file system of §4 ([`fs`]),
+//! and the graphs of §7.2 ([`graph`]: the Graph500 generator, edge-list files).
 
 pub mod access;
 pub mod bench;
 pub mod fs;
+pub mod graph;
 pub mod repro;
 
 pub mod routes;
