@@ -12,7 +12,9 @@ use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use insitu_host::DeviceTransport;
 
-use crate::cmd::{array, blob, demo, fs, gen, intersect, lba, net, repro, selfsort, shuffle, table, Ctx};
+use crate::cmd::{
+    array, blob, bluedbm, demo, fs, gen, intersect, lba, net, repro, selfsort, shuffle, table, Ctx,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -90,6 +92,9 @@ enum Cmd {
     /// BlueDBM's file system on the nodes' raw flash: files as physical pages.
     #[command(subcommand)]
     Fs(fs::FsCmd),
+    /// BlueDBM's applications on an appliance (§7): graphs stored a vertex a page.
+    #[command(subcommand)]
+    Bluedbm(bluedbm::BluedbmCmd),
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -170,6 +175,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Selfsort(c) => c.run(&ctx),
         Cmd::Net(c) => c.run(&ctx),
         Cmd::Fs(c) => c.run(&ctx),
+        Cmd::Bluedbm(c) => c.run(&ctx),
         Cmd::Stats => array::stats(&ctx),
         Cmd::Fsck { repair } => array::fsck(&ctx, repair),
         Cmd::Profiles => array::profiles(&ctx),

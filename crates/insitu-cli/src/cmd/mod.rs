@@ -2,6 +2,7 @@
 
 pub mod array;
 pub mod blob;
+pub mod bluedbm;
 pub mod demo;
 pub mod fs;
 pub mod gen;

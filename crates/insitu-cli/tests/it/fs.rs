@@ -316,3 +316,35 @@ fn one_node_reads_files_anywhere_over_the_storage_network() {
     assert!(env.fails(&["fs", "get", "striped", "-o", "-", "--from", "1"]).contains("--via"));
     assert!(env.fails(&["fs", "get", "nope", "-o", "-", "--via", "isp"]).contains("nope"));
 }
+
+#[test]
+fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
+    let env = appliance("64MiB");
+    let edges = env.path("g.txt");
+    env.ok(&["gen", "graph500", "--scale", "7", "--edge-factor", "4", "-o", s(&edges)]);
+    let r = env.json(&["bluedbm", "put-graph", s(&edges), "--name", "g", "--vertices", "128"]);
+    assert_eq!((r["result"]["vertices"].as_u64(), r["result"]["pages"].as_u64()), (Some(128), Some(128)));
+    // Each vertex's page holds its neighbours, both ways, sorted, once, without self-loops: against a
+    // set built here from the edge file.
+    let mut want = vec![std::collections::BTreeSet::new(); 128];
+    for line in std::fs::read_to_string(&edges).unwrap().lines() {
+        let mut it = line.split(' ').map(|x| x.parse::<u32>().unwrap());
+        let (u, v) = (it.next().unwrap(), it.next().unwrap());
+        if u != v {
+            want[u as usize].insert(v);
+            want[v as usize].insert(u);
+        }
+    }
+    let bytes = get(&env, "g");
+    assert_eq!(bytes.len(), 128 * 8192);
+    for (v, page) in bytes.chunks(8192).enumerate() {
+        let w = |i: usize| u32::from_le_bytes(page[4 * i..4 * i + 4].try_into().unwrap());
+        let nb: Vec<u32> = (0..w(2) as usize).map(|i| w(4 + i)).collect();
+        assert_eq!((w(0), w(1) as usize, w(3)), (v as u32, want[v].len(), u32::MAX));
+        assert_eq!(nb, want[v].iter().copied().collect::<Vec<_>>(), "vertex {v}");
+    }
+    // Ids past --vertices are refused by name, and nothing is stored.
+    let err = env.fails(&["bluedbm", "put-graph", s(&edges), "--name", "g2", "--vertices", "100"]);
+    assert!(err.contains("past the graph's 100 vertices"), "{err}");
+    assert!(!names(&env).contains(&"g2".to_string()));
+}

@@ -631,7 +631,8 @@ impl<'a> Fs<'a> {
         Ok(n)
     }
 
-    fn page_size(&self) -> usize {
+    /// Bytes a flash page holds (every node has the same).
+    pub fn page_size(&self) -> usize {
         self.nodes.first().map_or(8192, |n| n.info.page_size as usize)
     }
 

@@ -9,6 +9,14 @@
 //!
 //! Edge-list files: text (two integers a line, `#` comments and blank lines skipped) or little-endian u32
 //! pairs; the format comes from the extension (`.bin`, `.u32`: binary; anything else: text) unless named.
+//!
+//! A stored graph ([`GraphPages`]) is a file of the appliance's file system with one vertex a flash page
+//! (§7.2: "each vertex ... in a page"), so that a traversal reads one page to learn where to go next: page
+//! `v` holds vertex `v`'s neighbours; a vertex with more than a page holds continues in spill pages after
+//! the `n` vertex pages. Every page, little-endian u32s: the vertex, its degree, the neighbours in this
+//! page, the file page of the next spill page (`u32::MAX`: none), then those neighbours; zeros to the end.
+//! Neighbours are kept sorted and once each; self-loops are dropped; an undirected graph stores each edge
+//! both ways (Graph500's graphs are undirected).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -162,6 +170,224 @@ pub fn read_edges(path: &Path, format: EdgeFormat) -> Result<Vec<(u32, u32)>> {
     Ok(out)
 }
 
+/// Bytes of a stored graph page's header: vertex, degree, neighbours here, next spill page.
+pub const PAGE_HEADER: usize = 16;
+
+/// "No next page".
+pub const NO_PAGE: u32 = u32::MAX;
+
+/// A graph as adjacency lists (compressed sparse rows), neighbours sorted and unique.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adjacency {
+    /// `offsets[v]..offsets[v + 1]` indexes `v`'s neighbours.
+    pub offsets: Vec<u64>,
+    pub neighbours: Vec<u32>,
+}
+
+impl Adjacency {
+    /// The adjacency of `edges` over `vertices` vertices (`None`: one more than the largest id), both ways
+    /// unless `directed`; ids past `vertices` are refused by name.
+    pub fn build(edges: &[(u32, u32)], vertices: Option<u64>, directed: bool) -> Result<Adjacency> {
+        let n = match vertices {
+            Some(n) => n,
+            None => edges.iter().map(|(u, v)| u64::from(*u.max(v)) + 1).max().unwrap_or(0),
+        };
+        if let Some((i, (u, v))) = edges.iter().enumerate().find(|(_, (u, v))| u64::from(*u.max(v)) >= n) {
+            return Err(HostError::InvalidArgument(format!(
+                "edge {i} ({u}, {v}) names a vertex past the graph's {n} vertices (0..{n})"
+            )));
+        }
+        let mut deg = vec![0u64; n as usize + 1];
+        let arcs = || {
+            edges
+                .iter()
+                .filter(|(u, v)| u != v)
+                .flat_map(move |&(u, v)| std::iter::once((u, v)).chain((!directed).then_some((v, u))))
+        };
+        for (u, _) in arcs() {
+            deg[u as usize + 1] += 1;
+        }
+        for i in 1..deg.len() {
+            deg[i] += deg[i - 1];
+        }
+        let mut fill = deg.clone();
+        let mut nb = vec![0u32; *deg.last().unwrap_or(&0) as usize];
+        for (u, v) in arcs() {
+            nb[fill[u as usize] as usize] = v;
+            fill[u as usize] += 1;
+        }
+        // Sorted, once each.
+        let mut offsets = Vec::with_capacity(n as usize + 1);
+        let mut neighbours = Vec::with_capacity(nb.len());
+        offsets.push(0);
+        for w in deg.windows(2) {
+            let list = &mut nb[w[0] as usize..w[1] as usize];
+            list.sort_unstable();
+            let mut last = None;
+            for &x in list.iter() {
+                if last != Some(x) {
+                    neighbours.push(x);
+                    last = Some(x);
+                }
+            }
+            offsets.push(neighbours.len() as u64);
+        }
+        Ok(Adjacency { offsets, neighbours })
+    }
+
+    pub fn vertices(&self) -> u64 {
+        self.offsets.len() as u64 - 1
+    }
+
+    pub fn neighbours(&self, v: u32) -> &[u32] {
+        &self.neighbours[self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize]
+    }
+}
+
+/// A graph's pages, made as they are read (a graph of 2^21 vertices is 16 GiB of 8 KB pages).
+#[derive(Debug)]
+pub struct GraphPages<'a> {
+    adj: &'a Adjacency,
+    page_size: usize,
+    /// Each vertex's first spill page (`NO_PAGE`: none).
+    first_spill: Vec<u32>,
+    /// The next page to make, and the pages in all.
+    next: u64,
+    pages: u64,
+    /// Spill pages in order: (vertex, page within the vertex's chain, 1-based).
+    spills: Vec<(u32, u32)>,
+    page: Vec<u8>,
+    at: usize,
+}
+
+impl<'a> GraphPages<'a> {
+    /// The pages of `adj` at `page_size` bytes a page.
+    pub fn new(adj: &'a Adjacency, page_size: usize) -> Result<GraphPages<'a>> {
+        let cap = Self::capacity(page_size)?;
+        let n = adj.vertices();
+        let mut first_spill = vec![NO_PAGE; n as usize];
+        let mut spills = Vec::new();
+        for v in 0..n as u32 {
+            let d = adj.neighbours(v).len();
+            let extra = d.saturating_sub(cap).div_ceil(cap);
+            if extra > 0 {
+                first_spill[v as usize] = u32::try_from(n + spills.len() as u64).map_err(|_| too_many())?;
+                spills.extend((1..=extra as u32).map(|k| (v, k)));
+            }
+        }
+        let pages = n + spills.len() as u64;
+        if pages >= u64::from(NO_PAGE) {
+            return Err(too_many());
+        }
+        Ok(GraphPages { adj, page_size, first_spill, next: 0, pages, spills, page: Vec::new(), at: 0 })
+    }
+
+    /// Neighbours a page holds.
+    pub fn capacity(page_size: usize) -> Result<usize> {
+        if page_size < PAGE_HEADER + 4 || page_size % 4 != 0 {
+            return Err(HostError::InvalidArgument(format!(
+                "a page of {page_size} bytes cannot hold a vertex"
+            )));
+        }
+        Ok((page_size - PAGE_HEADER) / 4)
+    }
+
+    /// Pages in all, and spill pages among them.
+    pub fn pages(&self) -> (u64, u64) {
+        (self.pages, self.spills.len() as u64)
+    }
+
+    fn make(&mut self, i: u64) {
+        let cap = (self.page_size - PAGE_HEADER) / 4;
+        let n = self.adj.vertices();
+        let (v, k) = if i < n { (i as u32, 0u32) } else { self.spills[(i - n) as usize] };
+        let all = self.adj.neighbours(v);
+        let here = &all[(k as usize * cap).min(all.len())..((k as usize + 1) * cap).min(all.len())];
+        let more = (k as usize + 1) * cap < all.len();
+        let next = if !more {
+            NO_PAGE
+        } else if k == 0 {
+            self.first_spill[v as usize]
+        } else {
+            (i + 1) as u32
+        };
+        self.page.clear();
+        for w in [v, all.len() as u32, here.len() as u32, next] {
+            self.page.extend_from_slice(&w.to_le_bytes());
+        }
+        for x in here {
+            self.page.extend_from_slice(&x.to_le_bytes());
+        }
+        self.page.resize(self.page_size, 0);
+        self.at = 0;
+    }
+}
+
+fn too_many() -> HostError {
+    HostError::InvalidArgument("the graph needs more than 2^32 - 1 pages".into())
+}
+
+impl Read for GraphPages<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.page.len() {
+            if self.next == self.pages {
+                return Ok(0);
+            }
+            self.make(self.next);
+            self.next += 1;
+        }
+        let k = buf.len().min(self.page.len() - self.at);
+        buf[..k].copy_from_slice(&self.page[self.at..self.at + k]);
+        self.at += k;
+        Ok(k)
+    }
+}
+
+/// What [`put_graph`] stored.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoredGraph {
+    pub name: String,
+    pub vertices: u64,
+    /// Neighbour entries stored (each undirected edge twice).
+    pub arcs: u64,
+    pub pages: u64,
+    pub spill_pages: u64,
+    pub bytes: u64,
+    pub max_degree: u64,
+}
+
+/// Stores `adj` as file `name` of the appliance's file system, a vertex a page, striped over every node.
+pub fn put_graph(fs: &mut crate::bluedbm::fs::Fs<'_>, name: &str, adj: &Adjacency) -> Result<StoredGraph> {
+    let mut pages = GraphPages::new(adj, fs.page_size())?;
+    let (n, spill) = pages.pages();
+    let f = fs.put(name, &mut pages, None)?;
+    let max_degree = (0..adj.vertices() as u32).map(|v| adj.neighbours(v).len() as u64).max().unwrap_or(0);
+    Ok(StoredGraph {
+        name: f.name,
+        vertices: adj.vertices(),
+        arcs: adj.neighbours.len() as u64,
+        pages: n,
+        spill_pages: spill,
+        bytes: f.size,
+        max_degree,
+    })
+}
+
+/// One stored page, decoded: (vertex, degree, neighbours here, next page).
+pub fn decode_page(page: &[u8]) -> Result<(u32, u32, Vec<u32>, u32)> {
+    let bad = |d: &str| HostError::Damaged { name: "graph page".into(), detail: d.into() };
+    if page.len() < PAGE_HEADER {
+        return Err(bad("shorter than its header"));
+    }
+    let w = |i: usize| u32::from_le_bytes(page[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let here = w(2) as usize;
+    if PAGE_HEADER + 4 * here > page.len() {
+        return Err(bad("more neighbours than the page holds"));
+    }
+    let nb = (0..here).map(|i| w(4 + i)).collect();
+    Ok((w(0), w(1), nb, w(3)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +429,41 @@ mod tests {
         assert_eq!(d1, d2);
         assert_eq!(kronecker(scale, ef, 7, true).unwrap(), perm, "the same seed, the same graph");
         assert_ne!(kronecker(scale, ef, 8, true).unwrap(), perm);
+    }
+
+    #[test]
+    fn a_stored_graph_is_a_page_a_vertex_with_spill_pages_for_the_rest() {
+        let edges = [(0, 1), (0, 2), (2, 0), (3, 3), (1, 0)];
+        let adj = Adjacency::build(&edges, Some(5), false).unwrap();
+        assert_eq!(adj.neighbours(0), [1, 2]);
+        assert_eq!(adj.neighbours(3), [] as [u32; 0], "self-loops dropped");
+        assert_eq!(adj.neighbours(4), [] as [u32; 0]);
+        let directed = Adjacency::build(&edges, None, true).unwrap();
+        assert_eq!((directed.vertices(), directed.neighbours(1)), (4, &[0][..]));
+        assert!(Adjacency::build(&edges, Some(3), false).unwrap_err().to_string().contains("edge 3 (3, 3)"));
+        // A hub with more neighbours than a 64-byte page holds (12): three spill pages after the vertices.
+        let star: Vec<(u32, u32)> = (1..=40).map(|v| (0, v)).collect();
+        let adj = Adjacency::build(&star, None, false).unwrap();
+        let mut pages = GraphPages::new(&adj, 64).unwrap();
+        assert_eq!(pages.pages(), (41 + 3, 3));
+        let mut bytes = Vec::new();
+        pages.read_to_end(&mut bytes).unwrap();
+        assert_eq!(bytes.len(), 44 * 64);
+        let page = |i: u32| decode_page(&bytes[i as usize * 64..(i as usize + 1) * 64]).unwrap();
+        // Walking vertex 0's chain gives its 40 neighbours in order.
+        let (mut got, mut at) = (Vec::new(), 0u32);
+        loop {
+            let (v, d, nb, next) = page(at);
+            assert_eq!((v, d), (0, 40));
+            got.extend(nb);
+            if next == NO_PAGE {
+                break;
+            }
+            at = next;
+        }
+        assert_eq!(got, (1..=40).collect::<Vec<u32>>());
+        assert_eq!(page(7), (7, 1, vec![0], NO_PAGE));
+        assert!(GraphPages::new(&adj, 10).is_err());
     }
 
     #[test]
