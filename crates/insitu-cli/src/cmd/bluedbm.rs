@@ -1,17 +1,27 @@
 //! `bluedbm`: BlueDBM's applications (ISCA '15 §7) on an appliance's file system. So far: graphs stored a
-//! vertex a page (`put-graph`), for the traversal of §7.2.
+//! vertex a page (`put-graph`) and their breadth-first traversal by an in-store processor or a host
+//! (`bfs`, §7.2).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
-use insitu_host::bluedbm::fs::Fs;
-use insitu_host::bluedbm::graph::{put_graph, read_edges, Adjacency, EdgeFormat};
+use insitu_host::bluedbm::fs::{Access, Fs};
+use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, Adjacency, EdgeFormat};
 use insitu_host::units::human_bytes;
 use serde_json::json;
 
 use crate::cmd::Ctx;
+
+/// Who runs an application.
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum Placement {
+    /// The node's in-store processor: every node's flash over the storage network, no host on the path.
+    Isp,
+    /// The node's host, through its device: the same pages, and each crosses the host's PCIe link.
+    Host,
+}
 
 #[derive(Subcommand, Debug)]
 pub enum BluedbmCmd {
@@ -32,6 +42,23 @@ pub enum BluedbmCmd {
         /// text or u32le (default: from the extension).
         #[arg(long)]
         format: Option<String>,
+    },
+    /// Breadth-first search of a stored graph from a vertex, by dependent page reads across the nodes.
+    Bfs {
+        /// The graph (stored by `put-graph`).
+        graph: String,
+        /// The start vertex.
+        #[arg(long)]
+        from: u32,
+        /// Also give every reached vertex's level.
+        #[arg(long)]
+        levels: bool,
+        /// Who traverses.
+        #[arg(long, value_enum, default_value = "isp")]
+        placement: Placement,
+        /// The node whose in-store processor or host traverses.
+        #[arg(long, default_value_t = 0)]
+        node: u32,
     },
 }
 
@@ -65,6 +92,51 @@ impl BluedbmCmd {
                         human_bytes(g.bytes)
                     ),
                 );
+            }
+            BluedbmCmd::Bfs { graph, from, levels, placement, node } => {
+                let access = match placement {
+                    Placement::Isp => Access::IspFlash,
+                    Placement::Host => Access::HostFlash,
+                };
+                let array = ctx.open()?;
+                let fs = Fs::open(&array)?;
+                let b = crate::output::busy("traversing", || bfs(&fs, &graph, from, node, access))?;
+                let r = &b.read;
+                let mut out = json!({
+                    "graph": graph, "from": from, "reached": b.reached, "depth": b.depth, "rounds": b.rounds,
+                    "placement": format!("{placement:?}").to_lowercase(), "node": node, "pages": r.pages,
+                    "local_pages": r.local_pages, "network_bytes": r.network_bytes, "hops": r.hops,
+                    "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
+                    "modeled_s": r.modeled_s, "wall_s": r.wall_s,
+                });
+                if levels {
+                    out["levels"] = json!(b
+                        .levels
+                        .iter()
+                        .map(|(v, l)| (v.to_string(), json!(*l)))
+                        .collect::<serde_json::Map<_, _>>());
+                }
+                let mut text = format!(
+                    "bfs {graph} from {from}: {} vertices reached, {} levels deep, {} pages in {} rounds of dependent \
+                     reads by node {node}'s {}\n  modeled {:.4} s on the appliance's profile (pages read only: the \
+                     traversal's own work is not priced yet), measured {:.3} s",
+                    b.reached,
+                    b.depth,
+                    r.pages,
+                    b.rounds,
+                    match placement {
+                        Placement::Isp => "in-store processor",
+                        Placement::Host => "host",
+                    },
+                    r.modeled_s,
+                    r.wall_s
+                );
+                if levels {
+                    for (v, l) in &b.levels {
+                        text.push_str(&format!("\n{v} {l}"));
+                    }
+                }
+                ctx.out.plain("bluedbm bfs", out, &text);
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -343,8 +343,65 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
         assert_eq!((w(0), w(1) as usize, w(3)), (v as u32, want[v].len(), u32::MAX));
         assert_eq!(nb, want[v].iter().copied().collect::<Vec<_>>(), "vertex {v}");
     }
+    // BFS by node 1's in-store processor and by node 2's host: the same levels as a naive BFS here.
+    let mut level = vec![u32::MAX; 128];
+    let mut queue = std::collections::VecDeque::from([5u32]);
+    level[5] = 0;
+    while let Some(u) = queue.pop_front() {
+        for &v in &want[u as usize] {
+            if level[v as usize] == u32::MAX {
+                level[v as usize] = level[u as usize] + 1;
+                queue.push_back(v);
+            }
+        }
+    }
+    let expect: serde_json::Map<String, serde_json::Value> = (0..128)
+        .filter(|v| level[*v] != u32::MAX)
+        .map(|v| (v.to_string(), serde_json::json!(level[v])))
+        .collect();
+    let mut modeled = Vec::new();
+    for (placement, node) in [("isp", "1"), ("host", "2")] {
+        let b = env.json(&[
+            "bluedbm",
+            "bfs",
+            "g",
+            "--from",
+            "5",
+            "--levels",
+            "--placement",
+            placement,
+            "--node",
+            node,
+        ]);
+        assert_eq!(b["result"]["reached"].as_u64().unwrap() as usize, expect.len());
+        assert_eq!(b["result"]["levels"].as_object().unwrap(), &expect, "{placement}");
+        assert!(b["result"]["modeled_s"].as_f64().unwrap() > 0.0);
+        modeled.push(b["result"]["modeled_s"].as_f64().unwrap());
+    }
+    assert!(modeled[1] > modeled[0], "the host's reads cross its PCIe link too: {modeled:?}");
+    let err = env.fails(&["bluedbm", "bfs", "g", "--from", "500"]);
+    assert!(err.contains("no vertex 500"), "{err}");
     // Ids past --vertices are refused by name, and nothing is stored.
     let err = env.fails(&["bluedbm", "put-graph", s(&edges), "--name", "g2", "--vertices", "100"]);
     assert!(err.contains("past the graph's 100 vertices"), "{err}");
     assert!(!names(&env).contains(&"g2".to_string()));
+}
+
+#[test]
+fn a_hub_spills_into_more_pages_and_bfs_follows_them() {
+    let env = appliance("64MiB");
+    // Vertex 0 has 3,000 neighbours: an 8 KiB page holds 2,044, the rest go to a spill page.
+    let star: String = (1..=3000).map(|v| format!("0 {v}\n")).collect();
+    let edges = env.write("star.txt", star.as_bytes());
+    let r = env.json(&["bluedbm", "put-graph", s(&edges), "--name", "star"]);
+    assert_eq!((r["result"]["pages"].as_u64(), r["result"]["spill_pages"].as_u64()), (Some(3002), Some(1)));
+    let b = env.json(&["bluedbm", "bfs", "star", "--from", "7", "--levels"]);
+    assert_eq!((b["result"]["reached"].as_u64(), b["result"]["depth"].as_u64()), (Some(3001), Some(2)));
+    let levels = b["result"]["levels"].as_object().unwrap();
+    assert_eq!(
+        (levels["0"].as_u64(), levels["2999"].as_u64(), levels["7"].as_u64()),
+        (Some(1), Some(2), Some(0))
+    );
+    // Rounds: 7's page; 0's page, then its spill page; the leaves' pages.
+    assert_eq!(b["result"]["rounds"].as_u64(), Some(4));
 }

@@ -554,6 +554,60 @@ impl<'a> Fs<'a> {
     /// devices and network and measured here.
     pub fn get_via(&self, name: &str, origin: u32, access: Access, out: &mut dyn Write) -> Result<ViaReport> {
         let f = self.file(name)?;
+        let ps = self.page_size();
+        let mut left = f.size;
+        let mut report = ViaReport { origin, access, ..Default::default() };
+        let started = std::time::Instant::now();
+        for first in (0..f.pages.len()).step_by(GLOBAL_BATCH_PAGES) {
+            let idx: Vec<usize> = (first..(first + GLOBAL_BATCH_PAGES).min(f.pages.len())).collect();
+            let data = self.via_batch(f, &idx, origin, access, &mut report)?;
+            let take = left.min(data.len() as u64) as usize;
+            out.write_all(&data[..take]).map_err(|e| HostError::io("output", e))?;
+            left -= take as u64;
+            debug_assert_eq!(data.len(), idx.len() * ps);
+        }
+        report.bytes = f.size;
+        report.wall_s = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Reads pages `indices` of file `name`, in that order, as node `origin`'s in-store processor or host
+    /// does (see [`Fs::get_via`]): every page checked. Returns the pages, a page after another, and what
+    /// the read cost; a traversal reads the pages its last ones point to this way (§7.2).
+    pub fn read_pages_via(
+        &self,
+        name: &str,
+        indices: &[usize],
+        origin: u32,
+        access: Access,
+    ) -> Result<(Vec<u8>, ViaReport)> {
+        let f = self.file(name)?;
+        if let Some(i) = indices.iter().find(|i| **i >= f.pages.len()) {
+            return Err(HostError::InvalidArgument(format!(
+                "{name} has pages 0..{}, not {i}",
+                f.pages.len()
+            )));
+        }
+        let mut report = ViaReport { origin, access, ..Default::default() };
+        let started = std::time::Instant::now();
+        let mut out = Vec::with_capacity(indices.len() * self.page_size());
+        for idx in indices.chunks(GLOBAL_BATCH_PAGES) {
+            out.extend_from_slice(&self.via_batch(f, idx, origin, access, &mut report)?);
+        }
+        report.bytes = out.len() as u64;
+        report.wall_s = started.elapsed().as_secs_f64();
+        Ok((out, report))
+    }
+
+    /// One `GlobalRead` of pages `idx` of `f`, checked, its cost added to `report`.
+    fn via_batch(
+        &self,
+        f: &FsFile,
+        idx: &[usize],
+        origin: u32,
+        access: Access,
+        report: &mut ViaReport,
+    ) -> Result<Vec<u8>> {
         let topology = self.array.config().topology.clone().ok_or_else(|| {
             HostError::InvalidArgument(
                 "this array has no storage network: make an appliance with `insitu init --nodes N --topology T`"
@@ -561,34 +615,21 @@ impl<'a> Fs<'a> {
             )
         })?;
         let reader = self.device(origin)?;
-        let ps = self.page_size();
-        let started = std::time::Instant::now();
-        let mut report = ViaReport { origin, access, ..Default::default() };
-        let mut modeled_ps: u64 = 0;
-        let mut left = f.size;
-        for (c, chunk) in f.pages.chunks(GLOBAL_BATCH_PAGES).enumerate() {
-            let pages = chunk.iter().map(|p| DevicePage { node: p.node, addr: p.addr }).collect();
-            let req = GlobalRead { access, topology: topology.clone(), pages };
-            let got = reader.call(req).map_err(HostError::device(origin))?;
-            for (k, p) in chunk.iter().enumerate() {
-                check_spare(f, c * GLOBAL_BATCH_PAGES + k, p, got.spares[k])?;
-            }
-            let take = left.min((chunk.len() * ps) as u64) as usize;
-            out.write_all(&got.data[..take]).map_err(|e| HostError::io("output", e))?;
-            left -= take as u64;
-            report.pages += got.pages;
-            report.local_pages += got.local_pages;
-            report.network_messages += got.network_messages;
-            report.network_bytes += got.network_bytes;
-            report.hops += got.hops;
-            report.pcie_up_bytes += got.pcie_up_bytes;
-            report.pcie_down_bytes += got.pcie_down_bytes;
-            modeled_ps += got.modeled_ps;
+        let pages =
+            idx.iter().map(|i| DevicePage { node: f.pages[*i].node, addr: f.pages[*i].addr }).collect();
+        let got = reader.call(GlobalRead { access, topology, pages }).map_err(HostError::device(origin))?;
+        for (k, i) in idx.iter().enumerate() {
+            check_spare(f, *i, &f.pages[*i], got.spares[k])?;
         }
-        report.bytes = f.size;
-        report.modeled_s = modeled_ps as f64 * 1e-12;
-        report.wall_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        report.pages += got.pages;
+        report.local_pages += got.local_pages;
+        report.network_messages += got.network_messages;
+        report.network_bytes += got.network_bytes;
+        report.hops += got.hops;
+        report.pcie_up_bytes += got.pcie_up_bytes;
+        report.pcie_down_bytes += got.pcie_down_bytes;
+        report.modeled_s += got.modeled_ps as f64 * 1e-12;
+        Ok(got.data)
     }
 
     /// Removes file `name`: its pages are dead, for cleaning to reclaim.

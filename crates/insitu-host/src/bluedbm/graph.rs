@@ -373,6 +373,94 @@ pub fn put_graph(fs: &mut crate::bluedbm::fs::Fs<'_>, name: &str, adj: &Adjacenc
     })
 }
 
+/// A breadth-first traversal of a stored graph and what it cost.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Bfs {
+    pub from: u32,
+    /// Vertices reached (the start included), and each one's level.
+    pub reached: u64,
+    pub levels: std::collections::BTreeMap<u32, u32>,
+    /// Levels below the start.
+    pub depth: u32,
+    /// Rounds of dependent reads: each reads the pages the last one pointed to.
+    pub rounds: u64,
+    /// The reads: pages, network, modeled time on the appliance's profile, wall time here.
+    pub read: crate::bluedbm::fs::ViaReport,
+}
+
+/// Breadth-first search of graph `name` (stored by [`put_graph`]) from vertex `from`, by node `origin`'s
+/// in-store processor (`Access::IspFlash`: no host on the path) or host (`Access::HostFlash`): a level's
+/// vertex pages are read together, then the spill pages they point to, each round depending on the one
+/// before (§7.2). Every page is checked to be the vertex it should be.
+pub fn bfs(
+    fs: &crate::bluedbm::fs::Fs<'_>,
+    name: &str,
+    from: u32,
+    origin: u32,
+    access: crate::bluedbm::fs::Access,
+) -> Result<Bfs> {
+    let pages = fs.file(name)?.pages.len();
+    if from as usize >= pages {
+        return Err(HostError::InvalidArgument(format!(
+            "{name} has no vertex {from} (it has {pages} pages)"
+        )));
+    }
+    let ps = fs.page_size();
+    let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
+    let mut levels = std::collections::BTreeMap::from([(from, 0u32)]);
+    let mut report = crate::bluedbm::fs::ViaReport { origin, access, ..Default::default() };
+    let started = std::time::Instant::now();
+    let (mut frontier, mut depth, mut rounds) = (vec![from], 0u32, 0u64);
+    while !frontier.is_empty() {
+        let mut found = Vec::new();
+        // (page, the vertex it belongs to, whether it is the vertex's own page)
+        let mut want: Vec<(usize, u32, bool)> = frontier.iter().map(|v| (*v as usize, *v, true)).collect();
+        while !want.is_empty() {
+            let idx: Vec<usize> = want.iter().map(|w| w.0).collect();
+            if let Some(i) = idx.iter().find(|i| **i >= pages) {
+                return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
+            }
+            let (data, r) = fs.read_pages_via(name, &idx, origin, access)?;
+            rounds += 1;
+            add(&mut report, &r);
+            let mut next = Vec::new();
+            for (k, (page, v, own)) in want.iter().enumerate() {
+                let (pv, _, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
+                if pv != *v {
+                    let what = if *own { "its vertex" } else { "a spill page of" };
+                    return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
+                }
+                found.extend(nb);
+                if more != NO_PAGE {
+                    next.push((more as usize, *v, false));
+                }
+            }
+            want = next;
+        }
+        found.sort_unstable();
+        found.dedup();
+        frontier = found.into_iter().filter(|v| !levels.contains_key(v)).collect();
+        if !frontier.is_empty() {
+            depth += 1;
+            levels.extend(frontier.iter().map(|v| (*v, depth)));
+        }
+    }
+    report.wall_s = started.elapsed().as_secs_f64();
+    Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report })
+}
+
+fn add(to: &mut crate::bluedbm::fs::ViaReport, r: &crate::bluedbm::fs::ViaReport) {
+    to.bytes += r.bytes;
+    to.pages += r.pages;
+    to.local_pages += r.local_pages;
+    to.network_messages += r.network_messages;
+    to.network_bytes += r.network_bytes;
+    to.hops += r.hops;
+    to.pcie_up_bytes += r.pcie_up_bytes;
+    to.pcie_down_bytes += r.pcie_down_bytes;
+    to.modeled_s += r.modeled_s;
+}
+
 /// One stored page, decoded: (vertex, degree, neighbours here, next page).
 pub fn decode_page(page: &[u8]) -> Result<(u32, u32, Vec<u32>, u32)> {
     let bad = |d: &str| HostError::Damaged { name: "graph page".into(), detail: d.into() };
