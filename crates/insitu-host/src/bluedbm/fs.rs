@@ -123,6 +123,21 @@ pub struct ViaReport {
     pub wall_s: f64,
 }
 
+impl ViaReport {
+    /// Adds `r`'s bytes, pages, network use and modeled time to these (not its wall time).
+    pub fn add(&mut self, r: &ViaReport) {
+        self.bytes += r.bytes;
+        self.pages += r.pages;
+        self.local_pages += r.local_pages;
+        self.network_messages += r.network_messages;
+        self.network_bytes += r.network_bytes;
+        self.hops += r.hops;
+        self.pcie_up_bytes += r.pcie_up_bytes;
+        self.pcie_down_bytes += r.pcie_down_bytes;
+        self.modeled_s += r.modeled_s;
+    }
+}
+
 /// Pages per [`GlobalRead`] of [`Fs::get_via`]: 32 MiB, so that the pipeline's fill and drain at each
 /// batch's ends (a page's latency, about 0.1 ms) cost under 1% of a batch (about 13 ms at 2.4 GB/s).
 const GLOBAL_BATCH_PAGES: usize = 4096;
@@ -621,14 +636,17 @@ impl<'a> Fs<'a> {
         for (k, i) in idx.iter().enumerate() {
             check_spare(f, *i, &f.pages[*i], got.spares[k])?;
         }
-        report.pages += got.pages;
-        report.local_pages += got.local_pages;
-        report.network_messages += got.network_messages;
-        report.network_bytes += got.network_bytes;
-        report.hops += got.hops;
-        report.pcie_up_bytes += got.pcie_up_bytes;
-        report.pcie_down_bytes += got.pcie_down_bytes;
-        report.modeled_s += got.modeled_ps as f64 * 1e-12;
+        report.add(&ViaReport {
+            pages: got.pages,
+            local_pages: got.local_pages,
+            network_messages: got.network_messages,
+            network_bytes: got.network_bytes,
+            hops: got.hops,
+            pcie_up_bytes: got.pcie_up_bytes,
+            pcie_down_bytes: got.pcie_down_bytes,
+            modeled_s: got.modeled_ps as f64 * 1e-12,
+            ..Default::default()
+        });
         Ok(got.data)
     }
 

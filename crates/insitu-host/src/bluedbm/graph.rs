@@ -422,7 +422,7 @@ pub fn bfs(
             }
             let (data, r) = fs.read_pages_via(name, &idx, origin, access)?;
             rounds += 1;
-            add(&mut report, &r);
+            report.add(&r);
             let mut next = Vec::new();
             for (k, (page, v, own)) in want.iter().enumerate() {
                 let (pv, _, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
@@ -447,18 +447,6 @@ pub fn bfs(
     }
     report.wall_s = started.elapsed().as_secs_f64();
     Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report })
-}
-
-fn add(to: &mut crate::bluedbm::fs::ViaReport, r: &crate::bluedbm::fs::ViaReport) {
-    to.bytes += r.bytes;
-    to.pages += r.pages;
-    to.local_pages += r.local_pages;
-    to.network_messages += r.network_messages;
-    to.network_bytes += r.network_bytes;
-    to.hops += r.hops;
-    to.pcie_up_bytes += r.pcie_up_bytes;
-    to.pcie_down_bytes += r.pcie_down_bytes;
-    to.modeled_s += r.modeled_s;
 }
 
 /// One stored page, decoded: (vertex, degree, neighbours here, next page).
