@@ -553,7 +553,6 @@ fn fig8(points: &[KernelPoint], profile: &Profile) -> Figure {
         Sorter::Compare { cache_bytes, index_bytes, .. } => cache_bytes / (4 + *index_bytes as u64),
         Sorter::Bitonic { .. } => u64::MAX,
     };
-    let size = |n: u64| if n >= 1 << 20 { format!("{}M", n >> 20) } else { format!("{}K", n >> 10) };
     let why = |n: u64| {
         format!(
             "network: {}; quicksort: {} x log2 n key-levels{}",
@@ -566,7 +565,6 @@ fn fig8(points: &[KernelPoint], profile: &Profile) -> Figure {
             if n > cache_keys { ", the levels past the L3 bound by memory" } else { "" }
         )
     };
-    let paper = |table: &[(u64, f64)], n: u64| table.iter().find(|(m, _)| *m == n).map(|(_, v)| *v);
     let mut rows = Vec::new();
     for p in points {
         let n = p.elements;
@@ -596,26 +594,45 @@ fn fig8(points: &[KernelPoint], profile: &Profile) -> Figure {
                 )),
         );
     }
-    let pts = |f: &dyn Fn(&KernelPoint) -> f64| -> Vec<[f64; 2]> {
-        points.iter().map(|p| [p.elements as f64, f(p)]).collect()
+    let plot = kernel_plot(points, |p| (p.modeled_s, p.modeled_j), &PAPER_FIG8_SPEEDUP, &PAPER_FIG8_ENERGY);
+    Figure::new("fig8", "Sort kernel vs the CPU's quicksort, data in DRAM (§4.2)", rows, Some(plot))
+}
+
+/// `1K`, `256K`, `8M`: an input size as the paper's axes write it.
+fn size(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{}M", n >> 20)
+    } else {
+        format!("{}K", n >> 10)
+    }
+}
+
+/// The paper's value at input size `n`, if it states one.
+fn paper(table: &[(u64, f64)], n: u64) -> Option<f64> {
+    table.iter().find(|(m, _)| *m == n).map(|(_, v)| *v)
+}
+
+/// Figs. 8 and 9's plot: the speed-up and energy saving over the CPU by input size, from each point's
+/// `(seconds, joules)` pair ([kernel, CPU]), beside the paper's.
+fn kernel_plot(
+    points: &[KernelPoint],
+    of: impl Fn(&KernelPoint) -> ([f64; 2], [f64; 2]),
+    speedup: &[(u64, f64)],
+    energy: &[(u64, f64)],
+) -> Plot {
+    let pts = |f: &dyn Fn(([f64; 2], [f64; 2])) -> f64| -> Vec<[f64; 2]> {
+        points.iter().map(|p| [p.elements as f64, f(of(p))]).collect()
     };
     let paper_pts = |t: &[(u64, f64)]| -> Vec<[f64; 2]> { t.iter().map(|(n, v)| [*n as f64, *v]).collect() };
-    let plot = Plot::lines("input elements", "speed-up / energy saving over the CPU (x)", true, true)
-        .with(Series::new("speed-up, modeled", Source::Modeled, pts(&|p| p.modeled_s[1] / p.modeled_s[0])))
-        .with(Series::new(
-            "energy saving, modeled",
-            Source::Modeled,
-            pts(&|p| p.modeled_j[1] / p.modeled_j[0]),
-        ))
-        .with(Series::new("speed-up, paper", Source::Paper, paper_pts(&PAPER_FIG8_SPEEDUP)))
-        .with(Series::new("energy saving, paper", Source::Paper, paper_pts(&PAPER_FIG8_ENERGY)));
-    Figure::new("fig8", "Sort kernel vs the CPU's quicksort, data in DRAM (§4.2)", rows, Some(plot))
+    Plot::lines("input elements", "speed-up / energy saving over the CPU (x)", true, true)
+        .with(Series::new("speed-up, modeled", Source::Modeled, pts(&|(t, _)| t[1] / t[0])))
+        .with(Series::new("energy saving, modeled", Source::Modeled, pts(&|(_, j)| j[1] / j[0])))
+        .with(Series::new("speed-up, paper", Source::Paper, paper_pts(speedup)))
+        .with(Series::new("energy saving, paper", Source::Paper, paper_pts(energy)))
 }
 
 /// Fig. 9 as a figure: the kernel and the CPU reading their keys from storage.
 fn fig9(points: &[KernelPoint], profile: &Profile) -> Figure {
-    let size = |n: u64| if n >= 1 << 20 { format!("{}M", n >> 20) } else { format!("{}K", n >> 10) };
-    let paper = |table: &[(u64, f64)], n: u64| table.iter().find(|(m, _)| *m == n).map(|(_, v)| *v);
     let mut rows = Vec::new();
     for p in points {
         let n = p.elements;
@@ -636,19 +653,7 @@ fn fig9(points: &[KernelPoint], profile: &Profile) -> Figure {
                 )),
         );
     }
-    let pts = |f: &dyn Fn(&KernelPoint) -> f64| -> Vec<[f64; 2]> {
-        points.iter().map(|p| [p.elements as f64, f(p)]).collect()
-    };
-    let paper_pts = |t: &[(u64, f64)]| -> Vec<[f64; 2]> { t.iter().map(|(n, v)| [*n as f64, *v]).collect() };
-    let plot = Plot::lines("input elements", "speed-up / energy saving over the CPU (x)", true, true)
-        .with(Series::new("speed-up, modeled", Source::Modeled, pts(&|p| p.storage_s[1] / p.storage_s[0])))
-        .with(Series::new(
-            "energy saving, modeled",
-            Source::Modeled,
-            pts(&|p| p.storage_j[1] / p.storage_j[0]),
-        ))
-        .with(Series::new("speed-up, paper", Source::Paper, paper_pts(&PAPER_FIG9_SPEEDUP)))
-        .with(Series::new("energy saving, paper", Source::Paper, paper_pts(&PAPER_FIG9_ENERGY)));
+    let plot = kernel_plot(points, |p| (p.storage_s, p.storage_j), &PAPER_FIG9_SPEEDUP, &PAPER_FIG9_ENERGY);
     Figure::new("fig9", "Sort kernel vs the CPU, data in storage (§4.2)", rows, Some(plot))
 }
 
