@@ -60,6 +60,9 @@ pub enum DeviceError {
     /// A read across the storage network that cannot be done as asked (BlueDBM §3).
     #[error("storage network: {0}")]
     StorageNetwork(String),
+    /// A job the in-store processor refused or could not finish (BlueDBM §4, §7).
+    #[error("in-store processor: {0}")]
+    Isp(String),
 }
 
 impl DeviceError {

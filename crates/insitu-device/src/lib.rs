@@ -35,6 +35,7 @@ pub mod fabric;
 pub mod fault;
 pub mod firmware;
 pub mod global;
+pub mod isp;
 mod media;
 pub mod memory;
 pub mod meters;

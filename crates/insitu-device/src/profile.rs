@@ -56,6 +56,22 @@ pub struct RawInterfaceProfile {
     /// Page buffers the host interface gives the host software, each way (§3.3): reads the host can
     /// have in flight.
     pub host_page_buffers: u32,
+    /// The in-store processor's string-search engines per flash bus, each with one read in flight
+    /// while it searches the page before (§7.3).
+    #[serde(default = "four")]
+    pub search_engines_per_bus: u32,
+    /// The in-store processor's nearest-neighbour (Hamming) engines per flash card, sharing the card's
+    /// tags (§7.1).
+    #[serde(default = "one")]
+    pub nearest_engines_per_card: u32,
+}
+
+fn four() -> u32 {
+    4
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl RawInterfaceProfile {
@@ -66,8 +82,14 @@ impl RawInterfaceProfile {
                 nand.channels, self.cards
             ));
         }
-        if self.host_page_buffers == 0 {
-            return Err("nand.interface.host_page_buffers must be at least 1".into());
+        for (field, v) in [
+            ("host_page_buffers", self.host_page_buffers),
+            ("search_engines_per_bus", self.search_engines_per_bus),
+            ("nearest_engines_per_card", self.nearest_engines_per_card),
+        ] {
+            if v == 0 {
+                return Err(format!("nand.interface.{field} must be at least 1"));
+            }
         }
         if !(1..=65_536).contains(&self.tags_per_card) {
             return Err(format!(

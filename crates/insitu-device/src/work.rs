@@ -25,6 +25,8 @@ pub const GATHER_ROWS: &str = "gather.rows";
 pub const GATHER_BYTES: &str = "gather.bytes";
 /// Bytes a literal string search scanned.
 pub const SEARCH_BYTES: &str = "search.bytes";
+/// Bytes of items compared with a query by Hamming distance (BlueDBM §7.1), per query.
+pub const HAMMING_BYTES: &str = "hamming.bytes";
 /// A shuffle key hashed to its partition (PSACS's Partitioner, §III-B).
 pub const SHUFFLE_HASH_ROWS: &str = "shuffle.hash_rows";
 /// A record placed at a random position by a shuffle's grouping (PSACS's Gather reads it from its

@@ -14,6 +14,7 @@
 //! - [`keys`]: key types and their bytes, key columns -> sorted indices, the sorted-indices format.
 //! - [`shuffle`]: the steps of a shuffle write (compose records, partition, group, encode), PSACS §III-IV.
 //! - [`btree`]: an order-statistic B+tree over fixed-size byte keys (Self-Sorting SSD §III-C).
+//! - [`hamming`]: Hamming distance of binary items and their k nearest (BlueDBM §7.1).
 //! - [`le`]: little-endian integer arrays, the byte format of everything stored.
 //!
 //! `unsafe` code lives only in [`arch`], each block with its safety argument and a scalar reference.
@@ -29,6 +30,7 @@ pub mod btree;
 pub mod columnar;
 pub mod dict;
 pub mod gather;
+pub mod hamming;
 pub mod indices;
 pub mod intersect;
 pub mod keys;

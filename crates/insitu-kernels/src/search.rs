@@ -14,12 +14,20 @@ use memchr::memmem;
 pub enum PatternError {
     /// The empty pattern matches everywhere; we refuse it rather than return `len + 1` matches.
     Empty,
+    /// A needle longer than a search engine holds.
+    TooLong { len: usize, max: usize },
+    /// A Morris-Pratt failure table that is not the needle's.
+    BadTable,
 }
 
 impl std::fmt::Display for PatternError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PatternError::Empty => write!(f, "the search pattern is empty"),
+            PatternError::TooLong { len, max } => {
+                write!(f, "the search pattern is {len} bytes; a search engine takes at most {max}")
+            }
+            PatternError::BadTable => write!(f, "the Morris-Pratt failure table sent is not the pattern's"),
         }
     }
 }
@@ -179,6 +187,131 @@ impl<'f> StreamSearch<'f> {
     }
 }
 
+/// Longest needle a Morris-Pratt engine takes (BlueDBM §7.3: the authors' engines hold 1024 bytes).
+pub const MP_MAX_NEEDLE: usize = 1024;
+
+/// Morris-Pratt's failure table of `needle` (Morris and Pratt 1970; the constants BlueDBM's host computes
+/// and sends with the needle, §7.3): entry `i`, for `i` in `0..=needle.len()`, is the length of the
+/// longest proper border of `needle[..i]` (a prefix that is also a suffix), 0 for `i` of 0 or 1.
+pub fn mp_failure(needle: &[u8]) -> Vec<u32> {
+    let mut f = vec![0u32; needle.len() + 1];
+    let mut k = 0usize;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = f[k] as usize;
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        f[i + 1] = k as u32;
+    }
+    f
+}
+
+/// A needle and its Morris-Pratt failure table: the state of a string-search engine (BlueDBM §7.3).
+///
+/// The engine's *state* after some text is the length of the longest suffix of the text that is a
+/// proper prefix of the needle: all an engine needs to carry from one page to the next, so pages can be
+/// searched apart and their seams joined afterwards ([`MorrisPratt::seam_starts`]).
+#[derive(Debug, Clone)]
+pub struct MorrisPratt {
+    needle: Vec<u8>,
+    fail: Vec<u32>,
+    finder: Finder,
+}
+
+/// What searching one page found ([`MorrisPratt::scan_page`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PageScan {
+    /// Where each match wholly inside the page starts, increasing.
+    pub starts: Vec<u32>,
+    /// For each match, the position of the last newline before its start in this page, if any.
+    pub newline_before: Vec<Option<u32>>,
+    /// The engine's state at the end of the page, started from state 0 at its start.
+    pub end_state: u32,
+    /// The position of the page's last newline, if any.
+    pub last_newline: Option<u32>,
+}
+
+impl MorrisPratt {
+    /// The engine for `needle`, with its failure table built here. Refuses an empty needle and one
+    /// longer than [`MP_MAX_NEEDLE`].
+    pub fn new(needle: &[u8]) -> Result<Self, PatternError> {
+        Self::with_table(needle, &mp_failure(needle))
+    }
+
+    /// The engine for `needle` with a failure table built elsewhere (the host, §7.3), checked: a wrong
+    /// table would give wrong answers.
+    pub fn with_table(needle: &[u8], fail: &[u32]) -> Result<Self, PatternError> {
+        if needle.len() > MP_MAX_NEEDLE {
+            return Err(PatternError::TooLong { len: needle.len(), max: MP_MAX_NEEDLE });
+        }
+        let finder = Finder::new(needle)?;
+        if fail != mp_failure(needle).as_slice() {
+            return Err(PatternError::BadTable);
+        }
+        Ok(MorrisPratt { needle: needle.to_vec(), fail: fail.to_vec(), finder })
+    }
+
+    pub fn needle(&self) -> &[u8] {
+        &self.needle
+    }
+
+    pub fn failure(&self) -> &[u32] {
+        &self.fail
+    }
+
+    /// Runs the automaton from `state` over `text` byte by byte, as the engine does, calling
+    /// `on_match(end)` with the position in `text` of each match's last byte; returns the state after.
+    pub fn run(&self, state: u32, text: &[u8], mut on_match: impl FnMut(usize)) -> u32 {
+        let n = self.needle.len();
+        let mut k = state as usize;
+        for (i, &c) in text.iter().enumerate() {
+            while k > 0 && self.needle[k] != c {
+                k = self.fail[k] as usize;
+            }
+            if self.needle[k] == c {
+                k += 1;
+            }
+            if k == n {
+                on_match(i);
+                k = self.fail[n] as usize;
+            }
+        }
+        k as u32
+    }
+
+    /// Searches one page from state 0: the matches wholly inside it and the state at its end. The same
+    /// answer as [`MorrisPratt::run`] over the page, found with `memmem` (a CPU scans faster that way);
+    /// the end state depends only on the page's last `len - 1` bytes, so only those go through the
+    /// automaton.
+    pub fn scan_page(&self, page: &[u8]) -> PageScan {
+        let mut out =
+            PageScan { last_newline: memchr::memrchr(b'\n', page).map(|p| p as u32), ..PageScan::default() };
+        self.finder.for_each_start(page, page.len(), |s| {
+            out.starts.push(s as u32);
+            out.newline_before.push(memchr::memrchr(b'\n', &page[..s]).map(|p| p as u32));
+        });
+        let tail = &page[page.len().saturating_sub(self.needle.len() - 1)..];
+        out.end_state = self.run(0, tail, |_| {});
+        out
+    }
+
+    /// The matches that start before a page and end in it, given the engine's `state` at the page's
+    /// start: for each, how many bytes before the page it starts (1 to `len - 1`), increasing in
+    /// position. Only the page's first `len - 1` bytes are looked at. Pages must be at least `len - 1`
+    /// bytes long (a match then spans two pages at most), as flash pages are.
+    pub fn seam_starts(&self, state: u32, page: &[u8]) -> Vec<u32> {
+        let n = self.needle.len();
+        let head = &page[..page.len().min(n - 1)];
+        let mut back = Vec::new();
+        if state > 0 {
+            self.run(state, head, |end| back.push((n - 1 - end) as u32));
+        }
+        back
+    }
+}
+
 /// Naive reference: every start position `i` with `hay[i..i + pat.len()] == pat`. For tests.
 pub fn naive_offsets(hay: &[u8], pat: &[u8]) -> Vec<u64> {
     if pat.is_empty() || pat.len() > hay.len() {
@@ -213,7 +346,52 @@ mod tests {
         assert_eq!(f.count_starting_before(b"xxxxabc", 4), 0);
     }
 
+    #[test]
+    fn failure_table_by_hand() {
+        assert_eq!(mp_failure(b"abab"), vec![0, 0, 0, 1, 2]);
+        assert_eq!(mp_failure(b"aaa"), vec![0, 0, 1, 2]);
+        assert_eq!(mp_failure(b"abcabd"), vec![0, 0, 0, 0, 1, 2, 0]);
+        assert_eq!(MorrisPratt::with_table(b"abab", &[0, 0, 0, 0, 0]).unwrap_err(), PatternError::BadTable);
+        assert!(matches!(MorrisPratt::new(&[b'x'; 1025]), Err(PatternError::TooLong { len: 1025, .. })));
+        assert_eq!(MorrisPratt::new(b"").unwrap_err(), PatternError::Empty);
+    }
+
     proptest! {
+        /// Pages searched apart, their seams joined from the end states, find exactly the matches of the
+        /// automaton run over the whole text, and those are the naive matches.
+        #[test]
+        fn pages_and_seams_agree_with_the_automaton_and_naive(
+            hay in proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'\n')], 0..400),
+            pat in proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 1..9),
+            page in 1usize..40,
+        ) {
+            prop_assume!(page + 1 >= pat.len());
+            let mp = MorrisPratt::new(&pat).unwrap();
+            let mut whole = Vec::new();
+            mp.run(0, &hay, |end| whole.push((end + 1 - pat.len()) as u64));
+            let naive = naive_offsets(&hay, &pat);
+            prop_assert_eq!(&whole, &naive);
+            let mut got = Vec::new();
+            let mut state = 0;
+            for (i, p) in hay.chunks(page).enumerate() {
+                let base = (i * page) as u64;
+                got.extend(mp.seam_starts(state, p).into_iter().map(|b| base - b as u64));
+                let scan = mp.scan_page(p);
+                for (s, nl) in scan.starts.iter().zip(&scan.newline_before) {
+                    got.push(base + *s as u64);
+                    prop_assert_eq!(*nl, p[..*s as usize].iter().rposition(|c| *c == b'\n').map(|x| x as u32));
+                }
+                // The state carried to the next page is the automaton's over everything so far (a page
+                // at least `len - 1` long decides it alone).
+                if p.len() + 1 >= pat.len() {
+                    prop_assert_eq!(scan.end_state, mp.run(0, &hay[..base as usize + p.len()], |_| {}));
+                }
+                state = scan.end_state;
+            }
+            got.sort_unstable();
+            prop_assert_eq!(got, naive);
+        }
+
         #[test]
         fn agrees_with_naive(hay in proptest::collection::vec(0u8..3, 0..400),
                              pat in proptest::collection::vec(0u8..3, 1..5)) {

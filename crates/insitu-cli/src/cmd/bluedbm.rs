@@ -1,14 +1,16 @@
-//! `bluedbm`: BlueDBM's applications (ISCA '15 §7) on an appliance's file system. So far: graphs stored a
-//! vertex a page (`put-graph`) and their breadth-first traversal by an in-store processor or a host
-//! (`bfs`, §7.2).
+//! `bluedbm`: BlueDBM's applications (ISCA '15 §7) on an appliance's file system: string search by the
+//! in-store processors' Morris-Pratt engines or host software (`search`, §7.3); graphs stored a vertex a
+//! page (`put-graph`) and their breadth-first traversal by an in-store processor or a host (`bfs`, §7.2).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
+use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
 use insitu_host::bluedbm::fs::{Access, Fs};
 use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, Adjacency, EdgeFormat};
+use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::units::human_bytes;
 use serde_json::json;
 
@@ -23,8 +25,50 @@ pub enum Placement {
     Host,
 }
 
+/// Who runs a search or a nearest-neighbour query.
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum AppWhere {
+    /// The in-store processors of the nodes that hold the file, on their own flash; only results reach
+    /// the host.
+    Isp,
+    /// Software on a node's host, reading every page through its device (H-F).
+    Host,
+    /// Software on a node's host, the file already in its DRAM (H-DRAM).
+    HostDram,
+}
+
+impl From<AppWhere> for AppPlacement {
+    fn from(p: AppWhere) -> Self {
+        match p {
+            AppWhere::Isp => AppPlacement::Isp,
+            AppWhere::Host => AppPlacement::Host,
+            AppWhere::HostDram => AppPlacement::HostDram,
+        }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum BluedbmCmd {
+    /// Search a file of the appliance's file system for a string (§7.3): count its occurrences and the
+    /// lines they start in.
+    Search {
+        /// The file (stored by `insitu fs put`).
+        file: String,
+        /// The string, 1 to 1024 bytes.
+        needle: String,
+        /// Also give every occurrence's byte offset.
+        #[arg(long)]
+        offsets: bool,
+        /// Who searches.
+        #[arg(long, value_enum, default_value = "isp")]
+        placement: AppWhere,
+        /// The node whose host searches (host placements).
+        #[arg(long, default_value_t = 0)]
+        node: u32,
+        /// Host threads (host placements).
+        #[arg(long, default_value_t = 1)]
+        threads: u32,
+    },
     /// Store a graph from an edge list, one vertex a flash page (its neighbours inside, spill pages for
     /// the rest), striped over the nodes (§7.2).
     PutGraph {
@@ -65,6 +109,33 @@ pub enum BluedbmCmd {
 impl BluedbmCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         match self {
+            BluedbmCmd::Search { file, needle, offsets, placement, node, threads } => {
+                let array = ctx.open()?;
+                let fs = Fs::open(&array)?;
+                let opts = SearchOptions { placement: placement.into(), offsets, node, threads };
+                let r = crate::output::busy("searching", || search(&fs, &file, needle.as_bytes(), opts))?;
+                let mut out = json!({ "file": file, "count": r.count, "lines": r.lines, "cost": r.cost });
+                if let Some(o) = &r.offsets {
+                    out["offsets"] = json!(o);
+                }
+                let mut text = format!(
+                    "{} occurrences of {:?} in {file} ({}), {}\n{}",
+                    r.count,
+                    needle,
+                    human_bytes(r.cost.bytes),
+                    match r.lines {
+                        Some(l) => format!("on {l} lines"),
+                        None => "(lines not counted: the needle holds a newline)".into(),
+                    },
+                    cost_text(&r.cost)
+                );
+                if let Some(o) = &r.offsets {
+                    for x in o {
+                        text.push_str(&format!("\n{x}"));
+                    }
+                }
+                ctx.out.plain("bluedbm search", out, &text);
+            }
             BluedbmCmd::PutGraph { edges, name, directed, vertices, format } => {
                 let fmt = match format {
                     Some(f) => EdgeFormat::parse(&f)?,
@@ -141,4 +212,27 @@ impl BluedbmCmd {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// Two lines on what an application's run cost: modeled on the profile and measured here.
+fn cost_text(c: &AppCost) -> String {
+    let who = match c.placement {
+        AppPlacement::Isp => format!("{} in-store processor job(s), {} engines each", c.jobs, c.engines),
+        AppPlacement::Host => format!("host software, {} thread(s), pages through the device", c.threads),
+        AppPlacement::HostDram => format!("host software, {} thread(s), the file in DRAM", c.threads),
+    };
+    format!(
+        "  modeled {:.4} s ({}; bound: {}; queued {:.4} s; host cpu {:.4} s), {} pages read, {} over PCIe, {} over \
+         the storage network\n  measured {:.3} s wall, {:.3} s cpu here",
+        c.modeled_s,
+        who,
+        c.bound,
+        c.modeled_queue_s,
+        c.modeled_host_cpu_s,
+        c.pages,
+        human_bytes(c.pcie_bytes),
+        human_bytes(c.network_bytes),
+        c.wall_s,
+        c.host_cpu_s
+    )
 }

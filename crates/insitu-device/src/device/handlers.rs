@@ -21,6 +21,7 @@ use crate::protocol::{
 use crate::protocol::{
     GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
 };
+use crate::protocol::{IspJob, IspNearest, IspNearestReply, IspSearch, IspSearchReply};
 use crate::rawflash::RawInfo;
 use crate::sys::thread_cpu_ns;
 
@@ -47,6 +48,9 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
             match cmd {
                 $(Command::$name(r) => (TRANSFER, Prepared::of::<$name>(r.handle(dev))),)*
                 Command::Execute(call) => execute(dev, call),
+                // The in-store processor's jobs: their device CPU is the engines' work.
+                Command::IspSearch(r) => (Charge { class: "search", io_ns: 0 }, Prepared::of::<IspSearch>(r.handle(dev))),
+                Command::IspNearest(r) => (Charge { class: "hamming", io_ns: 0 }, Prepared::of::<IspNearest>(r.handle(dev))),
             }
         };
     }
@@ -465,6 +469,56 @@ impl Handle for PeerRawRead {
         Meters::add(&dev.meters.flash_to_device_mem, got.data.len() as u64);
         Meters::add(&dev.meters.device_to_device_out, got.data.len() as u64);
         Ok(got)
+    }
+}
+
+/// Runs an in-store processor job on the accelerator: its queueing as the scheduler saw it, the job's
+/// work and bytes on the meters, and its modeled service time handed back to the scheduler.
+fn isp_job<T>(
+    dev: &Inner,
+    run: impl FnOnce(&mut crate::rawflash::RawPartition) -> Result<(T, crate::isp::Ran)>,
+) -> Result<(T, IspJob)> {
+    let started = dev.accel.started();
+    let t0 = Instant::now();
+    let (out, ran) = {
+        let mut raw = dev.raw()?;
+        let r = run(&mut raw)?;
+        (r.0, r.1)
+    };
+    dev.accel.served(ran.service_ps);
+    dev.meters.add_ledger(&ran.work);
+    let job = IspJob {
+        seq: started.map_or(0, |s| s.seq),
+        ahead: started.map_or(0, |s| s.ahead),
+        queue_ps: started.map_or(0, |s| s.queue_ps),
+        service_ps: ran.service_ps,
+        queued_s: started.map_or(0.0, |s| s.queued_s),
+        run_s: t0.elapsed().as_secs_f64(),
+        engines: ran.engines,
+        pages: 0,
+        bytes_scanned: ran.bytes_scanned,
+    };
+    Ok((out, job))
+}
+
+impl Handle for IspSearch {
+    fn handle(self, dev: &Inner) -> Result<IspSearchReply> {
+        let ((scans, seam_starts), mut job) = isp_job(dev, |raw| {
+            let (a, b, ran) = crate::isp::search(raw, &dev.profile, &self)?;
+            Ok(((a, b), ran))
+        })?;
+        job.pages = self.pages.len() as u64;
+        Meters::add(&dev.meters.flash_to_device_mem, job.pages * dev.raw()?.page_size() as u64);
+        Ok(IspSearchReply { scans, seam_starts, job })
+    }
+}
+
+impl Handle for IspNearest {
+    fn handle(self, dev: &Inner) -> Result<IspNearestReply> {
+        let (nearest, mut job) = isp_job(dev, |raw| crate::isp::nearest(raw, &dev.profile, &self))?;
+        job.pages = self.pages.len() as u64;
+        Meters::add(&dev.meters.flash_to_device_mem, job.pages * dev.raw()?.page_size() as u64);
+        Ok(IspNearestReply { nearest, job })
     }
 }
 

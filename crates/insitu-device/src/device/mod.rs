@@ -1,8 +1,10 @@
 //! [`Device`]: one computational storage drive — flash, device memory, an admin path answered at once, a
 //! controller that runs storage and transfer commands in order, and a pool of compute units that run
-//! programs in FIFO order. Replies go where the submitter says ([`ReplyTo`]): the typed result into an
+//! programs in FIFO order, and the in-store processor's accelerator, which runs its jobs one at a time in
+//! FIFO order ([`accel`], BlueDBM §4). Replies go where the submitter says ([`ReplyTo`]): the typed result into an
 //! in-process completion table, or its encoding onto a transport.
 
+mod accel;
 mod config;
 mod handlers;
 mod state;
@@ -33,12 +35,15 @@ struct Job {
     id: CommandId,
     cmd: Command,
     reply: ReplyTo,
+    /// The job's place in the accelerator's queue (accelerator jobs only).
+    ticket: Option<accel::Ticket>,
 }
 
 #[derive(Debug)]
 struct Queues {
     io: Sender<Job>,
     compute: Sender<Job>,
+    accel: Sender<Job>,
 }
 
 impl std::fmt::Debug for Job {
@@ -111,9 +116,11 @@ impl Device {
         for u in 0..units {
             workers.push(spawn_worker(format!("dev{id}-cu{u}"), inner.clone(), cu_rx.clone()));
         }
+        let (isp_tx, isp_rx) = mpsc::channel::<Job>();
+        workers.push(spawn_worker(format!("dev{id}-isp"), inner.clone(), Arc::new(Mutex::new(isp_rx))));
         Ok(Device {
             inner,
-            queues: Mutex::new(Some(Queues { io: io_tx, compute: cu_tx })),
+            queues: Mutex::new(Some(Queues { io: io_tx, compute: cu_tx, accel: isp_tx })),
             workers: Mutex::new(workers),
             completions: Arc::new(Completions::default()),
             next_id: AtomicU64::new(1),
@@ -160,8 +167,12 @@ impl Device {
             reply.deliver(id, r);
             return Ok(());
         }
-        let tx = if queue == Queue::Compute { &q.compute } else { &q.io };
-        tx.send(Job { id, cmd, reply }).map_err(|_| DeviceError::ShutDown(self.inner.id))
+        let (tx, ticket) = match queue {
+            Queue::Compute => (&q.compute, None),
+            Queue::Accel => (&q.accel, Some(self.inner.accel.enqueue())),
+            _ => (&q.io, None),
+        };
+        tx.send(Job { id, cmd, reply, ticket }).map_err(|_| DeviceError::ShutDown(self.inner.id))
     }
 
     /// Queues a command whose reply lands in this device's own completion table; returns its id.
@@ -230,9 +241,15 @@ fn spawn_worker(name: String, inner: Arc<Inner>, rx: Arc<Mutex<Receiver<Job>>>) 
         .name(name)
         .spawn(move || loop {
             let job = { rx.lock().unwrap_or_else(|p| p.into_inner()).recv() };
-            let Ok(Job { id, cmd, reply }) = job else { return };
+            let Ok(Job { id, cmd, reply, ticket }) = job else { return };
             let cpu0 = thread_cpu_ns();
+            if let Some(t) = ticket {
+                inner.accel.begin(t);
+            }
             let (charge, r) = dispatch(&inner, cmd);
+            if ticket.is_some() {
+                inner.accel.end();
+            }
             let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
             // A program's own flash I/O (page reads and checks, programming) is data movement, priced by
             // bandwidth like every transfer; only the rest is its kernel's compute.

@@ -28,6 +28,8 @@ pub(crate) struct Inner {
     fabric: RwLock<Option<Arc<dyn Fabric>>>,
     /// The raw flash partition, on devices whose profile has a raw interface.
     pub(crate) raw: Option<Mutex<RawPartition>>,
+    /// The in-store processor's job queue (BlueDBM §4).
+    pub(crate) accel: super::accel::Scheduler,
     /// The lock on the device directory: one process serves a device at a time. Released when the device
     /// closes (even if a thread still holds this state) or drops.
     lock: Mutex<Option<File>>,
@@ -53,6 +55,7 @@ impl Inner {
             selfsort: Arc::new(SelfSort::default()),
             fabric: RwLock::new(None),
             raw: raw.map(Mutex::new),
+            accel: Default::default(),
             lock: Mutex::new(Some(lock)),
         }
     }

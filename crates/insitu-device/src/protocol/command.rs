@@ -9,6 +9,7 @@ use crate::protocol::index::{
     ConfigureIndex, DropIndex, FlushIndexes, GenerateIndex, IndexStatus, QueryIndex, ResizeIndex,
     SetIndexFlags,
 };
+use crate::protocol::isp::{IspNearest, IspSearch};
 use crate::protocol::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };
@@ -69,7 +70,7 @@ commands! {
     CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba, TrimLba,
     Flush, ReadPages,
     ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus, QueryIndex,
-    RawIdentify, RawWrite, RawRead, RawErase, RawSync, GlobalRead, PeerRawRead,
+    RawIdentify, RawWrite, RawRead, RawErase, RawSync, GlobalRead, PeerRawRead, IspSearch, IspNearest,
 }
 
 impl<P: Program> From<Execute<P>> for Command {

@@ -16,6 +16,7 @@
 //! | raw flash (below the FTL)               | [`PhysicalPages`] (where an object lives), [`ReadPages`] |
 //! | raw flash partition (BlueDBM §3.1)      | [`RawIdentify`], [`RawWrite`], [`RawRead`], [`RawErase`], [`RawSync`] |
 //! | global address space (BlueDBM §3, §6.4) | [`GlobalRead`] (an ISP's or host's read of any node's pages; [`PeerRawRead`] at each remote node) |
+//! | in-store processor jobs (BlueDBM §4, §7) | [`IspSearch`] (Morris-Pratt engines), [`IspNearest`] (Hamming engines), on the accelerator's FIFO queue |
 //! | vendor commands (Self-Sorting SSD §III-E) | [`ConfigureIndex`], [`GenerateIndex`], [`QueryIndex`], [`FlushIndexes`], [`IndexStatus`]... (also as a command block written to the command LBA) |
 //!
 //! Both usage models: *direct* (the host passes memory handles in a program's arguments) and *indirect*
@@ -24,6 +25,7 @@
 mod admin;
 mod command;
 mod index;
+mod isp;
 mod memory;
 mod payload;
 pub mod programs;
@@ -38,6 +40,7 @@ pub use self::index::{
     IndexKind, IndexQuery, IndexStatus, QueryIndex, QueryRows, ResizeIndex, RunExtent, SelfSortStatus,
     SetIndexFlags, DEFAULT_FANOUT, DEFAULT_GENERATE_CHUNK, MAX_INDEXES, MAX_RUNS,
 };
+pub use self::isp::{IspJob, IspNearest, IspNearestReply, IspSearch, IspSearchReply};
 pub use self::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };

@@ -17,6 +17,8 @@ pub enum Queue {
     Io,
     /// The compute units: programs, FIFO, as many at once as the profile has units.
     Compute,
+    /// The in-store processor's accelerator (BlueDBM §4): its jobs, one at a time, FIFO.
+    Accel,
 }
 
 /// One command of the device protocol.

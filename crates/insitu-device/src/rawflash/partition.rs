@@ -320,6 +320,88 @@ impl RawPartition {
         }
     }
 
+    /// Streams pages to engines of the in-store processor, as a closed loop (BlueDBM §7): engine `e` reads
+    /// `engines[e]` in order with up to `depth` reads in flight, and works `work_ps` on each page once the
+    /// page has arrived and the engine is free; as it starts on a page it asks for another (that page's
+    /// buffer is free again). `on_page(e, i, page, spare)` gets page `i` of engine `e` as it arrives.
+    /// Returns when the last engine finished, after the start. The first failed read is returned once
+    /// every read in flight has ended.
+    pub fn stream(
+        &mut self,
+        engines: &[Vec<FlashAddr>],
+        depth: u32,
+        work_ps: Ps,
+        mut on_page: impl FnMut(usize, usize, &[u8], u64),
+    ) -> std::result::Result<Ps, RawFlashError> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let ps = self.ctrl().geometry().page_size as usize;
+        for a in engines.iter().flatten() {
+            self.ctrl().ppn_of(a)?;
+        }
+        let base = self.sp.now();
+        // When each engine asks for its next page.
+        let mut asks: BinaryHeap<Reverse<(Ps, usize)>> = BinaryHeap::new();
+        for (e, pages) in engines.iter().enumerate() {
+            for _ in 0..(depth.max(1) as usize).min(pages.len()) {
+                asks.push(Reverse((0, e)));
+            }
+        }
+        let mut next = vec![0usize; engines.len()];
+        let mut free_at = vec![0 as Ps; engines.len()];
+        let mut reading: HashMap<Tag, (usize, usize, Vec<u8>)> = HashMap::new();
+        let mut tag: Tag = 0;
+        let mut first_error = None;
+        loop {
+            let limit = asks.peek().map(|Reverse((t, _))| base + t);
+            let event = match limit {
+                Some(l) => self.sp.poll_until(l),
+                None => self.sp.poll(),
+            };
+            match event {
+                Some((_, c)) => match c.event {
+                    Event::ReadData(slice) => {
+                        let Some((e, i, page)) = reading.get_mut(&c.tag) else { continue };
+                        let off = slice.offset();
+                        page[off..off + slice.bytes().len()].copy_from_slice(slice.bytes());
+                        if slice.last {
+                            let (e, i) = (*e, *i);
+                            let (_, _, page) = reading.remove(&c.tag).expect("present");
+                            on_page(e, i, &page, slice.spare);
+                            let start = (c.at_ps - base).max(free_at[e]);
+                            free_at[e] = start + work_ps;
+                            asks.push(Reverse((start, e)));
+                        }
+                    }
+                    Event::Ack(Err(err)) => {
+                        reading.remove(&c.tag);
+                        first_error.get_or_insert(err);
+                    }
+                    _ => {}
+                },
+                None if limit.is_none() => break,
+                None => {
+                    let Reverse((_, e)) = asks.pop().expect("peeked");
+                    let i = next[e];
+                    if i >= engines[e].len() || first_error.is_some() {
+                        continue;
+                    }
+                    next[e] += 1;
+                    tag = tag.wrapping_add(1);
+                    reading.insert(tag, (e, i, vec![0u8; ps]));
+                    if let Err(err) = self.sp.issue(Source::Isp, FlashCommand::read(engines[e][i], tag)) {
+                        reading.remove(&tag);
+                        first_error.get_or_insert(err);
+                    }
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(free_at.into_iter().max().unwrap_or(0)),
+        }
+    }
+
     /// Makes programmed pages durable, and the erase counts when blocks were erased since they were saved.
     pub fn sync(&mut self) -> Result<()> {
         self.ctrl().media().sync()?;

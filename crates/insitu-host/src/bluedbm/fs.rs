@@ -148,7 +148,8 @@ const BATCH_PAGES: usize = 256;
 /// A checkpoint is taken once the journal is this long.
 const CHECKPOINT_AFTER: u64 = 1 << 20;
 
-fn spare(id: u64, index: u64) -> u64 {
+/// The spare-area record of page `index` of file `id`.
+pub(crate) fn spare(id: u64, index: u64) -> u64 {
     id << 24 | index
 }
 
@@ -690,6 +691,11 @@ impl<'a> Fs<'a> {
         Ok(n)
     }
 
+    /// The appliance the file system is on.
+    pub fn array(&self) -> &'a Array {
+        self.array
+    }
+
     /// Bytes a flash page holds (every node has the same).
     pub fn page_size(&self) -> usize {
         self.nodes.first().map_or(8192, |n| n.info.page_size as usize)
@@ -972,16 +978,9 @@ fn node_of(info: RawInfo, report: &mut FsReport) -> Node {
 mod tests {
     use super::*;
     use crate::array::OpenOptions;
-    use insitu_device::Profile;
 
-    /// A 2-node appliance of the bluedbm profile with a small geometry.
     fn appliance(dir: &Path) -> Array {
-        let text = include_str!("../../../../profiles/bluedbm.toml")
-            .replace("channels = 16 ", "channels = 4 ")
-            .replace("chips_per_channel = 8 ", "chips_per_channel = 2 ")
-            .replace("pages_per_block = 256 ", "pages_per_block = 16 ");
-        let profile = Profile::from_toml(&text, "small").unwrap();
-        Array::init(dir, 2, profile, Some(4 << 20), None).unwrap()
+        crate::bluedbm::small_appliance(dir, 2, 4 << 20)
     }
 
     fn bytes(n: usize, seed: u8) -> Vec<u8> {

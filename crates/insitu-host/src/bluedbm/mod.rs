@@ -5,12 +5,14 @@
 //! and the graphs of §7.2 ([`graph`]: the Graph500 generator, edge-list files).
 
 pub mod access;
+pub mod apps;
 pub mod bench;
 pub mod fs;
 pub mod graph;
 pub mod repro;
 
 pub mod routes;
+pub mod search;
 
 pub use insitu_device::network::{Topology, TopologyError};
 
@@ -50,6 +52,21 @@ fn storage_network(profile: &Profile) -> Result<(&StorageNetworkProfile, NetConf
 /// A topology the caller built, refused: an invalid argument naming why.
 fn topo_err(e: TopologyError) -> HostError {
     HostError::InvalidArgument(e.to_string())
+}
+
+/// An appliance of `nodes` nodes of the bluedbm profile with a small geometry (2 cards x 2 buses x 2
+/// chips, 16 pages of 8 KiB a block) and `capacity` bytes a node, cabled in a line: for tests.
+#[cfg(test)]
+pub(crate) fn small_appliance(dir: &std::path::Path, nodes: u32, capacity: u64) -> crate::Array {
+    let text = include_str!("../../../../profiles/bluedbm.toml")
+        .replace("channels = 16 ", "channels = 4 ")
+        .replace("chips_per_channel = 8 ", "chips_per_channel = 2 ")
+        .replace("pages_per_block = 256 ", "pages_per_block = 16 ");
+    let profile = Profile::from_toml(&text, "small").unwrap();
+    let topo = topology("line", Some(nodes), 1, &profile).unwrap();
+    let mut array = crate::Array::init(dir, nodes, profile, Some(capacity), None).unwrap();
+    array.set_topology(topo).unwrap();
+    array
 }
 
 /// A raw flash command of a simulation refused.

@@ -1,0 +1,102 @@
+//! What BlueDBM's applications (§7) share: who runs them ([`Placement`]), what a run cost
+//! ([`AppCost`]), and the pieces of their pricing on the appliance's profile.
+
+use insitu_device::work::{self, Ledger};
+use insitu_device::Profile;
+use serde::Serialize;
+
+use crate::bluedbm::fs::{FsFile, GlobalPage};
+use crate::error::{HostError, Result};
+
+/// Who runs an application (§7's configurations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// The nodes' in-store processors, on the flash of their own node; only results reach the host.
+    #[default]
+    Isp,
+    /// Software on a node's host, reading every page through its device (H-F).
+    Host,
+    /// Software on a node's host with the file in its DRAM (H-DRAM).
+    HostDram,
+}
+
+impl Placement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Isp => "isp",
+            Placement::Host => "host",
+            Placement::HostDram => "host-dram",
+        }
+    }
+}
+
+/// What a run of an application cost: measured here, and modeled on the appliance's profile.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AppCost {
+    pub placement: Placement,
+    /// Bytes of the file, and pages read from flash (a page read twice counts twice).
+    pub bytes: u64,
+    pub pages: u64,
+    /// Modeled on the profile: the whole run, and parts of it (the engines' or the host's work, time in
+    /// the accelerator's queue, the host's CPU).
+    pub modeled_s: f64,
+    pub modeled_queue_s: f64,
+    pub modeled_host_cpu_s: f64,
+    /// What bound the modeled time.
+    pub bound: String,
+    /// In-store processor jobs, and engines each ran with.
+    pub jobs: u64,
+    pub engines: u32,
+    /// Host threads of a host placement.
+    pub threads: u32,
+    /// Bytes over the storage network and over the hosts' PCIe links.
+    pub network_bytes: u64,
+    pub pcie_bytes: u64,
+    /// Measured here: wall time and this process's CPU time.
+    pub wall_s: f64,
+    pub host_cpu_s: f64,
+}
+
+/// Seconds of `n` of `item` on the host's CPU, one thread.
+pub(crate) fn host_cpu_s(profile: &Profile, item: &str, n: u64) -> Result<f64> {
+    let mut l = Ledger::new();
+    work::add(&mut l, item, n);
+    let p = profile.host.cpu.price(&l);
+    if !p.unpriced.is_empty() {
+        return Err(HostError::InvalidArgument(format!(
+            "host profile {} has no price for {item}",
+            profile.host.name
+        )));
+    }
+    Ok(p.seconds())
+}
+
+/// Seconds for the host's memory to move the traffic of `n` of `item` (its `[memory_bytes]`).
+pub(crate) fn host_memory_s(profile: &Profile, item: &str, n: u64) -> f64 {
+    let per = profile.host.memory_bytes.get(item).copied().unwrap_or(0.0);
+    per * n as f64 / profile.host.memory_bw
+}
+
+/// Seconds over one node's PCIe link for a job's `down` bytes (host to device) and `up` bytes.
+pub(crate) fn link_s(profile: &Profile, down: u64, up: u64) -> f64 {
+    let l = &profile.host_link;
+    down as f64 / l.write_bw + up as f64 / l.read_bw + 2.0 * l.latency_us * 1e-6
+}
+
+/// Bytes of page `i` of `f` that hold the file.
+pub(crate) fn page_len(f: &FsFile, i: usize, page_size: usize) -> u32 {
+    let start = (i * page_size) as u64;
+    f.size.saturating_sub(start).min(page_size as u64) as u32
+}
+
+/// The name of the bound of a modeled time made of `parts`: the largest.
+pub(crate) fn bound(parts: &[(&str, f64)]) -> (f64, String) {
+    let (name, s) = parts.iter().fold(("", 0.0f64), |a, (n, s)| if *s > a.1 { (n, *s) } else { a });
+    (s, name.to_string())
+}
+
+/// A page's address as the device protocol names it.
+pub(crate) fn addr(p: &GlobalPage) -> insitu_device::rawflash::FlashAddr {
+    p.addr
+}
