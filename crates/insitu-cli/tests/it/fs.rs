@@ -18,7 +18,7 @@ fn small_profile(env: &Env) -> String {
 }
 
 /// A 3-node line appliance with `capacity` of raw flash a node.
-fn appliance(capacity: &str) -> Env {
+pub fn appliance(capacity: &str) -> Env {
     let env = Env::new();
     let profile = small_profile(&env);
     env.init(&["--nodes", "3", "--topology", "line", "--profile", &profile, "--capacity", capacity]);

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `insitu` binary: what a user types, what they get back.
 #![allow(clippy::unwrap_used)]
 
+mod apps;
 mod bluedbm;
 mod crash;
 mod errors;

@@ -1,0 +1,96 @@
+//! BlueDBM's applications from the command line (§7): string search by the in-store processors and by
+//! host software, against a naive scan and ripgrep; nearest-neighbour search against a naive reference.
+
+use crate::fs::appliance;
+use crate::{s, text, Env};
+
+/// Lines (split at `\n`) in which at least one occurrence of `needle` starts.
+fn naive_lines(hay: &[u8], needle: &[u8]) -> u64 {
+    let mut line_of = Vec::with_capacity(hay.len());
+    let mut line = 0usize;
+    for c in hay {
+        line_of.push(line);
+        line += (*c == b'\n') as usize;
+    }
+    let mut lines: Vec<usize> = naive_offsets(hay, needle).iter().map(|o| line_of[*o]).collect();
+    lines.dedup();
+    lines.len() as u64
+}
+
+fn naive_offsets(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    (0..=hay.len().saturating_sub(needle.len())).filter(|&i| hay[i..].starts_with(needle)).collect()
+}
+
+#[test]
+fn string_search_agrees_on_every_placement_with_a_naive_scan_and_ripgrep() {
+    let env = appliance("64MiB");
+    // A small alphabet, so that occurrences are many and straddle pages; 300 KB over 37 pages on 3 nodes.
+    let mut hay = text(300_000, 11, b"ab\n");
+    // A 1,024-byte needle planted across the boundary of pages 9 and 10 (and once more elsewhere).
+    let long: Vec<u8> = text(1024, 12, b"xyz");
+    hay[10 * 8192 - 500..10 * 8192 + 524].copy_from_slice(&long);
+    hay[200_000..201_024].copy_from_slice(&long);
+    let file = env.write("hay.txt", &hay);
+    env.ok(&["fs", "put", s(&file), "--name", "hay"]);
+    let long = String::from_utf8(long).unwrap();
+    for needle in ["abab", "a", "b\na", "bbbbbbbbb", long.as_str()] {
+        let want = naive_offsets(&hay, needle.as_bytes());
+        assert!(!want.is_empty(), "{needle:?} should occur");
+        let mut modeled = Vec::new();
+        for placement in ["isp", "host", "host-dram"] {
+            let r = env.json(&[
+                "bluedbm",
+                "search",
+                "hay",
+                needle,
+                "--offsets",
+                "--placement",
+                placement,
+                "--node",
+                "1",
+            ]);
+            let r = &r["result"];
+            let got: Vec<usize> =
+                r["offsets"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+            assert_eq!(got, want, "{needle:?} on {placement}");
+            assert_eq!(r["count"].as_u64(), Some(want.len() as u64));
+            match needle.contains('\n') {
+                true => assert!(r["lines"].is_null()),
+                false => {
+                    assert_eq!(r["lines"].as_u64(), Some(naive_lines(&hay, needle.as_bytes())), "{needle:?}")
+                }
+            }
+            modeled.push(r["cost"]["modeled_s"].as_f64().unwrap());
+        }
+        assert!(modeled.iter().all(|m| *m > 0.0), "{modeled:?}");
+    }
+    // The in-store search sends only results over PCIe: far less than the file.
+    let r = env.json(&["bluedbm", "search", "hay", "bbbbbbbbb"]);
+    let pcie = r["result"]["cost"]["pcie_bytes"].as_u64().unwrap();
+    assert!(pcie < hay.len() as u64 / 20, "{pcie}");
+    assert!(r["result"]["cost"]["jobs"].as_u64().unwrap() >= 3, "a job on each node");
+    // ripgrep, where it is installed, counts the same lines and (for a needle that cannot overlap itself)
+    // the same occurrences.
+    if let Ok(o) = std::process::Command::new("rg").args(["-F", "-c", "abab", s(&file)]).output() {
+        let lines: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+        assert_eq!(r_lines(&env, "abab"), lines);
+        let o = std::process::Command::new("rg")
+            .args(["-F", "--count-matches", "aab", s(&file)])
+            .output()
+            .unwrap();
+        let n: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+        let r = env.json(&["bluedbm", "search", "hay", "aab"]);
+        assert_eq!(r["result"]["count"].as_u64(), Some(n));
+    }
+    // Bad needles and files are refused by name.
+    let err = env.fails(&["bluedbm", "search", "hay", ""]);
+    assert!(err.contains("empty"), "{err}");
+    let err = env.fails(&["bluedbm", "search", "hay", &"x".repeat(1025)]);
+    assert!(err.contains("1025") && err.contains("1024"), "{err}");
+    let err = env.fails(&["bluedbm", "search", "nope", "x"]);
+    assert!(err.contains("nope"), "{err}");
+}
+
+fn r_lines(env: &Env, needle: &str) -> u64 {
+    env.json(&["bluedbm", "search", "hay", needle])["result"]["lines"].as_u64().unwrap()
+}
