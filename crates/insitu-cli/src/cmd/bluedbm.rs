@@ -1,5 +1,6 @@
 //! `bluedbm`: BlueDBM's applications (ISCA '15 §7) on an appliance's file system: string search by the
-//! in-store processors' Morris-Pratt engines or host software (`search`, §7.3); graphs stored a vertex a
+//! in-store processors' Morris-Pratt engines or host software (`search`, §7.3); nearest-neighbour search
+//! by Hamming distance over items a flash page each, exhaustive or through LSH buckets (`knn`, §7.1); graphs stored a vertex a
 //! page (`put-graph`) and their breadth-first traversal by an in-store processor or a host (`bfs`, §7.2).
 
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use clap::Subcommand;
 use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
 use insitu_host::bluedbm::fs::{Access, Fs};
 use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, Adjacency, EdgeFormat};
+use insitu_host::bluedbm::nearest::{nearest, Lsh, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::units::human_bytes;
 use serde_json::json;
@@ -63,6 +65,33 @@ pub enum BluedbmCmd {
         #[arg(long, value_enum, default_value = "isp")]
         placement: AppWhere,
         /// The node whose host searches (host placements).
+        #[arg(long, default_value_t = 0)]
+        node: u32,
+        /// Host threads (host placements).
+        #[arg(long, default_value_t = 1)]
+        threads: u32,
+    },
+    /// The items of a file closest to a query by Hamming distance (§7.1): items are a flash page each
+    /// (8 KiB on bluedbm); the result is their indices and distances, closest first (ties: lowest index).
+    Knn {
+        /// The items (stored by `insitu fs put`), one page-sized item after another.
+        items: String,
+        /// The query: one page-sized item, or several one after another (each answered).
+        queryfile: PathBuf,
+        /// How many nearest items to give.
+        #[arg(long, default_value_t = 1)]
+        k: u32,
+        /// Compare only items sharing an LSH bucket with the query in one of this many bands (bit
+        /// sampling; the buckets are built on first use and kept). Default: every item.
+        #[arg(long)]
+        lsh: Option<u32>,
+        /// Bits sampled per LSH band.
+        #[arg(long, default_value_t = 16)]
+        lsh_bits: u32,
+        /// Who compares.
+        #[arg(long, value_enum, default_value = "isp")]
+        placement: AppWhere,
+        /// The node whose host compares (host placements).
         #[arg(long, default_value_t = 0)]
         node: u32,
         /// Host threads (host placements).
@@ -135,6 +164,50 @@ impl BluedbmCmd {
                     }
                 }
                 ctx.out.plain("bluedbm search", out, &text);
+            }
+            BluedbmCmd::Knn { items, queryfile, k, lsh, lsh_bits, placement, node, threads } => {
+                let queries = std::fs::read(&queryfile).map_err(|e| {
+                    anyhow::anyhow!("cannot read the query file {}: {e}", queryfile.display())
+                })?;
+                let array = ctx.open()?;
+                let fs = Fs::open(&array)?;
+                let lsh = lsh.map(|bands| Lsh { bands, bits: lsh_bits });
+                let opts = NearestOptions { placement: placement.into(), k, lsh, node, threads };
+                let r = crate::output::busy("comparing", || nearest(&fs, &items, &queries, opts))?;
+                let per_query: Vec<serde_json::Value> = r
+                    .nearest
+                    .iter()
+                    .map(|n| {
+                        json!({ "indices": n.iter().map(|x| x.0).collect::<Vec<_>>(),
+                                "distances": n.iter().map(|x| x.1).collect::<Vec<_>>() })
+                    })
+                    .collect();
+                let mut out = json!({ "items": items, "item_count": r.items, "compared": r.compared,
+                                      "lsh": lsh, "lsh_built": r.lsh_built, "lsh_build_s": r.lsh_build_s,
+                                      "cost": r.cost });
+                if let [one] = per_query.as_slice() {
+                    out["indices"] = one["indices"].clone();
+                    out["distances"] = one["distances"].clone();
+                }
+                out["queries"] = json!(per_query);
+                let mut text = format!(
+                    "{} quer{} against {} items of {items}: {} comparisons{}\n{}",
+                    r.nearest.len(),
+                    if r.nearest.len() == 1 { "y" } else { "ies" },
+                    r.items,
+                    r.compared,
+                    if r.lsh_built {
+                        format!(" (LSH buckets built in {:.3} s)", r.lsh_build_s)
+                    } else {
+                        String::new()
+                    },
+                    cost_text(&r.cost)
+                );
+                for (q, n) in r.nearest.iter().enumerate() {
+                    let list: Vec<String> = n.iter().map(|(i, d)| format!("{i} ({d})")).collect();
+                    text.push_str(&format!("\nquery {q}: {}", list.join(", ")));
+                }
+                ctx.out.plain("bluedbm knn", out, &text);
             }
             BluedbmCmd::PutGraph { edges, name, directed, vertices, format } => {
                 let fmt = match format {

@@ -94,3 +94,81 @@ fn string_search_agrees_on_every_placement_with_a_naive_scan_and_ripgrep() {
 fn r_lines(env: &Env, needle: &str) -> u64 {
     env.json(&["bluedbm", "search", "hay", needle])["result"]["lines"].as_u64().unwrap()
 }
+
+/// The `k` nearest items (index, distance), closest first, ties to the lowest index: a naive scan.
+fn naive_nearest(items: &[u8], query: &[u8], k: usize) -> Vec<(u64, u64)> {
+    let mut all: Vec<(u64, u64)> = items
+        .chunks(query.len())
+        .enumerate()
+        .map(|(i, it)| (it.iter().zip(query).map(|(a, b)| (a ^ b).count_ones() as u64).sum(), i as u64))
+        .collect();
+    all.sort_unstable();
+    all.into_iter().take(k).map(|(d, i)| (i, d)).collect()
+}
+
+fn pairs(v: &serde_json::Value) -> Vec<(u64, u64)> {
+    let i = v["indices"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap());
+    i.zip(v["distances"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap())).collect()
+}
+
+#[test]
+fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
+    let env = appliance("64MiB");
+    // 300 items of 8 KiB: pages of a text, with repeated items so that distances tie.
+    let mut items = text(300 * 8192, 21, b"abcdefgh \n");
+    items.copy_within(0..8192, 9 * 8192);
+    let file = env.write("items.bin", &items);
+    env.ok(&["fs", "put", s(&file), "--name", "items"]);
+    // Queries: item 42 with 40 bytes changed (a near duplicate), and item 0 (tied with item 9).
+    let mut q = items[42 * 8192..43 * 8192].to_vec();
+    for i in (0..8192).step_by(200) {
+        q[i] ^= 0x21;
+    }
+    q.extend_from_slice(&items[..8192]);
+    let qfile = env.write("q.bin", &q);
+    let want: Vec<Vec<(u64, u64)>> = q.chunks(8192).map(|x| naive_nearest(&items, x, 5)).collect();
+    assert_eq!((want[0][0].0, want[1][0], want[1][1]), (42, (0, 0), (9, 0)));
+    for placement in ["isp", "host", "host-dram"] {
+        let r = env.json(&[
+            "bluedbm",
+            "knn",
+            "items",
+            s(&qfile),
+            "--k",
+            "5",
+            "--placement",
+            placement,
+            "--threads",
+            "2",
+        ]);
+        let got: Vec<Vec<(u64, u64)>> =
+            r["result"]["queries"].as_array().unwrap().iter().map(pairs).collect();
+        assert_eq!(got, want, "{placement}");
+        assert_eq!(r["result"]["compared"].as_u64(), Some(600));
+        // With LSH, only the near duplicates' buckets are compared, and they are found.
+        let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8", "--placement", placement]);
+        let got: Vec<Vec<(u64, u64)>> =
+            r["result"]["queries"].as_array().unwrap().iter().map(pairs).collect();
+        assert_eq!(got, vec![vec![want[0][0]], vec![want[1][0]]], "{placement} with LSH");
+        assert!(r["result"]["compared"].as_u64().unwrap() < 60, "{}", r["result"]["compared"]);
+    }
+    // The buckets are built once, on first use.
+    let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8"]);
+    assert_eq!(r["result"]["lsh_built"], false);
+    // One query: its indices and distances at the top.
+    let one = env.write("one.bin", &q[..8192]);
+    let r = env.json(&["bluedbm", "knn", "items", s(&one), "--k", "2"]);
+    assert_eq!(pairs(&r["result"]), want[0][..2].to_vec());
+    // Bad input, refused by name.
+    let odd = env.write("odd.bin", &items[..8192 * 3 + 100]);
+    env.ok(&["fs", "put", s(&odd), "--name", "odd"]);
+    let err = env.fails(&["bluedbm", "knn", "odd", s(&one)]);
+    assert!(err.contains("not a whole number of 8192-byte items") && err.contains("refused"), "{err}");
+    let short = env.write("short.bin", &q[..100]);
+    let err = env.fails(&["bluedbm", "knn", "items", s(&short)]);
+    assert!(err.contains("100 bytes") && err.contains("8192-byte item"), "{err}");
+    let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--k", "0"]);
+    assert!(err.contains("k must be at least 1"), "{err}");
+    let err = env.fails(&["bluedbm", "knn", "items", "/nonexistent/q.bin"]);
+    assert!(err.contains("/nonexistent/q.bin"), "{err}");
+}

@@ -691,6 +691,12 @@ impl<'a> Fs<'a> {
         Ok(n)
     }
 
+    /// The folder of the file system's metadata on the host (`fs/` in the appliance's directory), where
+    /// applications keep what they build over files (nearest-neighbour indexes).
+    pub fn meta_dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The appliance the file system is on.
     pub fn array(&self) -> &'a Array {
         self.array

@@ -9,6 +9,7 @@ pub mod apps;
 pub mod bench;
 pub mod fs;
 pub mod graph;
+pub mod nearest;
 pub mod repro;
 
 pub mod routes;

@@ -1,0 +1,335 @@
+//! Nearest-neighbour search over items stored a flash page each (BlueDBM §7.1): the Hamming distance
+//! of a query item to items of the file, and the `k` closest (ties: lowest index). By the nodes'
+//! in-store processors on their own node's items, or by host software reading the items through its
+//! device (H-F) or from its DRAM (H-DRAM); every placement compares with the same kernel
+//! ([`insitu_kernels::hamming`]) and merges nodes' answers the same way, so all give the same answer.
+//!
+//! **Which items.** Every item (exhaustive), or, with locality-sensitive hashing, the items that share a
+//! hash bucket with the query in at least one band (§7.1: "only the data in the matching buckets are
+//! actually compared"). The hash is bit sampling, the LSH family for Hamming distance: each of `bands`
+//! bands reads `bits` bit positions drawn with a fixed seed, and an item's bucket in a band is those
+//! bits. The host builds the buckets once per file (reading every item) and keeps them in the file
+//! system's metadata folder, named by the file's id, so a file put again under the same name gets new
+//! ones.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use insitu_device::protocol::{IspNearest, IspNearestReply};
+use insitu_device::sys::process_cpu_ns;
+use insitu_device::work;
+use insitu_kernels::hamming::{distance, Nearest};
+use serde::Serialize;
+
+use crate::bluedbm::apps::{self, AppCost, Placement};
+use crate::bluedbm::fs::{spare, Access, Fs, FsFile};
+use crate::error::{HostError, Result};
+use crate::outfile::OutFile;
+
+/// Locality-sensitive hashing by bit sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Lsh {
+    pub bands: u32,
+    /// Bits sampled per band, 1 to 64.
+    pub bits: u32,
+}
+
+/// How to search.
+#[derive(Debug, Clone, Copy)]
+pub struct NearestOptions {
+    pub placement: Placement,
+    pub k: u32,
+    pub lsh: Option<Lsh>,
+    /// The node whose host searches (host placements).
+    pub node: u32,
+    /// Host threads (host placements).
+    pub threads: u32,
+}
+
+/// The nearest items of each query, and what finding them cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct NearestResult {
+    /// Per query, (item, distance), closest first.
+    pub nearest: Vec<Vec<(u32, u32)>>,
+    /// Items compared, summed over queries.
+    pub compared: u64,
+    /// Items in the file.
+    pub items: u64,
+    /// Whether this run built the file's LSH buckets (once per file and hashing), and the seconds it took.
+    pub lsh_built: bool,
+    pub lsh_build_s: f64,
+    pub cost: AppCost,
+}
+
+/// Finds the `k` nearest items of file `name` to each query of `queries` (page-sized items one after
+/// another) as `opts` says.
+pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Result<NearestResult> {
+    let f = fs.file(name)?;
+    let ps = fs.page_size();
+    if f.size == 0 || f.size % ps as u64 != 0 {
+        return Err(HostError::InvalidArgument(format!(
+            "{name} is {} bytes, not a whole number of {ps}-byte items: nearest-neighbour items are a flash \
+             page each (§7.1), so the file is refused rather than padded",
+            f.size
+        )));
+    }
+    if queries.is_empty() || queries.len() % ps != 0 {
+        return Err(HostError::InvalidArgument(format!(
+            "the queries are {} bytes; a query is one {ps}-byte item (several may follow one another)",
+            queries.len()
+        )));
+    }
+    if opts.k == 0 {
+        return Err(HostError::InvalidArgument("k must be at least 1".into()));
+    }
+    let items = f.pages.len();
+    let nq = queries.len() / ps;
+    // The items each query is compared with: all, or its LSH candidates.
+    let (candidates, lsh_built, lsh_build_s) = match opts.lsh {
+        None => (vec![(0..items as u32).collect::<Vec<u32>>()], false, 0.0),
+        Some(lsh) => {
+            let t = Instant::now();
+            let (keys, built) = lsh_keys(fs, f, lsh)?;
+            let build_s = if built { t.elapsed().as_secs_f64() } else { 0.0 };
+            let per_query =
+                queries.chunks(ps).map(|q| lsh_candidates(&keys, &sample_keys(q, lsh), lsh)).collect();
+            (per_query, built, build_s)
+        }
+    };
+    // H-DRAM: the items are in the host's memory before the search starts (read outside the timing).
+    let resident = match opts.placement {
+        Placement::HostDram => {
+            let mut data = Vec::with_capacity(f.size as usize);
+            fs.get(&f.name, &mut data)?;
+            Some(data)
+        }
+        _ => None,
+    };
+    let (t0, cpu0) = (Instant::now(), process_cpu_ns());
+    let mut cost = AppCost { placement: opts.placement, bytes: f.size, ..Default::default() };
+    // One pass per distinct candidate set: all queries at once when exhaustive, a query at a time with LSH.
+    let passes: Vec<(Vec<usize>, &[u32])> = match opts.lsh {
+        None => vec![((0..nq).collect(), &candidates[0])],
+        Some(_) => (0..nq).map(|q| (vec![q], candidates[q].as_slice())).collect(),
+    };
+    let mut nearest = vec![Vec::new(); nq];
+    let mut compared = 0u64;
+    for (qs, cand) in passes {
+        let qbytes: Vec<u8> = qs.iter().flat_map(|q| queries[q * ps..(q + 1) * ps].iter().copied()).collect();
+        compared += (cand.len() * qs.len()) as u64;
+        let found = match (opts.placement, &resident) {
+            (Placement::Isp, _) => in_store(fs, f, &qbytes, cand, opts.k, &mut cost)?,
+            (_, r) => on_host(fs, f, &qbytes, cand, opts, r.as_deref(), &mut cost)?,
+        };
+        for (q, n) in qs.into_iter().zip(found) {
+            nearest[q] = n;
+        }
+    }
+    cost.wall_s = t0.elapsed().as_secs_f64();
+    cost.host_cpu_s = process_cpu_ns().saturating_sub(cpu0) as f64 * 1e-9;
+    Ok(NearestResult { nearest, compared, items: items as u64, lsh_built, lsh_build_s, cost })
+}
+
+/// The queries against items `cand` on the in-store processors of their nodes, a job a node, all at
+/// once; the nodes' answers merged. Adds the slowest node's time to `cost`.
+fn in_store(
+    fs: &Fs,
+    f: &FsFile,
+    queries: &[u8],
+    cand: &[u32],
+    k: u32,
+    cost: &mut AppCost,
+) -> Result<Vec<Vec<(u32, u32)>>> {
+    let array = fs.array();
+    let profile = array.profile();
+    let nq = queries.len() / fs.page_size();
+    let mut nodes: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for &i in cand {
+        nodes.entry(f.pages[i as usize].node).or_default().push(i);
+    }
+    let mut pending = Vec::new();
+    for (node, idx) in &nodes {
+        let job = IspNearest {
+            queries: queries.to_vec(),
+            pages: idx.iter().map(|i| apps::addr(&f.pages[*i as usize])).collect(),
+            spares: idx.iter().map(|i| spare(f.id, *i as u64)).collect(),
+            items: idx.clone(),
+            k,
+        };
+        let dev = array.device(*node)?;
+        pending.push((*node, idx.len(), dev.submit(job).map_err(HostError::device(*node))?));
+    }
+    let mut merged: Vec<Nearest> = (0..nq).map(|_| Nearest::new(k as usize)).collect();
+    let (mut slowest, mut queue) = (0.0f64, 0.0f64);
+    for (node, pages, p) in pending {
+        let r: IspNearestReply = p.wait().map_err(HostError::device(node))?;
+        // Down: the queries and the page list (address, spare record, item number); up: k results a query.
+        let down = (queries.len() + pages * 20) as u64;
+        let up = (nq * k as usize * 8) as u64;
+        let t = (r.job.queue_ps + r.job.service_ps) as f64 * 1e-12 + apps::link_s(profile, down, up);
+        slowest = slowest.max(t);
+        queue = queue.max(r.job.queue_ps as f64 * 1e-12);
+        cost.jobs += 1;
+        cost.engines = cost.engines.max(r.job.engines);
+        cost.pages += r.job.pages;
+        cost.pcie_bytes += down + up;
+        for (m, found) in merged.iter_mut().zip(&r.nearest) {
+            m.merge(found);
+        }
+    }
+    cost.modeled_s += slowest;
+    cost.modeled_queue_s += queue;
+    cost.bound = "in-store engines".into();
+    Ok(merged.into_iter().map(Nearest::into_sorted).collect())
+}
+
+/// The queries against items `cand` by host software: the items through node `opts.node`'s device
+/// (H-F) or from DRAM (`resident`, H-DRAM), compared by `opts.threads` threads.
+fn on_host(
+    fs: &Fs,
+    f: &FsFile,
+    queries: &[u8],
+    cand: &[u32],
+    opts: NearestOptions,
+    resident: Option<&[u8]>,
+    cost: &mut AppCost,
+) -> Result<Vec<Vec<(u32, u32)>>> {
+    let ps = fs.page_size();
+    let profile = fs.array().profile();
+    let threads = opts.threads.max(1) as usize;
+    cost.threads = threads as u32;
+    let nq = queries.len() / ps;
+    let mut merged: Vec<Nearest> = (0..nq).map(|_| Nearest::new(opts.k as usize)).collect();
+    let mut read_s = 0.0;
+    const CHUNK: usize = 4096;
+    for chunk in cand.chunks(CHUNK) {
+        let fetched;
+        let data: &[u8] = match resident {
+            Some(d) => d,
+            None => {
+                let idx: Vec<usize> = chunk.iter().map(|i| *i as usize).collect();
+                let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, Access::HostFlash)?;
+                read_s += r.modeled_s;
+                cost.network_bytes += r.network_bytes;
+                cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
+                cost.pages += r.pages;
+                fetched = data;
+                &fetched
+            }
+        };
+        // Item `chunk[j]` is at slot `j` of fetched data, at its own index in resident data.
+        let slot = |j: usize| if resident.is_some() { chunk[j] as usize } else { j };
+        let per = chunk.len().div_ceil(threads).max(1);
+        let parts: Vec<Vec<Nearest>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..chunk.len())
+                .step_by(per)
+                .map(|a| {
+                    s.spawn(move || {
+                        let mut best: Vec<Nearest> = (0..nq).map(|_| Nearest::new(opts.k as usize)).collect();
+                        for j in a..(a + per).min(chunk.len()) {
+                            let item = &data[slot(j) * ps..(slot(j) + 1) * ps];
+                            for (q, b) in best.iter_mut().enumerate() {
+                                b.push(chunk[j], distance(&queries[q * ps..(q + 1) * ps], item));
+                            }
+                        }
+                        best
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a comparing thread panicked")).collect()
+        });
+        for part in parts {
+            for (m, p) in merged.iter_mut().zip(part) {
+                m.merge(&p.into_sorted());
+            }
+        }
+    }
+    let bytes = (cand.len() * ps) as u64;
+    let cpu_s = apps::host_cpu_s(profile, work::HAMMING_BYTES, bytes * nq as u64)? / threads as f64;
+    // Each item crosses the memory bus once, whatever the number of queries compared with it.
+    let mut mem_s = bytes as f64 / profile.host.memory_bw;
+    if resident.is_none() {
+        mem_s += apps::host_memory_s(profile, "storage.bytes", bytes);
+    }
+    let (s, b) = apps::bound(&[("flash reads", read_s), ("host cpu", cpu_s), ("host memory", mem_s)]);
+    cost.modeled_s += s;
+    cost.bound = b;
+    cost.modeled_host_cpu_s += cpu_s;
+    Ok(merged.into_iter().map(Nearest::into_sorted).collect())
+}
+
+/// The sampled bit positions of band `b` of `lsh` over items of `item_bits` bits (a fixed seed, so an
+/// index and its queries agree).
+fn band_positions(lsh: Lsh, b: u32, item_bits: u64) -> Vec<u64> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ ((b as u64) << 32 | lsh.bits as u64);
+    (0..lsh.bits)
+        .map(|_| {
+            // SplitMix64.
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) % item_bits
+        })
+        .collect()
+}
+
+/// An item's bucket in each band of `lsh`.
+fn sample_keys(item: &[u8], lsh: Lsh) -> Vec<u64> {
+    let bits = item.len() as u64 * 8;
+    (0..lsh.bands)
+        .map(|b| {
+            band_positions(lsh, b, bits)
+                .iter()
+                .enumerate()
+                .fold(0u64, |k, (j, p)| k | (((item[(p / 8) as usize] >> (p % 8)) & 1) as u64) << j)
+        })
+        .collect()
+}
+
+/// Items sharing a bucket with `q` (the query's keys) in at least one band, in index order.
+fn lsh_candidates(keys: &[u64], q: &[u64], lsh: Lsh) -> Vec<u32> {
+    let bands = lsh.bands as usize;
+    keys.chunks(bands)
+        .enumerate()
+        .filter(|(_, k)| k.iter().zip(q).any(|(a, b)| a == b))
+        .map(|(i, _)| i as u32)
+        .collect()
+}
+
+/// Where the buckets of file `f` under `lsh` are kept.
+fn lsh_path(fs: &Fs, f: &FsFile, lsh: Lsh) -> PathBuf {
+    fs.meta_dir().join("lsh").join(format!("{}-{}x{}.bin", f.id, lsh.bands, lsh.bits))
+}
+
+/// Every item's bucket in every band (`bands` keys an item), from the metadata folder or built now by
+/// reading every item (and kept); says whether it was built.
+fn lsh_keys(fs: &Fs, f: &FsFile, lsh: Lsh) -> Result<(Vec<u64>, bool)> {
+    if lsh.bands == 0 || !(1..=64).contains(&lsh.bits) {
+        return Err(HostError::InvalidArgument(format!(
+            "LSH needs at least 1 band and 1 to 64 bits a band, not {} bands of {} bits",
+            lsh.bands, lsh.bits
+        )));
+    }
+    let path = lsh_path(fs, f, lsh);
+    let want = f.pages.len() * lsh.bands as usize;
+    if let Ok(bytes) = std::fs::read(&path) {
+        if bytes.len() == want * 8 {
+            return Ok((
+                bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect(),
+                false,
+            ));
+        }
+    }
+    let mut data = Vec::with_capacity(f.size as usize);
+    fs.get(&f.name, &mut data)?;
+    let keys: Vec<u64> = data.chunks(fs.page_size()).flat_map(|item| sample_keys(item, lsh)).collect();
+    let dir = path.parent().expect("a folder");
+    std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+    let mut out = OutFile::create(&path)?;
+    let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+    std::io::Write::write_all(&mut out, &bytes).map_err(|e| HostError::io(&path, e))?;
+    out.commit()?;
+    Ok((keys, true))
+}
