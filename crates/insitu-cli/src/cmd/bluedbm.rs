@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Subcommand;
 use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
 use insitu_host::bluedbm::fs::{Access, Fs};
-use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, Adjacency, EdgeFormat};
+use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, WalkSpec};
 use insitu_host::bluedbm::nearest::{nearest, Lsh, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::units::human_bytes;
@@ -45,6 +45,22 @@ impl From<AppWhere> for AppPlacement {
             AppWhere::Isp => AppPlacement::Isp,
             AppWhere::Host => AppPlacement::Host,
             AppWhere::HostDram => AppPlacement::HostDram,
+        }
+    }
+}
+
+impl Placement {
+    fn access(self) -> Access {
+        match self {
+            Placement::Isp => Access::IspFlash,
+            Placement::Host => Access::HostFlash,
+        }
+    }
+
+    fn who(self) -> &'static str {
+        match self {
+            Placement::Isp => "in-store processor",
+            Placement::Host => "host",
         }
     }
 }
@@ -130,6 +146,30 @@ pub enum BluedbmCmd {
         #[arg(long, value_enum, default_value = "isp")]
         placement: Placement,
         /// The node whose in-store processor or host traverses.
+        #[arg(long, default_value_t = 0)]
+        node: u32,
+    },
+    /// Random walks on a stored graph from a vertex: each step reads the walk's vertex page and takes a
+    /// neighbour chosen by the seed, the next read depending on it (§7.2).
+    Walk {
+        /// The graph (stored by `put-graph`).
+        graph: String,
+        /// The start vertex.
+        #[arg(long, default_value_t = 0)]
+        from: u32,
+        /// Walks, all from the start vertex, their steps read together.
+        #[arg(long, default_value_t = 1)]
+        walks: u32,
+        /// Steps a walk.
+        #[arg(long, default_value_t = 16)]
+        length: u32,
+        /// Seed of the choices (the same walks whoever walks).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Who walks.
+        #[arg(long, value_enum, default_value = "isp")]
+        placement: Placement,
+        /// The node whose in-store processor or host walks.
         #[arg(long, default_value_t = 0)]
         node: u32,
     },
@@ -238,20 +278,18 @@ impl BluedbmCmd {
                 );
             }
             BluedbmCmd::Bfs { graph, from, levels, placement, node } => {
-                let access = match placement {
-                    Placement::Isp => Access::IspFlash,
-                    Placement::Host => Access::HostFlash,
-                };
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
-                let b = crate::output::busy("traversing", || bfs(&fs, &graph, from, node, access))?;
+                let b =
+                    crate::output::busy("traversing", || bfs(&fs, &graph, from, node, placement.access()))?;
                 let r = &b.read;
                 let mut out = json!({
                     "graph": graph, "from": from, "reached": b.reached, "depth": b.depth, "rounds": b.rounds,
                     "placement": format!("{placement:?}").to_lowercase(), "node": node, "pages": r.pages,
                     "local_pages": r.local_pages, "network_bytes": r.network_bytes, "hops": r.hops,
                     "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
-                    "modeled_s": r.modeled_s, "wall_s": r.wall_s,
+                    "modeled_s": b.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": b.software_s,
+                    "wall_s": r.wall_s,
                 });
                 if levels {
                     out["levels"] = json!(b
@@ -262,17 +300,16 @@ impl BluedbmCmd {
                 }
                 let mut text = format!(
                     "bfs {graph} from {from}: {} vertices reached, {} levels deep, {} pages in {} rounds of dependent \
-                     reads by node {node}'s {}\n  modeled {:.4} s on the appliance's profile (pages read only: the \
-                     traversal's own work is not priced yet), measured {:.3} s",
+                     reads by node {node}'s {}\n  modeled {:.4} s on the appliance's profile ({:.4} s of reads, \
+                     {:.4} s of host software), measured {:.3} s",
                     b.reached,
                     b.depth,
                     r.pages,
                     b.rounds,
-                    match placement {
-                        Placement::Isp => "in-store processor",
-                        Placement::Host => "host",
-                    },
+                    placement.who(),
+                    b.modeled_s,
                     r.modeled_s,
+                    b.software_s,
                     r.wall_s
                 );
                 if levels {
@@ -281,6 +318,37 @@ impl BluedbmCmd {
                     }
                 }
                 ctx.out.plain("bluedbm bfs", out, &text);
+            }
+            BluedbmCmd::Walk { graph, from, walks, length, seed, placement, node } => {
+                let array = ctx.open()?;
+                let fs = Fs::open(&array)?;
+                let spec = WalkSpec { from, walks, length, seed };
+                let w = crate::output::busy("walking", || walk(&fs, &graph, spec, node, placement.access()))?;
+                let r = &w.read;
+                let out = json!({
+                    "graph": graph, "from": from, "walks": w.walks, "steps": w.steps, "rounds": w.rounds,
+                    "placement": format!("{placement:?}").to_lowercase(), "node": node, "pages": r.pages,
+                    "network_bytes": r.network_bytes, "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
+                    "modeled_s": w.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": w.software_s,
+                    "wall_s": r.wall_s,
+                });
+                let mut text = format!(
+                    "{} walk(s) on {graph} from {from}: {} steps, {} pages in {} rounds of dependent reads by node \
+                     {node}'s {}\n  modeled {:.4} s ({:.1} us a step), measured {:.3} s",
+                    w.walks.len(),
+                    w.steps,
+                    r.pages,
+                    w.rounds,
+                    placement.who(),
+                    w.modeled_s,
+                    w.modeled_s / w.steps.max(1) as f64 * 1e6,
+                    r.wall_s
+                );
+                for p in &w.walks {
+                    let v: Vec<String> = p.iter().map(|x| x.to_string()).collect();
+                    text.push_str(&format!("\n{}", v.join(" ")));
+                }
+                ctx.out.plain("bluedbm walk", out, &text);
             }
         }
         Ok(ExitCode::SUCCESS)

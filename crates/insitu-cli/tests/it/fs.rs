@@ -379,6 +379,39 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
         modeled.push(b["result"]["modeled_s"].as_f64().unwrap());
     }
     assert!(modeled[1] > modeled[0], "the host's reads cross its PCIe link too: {modeled:?}");
+    // Random walks: every step follows an edge of the file, and both placements take the same walks.
+    let mut walks = Vec::new();
+    for placement in ["isp", "host"] {
+        let w = env.json(&[
+            "bluedbm",
+            "walk",
+            "g",
+            "--from",
+            "5",
+            "--walks",
+            "4",
+            "--length",
+            "10",
+            "--placement",
+            placement,
+        ]);
+        let paths: Vec<Vec<u64>> = w["result"]["walks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect())
+            .collect();
+        assert_eq!(paths.len(), 4);
+        for p in &paths {
+            assert_eq!((p.len(), p[0]), (11, 5), "{p:?}");
+            for e in p.windows(2) {
+                assert!(want[e[0] as usize].contains(&(e[1] as u32)), "{e:?} is no edge");
+            }
+        }
+        assert_eq!(w["result"]["rounds"].as_u64(), Some(10));
+        walks.push(paths);
+    }
+    assert_eq!(walks[0], walks[1]);
     let err = env.fails(&["bluedbm", "bfs", "g", "--from", "500"]);
     assert!(err.contains("no vertex 500"), "{err}");
     // Ids past --vertices are refused by name, and nothing is stored.
@@ -404,4 +437,21 @@ fn a_hub_spills_into_more_pages_and_bfs_follows_them() {
     );
     // Rounds: 7's page; 0's page, then its spill page; the leaves' pages.
     assert_eq!(b["result"]["rounds"].as_u64(), Some(4));
+    // Walks through the hub pick neighbours on its spill page too (a round more for those steps): each
+    // step alternates between the hub and a leaf, as the star has it.
+    let w = env.json(&["bluedbm", "walk", "star", "--from", "7", "--walks", "20", "--length", "3"]);
+    let paths = w["result"]["walks"].as_array().unwrap();
+    let mut far = 0;
+    for p in paths {
+        let p: Vec<u64> = p.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert_eq!((p[0], p[1], p[3]), (7, 0, 0), "{p:?}");
+        assert!((1..=3000).contains(&p[2]), "{p:?}");
+        far += (p[2] > 2044) as u32;
+    }
+    assert!(far > 0, "some pick lies on the spill page");
+    assert_eq!(
+        w["result"]["rounds"].as_u64(),
+        Some(4),
+        "the hub's step needs its spill page: one round more"
+    );
 }

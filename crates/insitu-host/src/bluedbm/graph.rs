@@ -386,6 +386,21 @@ pub struct Bfs {
     pub rounds: u64,
     /// The reads: pages, network, modeled time on the appliance's profile, wall time here.
     pub read: crate::bluedbm::fs::ViaReport,
+    /// Modeled seconds of the host software that asks for each page (host placements; the in-store
+    /// processor's traversal logic is FPGA logic beside its reads), and the whole traversal's.
+    pub software_s: f64,
+    pub modeled_s: f64,
+}
+
+/// Modeled seconds the software of a traversal spends asking for `pages` pages one round after another:
+/// a host's storage stack costs `request_cycles` a page on one core (its rounds cannot overlap: each
+/// depends on the one before); an in-store processor's is logic beside the reads.
+fn software_s(fs: &crate::bluedbm::fs::Fs<'_>, access: crate::bluedbm::fs::Access, pages: u64) -> f64 {
+    let host = &fs.array().profile().host;
+    match access {
+        crate::bluedbm::fs::Access::IspFlash => 0.0,
+        _ => pages as f64 * host.storage.request_cycles / host.cpu.clock_hz,
+    }
 }
 
 /// Breadth-first search of graph `name` (stored by [`put_graph`]) from vertex `from`, by node `origin`'s
@@ -446,7 +461,122 @@ pub fn bfs(
         }
     }
     report.wall_s = started.elapsed().as_secs_f64();
-    Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report })
+    let software_s = software_s(fs, access, report.pages);
+    let modeled_s = report.modeled_s + software_s;
+    Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report, software_s, modeled_s })
+}
+
+/// Random walks on a stored graph and what they cost.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Walks {
+    /// Each walk's vertices, the start first; a walk that reaches a vertex without neighbours ends there.
+    pub walks: Vec<Vec<u32>>,
+    /// Steps taken, all walks together.
+    pub steps: u64,
+    /// Rounds of dependent reads.
+    pub rounds: u64,
+    pub read: crate::bluedbm::fs::ViaReport,
+    pub software_s: f64,
+    pub modeled_s: f64,
+}
+
+/// The neighbour a walk takes: step `step` of walk `walk` under `seed` picks `pick % degree`, the same
+/// choice whoever walks (SplitMix64 of the three).
+pub fn walk_pick(seed: u64, walk: u32, step: u32) -> u64 {
+    let mut z = seed ^ (walk as u64) << 32 ^ step as u64;
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Random walks to take: `walks` of them from vertex `from`, `length` steps each, choices by `seed`.
+#[derive(Debug, Clone, Copy)]
+pub struct WalkSpec {
+    pub from: u32,
+    pub walks: u32,
+    pub length: u32,
+    pub seed: u64,
+}
+
+/// `walks` random walks of `length` steps on graph `name` from vertex `from`, by node `origin`'s in-store
+/// processor or host (§7.2): each step reads the page of the walk's vertex, picks a neighbour by
+/// [`walk_pick`], and follows spill pages as far as the pick lies; the walks' reads of a step go
+/// together, each round depending on the one before. Every page is checked to be the vertex it should be.
+pub fn walk(
+    fs: &crate::bluedbm::fs::Fs<'_>,
+    name: &str,
+    spec: WalkSpec,
+    origin: u32,
+    access: crate::bluedbm::fs::Access,
+) -> Result<Walks> {
+    let WalkSpec { from, walks, length, seed } = spec;
+    let pages = fs.file(name)?.pages.len();
+    if from as usize >= pages {
+        return Err(HostError::InvalidArgument(format!(
+            "{name} has no vertex {from} (it has {pages} pages)"
+        )));
+    }
+    let ps = fs.page_size();
+    let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
+    let mut paths: Vec<Vec<u32>> = (0..walks).map(|_| vec![from]).collect();
+    let mut report = crate::bluedbm::fs::ViaReport { origin, access, ..Default::default() };
+    let started = std::time::Instant::now();
+    let (mut rounds, mut steps) = (0u64, 0u64);
+    let mut live: Vec<u32> = (0..walks).collect();
+    for step in 0..length {
+        // (walk, page to read, the vertex it belongs to, neighbours to skip before the pick)
+        let mut want: Vec<(u32, usize, u32, Option<u64>)> = live
+            .iter()
+            .map(|w| (*w, *paths[*w as usize].last().expect("a start") as usize, 0, None))
+            .collect();
+        for w in &mut want {
+            w.2 = w.1 as u32;
+        }
+        let mut ended = Vec::new();
+        while !want.is_empty() {
+            let idx: Vec<usize> = want.iter().map(|w| w.1).collect();
+            if let Some(i) = idx.iter().find(|i| **i >= pages) {
+                return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
+            }
+            let (data, r) = fs.read_pages_via(name, &idx, origin, access)?;
+            rounds += 1;
+            report.add(&r);
+            let mut next = Vec::new();
+            for (k, (w, page, v, skip)) in want.iter().enumerate() {
+                let (pv, degree, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
+                if pv != *v {
+                    let what = if skip.is_none() { "its vertex" } else { "a spill page of" };
+                    return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
+                }
+                let left = match skip {
+                    Some(s) => *s,
+                    None if degree == 0 => {
+                        ended.push(*w);
+                        continue;
+                    }
+                    None => walk_pick(seed, *w, step) % degree as u64,
+                };
+                if (left as usize) < nb.len() {
+                    paths[*w as usize].push(nb[left as usize]);
+                    steps += 1;
+                } else if more == NO_PAGE {
+                    return Err(damaged(format!("vertex {v} has fewer neighbours than its degree says")));
+                } else {
+                    next.push((*w, more as usize, *v, Some(left - nb.len() as u64)));
+                }
+            }
+            want = next;
+        }
+        live.retain(|w| !ended.contains(w));
+        if live.is_empty() {
+            break;
+        }
+    }
+    report.wall_s = started.elapsed().as_secs_f64();
+    let software_s = software_s(fs, access, report.pages);
+    let modeled_s = report.modeled_s + software_s;
+    Ok(Walks { walks: paths, steps, rounds, read: report, software_s, modeled_s })
 }
 
 /// One stored page, decoded: (vertex, degree, neighbours here, next page).
