@@ -74,6 +74,18 @@ fn deal(
     (addrs, index)
 }
 
+/// The gap between reads that a job's throttle asks for (0: none); refuses no engines or a bad rate.
+fn gap_ps(limits: crate::protocol::IspLimits, page_size: usize) -> Result<Ps> {
+    if limits.engines == Some(0) {
+        return Err(refuse("a job needs at least one engine".into()));
+    }
+    match limits.throttle_bw {
+        None => Ok(0),
+        Some(bw) if bw.is_finite() && bw > 0.0 => Ok((page_size as f64 / bw * 1e12).round() as Ps),
+        Some(bw) => Err(refuse(format!("a flash throttle must be a positive rate, not {bw} B/s"))),
+    }
+}
+
 /// Checks the lengths of a job's per-page lists and the pages' cards and buses.
 fn check_pages(
     pages: &[FlashAddr],
@@ -128,7 +140,7 @@ pub fn search(
     };
     let scanned: u64 = (0..job.pages.len()).map(per_page).sum();
     let work_ps = price(&profile.kernels, work::SEARCH_BYTES, ps as u64, profile)?;
-    let per_bus = ri.search_engines_per_bus;
+    let per_bus = job.limits.engines.unwrap_or(ri.search_engines_per_bus);
     let (engines, index) = deal(&job.pages, ri.cards * buses, per_bus, |a| a.card * buses + a.bus);
     let n = job.pages.len();
     let (mut scans, mut seams) = match job.seams {
@@ -136,7 +148,8 @@ pub fn search(
         Some(_) => (Vec::new(), vec![Vec::new(); n]),
     };
     let mut bad = None;
-    let end = raw.stream(&engines, 1, work_ps, |e, i, page, spare| {
+    let gap = gap_ps(job.limits, ps)?;
+    let end = raw.stream(&engines, 1, work_ps, gap, |e, i, page, spare| {
         let j = index[e][i];
         if spare != job.spares[j] {
             bad.get_or_insert(spare_error(&job.pages[j], spare, job.spares[j]));
@@ -179,13 +192,14 @@ pub fn nearest(
         )));
     }
     let queries: Vec<&[u8]> = job.queries.chunks(ps).collect();
-    let per_card = ri.nearest_engines_per_card;
+    let per_card = job.limits.engines.unwrap_or(ri.nearest_engines_per_card);
     let work_ps = price(&profile.kernels, work::HAMMING_BYTES, (ps * queries.len()) as u64, profile)?;
     let (engines, index) = deal(&job.pages, ri.cards, per_card, |a| a.card);
     let depth = (ri.tags_per_card / per_card).max(1);
     let mut best: Vec<Nearest> = queries.iter().map(|_| Nearest::new(job.k as usize)).collect();
     let mut bad = None;
-    let end = raw.stream(&engines, depth, work_ps, |e, i, page, spare| {
+    let gap = gap_ps(job.limits, ps)?;
+    let end = raw.stream(&engines, depth, work_ps, gap, |e, i, page, spare| {
         let j = index[e][i];
         if spare != job.spares[j] {
             bad.get_or_insert(spare_error(&job.pages[j], spare, job.spares[j]));

@@ -255,6 +255,9 @@ pub struct HostProfile {
     /// An accelerator card beside the host (NASCENT's FPGA baseline, §4.3 footnote), if the host has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accelerator: Option<Accelerator>,
+    /// A hard disk beside the host, if it has one (BlueDBM §7.1's "DRAM + 5% disk").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<Disk>,
     /// The host's I/O path to its drives.
     #[serde(default)]
     pub storage: StorageStack,
@@ -264,6 +267,16 @@ pub struct HostProfile {
     /// cause none (sorts price their passes over memory in their engine).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory_bytes: BTreeMap<String, f64>,
+}
+
+/// A hard disk: what one random access costs, and its streaming rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Disk {
+    /// Microseconds of one random access (seek and rotation).
+    pub access_us: f64,
+    /// Bytes per second once streaming.
+    pub bw: f64,
 }
 
 /// How the host's software reaches its drives (the operating system's block layer and driver, and the
@@ -326,6 +339,7 @@ impl HostProfile {
             idle_w: 0.0,
             cpu: Engine::unknown(),
             accelerator: None,
+            disk: None,
             storage: StorageStack::default(),
             memory_bytes: BTreeMap::new(),
         }
@@ -379,6 +393,13 @@ impl HostProfile {
         }
         if let Some((item, v)) = self.memory_bytes.iter().find(|(_, v)| !(v.is_finite() && **v >= 0.0)) {
             return Err(format!("host.memory_bytes.{item:?} must be zero or more, got {v}"));
+        }
+        if let Some(d) = &self.disk {
+            for (field, v) in [("host.disk.access_us", d.access_us), ("host.disk.bw", d.bw)] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(format!("{field} must be a positive number, got {v}"));
+                }
+            }
         }
         self.cpu.validate("host.cpu")
     }

@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::Subcommand;
 use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
 use insitu_host::bluedbm::fs::{Access, Fs};
+use insitu_host::bluedbm::IspLimits;
 use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, WalkSpec};
 use insitu_host::bluedbm::nearest::{nearest, Lsh, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
@@ -85,7 +86,13 @@ pub enum BluedbmCmd {
         node: u32,
         /// Host threads (host placements).
         #[arg(long, default_value_t = 1)]
-        threads: u32,
+        threads: u32,        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
+        #[arg(long)]
+        engines: Option<u32>,
+        /// Throttle the in-store processors' flash reads to this many bytes a second (e.g. 600MB, as
+        /// §7.1's "throttled BlueDBM").
+        #[arg(long)]
+        throttle: Option<String>,
     },
     /// The items of a file closest to a query by Hamming distance (§7.1): items are a flash page each
     /// (8 KiB on bluedbm); the result is their indices and distances, closest first (ties: lowest index).
@@ -112,7 +119,13 @@ pub enum BluedbmCmd {
         node: u32,
         /// Host threads (host placements).
         #[arg(long, default_value_t = 1)]
-        threads: u32,
+        threads: u32,        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
+        #[arg(long)]
+        engines: Option<u32>,
+        /// Throttle the in-store processors' flash reads to this many bytes a second (e.g. 600MB, as
+        /// §7.1's "throttled BlueDBM").
+        #[arg(long)]
+        throttle: Option<String>,
     },
     /// Store a graph from an edge list, one vertex a flash page (its neighbours inside, spill pages for
     /// the rest), striped over the nodes (§7.2).
@@ -131,6 +144,9 @@ pub enum BluedbmCmd {
         /// text or u32le (default: from the extension).
         #[arg(long)]
         format: Option<String>,
+        /// Keep the graph on this node (default: striped over every node).
+        #[arg(long)]
+        node: Option<u32>,
     },
     /// Breadth-first search of a stored graph from a vertex, by dependent page reads across the nodes.
     Bfs {
@@ -178,10 +194,11 @@ pub enum BluedbmCmd {
 impl BluedbmCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         match self {
-            BluedbmCmd::Search { file, needle, offsets, placement, node, threads } => {
+            BluedbmCmd::Search { file, needle, offsets, placement, node, threads, engines, throttle } => {
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
-                let opts = SearchOptions { placement: placement.into(), offsets, node, threads };
+                let limits = isp_limits(engines, throttle.as_deref())?;
+                let opts = SearchOptions { placement: placement.into(), offsets, node, threads, limits };
                 let r = crate::output::busy("searching", || search(&fs, &file, needle.as_bytes(), opts))?;
                 let mut out = json!({ "file": file, "count": r.count, "lines": r.lines, "cost": r.cost });
                 if let Some(o) = &r.offsets {
@@ -205,14 +222,15 @@ impl BluedbmCmd {
                 }
                 ctx.out.plain("bluedbm search", out, &text);
             }
-            BluedbmCmd::Knn { items, queryfile, k, lsh, lsh_bits, placement, node, threads } => {
+            BluedbmCmd::Knn { items, queryfile, k, lsh, lsh_bits, placement, node, threads, engines, throttle } => {
                 let queries = std::fs::read(&queryfile).map_err(|e| {
                     anyhow::anyhow!("cannot read the query file {}: {e}", queryfile.display())
                 })?;
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
                 let lsh = lsh.map(|bands| Lsh { bands, bits: lsh_bits });
-                let opts = NearestOptions { placement: placement.into(), k, lsh, node, threads };
+                let limits = isp_limits(engines, throttle.as_deref())?;
+                let opts = NearestOptions { placement: placement.into(), k, lsh, node, threads, limits };
                 let r = crate::output::busy("comparing", || nearest(&fs, &items, &queries, opts))?;
                 let per_query: Vec<serde_json::Value> = r
                     .nearest
@@ -249,7 +267,7 @@ impl BluedbmCmd {
                 }
                 ctx.out.plain("bluedbm knn", out, &text);
             }
-            BluedbmCmd::PutGraph { edges, name, directed, vertices, format } => {
+            BluedbmCmd::PutGraph { edges, name, directed, vertices, format, node } => {
                 let fmt = match format {
                     Some(f) => EdgeFormat::parse(&f)?,
                     None => EdgeFormat::of(&edges),
@@ -258,7 +276,7 @@ impl BluedbmCmd {
                 let adj = Adjacency::build(&list, vertices, directed)?;
                 let array = ctx.open()?;
                 let mut fs = Fs::open(&array)?;
-                let g = crate::output::busy("storing the graph", || put_graph(&mut fs, &name, &adj))?;
+                let g = crate::output::busy("storing the graph", || put_graph(&mut fs, &name, &adj, node))?;
                 ctx.out.plain(
                     "bluedbm put-graph",
                     json!({ "name": g.name, "vertices": g.vertices, "edges": list.len(), "arcs": g.arcs,
@@ -376,4 +394,22 @@ fn cost_text(c: &AppCost) -> String {
         c.wall_s,
         c.host_cpu_s
     )
+}
+
+/// The in-store processors' limits from `--engines` and `--throttle`.
+fn isp_limits(engines: Option<u32>, throttle: Option<&str>) -> Result<IspLimits> {
+    if engines == Some(0) {
+        anyhow::bail!("--engines must be at least 1");
+    }
+    let throttle_bw = match throttle {
+        Some(t) => {
+            let bw = insitu_host::units::parse_size(t.trim_end_matches("/s"))?;
+            if bw == 0 {
+                anyhow::bail!("--throttle must be a positive rate, not {t}");
+            }
+            Some(bw as f64)
+        }
+        None => None,
+    };
+    Ok(IspLimits { engines, throttle_bw })
 }

@@ -31,6 +31,17 @@ pub struct IspSearch {
     pub lens: Vec<u32>,
     /// The seam pass: each page's engine state at its start.
     pub seams: Option<Vec<u32>>,
+    pub limits: IspLimits,
+}
+
+/// How much of the accelerator a job may use (§7's experiments): engines, and a cap on its flash reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct IspLimits {
+    /// Engines per flash bus (search) or per card (nearest neighbour), instead of the profile's.
+    pub engines: Option<u32>,
+    /// Flash reads throttled to this many bytes a second, all engines together (§7.1's "throttled
+    /// BlueDBM": 600 MB/s).
+    pub throttle_bw: Option<f64>,
 }
 
 /// What an [`IspSearch`] found.
@@ -56,6 +67,7 @@ pub struct IspNearest {
     /// Each page's item index, as results name it.
     pub items: Vec<u32>,
     pub k: u32,
+    pub limits: IspLimits,
 }
 
 /// The `k` nearest items of each query, as (item, distance), closest first.

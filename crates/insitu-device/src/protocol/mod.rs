@@ -40,7 +40,7 @@ pub use self::index::{
     IndexKind, IndexQuery, IndexStatus, QueryIndex, QueryRows, ResizeIndex, RunExtent, SelfSortStatus,
     SetIndexFlags, DEFAULT_FANOUT, DEFAULT_GENERATE_CHUNK, MAX_INDEXES, MAX_RUNS,
 };
-pub use self::isp::{IspJob, IspNearest, IspNearestReply, IspSearch, IspSearchReply};
+pub use self::isp::{IspJob, IspLimits, IspNearest, IspNearestReply, IspSearch, IspSearchReply};
 pub use self::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };

@@ -323,14 +323,16 @@ impl RawPartition {
     /// Streams pages to engines of the in-store processor, as a closed loop (BlueDBM §7): engine `e` reads
     /// `engines[e]` in order with up to `depth` reads in flight, and works `work_ps` on each page once the
     /// page has arrived and the engine is free; as it starts on a page it asks for another (that page's
-    /// buffer is free again). `on_page(e, i, page, spare)` gets page `i` of engine `e` as it arrives.
-    /// Returns when the last engine finished, after the start. The first failed read is returned once
-    /// every read in flight has ended.
+    /// buffer is free again). Reads go out at least `gap_ps` apart, all engines together (a throttle;
+    /// 0 for none). `on_page(e, i, page, spare)` gets page `i` of engine `e` as it arrives. Returns when
+    /// the last engine finished, after the start. The first failed read is returned once every read in
+    /// flight has ended.
     pub fn stream(
         &mut self,
         engines: &[Vec<FlashAddr>],
         depth: u32,
         work_ps: Ps,
+        gap_ps: Ps,
         mut on_page: impl FnMut(usize, usize, &[u8], u64),
     ) -> std::result::Result<Ps, RawFlashError> {
         use std::cmp::Reverse;
@@ -352,6 +354,8 @@ impl RawPartition {
         let mut reading: HashMap<Tag, (usize, usize, Vec<u8>)> = HashMap::new();
         let mut tag: Tag = 0;
         let mut first_error = None;
+        // When the throttle lets the next read go.
+        let mut next_slot: Ps = 0;
         loop {
             let limit = asks.peek().map(|Reverse((t, _))| base + t);
             let event = match limit {
@@ -381,11 +385,17 @@ impl RawPartition {
                 },
                 None if limit.is_none() => break,
                 None => {
-                    let Reverse((_, e)) = asks.pop().expect("peeked");
+                    let Reverse((t, e)) = asks.pop().expect("peeked");
                     let i = next[e];
                     if i >= engines[e].len() || first_error.is_some() {
                         continue;
                     }
+                    let at = (self.sp.now() - base).max(t);
+                    if at < next_slot {
+                        asks.push(Reverse((next_slot, e)));
+                        continue;
+                    }
+                    next_slot = at + gap_ps;
                     next[e] += 1;
                     tag = tag.wrapping_add(1);
                     reading.insert(tag, (e, i, vec![0u8; ps]));

@@ -357,10 +357,15 @@ pub struct StoredGraph {
 }
 
 /// Stores `adj` as file `name` of the appliance's file system, a vertex a page, striped over every node.
-pub fn put_graph(fs: &mut crate::bluedbm::fs::Fs<'_>, name: &str, adj: &Adjacency) -> Result<StoredGraph> {
+pub fn put_graph(
+    fs: &mut crate::bluedbm::fs::Fs<'_>,
+    name: &str,
+    adj: &Adjacency,
+    node: Option<u32>,
+) -> Result<StoredGraph> {
     let mut pages = GraphPages::new(adj, fs.page_size())?;
     let (n, spill) = pages.pages();
-    let f = fs.put(name, &mut pages, None)?;
+    let f = fs.put(name, &mut pages, node)?;
     let max_degree = (0..adj.vertices() as u32).map(|v| adj.neighbours(v).len() as u64).max().unwrap_or(0);
     Ok(StoredGraph {
         name: f.name,

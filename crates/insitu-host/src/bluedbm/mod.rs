@@ -16,6 +16,7 @@ pub mod routes;
 pub mod search;
 
 pub use insitu_device::network::{Topology, TopologyError};
+pub use insitu_device::protocol::IspLimits;
 
 use insitu_device::network::NetConfig;
 use insitu_device::profile::StorageNetworkProfile;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use insitu_device::protocol::{IspNearest, IspNearestReply};
+use insitu_device::protocol::{IspLimits, IspNearest, IspNearestReply};
 use insitu_device::sys::process_cpu_ns;
 use insitu_device::work;
 use insitu_kernels::hamming::{distance, Nearest};
@@ -45,6 +45,8 @@ pub struct NearestOptions {
     pub node: u32,
     /// Host threads (host placements).
     pub threads: u32,
+    /// Engines and a flash throttle for the in-store processors.
+    pub limits: IspLimits,
 }
 
 /// The nearest items of each query, and what finding them cost.
@@ -119,7 +121,7 @@ pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Res
         let qbytes: Vec<u8> = qs.iter().flat_map(|q| queries[q * ps..(q + 1) * ps].iter().copied()).collect();
         compared += (cand.len() * qs.len()) as u64;
         let found = match (opts.placement, &resident) {
-            (Placement::Isp, _) => in_store(fs, f, &qbytes, cand, opts.k, &mut cost)?,
+            (Placement::Isp, _) => in_store(fs, f, &qbytes, cand, opts, &mut cost)?,
             (_, r) => on_host(fs, f, &qbytes, cand, opts, r.as_deref(), &mut cost)?,
         };
         for (q, n) in qs.into_iter().zip(found) {
@@ -138,9 +140,10 @@ fn in_store(
     f: &FsFile,
     queries: &[u8],
     cand: &[u32],
-    k: u32,
+    opts: NearestOptions,
     cost: &mut AppCost,
 ) -> Result<Vec<Vec<(u32, u32)>>> {
+    let k = opts.k;
     let array = fs.array();
     let profile = array.profile();
     let nq = queries.len() / fs.page_size();
@@ -156,6 +159,7 @@ fn in_store(
             spares: idx.iter().map(|i| spare(f.id, *i as u64)).collect(),
             items: idx.clone(),
             k,
+            limits: opts.limits,
         };
         let dev = array.device(*node)?;
         pending.push((*node, idx.len(), dev.submit(job).map_err(HostError::device(*node))?));

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use insitu_device::protocol::{IspSearch, IspSearchReply};
+use insitu_device::protocol::{IspLimits, IspSearch, IspSearchReply};
 use insitu_device::sys::process_cpu_ns;
 use insitu_device::work;
 use insitu_kernels::search::{mp_failure, MorrisPratt, PageScan};
@@ -34,6 +34,8 @@ pub struct SearchOptions {
     pub node: u32,
     /// Host threads (host placements).
     pub threads: u32,
+    /// Engines and a flash throttle for the in-store processors.
+    pub limits: IspLimits,
 }
 
 /// What a search found and cost.
@@ -73,7 +75,7 @@ pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result
     let (t0, cpu0) = (Instant::now(), process_cpu_ns());
     let mut cost = AppCost { placement: opts.placement, bytes: f.size, ..Default::default() };
     let found = match opts.placement {
-        Placement::Isp => in_store(fs, f, &mp, &mut cost)?,
+        Placement::Isp => in_store(fs, f, &mp, opts.limits, &mut cost)?,
         Placement::Host | Placement::HostDram => on_host(fs, f, &mp, opts, resident.as_deref(), &mut cost)?,
     };
     let (count, lines, offsets) = assemble(f, ps, needle, &found, opts.offsets);
@@ -83,11 +85,11 @@ pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result
 }
 
 /// Both passes on the nodes' in-store processors.
-fn in_store(fs: &Fs, f: &FsFile, mp: &MorrisPratt, cost: &mut AppCost) -> Result<Found> {
+fn in_store(fs: &Fs, f: &FsFile, mp: &MorrisPratt, limits: IspLimits, cost: &mut AppCost) -> Result<Found> {
     let n = f.pages.len();
     let mut found = Found { scans: vec![PageScan::default(); n], seams: vec![Vec::new(); n] };
     let all: Vec<usize> = (0..n).collect();
-    let first = run_pass(fs, f, mp, &all, None, cost)?;
+    let first = run_pass(fs, f, mp, &all, None, limits, cost)?;
     for (i, r) in first {
         found.scans[i] = r.0;
     }
@@ -95,7 +97,7 @@ fn in_store(fs: &Fs, f: &FsFile, mp: &MorrisPratt, cost: &mut AppCost) -> Result
     let seams: Vec<usize> = (1..n).filter(|i| found.scans[i - 1].end_state > 0).collect();
     let states: BTreeMap<usize, u32> = seams.iter().map(|i| (*i, found.scans[i - 1].end_state)).collect();
     if !seams.is_empty() {
-        for (i, r) in run_pass(fs, f, mp, &seams, Some(&states), cost)? {
+        for (i, r) in run_pass(fs, f, mp, &seams, Some(&states), limits, cost)? {
             found.seams[i] = r.1;
         }
     }
@@ -113,6 +115,7 @@ fn run_pass(
     mp: &MorrisPratt,
     pages: &[usize],
     states: Option<&BTreeMap<usize, u32>>,
+    limits: IspLimits,
     cost: &mut AppCost,
 ) -> Result<Vec<(usize, PageOut)>> {
     let array = fs.array();
@@ -132,6 +135,7 @@ fn run_pass(
             spares: idx.iter().map(|i| spare(f.id, *i as u64)).collect(),
             lens: idx.iter().map(|i| apps::page_len(f, *i, ps)).collect(),
             seams: states.map(|s| idx.iter().map(|i| s[i]).collect()),
+            limits,
         };
         let dev = array.device(*node)?;
         pending.push((*node, idx, dev.submit(job).map_err(HostError::device(*node))?));
@@ -341,6 +345,7 @@ mod tests {
             spares: (0..f.pages.len()).map(|i| spare(f.id, i as u64)).collect(),
             lens: (0..f.pages.len()).map(|i| apps::page_len(&f, i, ps)).collect(),
             seams: None,
+            limits: Default::default(),
         };
         let dev = array.device(0).unwrap();
         let (a, b) = (dev.submit(job(b"abba")).unwrap(), dev.submit(job(b"b\nb")).unwrap());
@@ -357,7 +362,7 @@ mod tests {
         }
         // The whole search, seams joined, against a naive scan of the file.
         for placement in [Placement::Isp, Placement::Host, Placement::HostDram] {
-            let opts = SearchOptions { placement, offsets: true, node: 0, threads: 2 };
+            let opts = SearchOptions { placement, offsets: true, node: 0, threads: 2, limits: Default::default() };
             let r = search(&fs, "c", b"abba", opts).unwrap();
             assert_eq!(r.offsets.unwrap(), naive_offsets(&data, b"abba"), "{placement:?}");
         }
