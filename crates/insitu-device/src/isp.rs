@@ -23,6 +23,9 @@ fn refuse(detail: String) -> DeviceError {
     DeviceError::Isp(detail)
 }
 
+/// A query's nearest items, (item, distance), closest first.
+pub type Neighbours = Vec<(u32, u32)>;
+
 /// What a job did, beside its results.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ran {
@@ -175,7 +178,7 @@ pub fn nearest(
     raw: &mut RawPartition,
     profile: &Profile,
     job: &IspNearest,
-) -> Result<(Vec<Vec<(u32, u32)>>, Ran)> {
+) -> Result<(Vec<Neighbours>, Ran)> {
     let ri = interface(profile)?;
     let buses = profile.nand.channels / ri.cards;
     check_pages(

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use insitu_host::figure::{fmt_value, paper_text, Figure, PaperFigures, TOLERANCE};
 
 /// The report's order of papers (others follow, by name).
-const ORDER: &[&str] = &["nascent", "psacs", "intersect", "selfsort", "bluedbm-net"];
+const ORDER: &[&str] = &["nascent", "psacs", "intersect", "selfsort", "bluedbm-net", "bluedbm-apps"];
 
 /// What can go wrong writing a report.
 #[derive(Debug, thiserror::Error)]

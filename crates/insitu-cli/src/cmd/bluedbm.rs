@@ -10,10 +10,10 @@ use anyhow::Result;
 use clap::Subcommand;
 use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
 use insitu_host::bluedbm::fs::{Access, Fs};
-use insitu_host::bluedbm::IspLimits;
 use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, WalkSpec};
 use insitu_host::bluedbm::nearest::{nearest, Lsh, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
+use insitu_host::bluedbm::IspLimits;
 use insitu_host::units::human_bytes;
 use serde_json::json;
 
@@ -86,7 +86,8 @@ pub enum BluedbmCmd {
         node: u32,
         /// Host threads (host placements).
         #[arg(long, default_value_t = 1)]
-        threads: u32,        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
+        threads: u32,
+        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
         #[arg(long)]
         engines: Option<u32>,
         /// Throttle the in-store processors' flash reads to this many bytes a second (e.g. 600MB, as
@@ -119,7 +120,8 @@ pub enum BluedbmCmd {
         node: u32,
         /// Host threads (host placements).
         #[arg(long, default_value_t = 1)]
-        threads: u32,        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
+        threads: u32,
+        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
         #[arg(long)]
         engines: Option<u32>,
         /// Throttle the in-store processors' flash reads to this many bytes a second (e.g. 600MB, as
@@ -222,7 +224,18 @@ impl BluedbmCmd {
                 }
                 ctx.out.plain("bluedbm search", out, &text);
             }
-            BluedbmCmd::Knn { items, queryfile, k, lsh, lsh_bits, placement, node, threads, engines, throttle } => {
+            BluedbmCmd::Knn {
+                items,
+                queryfile,
+                k,
+                lsh,
+                lsh_bits,
+                placement,
+                node,
+                threads,
+                engines,
+                throttle,
+            } => {
                 let queries = std::fs::read(&queryfile).map_err(|e| {
                     anyhow::anyhow!("cannot read the query file {}: {e}", queryfile.display())
                 })?;

@@ -107,6 +107,19 @@ pub enum ReproCmd {
         #[arg(long, default_value = "bluedbm")]
         profile: String,
     },
+    /// BlueDBM §7, Figs. 16-21: nearest-neighbour search (in-store, throttled, host DRAM by threads, DRAM
+    /// with 10% flash or 5% disk, host software on flash), graph traversal by access path, and string
+    /// search by engine count, run on a two-node appliance in the work folder.
+    BluedbmApps {
+        #[command(flatten)]
+        report: ReportArgs,
+        /// Hardware profile to model on.
+        #[arg(long, default_value = "bluedbm")]
+        profile: String,
+        /// Working directory for the appliance (default: target/insitu-repro).
+        #[arg(long)]
+        work: Option<PathBuf>,
+    },
     /// NASCENT Fig. 13: sort on 1 to 12 SmartSSDs vs the host CPU vs one accelerator beside the host.
     Nascent {
         #[command(flatten)]
@@ -177,6 +190,11 @@ impl ReproCmd {
                     work: work.clone(),
                 },
                 ReproCmd::BluedbmNet { report: report.clone(), profile: "bluedbm".into() },
+                ReproCmd::BluedbmApps {
+                    report: report.clone(),
+                    profile: "bluedbm".into(),
+                    work: work.clone(),
+                },
             ];
             for cmd in cmds {
                 let (pf, data) = cmd.figures(ctx, &progress)?;
@@ -204,6 +222,7 @@ impl ReproCmd {
             | ReproCmd::Psacs { report, .. }
             | ReproCmd::Selfsort { report, .. }
             | ReproCmd::BluedbmNet { report, .. }
+            | ReproCmd::BluedbmApps { report, .. }
             | ReproCmd::Nascent { report, .. } => report,
         }
     }
@@ -253,6 +272,12 @@ impl ReproCmd {
                 use insitu_host::bluedbm::repro;
                 let figures = repro::run(&ctx.profile(&profile)?, progress)?;
                 (repro::figures(&figures), json!(figures))
+            }
+            ReproCmd::BluedbmApps { report, profile, work } => {
+                use insitu_host::bluedbm::repro_apps;
+                let work = work.unwrap_or_else(default_work);
+                let figures = repro_apps::run(&ctx.profile(&profile)?, &work, report.quick, progress)?;
+                (repro_apps::figures(&figures), json!(figures))
             }
             ReproCmd::Nascent { report, tpcc, devices, profile, algo, work } => {
                 let quick = vec![1, 2, 4, 8, 12];

@@ -122,3 +122,34 @@ fn gen_graph500_writes_the_edges_asked_for_in_either_format() {
     let err = env.fails(&["gen", "graph500", "--scale", "4", "--format", "csv", "-o", crate::s(&text)]);
     assert!(err.contains("text or u32le"), "{err}");
 }
+
+#[test]
+fn repro_bluedbm_apps_gives_figs_16_to_21_beside_the_paper() {
+    let env = Env::new();
+    let work = env.path("work");
+    let out = env.json(&["repro", "bluedbm-apps", "--quick", "--work", work.to_str().unwrap()]);
+    let figs = &out["result"]["figures"];
+    for id in ["fig16", "fig17", "fig19", "fig20", "fig21"] {
+        let rows = figs[id]["rows"].as_array().unwrap_or_else(|| panic!("{id}: {out}"));
+        assert!(!rows.is_empty(), "{id}");
+        for r in rows {
+            assert!(r["modeled"].as_f64().unwrap() >= 0.0, "{id}: {r}");
+            assert!(r.get("paper").is_some() && r.get("measured").is_some(), "{id}: {r}");
+        }
+        assert!(figs[id]["verdict"]["line"].as_str().is_some());
+    }
+    // Fig. 21: the engine sweep on one card, within 20% of the paper's 508, 770 and 1060 MB/s.
+    let f21 = figs["fig21"]["rows"].as_array().unwrap();
+    for r in &f21[..3] {
+        let (p, m) = (r["paper"].as_f64().unwrap(), r["modeled"].as_f64().unwrap());
+        assert!((m / p - 1.0).abs() < 0.2, "{r}");
+    }
+    // Fig. 20: the in-store processor's traversal within 20% of the paper's, and the fastest flash path.
+    let f20 = figs["fig20"]["rows"].as_array().unwrap();
+    assert_eq!(f20[0]["label"], "ISP-F");
+    assert!((f20[0]["modeled"].as_f64().unwrap() / 7692.0 - 1.0).abs() < 0.2, "{}", f20[0]);
+    assert!(f20[0]["modeled"].as_f64() > f20[1]["modeled"].as_f64());
+    for f in ["fig16.svg", "fig20.md", "figures.json"] {
+        assert!(env.path("repro-out/bluedbm-apps").join(f).is_file(), "{f}");
+    }
+}

@@ -11,6 +11,7 @@ pub mod fs;
 pub mod graph;
 pub mod nearest;
 pub mod repro;
+pub mod repro_apps;
 
 pub mod routes;
 pub mod search;

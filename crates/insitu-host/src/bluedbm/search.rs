@@ -362,7 +362,8 @@ mod tests {
         }
         // The whole search, seams joined, against a naive scan of the file.
         for placement in [Placement::Isp, Placement::Host, Placement::HostDram] {
-            let opts = SearchOptions { placement, offsets: true, node: 0, threads: 2, limits: Default::default() };
+            let opts =
+                SearchOptions { placement, offsets: true, node: 0, threads: 2, limits: Default::default() };
             let r = search(&fs, "c", b"abba", opts).unwrap();
             assert_eq!(r.offsets.unwrap(), naive_offsets(&data, b"abba"), "{placement:?}");
         }

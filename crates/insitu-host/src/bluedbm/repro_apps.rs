@@ -1,0 +1,504 @@
+//! `insitu repro bluedbm-apps`: BlueDBM's applications (ISCA '15 §7, Figs. 16-21) on a two-node appliance
+//! made in a work folder: nearest-neighbour search (Figs. 16-19), graph traversal (Fig. 20) and string
+//! search (Fig. 21), each run for real on data stored in the appliance's file system, by the in-store
+//! processors and by host software; every answer is checked to agree across placements.
+//!
+//! Modeled values are simulated time on the profile (the same on any machine): the engines' closed loop
+//! on the flash simulation, the storage network, PCIe, and the host's CPU and memory priced by its
+//! profile. The paper's configurations that are not runs here are computed from the same figures, each
+//! row saying how: DRAM with a share of accesses to flash or disk (Fig. 17), the remote-host and DRAM
+//! paths of Fig. 20 (from Fig. 12's path latencies, [`super::access`]). Measured values are this
+//! machine's speed at the same runs.
+
+use std::path::Path;
+
+use insitu_device::Profile;
+use insitu_kernels::hamming::naive_nearest;
+use serde::Serialize;
+
+use super::apps::Placement;
+use super::fs::{Access, Fs};
+use super::graph::{kronecker, put_graph, walk, Adjacency, WalkSpec};
+use super::nearest::{nearest, NearestOptions};
+use super::search::{search, SearchOptions};
+use super::{IspLimits, Row};
+use crate::error::{HostError, Result};
+use crate::figure::{Figure, PaperFigures, Plot, Series, Source};
+
+/// The paper's values (§7 and the authors' plot data, `../shared/notes/bluedbm.md`).
+mod paper {
+    /// Fig. 16: thousands of Hamming comparisons a second.
+    pub const ISP_1: f64 = 313.92;
+    pub const ISP_2: f64 = 627.84;
+    pub const DRAM: [f64; 4] = [52.8, 104.8, 226.0, 354.2];
+    /// Fig. 17, at 1, 2, 4 and 8 threads.
+    pub const FLASH_10: [f64; 4] = [25.9, 50.0, 59.8, 74.0];
+    pub const DISK_5: [f64; 4] = [3.39, 4.41, 6.24, 8.26];
+    /// Fig. 19: "the accelerator advantage is at least 20%".
+    pub const ACCEL_ADVANTAGE: f64 = 1.2;
+    /// Fig. 20 (the plot's units are not labelled: read as accesses a second).
+    pub const TRAVERSAL: [(&str, f64); 6] = [
+        ("ISP-F", 7692.0),
+        ("H-F", 6303.0),
+        ("H-RH-F", 2688.0),
+        ("DRAM + 50% F", 5586.0),
+        ("DRAM + 30% F", 7570.0),
+        ("H-DRAM", 16209.0),
+    ];
+    /// Fig. 21: MB/s of string search with 8, 16 and 32 engines on one card; "1.1 GB/s".
+    pub const SEARCH: [f64; 3] = [508.0, 770.0, 1060.0];
+    /// "CPU utilization increases significantly to 65%" (grep on an SSD).
+    pub const GREP_SSD_CPU: f64 = 65.0;
+}
+
+/// Threads of the host placements (Figs. 16-17).
+const THREADS: [u32; 4] = [1, 2, 4, 8];
+/// §7.1's throttled BlueDBM.
+const THROTTLE_BW: f64 = 600e6;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub profile: String,
+    pub items: u64,
+    pub corpus_bytes: u64,
+    pub graph_vertices: u64,
+    pub fig16: Vec<Row>,
+    pub fig17: Vec<Row>,
+    pub fig19: Vec<Row>,
+    pub fig20: Vec<Row>,
+    pub fig21: Vec<Row>,
+}
+
+/// Deterministic bytes.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A text of words with `needle` at about one byte in ten thousand (§7.3: "0.01%").
+fn corpus(bytes: usize, needle: &str) -> Vec<u8> {
+    const WORDS: [&str; 16] = [
+        "flash", "page", "store", "network", "node", "host", "query", "graph", "search", "engine", "card",
+        "bus", "latency", "data", "index", "buffer",
+    ];
+    let r = noise(bytes / 2, 5);
+    let mut out = Vec::with_capacity(bytes + 64);
+    let mut i = 0;
+    while out.len() < bytes {
+        let w = r[i % r.len()] as usize;
+        i += 1;
+        if out.len() % 70_000 < 8 && !out.is_empty() {
+            out.extend_from_slice(needle.as_bytes());
+        } else {
+            out.extend_from_slice(WORDS[w % WORDS.len()].as_bytes());
+        }
+        out.push(if w % 11 == 0 { b'\n' } else { b' ' });
+    }
+    out.truncate(bytes);
+    out
+}
+
+fn check(ok: bool, what: &str) -> Result<()> {
+    match ok {
+        true => Ok(()),
+        false => Err(HostError::InvalidArgument(format!("bluedbm-apps: the placements disagree on {what}"))),
+    }
+}
+
+/// Runs §7's applications on a two-node appliance of `profile` made in `work`.
+pub fn run(profile: &Profile, work: &Path, quick: bool, progress: &dyn Fn(&str)) -> Result<Figures> {
+    let ps = profile.nand.page_size as usize;
+    let items = if quick { 1024 } else { 8192 };
+    let corpus_bytes = if quick { 8 << 20 } else { 64 << 20 };
+    let scale = if quick { 10 } else { 13 };
+    let dir = work.join("bluedbm-apps");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
+    }
+    std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
+    let capacity =
+        2 * (items * ps) as u64 + corpus_bytes as u64 + ((1u64 << scale) * 3 * ps as u64) + (256 << 20);
+    let topo = super::topology("line", Some(2), 1, profile)?;
+    let mut array = crate::Array::init(&dir, 2, profile.clone(), Some(capacity), None)?;
+    array.set_topology(topo)?;
+    let mut fs = Fs::open(&array)?;
+
+    progress("storing items, a corpus and a graph");
+    let data = noise(items * ps, 9);
+    fs.put("items1", &mut data.as_slice(), Some(0))?;
+    let data2 = noise(2 * items * ps, 10);
+    fs.put("items2", &mut data2.as_slice(), None)?;
+    let needle = "bluedbm-isp";
+    let text = corpus(corpus_bytes, needle);
+    fs.put("corpus", &mut text.as_slice(), Some(0))?;
+    let edges = kronecker(scale, 16, 3, true)?;
+    let adj = Adjacency::build(&edges, None, false)?;
+    let start = (0..adj.vertices() as u32).find(|v| !adj.neighbours(*v).is_empty()).unwrap_or(0);
+    put_graph(&mut fs, "graph", &adj, Some(1))?;
+
+    let query = data[7 * ps..8 * ps].to_vec();
+    let want = naive_nearest(&query, &data, 4);
+
+    // Figs. 16-19: comparisons a second, one query against every item.
+    progress("figs 16-19: nearest neighbours");
+    let knn = |name: &str,
+               placement: Placement,
+               threads: u32,
+               limits: IspLimits|
+     -> Result<(f64, f64, super::apps::AppCost)> {
+        let opts = NearestOptions { placement, k: 4, lsh: None, node: 0, threads, limits };
+        let r = nearest(&fs, name, &query, opts)?;
+        if name == "items1" {
+            check(r.nearest[0] == want, "the nearest items")?;
+        }
+        let n = r.compared as f64;
+        Ok((n / r.cost.modeled_s * 1e-3, n / r.cost.wall_s.max(1e-9) * 1e-3, r.cost))
+    };
+    let none = IspLimits::default();
+    let throttled = IspLimits { engines: None, throttle_bw: Some(THROTTLE_BW) };
+    let mut fig16 = Vec::new();
+    let (isp1, m1, _) = knn("items1", Placement::Isp, 1, none)?;
+    fig16.push(Row::new("Baseline (ISP), 1 node", "K/s", isp1).paper(paper::ISP_1).measured(m1).note(
+        "flash bound: two cards of 1.2e9 B/s through one Hamming engine a card is 293K pages/s at most; \
+                 the paper's 313.92K is 2.4 GiB/s, the binary reading of its 2.4 GB/s",
+    ));
+    let (isp2, m2, _) = knn("items2", Placement::Isp, 1, none)?;
+    fig16.push(
+        Row::new("Baseline (ISP), 2 nodes", "K/s", isp2)
+            .paper(paper::ISP_2)
+            .measured(m2)
+            .note("each node's engines on its own items, at once"),
+    );
+    let (isp_t, mt, _) = knn("items1", Placement::Isp, 1, throttled)?;
+    fig16.push(
+        Row::new("Baseline-T (ISP, flash throttled to 600 MB/s)", "K/s", isp_t)
+            .measured(mt)
+            .note("reads at most 600 MB/s: a quarter of the cards"),
+    );
+    let mut dram = Vec::new();
+    for (i, t) in THREADS.iter().enumerate() {
+        let (v, m, c) = knn("items1", Placement::HostDram, *t, none)?;
+        dram.push((v, c.clone()));
+        fig16.push(
+            Row::new(format!("H-DRAM, {t} thread(s)"), "K/s", v).paper(paper::DRAM[i]).measured(m).note(
+                format!(
+                "bound: {}; the profile's Hamming costs 0.25 cycles a byte (64-bit XOR and popcount); the \
+                     paper's software ran at 52.8K a thread, about 6 cycles a byte",
+                c.bound
+            ),
+            ),
+        );
+    }
+
+    // Fig. 17: DRAM with a share of accesses to flash or disk, from the same figures: a thread compares
+    // an item in `c` seconds, and waits `lat` for one that is not in DRAM.
+    let c = dram[0].1.modeled_s / items as f64;
+    let (_, one) = fs.read_pages_via("items1", &[0], 0, Access::HostFlash)?;
+    let flash_lat = one.modeled_s + profile.host.storage.request_cycles / profile.host.cpu.clock_hz;
+    let mut fig17 = Vec::new();
+    for (i, t) in THREADS.iter().enumerate() {
+        let rate = (*t as f64 / (c + 0.10 * flash_lat)).min(profile.host_link.read_bw / (0.10 * ps as f64));
+        fig17.push(
+            Row::new(format!("DRAM + 10% flash, {t} thread(s)"), "K/s", rate * 1e-3).paper(paper::FLASH_10[i]).note(
+                format!(
+                    "{t} / (c + 0.1 x {:.0} us): one synchronous read of a local page (tR, bus, PCIe, request) \
+                     for a tenth of the items; the paper's flash here was an M.2 SSD",
+                    flash_lat * 1e6
+                ),
+            ),
+        );
+    }
+    if let Some(d) = &profile.host.disk {
+        let lat = d.access_us * 1e-6 + ps as f64 / d.bw;
+        for (i, t) in THREADS.iter().enumerate() {
+            // One disk: the threads' accesses queue behind its one head.
+            let rate = (*t as f64 / (c + 0.05 * lat)).min(1.0 / (0.05 * lat));
+            fig17.push(
+                Row::new(format!("DRAM + 5% disk, {t} thread(s)"), "K/s", rate * 1e-3)
+                    .paper(paper::DISK_5[i])
+                    .note(format!(
+                        "one disk of {:.1} ms an access serves a twentieth of the items",
+                        lat * 1e3
+                    )),
+            );
+        }
+    }
+
+    // Fig. 19: the accelerator against host software on the same throttled flash.
+    let (hf, _, hfc) = knn("items1", Placement::Host, 1, none)?;
+    let hf_t = hf.min(THROTTLE_BW / ps as f64 * 1e-3);
+    let fig19 = vec![
+        Row::new("Baseline-T (ISP, throttled)", "K/s", isp_t).measured(mt),
+        Row::new("H-F throttled, 1 thread", "K/s", hf_t).note(format!(
+            "host software reading through the device ({:.0} K/s unthrottled, bound: {}), capped at 600 MB/s",
+            hf, hfc.bound
+        )),
+        Row::new("Baseline-T over H-F throttled", "x", isp_t / hf_t).paper_at_least(paper::ACCEL_ADVANTAGE).note(
+            "both read at the throttle's pace: the host's popcount keeps up with 600 MB/s on one thread, so the \
+             software loses nothing; the paper's software (about 6 cycles a byte) did not",
+        ),
+        Row::new("Baseline over H-F (unthrottled)", "x", isp1 / hf).note("the ISP reads both cards (2.4 GB/s); the host is held to PCIe's 1.6 GB/s"),
+    ];
+
+    // Fig. 20: dependent page reads, a walk by node 0 over a graph on node 1 (every access remote).
+    progress("fig 20: graph traversal");
+    let steps = if quick { 64 } else { 400 };
+    let spec = WalkSpec { from: start, walks: 1, length: steps, seed: 1 };
+    let isp_w = walk(&fs, "graph", spec, 0, Access::IspFlash)?;
+    let host_w = walk(&fs, "graph", spec, 0, Access::HostFlash)?;
+    check(isp_w.walks == host_w.walks, "the walk")?;
+    let rate = |w: &super::graph::Walks| w.steps as f64 / w.modeled_s;
+    let measured = |w: &super::graph::Walks| w.steps as f64 / w.read.wall_s.max(1e-9);
+    let lat = super::access::fig12(profile, progress)?;
+    let total = |path: &str| -> f64 {
+        lat.iter().find(|r| r.label == format!("{path}: total")).map_or(f64::NAN, |r| r.modeled * 1e-6)
+    };
+    let sw = profile.host.storage.request_cycles / profile.host.cpu.clock_hz;
+    let (rh, hd) = (total("H-RH-F") + 2.0 * sw, total("H-D") + 2.0 * sw);
+    let mix = |x: f64| 1.0 / ((1.0 - x) * hd + x * rh);
+    let fig20_vals = [
+        (rate(&isp_w), Some(measured(&isp_w)), "a walk by node 0's ISP: each step one remote page over the network".into()),
+        (
+            rate(&host_w),
+            Some(measured(&host_w)),
+            "the same walk by node 0's host: its PCIe and 1 us of request software added (the paper's Fig. 12: 25 us \
+             of host software)"
+                .into(),
+        ),
+        (1.0 / rh, None, format!(
+            "1 / Fig. 12's H-RH-F latency with both hosts' request software: {:.0} us (the paper's Fig. 12: 269 us, \
+             of which 198 us the remote host's software and flash, which the profile prices as 1 us of software)",
+            rh * 1e6
+        )),
+        (mix(0.5), None, "half the accesses at H-D's latency (remote DRAM), half at H-RH-F's".into()),
+        (mix(0.3), None, "70% at H-D's latency, 30% at H-RH-F's".into()),
+        (1.0 / hd, None, format!(
+            "1 / Fig. 12's H-D latency with both hosts' request software: {:.1} us (the paper's: 58 us, 16 us \
+             of it host software)",
+            hd * 1e6
+        )),
+    ];
+    let fig20: Vec<Row> = paper::TRAVERSAL
+        .iter()
+        .zip(fig20_vals)
+        .map(|((label, p), (v, m, note))| {
+            Row::new(*label, "accesses/s", v).paper(*p).measured_opt(m).note(note)
+        })
+        .collect();
+
+    // Fig. 21: string search on one card with 8, 16 and 32 engines, on both cards, and by host software.
+    progress("fig 21: string search");
+    let mut fig21 = Vec::new();
+    let mut counts = Vec::new();
+    // The corpus lies on node 0, dealt evenly over its two cards, which have their own buses, tags and
+    // engines: one card's rate is the node's halved.
+    let cards = profile.nand.interface.as_ref().map_or(1, |r| r.cards) as f64;
+    let buses = profile.nand.channels as f64 / cards;
+    for (i, per_bus) in [1u32, 2, 4].iter().enumerate() {
+        let limits = IspLimits { engines: Some(*per_bus), throttle_bw: None };
+        let opts = SearchOptions { placement: Placement::Isp, offsets: false, node: 0, threads: 1, limits };
+        let r = search(&fs, "corpus", needle.as_bytes(), opts)?;
+        counts.push(r.count);
+        let mbs = r.cost.bytes as f64 / r.cost.modeled_s * 1e-6 / cards;
+        fig21.push(
+            Row::new(format!("ISP, one card, {} engines", *per_bus as f64 * buses), "MB/s", mbs)
+                .paper(paper::SEARCH[i])
+                .measured(r.cost.bytes as f64 / r.cost.wall_s.max(1e-9) * 1e-6 / cards)
+                .note(
+                    "each engine keeps one read in flight (tR, then the page on its bus) while it searches the \
+                     page before; the node's two cards searched at once, halved",
+                ),
+        );
+    }
+    let all = |placement: Placement| -> Result<super::search::SearchResult> {
+        let opts =
+            SearchOptions { placement, offsets: false, node: 0, threads: 1, limits: IspLimits::default() };
+        search(&fs, "corpus", needle.as_bytes(), opts)
+    };
+    let (isp, host) = (all(Placement::Isp)?, all(Placement::Host)?);
+    check(isp.count == host.count && isp.lines == host.lines, "the string search")?;
+    check(counts.iter().all(|c| *c == counts[0]), "the string search on one card")?;
+    fig21.push(
+        Row::new("ISP, two cards, 64 engines", "MB/s", isp.cost.bytes as f64 / isp.cost.modeled_s * 1e-6)
+            .measured(isp.cost.bytes as f64 / isp.cost.wall_s.max(1e-9) * 1e-6)
+            .note("both cards of the node"),
+    );
+    fig21.push(
+        Row::new(
+            "host software (H-F), 1 thread",
+            "MB/s",
+            host.cost.bytes as f64 / host.cost.modeled_s * 1e-6,
+        )
+        .measured(host.cost.bytes as f64 / host.cost.wall_s.max(1e-9) * 1e-6)
+        .note(format!("bound: {}", host.cost.bound)),
+    );
+    fig21.push(
+        Row::new("host CPU busy, ISP search", "%", 100.0 * isp.cost.modeled_host_cpu_s / isp.cost.modeled_s)
+            .note("the host sends page addresses and takes match positions: the paper's 'almost no CPU'"),
+    );
+    fig21.push(
+        Row::new(
+            "host CPU busy, software search",
+            "%",
+            100.0 * host.cost.modeled_host_cpu_s / host.cost.modeled_s,
+        )
+        .paper(paper::GREP_SSD_CPU)
+        .note(
+            "a core's share while the search waits on flash: the profile's 0.25 cycles a byte (memchr's \
+                 SIMD); the paper's is grep on an SSD behind the kernel's I/O stack",
+        ),
+    );
+    Ok(Figures {
+        profile: profile.name.clone(),
+        items: items as u64,
+        corpus_bytes: corpus_bytes as u64,
+        graph_vertices: adj.vertices(),
+        fig16,
+        fig17,
+        fig19,
+        fig20,
+        fig21,
+    })
+}
+
+/// Bars of `rows` by label: the paper's, the modeled and the measured values.
+fn bars(rows: &[&Row], x: &str, y: &str, log: bool) -> Plot {
+    let pick = |f: &dyn Fn(&Row) -> Option<f64>| -> Vec<[f64; 2]> {
+        rows.iter().enumerate().filter_map(|(i, r)| f(r).map(|v| [i as f64, v])).collect()
+    };
+    Plot::bars(x, y, rows.iter().map(|r| r.label.clone()).collect(), log)
+        .with(Series::new("paper", Source::Paper, pick(&|r| r.paper)))
+        .with(Series::new("modeled", Source::Modeled, pick(&|r| Some(r.modeled))))
+        .with(Series::new("measured here", Source::Measured, pick(&|r| r.measured)))
+}
+
+/// The figures as text, beside the paper.
+pub fn render(f: &Figures) -> String {
+    let mut out = format!(
+        "BlueDBM (ISCA '15 §7) on profile {}: {} items of a page, a corpus of {} bytes, a Graph500 graph of {} \
+         vertices on a two-node appliance; modeled = simulated on the profile, measured = this machine\n",
+        f.profile, f.items, f.corpus_bytes, f.graph_vertices
+    );
+    let figs = [
+        ("fig16", "nearest neighbour: ISP vs DRAM", &f.fig16),
+        ("fig17", "nearest neighbour: mostly DRAM", &f.fig17),
+        ("fig19", "nearest neighbour: accelerator vs software", &f.fig19),
+        ("fig20", "graph traversal by path", &f.fig20),
+        ("fig21", "string search", &f.fig21),
+    ];
+    for (name, title, rows) in figs {
+        out += &format!(
+            "\n{:<52} {:>10} {:>10} {:>10} {:>10}  {}\n",
+            format!("{name}: {title}"),
+            "unit",
+            "paper",
+            "modeled",
+            "measured",
+            "why"
+        );
+        for r in rows.iter() {
+            let paper = r.paper.map_or("-".to_string(), |p| format!("{p:.2}"));
+            let measured = r.measured.map_or("-".to_string(), |m| format!("{m:.2}"));
+            out += &format!(
+                "{:<52} {:>10} {:>10} {:>10.2} {:>10}  {}\n",
+                r.label, r.unit, paper, r.modeled, measured, r.note
+            );
+        }
+    }
+    out
+}
+
+fn all(rows: &[Row]) -> Vec<&Row> {
+    rows.iter().collect()
+}
+
+/// Figs. 16-21 as figures.
+pub fn figures(f: &Figures) -> PaperFigures {
+    let fig16 = bars(&all(&f.fig16), "configuration", "Hamming comparisons a second (K)", true);
+    let line = |prefix: &str, pick: &dyn Fn(&Row) -> Option<f64>| -> Vec<[f64; 2]> {
+        f.fig17
+            .iter()
+            .filter(|r| r.label.starts_with(prefix))
+            .zip(THREADS)
+            .filter_map(|(r, t)| pick(r).map(|v| [t as f64, v]))
+            .collect()
+    };
+    let mut fig17 = Plot::lines("host threads", "Hamming comparisons a second (K)", true, true);
+    for prefix in ["DRAM + 10% flash", "DRAM + 5% disk"] {
+        fig17 = fig17
+            .with(Series::new(format!("{prefix} (paper)"), Source::Paper, line(prefix, &|r| r.paper)))
+            .with(Series::new(
+                format!("{prefix} (modeled)"),
+                Source::Modeled,
+                line(prefix, &|r| Some(r.modeled)),
+            ));
+    }
+    let rates: Vec<&Row> = f.fig19.iter().filter(|r| r.unit == "K/s").collect();
+    let fig19 = bars(&rates, "configuration", "Hamming comparisons a second (K)", false);
+    let fig20 = bars(&all(&f.fig20), "access path", "dependent accesses a second", false);
+    let mbs: Vec<&Row> = f.fig21.iter().filter(|r| r.unit == "MB/s").collect();
+    let fig21 = bars(&mbs, "configuration", "search bandwidth (MB/s)", true);
+    PaperFigures {
+        paper: "bluedbm-apps".into(),
+        cites: "BlueDBM (ISCA '15)".into(),
+        setup: format!(
+            "profile `{}`; a two-node appliance in the work folder: {} items of 8 KiB a node, a {}-byte text \
+             corpus, a Graph500 graph of {} vertices; modeled = the profile's flash, engines, network, PCIe and \
+             host simulated; measured = this machine running the same jobs",
+            f.profile, f.items, f.corpus_bytes, f.graph_vertices
+        ),
+        figures: vec![
+            Figure::new("fig16", "Nearest neighbour: in-store vs host DRAM by threads (§7.1)", f.fig16.clone(), Some(fig16)),
+            Figure::new("fig17", "Nearest neighbour: DRAM with 10% flash or 5% disk (§7.1)", f.fig17.clone(), Some(fig17)),
+            Figure::new("fig19", "Nearest neighbour: accelerator vs software on throttled flash (§7.1)", f.fig19.clone(), Some(fig19)),
+            Figure::new("fig20", "Graph traversal by access path (§7.2)", f.fig20.clone(), Some(fig20)),
+            Figure::new("fig21", "String search bandwidth and host CPU (§7.3)", f.fig21.clone(), Some(fig21)),
+        ],
+        detail: render(f),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The figures follow from the profile: the same modeled values on every run, the ISP's rates set by
+    /// its flash, and the paths of Fig. 20 in the paper's order.
+    #[test]
+    fn figs_16_to_21_are_deterministic_and_follow_the_profile() {
+        let p = Profile::load("bluedbm").unwrap();
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let x = run(&p, a.path(), true, &|_| {}).unwrap();
+        let y = run(&p, b.path(), true, &|_| {}).unwrap();
+        let modeled = |f: &Figures| {
+            [&f.fig16, &f.fig17, &f.fig19, &f.fig20, &f.fig21]
+                .iter()
+                .flat_map(|rows| rows.iter().map(|r| r.modeled))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(modeled(&x), modeled(&y));
+        let get = |rows: &[Row], label: &str| rows.iter().find(|r| r.label == label).unwrap().modeled;
+        // Two nodes compare twice as fast as one; throttled flash (600 MB/s of 2.4 GB/s) about a quarter.
+        let one = get(&x.fig16, "Baseline (ISP), 1 node");
+        assert!((get(&x.fig16, "Baseline (ISP), 2 nodes") / one - 2.0).abs() < 0.1, "{:?}", x.fig16);
+        let t = get(&x.fig16, "Baseline-T (ISP, flash throttled to 600 MB/s)");
+        assert!((t / (600e6 / 8192.0 * 1e-3) - 1.0).abs() < 0.05, "{t}");
+        // The ISP's rate is its cards' bandwidth in pages, within the pipeline's fill and drain.
+        let cards = 2.4e9 / 8192.0 * 1e-3;
+        assert!(one < cards && one > 0.8 * cards, "{one} vs {cards}");
+        // Fig. 21: more engines search faster, up to the card's bandwidth.
+        let s: Vec<f64> = x.fig21.iter().take(3).map(|r| r.modeled).collect();
+        assert!(s[0] < s[1] && s[1] < s[2] && s[2] <= 1200.0, "{s:?}");
+        // Fig. 20: ISP-F faster than H-F, faster than H-RH-F; DRAM the fastest.
+        let f20: Vec<f64> = x.fig20.iter().map(|r| r.modeled).collect();
+        assert!(f20[0] > f20[1] && f20[1] > f20[2] && f20[5] > f20[0], "{f20:?}");
+        assert!(f20[2] < f20[3] && f20[3] < f20[4] && f20[4] < f20[5], "{f20:?}");
+    }
+}
