@@ -103,10 +103,17 @@ class Array:
         *,
         capacity: Optional[Size] = None,
         stripe_unit: Optional[Size] = None,
+        topology: Optional[str] = None,
+        lanes: int = 1,
     ) -> "Array":
         """Creates an array of ``devices`` devices of ``profile`` (a built-in name, see :func:`profiles`,
-        or a TOML file) at ``path`` and opens it. ``capacity`` is per device (default: the profile's)."""
-        inner = _insitu._Array.create(os.fspath(path), devices, profile, _size(capacity), _size(stripe_unit))
+        or a TOML file) at ``path`` and opens it. ``capacity`` is per device (default: the profile's).
+        With ``topology`` (``ring``, ``line``, ``mesh``, ``full`` or a TOML file) the devices are the nodes
+        of a BlueDBM appliance cabled by it (the profile must have a storage network, as ``bluedbm``
+        does), ``lanes`` cables between neighbours."""
+        inner = _insitu._Array.create(
+            os.fspath(path), devices, profile, _size(capacity), _size(stripe_unit), None, topology, lanes
+        )
         return cls(inner)
 
     @classmethod
@@ -311,6 +318,120 @@ class Array:
         p = pattern.encode() if isinstance(pattern, str) else bytes(pattern)
         r = Report.from_json(self._inner.search(name, p, placement, offsets))
         return (r.result["offsets"] if offsets else r.result["count"]), r
+
+    # --- BlueDBM: the appliance's file system and applications (ISCA '15 §4, §7) ---
+
+    def fs_put(self, name: str, data: Union[bytes, PathLike], *, node: Optional[int] = None) -> Dict[str, Any]:
+        """Stores ``data`` (bytes, or a file's path) as file ``name`` of the appliance's file system, its
+        pages striped over the nodes or kept on ``node``. Returns ``{"name", "size", "pages", "nodes"}``."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            with open(os.fspath(data), "rb") as f:
+                data = f.read()
+        return json.loads(self._inner.fs_put(name, bytes(data), node))
+
+    def fs_get(self, name: str) -> bytes:
+        """File ``name`` of the appliance's file system, every page checked."""
+        return self._inner.fs_get(name)
+
+    def fs_ls(self) -> List[Dict[str, Any]]:
+        """The appliance's files: ``[{"name", "size", "pages"}]``."""
+        return json.loads(self._inner.fs_ls())
+
+    def fs_rm(self, name: str) -> None:
+        """Removes file ``name`` (its pages are dead, for cleaning)."""
+        self._inner.fs_rm(name)
+
+    def fs_search(
+        self,
+        name: str,
+        needle: Union[str, bytes],
+        placement: str = "isp",
+        *,
+        offsets: bool = False,
+        node: int = 0,
+        threads: int = 1,
+    ) -> Tuple[Any, Dict[str, Any]]:
+        """Searches file ``name`` for ``needle`` (1 to 1024 bytes) with the in-store processors'
+        Morris-Pratt engines (``isp``) or host software reading through the device (``host``) or from
+        DRAM (``host-dram``). Returns the number of occurrences (or, with ``offsets``, their byte
+        offsets) and the whole result: ``count``, ``lines``, ``offsets`` and ``cost``."""
+        n = needle.encode() if isinstance(needle, str) else bytes(needle)
+        r = json.loads(self._inner.fs_search(name, n, placement, offsets, node, threads))
+        return (r["offsets"] if offsets else r["count"]), r
+
+    def knn(
+        self,
+        items: str,
+        queries: Any,
+        k: int = 1,
+        *,
+        lsh: Optional[int] = None,
+        lsh_bits: int = 16,
+        placement: str = "isp",
+        node: int = 0,
+        threads: int = 1,
+    ) -> Tuple[Any, Any, Dict[str, Any]]:
+        """The ``k`` items of file ``items`` (a flash page each: 8 KiB on ``bluedbm``) nearest each query
+        by Hamming distance, ties to the lowest index. ``queries``: bytes or a ``uint8`` numpy array of
+        one or more page-sized items. With ``lsh``, only items sharing a bit-sampling bucket with the
+        query in one of ``lsh`` bands are compared. Returns indices and distances (numpy arrays: 1-D for
+        one query, ``(queries, k)`` for several) and the whole result."""
+        import numpy as np
+
+        q = queries.tobytes() if hasattr(queries, "tobytes") else bytes(queries)
+        r = json.loads(self._inner.knn(items, q, k, lsh, lsh_bits, placement, node, threads))
+        idx = [[p[0] for p in n] for n in r["nearest"]]
+        dist = [[p[1] for p in n] for n in r["nearest"]]
+        if len(idx) == 1:
+            return np.array(idx[0], dtype=np.int64), np.array(dist[0], dtype=np.int64), r
+        return np.array(idx, dtype=np.int64), np.array(dist, dtype=np.int64), r
+
+    def put_graph(
+        self,
+        edges: Any,
+        name: str,
+        *,
+        directed: bool = False,
+        vertices: Optional[int] = None,
+        node: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Stores a graph a vertex a flash page (its neighbours inside, spill pages for the rest), from
+        ``edges``: an ``(E, 2)`` integer numpy array or a list of pairs. Undirected unless ``directed``."""
+        import numpy as np
+
+        e = np.ascontiguousarray(np.asarray(edges, dtype=np.int64))
+        if e.ndim != 2 or e.shape[1] != 2:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"edges must be pairs (an (E, 2) array), got shape {e.shape}")
+        if e.size and (e.min() < 0 or e.max() > 0xFFFFFFFF):
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError("vertex ids must be 0 to 4294967295")
+        data = e.astype("<u4").tobytes()
+        return json.loads(self._inner.put_graph(data, name, directed, vertices, node))
+
+    def bfs(self, graph: str, start: int, placement: str = "isp", *, node: int = 0) -> Tuple[Dict[int, int], Dict[str, Any]]:
+        """Breadth-first search of a stored graph from ``start`` by node ``node``'s in-store processor
+        (``isp``) or host (``host``). Returns ``{vertex: level}`` and the whole result."""
+        r = json.loads(self._inner.bfs(graph, start, placement, node))
+        return {int(v): l for v, l in r["levels"].items()}, r
+
+    def walk(
+        self,
+        graph: str,
+        start: int,
+        *,
+        walks: int = 1,
+        length: int = 16,
+        seed: int = 1,
+        placement: str = "isp",
+        node: int = 0,
+    ) -> Tuple[List[List[int]], Dict[str, Any]]:
+        """``walks`` random walks of ``length`` steps from ``start`` (the same walks for a seed whoever
+        walks). Returns the walks' vertices and the whole result."""
+        r = json.loads(self._inner.walk(graph, start, walks, length, seed, placement, node))
+        return r["walks"], r
 
     # --- the array ---
 

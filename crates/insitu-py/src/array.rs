@@ -105,8 +105,11 @@ impl PyArray {
     /// Creates an array of `devices` devices of `profile` at `path`, and opens it. With `connect`, the
     /// devices were formatted where they are served and are reached through messages:
     /// `connect(device) -> send`, `send(message: bytes) -> bytes` (the Ray backend).
+    /// With `topology` (ring, line, mesh, full, or a TOML file), the devices are a BlueDBM appliance's
+    /// nodes cabled by it, `lanes` cables between neighbours.
     #[staticmethod]
-    #[pyo3(signature = (path, devices, profile, capacity=None, stripe_unit=None, connect=None))]
+    #[pyo3(signature = (path, devices, profile, capacity=None, stripe_unit=None, connect=None, topology=None, lanes=1))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: PathBuf,
@@ -115,13 +118,25 @@ impl PyArray {
         capacity: Option<&str>,
         stripe_unit: Option<&str>,
         connect: Option<Py<PyAny>>,
+        topology: Option<&str>,
+        lanes: u32,
     ) -> PyResult<PyArray> {
         let profile = Profile::load(profile).map_err(crate::error::from_device)?;
         let (capacity, unit) = (size(capacity)?, size(stripe_unit)?);
+        let topo = topology
+            .map(|t| insitu_host::bluedbm::topology(t, Some(devices), lanes, &profile))
+            .transpose()
+            .map_err(to_py)?;
         let array = py
-            .detach(|| match connect {
-                None => Array::init(&path, devices, profile, capacity, unit),
-                Some(c) => Array::init_served(&path, devices, profile, capacity, unit, served(c)),
+            .detach(|| {
+                let mut a = match connect {
+                    None => Array::init(&path, devices, profile, capacity, unit),
+                    Some(c) => Array::init_served(&path, devices, profile, capacity, unit, served(c)),
+                }?;
+                if let Some(t) = topo {
+                    a.set_topology(t)?;
+                }
+                Ok(a)
             })
             .map_err(to_py)?;
         Ok(PyArray::new(array))
@@ -425,6 +440,102 @@ impl PyArray {
             &[("device", SearchPlacement::Device), ("host", SearchPlacement::Host)],
         )?;
         self.with(py, |a| search(a, name, pattern, placement, offsets)).map(|r| json(&r))
+    }
+
+    /// Stores `data` in the appliance's file system (BlueDBM §4) as file `name`, striped over the nodes
+    /// or kept on `node`.
+    #[pyo3(signature = (name, data, node=None))]
+    fn fs_put(&self, py: Python<'_>, name: &str, data: &[u8], node: Option<u32>) -> PyResult<String> {
+        self.with(py, |a| crate::bluedbm::fs_put(a, name, data, node))
+    }
+
+    /// File `name` of the appliance's file system.
+    fn fs_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let data = self.with(py, |a| crate::bluedbm::fs_get(a, name))?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// The appliance's files, as JSON.
+    fn fs_ls(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |a| crate::bluedbm::fs_ls(a))
+    }
+
+    fn fs_rm(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.with(py, |a| crate::bluedbm::fs_rm(a, name))
+    }
+
+    /// String search over a file (§7.3); the result and its cost as JSON.
+    #[pyo3(signature = (name, needle, placement="isp", offsets=false, node=0, threads=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn fs_search(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        needle: &[u8],
+        placement: &str,
+        offsets: bool,
+        node: u32,
+        threads: u32,
+    ) -> PyResult<String> {
+        let args = crate::bluedbm::SearchArgs { name, needle, placement, offsets, node, threads };
+        self.with(py, |a| crate::bluedbm::search_file(a, args))
+    }
+
+    /// The `k` items of file `items` nearest each query by Hamming distance (§7.1), as JSON.
+    #[pyo3(signature = (items, queries, k=1, lsh=None, lsh_bits=16, placement="isp", node=0, threads=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn knn(
+        &self,
+        py: Python<'_>,
+        items: &str,
+        queries: &[u8],
+        k: u32,
+        lsh: Option<u32>,
+        lsh_bits: u32,
+        placement: &str,
+        node: u32,
+        threads: u32,
+    ) -> PyResult<String> {
+        let args = crate::bluedbm::KnnArgs { items, queries, k, lsh, lsh_bits, placement, node, threads };
+        self.with(py, |a| crate::bluedbm::knn(a, args))
+    }
+
+    /// Stores a graph, its edges as little-endian u32 pairs, a vertex a flash page (§7.2).
+    #[pyo3(signature = (edges, name, directed=false, vertices=None, node=None))]
+    fn put_graph(
+        &self,
+        py: Python<'_>,
+        edges: &[u8],
+        name: &str,
+        directed: bool,
+        vertices: Option<u64>,
+        node: Option<u32>,
+    ) -> PyResult<String> {
+        self.with(py, |a| crate::bluedbm::put_graph_edges(a, edges, name, directed, vertices, node))
+    }
+
+    /// Breadth-first search of a stored graph (§7.2), as JSON.
+    #[pyo3(signature = (graph, start, placement="isp", node=0))]
+    fn bfs(&self, py: Python<'_>, graph: &str, start: u32, placement: &str, node: u32) -> PyResult<String> {
+        self.with(py, |a| crate::bluedbm::bfs_graph(a, graph, start, placement, node))
+    }
+
+    /// Random walks on a stored graph (§7.2), as JSON.
+    #[pyo3(signature = (graph, start, walks=1, length=16, seed=1, placement="isp", node=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        py: Python<'_>,
+        graph: &str,
+        start: u32,
+        walks: u32,
+        length: u32,
+        seed: u64,
+        placement: &str,
+        node: u32,
+    ) -> PyResult<String> {
+        let spec = insitu_host::bluedbm::graph::WalkSpec { from: start, walks, length, seed };
+        self.with(py, |a| crate::bluedbm::walk_graph(a, graph, spec, placement, node))
     }
 
     /// Checks the array: `{"ok": ..., "problems": [...], "notes": [...]}` as JSON.

@@ -10,6 +10,7 @@
 //! CLI's messages.
 
 mod array;
+mod bluedbm;
 mod error;
 mod served;
 mod stream;

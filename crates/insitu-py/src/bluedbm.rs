@@ -1,0 +1,132 @@
+//! BlueDBM's file system and applications (ISCA '15 §4, §7) for the Python front: what the CLI's `fs` and
+//! `bluedbm` commands do, on an open appliance, with results as JSON for the Python layer to unpack.
+
+use insitu_host::bluedbm::apps::Placement;
+use insitu_host::bluedbm::fs::{Access, Fs};
+use insitu_host::bluedbm::graph::{bfs, put_graph, walk, Adjacency, WalkSpec};
+use insitu_host::bluedbm::nearest::{nearest, Lsh, NearestOptions};
+use insitu_host::bluedbm::search::{search, SearchOptions};
+use insitu_host::bluedbm::IspLimits;
+use insitu_host::{Array, HostError, Result};
+use serde_json::json;
+
+fn bad(detail: String) -> HostError {
+    HostError::InvalidArgument(detail)
+}
+
+/// An application's placement by name.
+pub fn placement(text: &str) -> Result<Placement> {
+    match text {
+        "isp" => Ok(Placement::Isp),
+        "host" => Ok(Placement::Host),
+        "host-dram" => Ok(Placement::HostDram),
+        _ => Err(bad(format!("placement {text:?}: expected one of isp, host, host-dram"))),
+    }
+}
+
+/// A traversal's placement by name.
+pub fn access(text: &str) -> Result<Access> {
+    match text {
+        "isp" => Ok(Access::IspFlash),
+        "host" => Ok(Access::HostFlash),
+        _ => Err(bad(format!("placement {text:?}: expected one of isp, host"))),
+    }
+}
+
+pub fn fs_put(a: &Array, name: &str, data: &[u8], node: Option<u32>) -> Result<String> {
+    let mut fs = Fs::open(a)?;
+    let f = fs.put(name, &mut &data[..], node)?;
+    let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
+    Ok(json!({ "name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes }).to_string())
+}
+
+pub fn fs_get(a: &Array, name: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    Fs::open(a)?.get(name, &mut out)?;
+    Ok(out)
+}
+
+pub fn fs_ls(a: &Array) -> Result<String> {
+    let fs = Fs::open(a)?;
+    let files: Vec<_> =
+        fs.files().map(|f| json!({ "name": f.name, "size": f.size, "pages": f.pages.len() })).collect();
+    Ok(json!(files).to_string())
+}
+
+pub fn fs_rm(a: &Array, name: &str) -> Result<()> {
+    Fs::open(a)?.remove(name)
+}
+
+pub struct SearchArgs<'a> {
+    pub name: &'a str,
+    pub needle: &'a [u8],
+    pub placement: &'a str,
+    pub offsets: bool,
+    pub node: u32,
+    pub threads: u32,
+}
+
+pub fn search_file(a: &Array, s: SearchArgs<'_>) -> Result<String> {
+    let fs = Fs::open(a)?;
+    let opts = SearchOptions {
+        placement: placement(s.placement)?,
+        offsets: s.offsets,
+        node: s.node,
+        threads: s.threads,
+        limits: IspLimits::default(),
+    };
+    Ok(json!(search(&fs, s.name, s.needle, opts)?).to_string())
+}
+
+pub struct KnnArgs<'a> {
+    pub items: &'a str,
+    pub queries: &'a [u8],
+    pub k: u32,
+    pub lsh: Option<u32>,
+    pub lsh_bits: u32,
+    pub placement: &'a str,
+    pub node: u32,
+    pub threads: u32,
+}
+
+pub fn knn(a: &Array, k: KnnArgs<'_>) -> Result<String> {
+    let fs = Fs::open(a)?;
+    let opts = NearestOptions {
+        placement: placement(k.placement)?,
+        k: k.k,
+        lsh: k.lsh.map(|bands| Lsh { bands, bits: k.lsh_bits }),
+        node: k.node,
+        threads: k.threads,
+        limits: IspLimits::default(),
+    };
+    Ok(json!(nearest(&fs, k.items, k.queries, opts)?).to_string())
+}
+
+/// Stores a graph from its edges, little-endian u32 pairs one after another.
+pub fn put_graph_edges(
+    a: &Array,
+    edges: &[u8],
+    name: &str,
+    directed: bool,
+    vertices: Option<u64>,
+    node: Option<u32>,
+) -> Result<String> {
+    if edges.len() % 8 != 0 {
+        return Err(bad(format!("the edges are {} bytes, not whole pairs of u32", edges.len())));
+    }
+    let w = |c: &[u8]| u32::from_le_bytes(c.try_into().expect("4 bytes"));
+    let list: Vec<(u32, u32)> = edges.chunks_exact(8).map(|e| (w(&e[..4]), w(&e[4..]))).collect();
+    let adj = Adjacency::build(&list, vertices, directed)?;
+    let mut fs = Fs::open(a)?;
+    Ok(json!(put_graph(&mut fs, name, &adj, node)?).to_string())
+}
+
+pub fn bfs_graph(a: &Array, graph: &str, start: u32, placement: &str, node: u32) -> Result<String> {
+    let fs = Fs::open(a)?;
+    Ok(json!(bfs(&fs, graph, start, node, access(placement)?)?).to_string())
+}
+
+pub fn walk_graph(a: &Array, graph: &str, spec: WalkSpec, placement: &str, node: u32) -> Result<String> {
+    let fs = Fs::open(a)?;
+    Ok(json!(walk(&fs, graph, spec, node, access(placement)?)?).to_string())
+}

@@ -1,0 +1,127 @@
+"""BlueDBM's file system and applications from Python (ISCA '15 §4, §7): string search, nearest neighbours
+and graph traversal on a two-node appliance, every placement against a reference computed here (numpy,
+and faiss or scipy where installed)."""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import numpy as np
+import pytest
+
+import insitu
+
+PAGE = 8192
+
+
+@pytest.fixture
+def appliance(tmp_path):
+    a = insitu.Array.create(tmp_path / "app", devices=2, profile="bluedbm", capacity="256MiB", topology="line")
+    yield a
+    a.close()
+
+
+def overlapping(hay: bytes, needle: bytes) -> list:
+    out, i = [], hay.find(needle)
+    while i >= 0:
+        out.append(i)
+        i = hay.find(needle, i + 1)
+    return out
+
+
+def test_string_search_agrees_on_every_placement(appliance):
+    rng = random.Random(3)
+    hay = bytes(rng.choice(b"ab\n") for _ in range(200_000))
+    info = appliance.fs_put("hay", hay)
+    assert info["size"] == len(hay) and info["nodes"] == [0, 1]
+    assert appliance.fs_get("hay") == hay
+    assert [f["name"] for f in appliance.fs_ls()] == ["hay"]
+    want = overlapping(hay, b"abba")
+    for placement in ["isp", "host", "host-dram"]:
+        offsets, r = appliance.fs_search("hay", "abba", placement, offsets=True)
+        assert offsets == want, placement
+        assert r["count"] == len(want) and r["cost"]["modeled_s"] > 0
+        lines = {hay.count(b"\n", 0, o) for o in want}
+        assert r["lines"] == len(lines)
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="empty"):
+        appliance.fs_search("hay", b"")
+
+
+def test_nearest_neighbours_match_numpy_and_faiss(appliance):
+    rng = np.random.default_rng(5)
+    items = rng.integers(0, 256, size=(200, PAGE), dtype=np.uint8)
+    appliance.fs_put("items", items.tobytes())
+    queries = items[[17, 150]].copy()
+    queries[0, ::97] ^= 0xFF  # a near duplicate of item 17
+    bits = np.unpackbits(items, axis=1)
+    ref = [np.lexsort((np.arange(200), (np.unpackbits(q) != bits).sum(axis=1)))[:5] for q in queries]
+    ref_d = [(np.unpackbits(q) != bits).sum(axis=1)[r] for q, r in zip(queries, ref)]
+    for placement in ["isp", "host", "host-dram"]:
+        idx, dist, r = appliance.knn("items", queries, k=5, placement=placement)
+        assert idx.shape == (2, 5)
+        assert (idx == np.array(ref)).all() and (dist == np.array(ref_d)).all(), placement
+    one_idx, one_dist, _ = appliance.knn("items", queries[0], k=3)
+    assert list(one_idx) == list(ref[0][:3])
+    idx, _, r = appliance.knn("items", queries, k=1, lsh=8)
+    assert list(idx[:, 0]) == [17, 150] and r["compared"] < 40
+
+
+def test_nearest_neighbours_match_faiss(appliance):
+    faiss = pytest.importorskip("faiss")
+    rng = np.random.default_rng(6)
+    items = rng.integers(0, 256, size=(120, PAGE), dtype=np.uint8)
+    appliance.fs_put("items", items.tobytes())
+    queries = rng.integers(0, 256, size=(3, PAGE), dtype=np.uint8)
+    index = faiss.IndexBinaryFlat(PAGE * 8)
+    index.add(items)
+    d, i = index.search(queries, 4)
+    for placement in ["isp", "host"]:
+        idx, dist, _ = appliance.knn("items", queries, k=4, placement=placement)
+        assert (idx == i).all() and (dist == d).all(), placement
+
+
+def test_graph_traversal_matches_a_reference(appliance):
+    rng = random.Random(9)
+    n = 300
+    edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(900)]
+    g = appliance.put_graph(np.array(edges), "g", vertices=n)
+    assert g["vertices"] == n and g["pages"] == n
+    adj = collections.defaultdict(set)
+    for u, v in edges:
+        if u != v:
+            adj[u].add(v)
+            adj[v].add(u)
+    start = edges[0][0]
+    level = {start: 0}
+    q = collections.deque([start])
+    while q:
+        u = q.popleft()
+        for v in sorted(adj[u]):
+            if v not in level:
+                level[v] = level[u] + 1
+                q.append(v)
+    for placement in ["isp", "host"]:
+        got, r = appliance.bfs("g", start, placement)
+        assert got == level, placement
+    walks = [appliance.walk("g", start, walks=3, length=8, placement=p)[0] for p in ["isp", "host"]]
+    assert walks[0] == walks[1]
+    for w in walks[0]:
+        assert w[0] == start
+        assert all(b in adj[a] for a, b in zip(w, w[1:]))
+
+
+def test_bfs_reaches_what_scipy_reaches(appliance):
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    csgraph = pytest.importorskip("scipy.sparse.csgraph")
+    rng = random.Random(10)
+    n = 200
+    edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(300)]
+    appliance.put_graph(np.array(edges), "g", vertices=n)
+    start = edges[0][0]
+    level, _ = appliance.bfs("g", start)
+    rows = [u for u, v in edges if u != v]
+    cols = [v for u, v in edges if u != v]
+    m = scipy_sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)).tocsr()
+    order = csgraph.breadth_first_order(m, start, directed=False, return_predecessors=False)
+    assert set(order.tolist()) == set(level)
