@@ -412,6 +412,25 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
         walks.push(paths);
     }
     assert_eq!(walks[0], walks[1]);
+    // A node whose device server dies in the middle of a traversal: the command fails naming node 1,
+    // with no partial answer, and the same walk afterwards gives the same vertices.
+    for (what, point) in [("walk", "dev1-command:4"), ("bfs", "dev1-command:3")] {
+        let mut args = vec!["--transport", "process", "bluedbm", what, "g", "--from", "5"];
+        if what == "walk" {
+            args.extend(["--walks", "4", "--length", "10"]);
+        }
+        let o = env.cmd().args(&args).env("INSITU_CRASH_AT", point).output().unwrap();
+        assert!(!o.status.success() && o.stdout.is_empty(), "{what} must fail without an answer");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("node 1") || err.contains("device 1"), "{what}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let w = env.json(&["bluedbm", "walk", "g", "--from", "5", "--walks", "4", "--length", "10"]);
+    assert_eq!(w["result"]["walks"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        w["result"]["walks"][0].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect::<Vec<_>>(),
+        walks[0][0]
+    );
     let err = env.fails(&["bluedbm", "bfs", "g", "--from", "500"]);
     assert!(err.contains("no vertex 500"), "{err}");
     // Ids past --vertices are refused by name, and nothing is stored.

@@ -453,7 +453,12 @@ impl Handle for GlobalRead {
             page_size,
             &self,
             |source, reads| Ok(dev.raw()?.read_at(source, reads)?),
-            |node, req| dev.fabric(node)?.raw_read(node, req),
+            // A node that cannot answer is named: the read fails rather than return anything partial.
+            |node, req| {
+                dev.fabric(node).and_then(|f| f.raw_read(node, req)).map_err(|e| {
+                    crate::error::DeviceError::StorageNetwork(format!("node {node} did not answer: {e}"))
+                })
+            },
         )?;
         let local = reply.local_pages * page_size as u64;
         Meters::add(&dev.meters.flash_to_device_mem, local);
