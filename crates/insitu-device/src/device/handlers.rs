@@ -453,10 +453,15 @@ impl Handle for GlobalRead {
             page_size,
             &self,
             |source, reads| Ok(dev.raw()?.read_at(source, reads)?),
-            // A node that cannot answer is named: the read fails rather than return anything partial.
+            // A node that cannot answer is named (the read fails rather than return anything partial); what
+            // a node answers, a refused address, comes back as it is.
             |node, req| {
-                dev.fabric(node).and_then(|f| f.raw_read(node, req)).map_err(|e| {
-                    crate::error::DeviceError::StorageNetwork(format!("node {node} did not answer: {e}"))
+                use crate::error::DeviceError;
+                dev.fabric(node).and_then(|f| f.raw_read(node, req)).map_err(|e| match e {
+                    DeviceError::Disconnected(_) | DeviceError::ShutDown(_) | DeviceError::NoPeer(_) => {
+                        DeviceError::StorageNetwork(format!("node {node} did not answer: {e}"))
+                    }
+                    other => other,
                 })
             },
         )?;
