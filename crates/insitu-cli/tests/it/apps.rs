@@ -155,6 +155,7 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     // The buckets are built once, on first use.
     let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8"]);
     assert_eq!(r["result"]["lsh_built"], false);
+
     // One query: its indices and distances at the top.
     let one = env.write("one.bin", &q[..8192]);
     let r = env.json(&["bluedbm", "knn", "items", s(&one), "--k", "2"]);
@@ -171,4 +172,9 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     assert!(err.contains("k must be at least 1"), "{err}");
     let err = env.fails(&["bluedbm", "knn", "items", "/nonexistent/q.bin"]);
     assert!(err.contains("/nonexistent/q.bin"), "{err}");
+    // The buckets go when the file goes.
+    let lsh = env.data().join("fs/lsh");
+    assert_eq!(std::fs::read_dir(&lsh).unwrap().count(), 1);
+    env.ok(&["fs", "rm", "items"]);
+    assert_eq!(std::fs::read_dir(&lsh).unwrap().count(), 0);
 }

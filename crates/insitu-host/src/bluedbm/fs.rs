@@ -664,6 +664,16 @@ impl<'a> Fs<'a> {
         }
         self.index.files.remove(name);
         self.maybe_checkpoint();
+        // What applications built over the file (nearest-neighbour buckets under `lsh/`, named by the
+        // file's id, which is never given out again) goes with it.
+        if let Ok(dir) = std::fs::read_dir(self.dir.join("lsh")) {
+            let prefix = format!("{}-", f.id);
+            for e in dir.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         Ok(())
     }
 
