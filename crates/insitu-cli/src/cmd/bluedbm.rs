@@ -90,8 +90,8 @@ pub enum BluedbmCmd {
         /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
         #[arg(long)]
         engines: Option<u32>,
-        /// Throttle the in-store processors' flash reads to this many bytes a second (e.g. 600MB, as
-        /// §7.1's "throttled BlueDBM").
+        /// Throttle each node's in-store processor's flash reads to this many bytes a second (e.g.
+        /// 600MB, as §7.1's "throttled BlueDBM").
         #[arg(long)]
         throttle: Option<String>,
     },
@@ -124,8 +124,8 @@ pub enum BluedbmCmd {
         /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
         #[arg(long)]
         engines: Option<u32>,
-        /// Throttle the in-store processors' flash reads to this many bytes a second (e.g. 600MB, as
-        /// §7.1's "throttled BlueDBM").
+        /// Throttle each node's in-store processor's flash reads to this many bytes a second (e.g.
+        /// 600MB, as §7.1's "throttled BlueDBM").
         #[arg(long)]
         throttle: Option<String>,
     },

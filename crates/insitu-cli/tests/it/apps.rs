@@ -172,6 +172,22 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     assert!(err.contains("k must be at least 1"), "{err}");
     let err = env.fails(&["bluedbm", "knn", "items", "/nonexistent/q.bin"]);
     assert!(err.contains("/nonexistent/q.bin"), "{err}");
+    let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--lsh", "0"]);
+    assert!(err.contains("at least 1 band"), "{err}");
+    let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--engines", "0"]);
+    assert!(err.contains("--engines must be at least 1"), "{err}");
+    // Throttled flash (§7.1's 600 MB/s) slows the in-store engines to the throttle, and fewer engines
+    // change nothing here (the cards bound them): the same answer either way.
+    let modeled = |extra: &[&str]| {
+        let mut args = vec!["bluedbm", "knn", "items", s(&one), "--k", "2"];
+        args.extend_from_slice(extra);
+        let r = env.json(&args);
+        assert_eq!(pairs(&r["result"]), want[0][..2].to_vec());
+        r["result"]["cost"]["modeled_s"].as_f64().unwrap()
+    };
+    let (free, slow) = (modeled(&[]), modeled(&["--throttle", "100MB/s"]));
+    // Each node reads its 100 items at the throttle.
+    assert!(slow > 2.0 * free && slow >= 0.99 * 100.0 * 8192.0 / 100e6, "{free} vs {slow}");
     // The buckets go when the file goes.
     let lsh = env.data().join("fs/lsh");
     assert_eq!(std::fs::read_dir(&lsh).unwrap().count(), 1);
