@@ -2,7 +2,7 @@
 # Whole-system benchmarks of insitu against peer tools, side by side in one run. Appends dated results to
 # bench/RESULTS.md. Installs what it needs (ripgrep via apt; Python peers into target/bench/venv) and builds
 # the release binary first.
-#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|selfsort|repro-selfsort|repro-bluedbm-net|repro-all|bluedbm-reads|bluedbm-apps|python|ray|all] [options of that suite]
+#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|selfsort|repro-selfsort|repro-bluedbm-net|repro-bluedbm-apps|repro-all|bluedbm-reads|bluedbm-apps|python|ray|all] [options of that suite]
 #   bench/run.sh compare --baseline OLD/insitu   (this build vs another, side by side: a regression check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +37,10 @@ case "$suite" in
     out=$(./target/release/insitu repro bluedbm-net --out target/repro-out "$@")
     echo "$out"
     printf '\n## %s — commit %s — insitu repro bluedbm-net (issue 9)\n\n```\n%s\n```\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
+  repro-bluedbm-apps)
+    out=$(./target/release/insitu repro bluedbm-apps --out target/repro-out --work target/insitu-repro "$@")
+    echo "$out"
+    printf '\n## %s — commit %s — insitu repro bluedbm-apps (issue 15)\n\n```\n%s\n```\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   bluedbm-reads)
     out=$(./target/release/insitu net bench --work target/insitu-bench "$@")
     echo "$out"
@@ -66,6 +70,6 @@ case "$suite" in
     echo "$out"
     printf '\n## %s — commit %s — insitu repro nascent (issue 3)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   all)
-    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs && "$0" intersect && "$0" repro-intersect && "$0" selfsort && "$0" repro-selfsort && "$0" repro-bluedbm-net && "$0" bluedbm-reads && "$0" bluedbm-apps && "$0" python && "$0" ray ;;
-  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, selfsort, repro-selfsort, repro-bluedbm-net, repro-all, bluedbm-reads, bluedbm-apps, python, ray, compare, all)"; exit 2 ;;
+    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs && "$0" intersect && "$0" repro-intersect && "$0" selfsort && "$0" repro-selfsort && "$0" repro-bluedbm-net && "$0" repro-bluedbm-apps && "$0" bluedbm-reads && "$0" bluedbm-apps && "$0" python && "$0" ray ;;
+  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, selfsort, repro-selfsort, repro-bluedbm-net, repro-bluedbm-apps, repro-all, bluedbm-reads, bluedbm-apps, python, ray, compare, all)"; exit 2 ;;
 esac
