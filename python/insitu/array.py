@@ -375,7 +375,8 @@ class Array:
         by Hamming distance, ties to the lowest index. ``queries``: bytes or a ``uint8`` numpy array of
         one or more page-sized items. With ``lsh``, only items sharing a bit-sampling bucket with the
         query in one of ``lsh`` bands are compared. Returns indices and distances (numpy arrays: 1-D for
-        one query, ``(queries, k)`` for several) and the whole result."""
+        one query, ``(queries, k)`` for several; a list of 1-D arrays when LSH leaves some query fewer
+        than ``k`` candidates) and the whole result."""
         import numpy as np
 
         q = queries.tobytes() if hasattr(queries, "tobytes") else bytes(queries)
@@ -384,6 +385,9 @@ class Array:
         dist = [[p[1] for p in n] for n in r["nearest"]]
         if len(idx) == 1:
             return np.array(idx[0], dtype=np.int64), np.array(dist[0], dtype=np.int64), r
+        if len({len(i) for i in idx}) > 1:
+            # With LSH a query may have fewer than k candidates: one array a query.
+            return [np.array(i, dtype=np.int64) for i in idx], [np.array(d, dtype=np.int64) for d in dist], r
         return np.array(idx, dtype=np.int64), np.array(dist, dtype=np.int64), r
 
     def put_graph(

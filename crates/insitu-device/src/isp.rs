@@ -41,10 +41,11 @@ fn interface(profile: &Profile) -> Result<&RawInterfaceProfile> {
     })
 }
 
-/// Seconds of `item` x `n` on `engine`, in picoseconds; refused when the engine has no price for it.
-fn price(engine: &Engine, item: &str, n: u64, profile: &Profile) -> Result<Ps> {
+/// Picoseconds `engine` takes for one unit of `item`; refused when the engine has no price for it.
+fn price(engine: &Engine, item: &str, profile: &Profile) -> Result<f64> {
+    const UNITS: u64 = 1 << 20;
     let mut l = Ledger::new();
-    work::add(&mut l, item, n);
+    work::add(&mut l, item, UNITS);
     let p = engine.price(&l);
     if !p.unpriced.is_empty() {
         return Err(refuse(format!(
@@ -52,7 +53,36 @@ fn price(engine: &Engine, item: &str, n: u64, profile: &Profile) -> Result<Ps> {
             profile.name
         )));
     }
-    Ok((p.seconds() * 1e12).round() as Ps)
+    Ok(p.seconds() * 1e12 / UNITS as f64)
+}
+
+/// The engines a group (a bus, a card) gets and the gap between reads a job's limits ask for (0: no
+/// throttle). Refuses no engines, more engines than the card has tags (each keeps a read in flight), and a
+/// throttle below a page a second.
+fn limits(
+    limits: crate::protocol::IspLimits,
+    default: u32,
+    ri: &RawInterfaceProfile,
+    page_size: usize,
+) -> Result<(u32, Ps)> {
+    let engines = limits.engines.unwrap_or(default);
+    if engines == 0 || engines > ri.tags_per_card {
+        return Err(refuse(format!(
+            "a job takes 1 to {} engines a bus or card (each keeps a read in flight with one of the card's \
+             tags), not {engines}",
+            ri.tags_per_card
+        )));
+    }
+    let gap = match limits.throttle_bw {
+        None => 0,
+        Some(bw) if bw.is_finite() && bw >= page_size as f64 => (page_size as f64 / bw * 1e12).round() as Ps,
+        Some(bw) => {
+            return Err(refuse(format!(
+                "a flash throttle must be at least a page ({page_size} B) a second, not {bw} B/s"
+            )))
+        }
+    };
+    Ok((engines, gap))
 }
 
 /// The job's pages split among `per_group` engines per group, a group being what `group(addr)` says
@@ -64,29 +94,18 @@ fn deal(
     per_group: u32,
     group: impl Fn(&FlashAddr) -> u32,
 ) -> (Vec<Vec<FlashAddr>>, Vec<Vec<usize>>) {
-    let n = (groups * per_group) as usize;
+    let (groups, per_group) = (groups as usize, per_group as usize);
+    let n = groups * per_group;
     let (mut addrs, mut index) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-    let mut turn = vec![0u32; groups as usize];
+    let mut turn = vec![0usize; groups];
     for (j, a) in pages.iter().enumerate() {
-        let g = group(a);
-        let e = (g * per_group + turn[g as usize] % per_group) as usize;
-        turn[g as usize] += 1;
+        let g = group(a) as usize;
+        let e = g * per_group + turn[g] % per_group;
+        turn[g] += 1;
         addrs[e].push(*a);
         index[e].push(j);
     }
     (addrs, index)
-}
-
-/// The gap between reads that a job's throttle asks for (0: none); refuses no engines or a bad rate.
-fn gap_ps(limits: crate::protocol::IspLimits, page_size: usize) -> Result<Ps> {
-    if limits.engines == Some(0) {
-        return Err(refuse("a job needs at least one engine".into()));
-    }
-    match limits.throttle_bw {
-        None => Ok(0),
-        Some(bw) if bw.is_finite() && bw > 0.0 => Ok((page_size as f64 / bw * 1e12).round() as Ps),
-        Some(bw) => Err(refuse(format!("a flash throttle must be a positive rate, not {bw} B/s"))),
-    }
 }
 
 /// Checks the lengths of a job's per-page lists and the pages' cards and buses.
@@ -142,17 +161,18 @@ pub fn search(
         Some(_) => (job.lens[j] as usize).min(n1) as u64,
     };
     let scanned: u64 = (0..job.pages.len()).map(per_page).sum();
-    let work_ps = price(&profile.kernels, work::SEARCH_BYTES, ps as u64, profile)?;
-    let per_bus = job.limits.engines.unwrap_or(ri.search_engines_per_bus);
+    let byte_ps = price(&profile.kernels, work::SEARCH_BYTES, profile)?;
+    let (per_bus, gap) = limits(job.limits, ri.search_engines_per_bus, ri, ps)?;
     let (engines, index) = deal(&job.pages, ri.cards * buses, per_bus, |a| a.card * buses + a.bus);
+    // An engine's time on a page: the bytes it searches there.
+    let work = |e: usize, i: usize| (per_page(index[e][i]) as f64 * byte_ps).round() as Ps;
     let n = job.pages.len();
     let (mut scans, mut seams) = match job.seams {
         None => (vec![PageScan::default(); n], Vec::new()),
         Some(_) => (Vec::new(), vec![Vec::new(); n]),
     };
     let mut bad = None;
-    let gap = gap_ps(job.limits, ps)?;
-    let end = raw.stream(&engines, 1, work_ps, gap, |e, i, page, spare| {
+    let end = raw.stream(&engines, 1, &work, gap, |e, i, page, spare| {
         let j = index[e][i];
         if spare != job.spares[j] {
             bad.get_or_insert(spare_error(&job.pages[j], spare, job.spares[j]));
@@ -195,14 +215,16 @@ pub fn nearest(
         )));
     }
     let queries: Vec<&[u8]> = job.queries.chunks(ps).collect();
-    let per_card = job.limits.engines.unwrap_or(ri.nearest_engines_per_card);
-    let work_ps = price(&profile.kernels, work::HAMMING_BYTES, (ps * queries.len()) as u64, profile)?;
+    let (per_card, gap) = limits(job.limits, ri.nearest_engines_per_card, ri, ps)?;
+    let page_ps =
+        (price(&profile.kernels, work::HAMMING_BYTES, profile)? * (ps * queries.len()) as f64).round() as Ps;
     let (engines, index) = deal(&job.pages, ri.cards, per_card, |a| a.card);
     let depth = (ri.tags_per_card / per_card).max(1);
-    let mut best: Vec<Nearest> = queries.iter().map(|_| Nearest::new(job.k as usize)).collect();
+    // No more of the nearest than there are items.
+    let k = (job.k as usize).min(job.pages.len());
+    let mut best: Vec<Nearest> = queries.iter().map(|_| Nearest::new(k)).collect();
     let mut bad = None;
-    let gap = gap_ps(job.limits, ps)?;
-    let end = raw.stream(&engines, depth, work_ps, gap, |e, i, page, spare| {
+    let end = raw.stream(&engines, depth, &|_, _| page_ps, gap, |e, i, page, spare| {
         let j = index[e][i];
         if spare != job.spares[j] {
             bad.get_or_insert(spare_error(&job.pages[j], spare, job.spares[j]));

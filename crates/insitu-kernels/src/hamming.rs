@@ -29,7 +29,7 @@ pub struct Nearest {
 
 impl Nearest {
     pub fn new(k: usize) -> Self {
-        Nearest { k, heap: BinaryHeap::with_capacity(k + 1) }
+        Nearest { k, heap: BinaryHeap::with_capacity(k.min(1 << 12) + 1) }
     }
 
     /// Offers item `index` at `dist`.

@@ -288,9 +288,15 @@ impl MorrisPratt {
     pub fn scan_page(&self, page: &[u8]) -> PageScan {
         let mut out =
             PageScan { last_newline: memchr::memrchr(b'\n', page).map(|p| p as u32), ..PageScan::default() };
+        // The last newline before each match, carried from one match to the next (each byte looked at once).
+        let (mut seen, mut nl) = (0usize, None);
         self.finder.for_each_start(page, page.len(), |s| {
+            if let Some(p) = memchr::memrchr(b'\n', &page[seen..s]) {
+                nl = Some((seen + p) as u32);
+            }
+            seen = s;
             out.starts.push(s as u32);
-            out.newline_before.push(memchr::memrchr(b'\n', &page[..s]).map(|p| p as u32));
+            out.newline_before.push(nl);
         });
         let tail = &page[page.len().saturating_sub(self.needle.len() - 1)..];
         out.end_state = self.run(0, tail, |_| {});

@@ -176,6 +176,13 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     assert!(err.contains("at least 1 band"), "{err}");
     let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--engines", "0"]);
     assert!(err.contains("--engines must be at least 1"), "{err}");
+    let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--engines", "268435456"]);
+    assert!(err.contains("1 to 128 engines"), "{err}");
+    let err = env.fails(&["bluedbm", "search", "items", "ab", "--throttle", "100"]);
+    assert!(err.contains("at least a page"), "{err}");
+    // A k past the items gives every item, in order.
+    let r = env.json(&["bluedbm", "knn", "items", s(&one), "--k", "4294967295"]);
+    assert_eq!(pairs(&r["result"]), naive_nearest(&items, &q[..8192], 300));
     // Throttled flash (§7.1's 600 MB/s) slows the in-store engines to the throttle, and fewer engines
     // change nothing here (the cards bound them): the same answer either way.
     let modeled = |extra: &[&str]| {

@@ -456,6 +456,11 @@ fn a_hub_spills_into_more_pages_and_bfs_follows_them() {
     );
     // Rounds: 7's page; 0's page, then its spill page; the leaves' pages.
     assert_eq!(b["result"]["rounds"].as_u64(), Some(4));
+    // Page 3001 is the hub's spill page, not a vertex: refused as such, not as damage.
+    for what in ["bfs", "walk"] {
+        let err = env.fails(&["bluedbm", what, "star", "--from", "3001"]);
+        assert!(err.contains("no vertex 3001") && !err.contains("damaged"), "{err}");
+    }
     // Walks through the hub pick neighbours on its spill page too (a round more for those steps): each
     // step alternates between the hub and a leaf, as the star has it.
     let w = env.json(&["bluedbm", "walk", "star", "--from", "7", "--walks", "20", "--length", "3"]);

@@ -321,8 +321,8 @@ impl RawPartition {
     }
 
     /// Streams pages to engines of the in-store processor, as a closed loop (BlueDBM §7): engine `e` reads
-    /// `engines[e]` in order with up to `depth` reads in flight, and works `work_ps` on each page once the
-    /// page has arrived and the engine is free; as it starts on a page it asks for another (that page's
+    /// `engines[e]` in order with up to `depth` reads in flight, and works `work(e, i)` on its page `i`
+    /// once the page has arrived and the engine is free; as it starts on a page it asks for another (that page's
     /// buffer is free again). Reads go out at least `gap_ps` apart, all engines together (a throttle;
     /// 0 for none). `on_page(e, i, page, spare)` gets page `i` of engine `e` as it arrives. Returns when
     /// the last engine finished, after the start. The first failed read is returned once every read in
@@ -331,7 +331,7 @@ impl RawPartition {
         &mut self,
         engines: &[Vec<FlashAddr>],
         depth: u32,
-        work_ps: Ps,
+        work: &dyn Fn(usize, usize) -> Ps,
         gap_ps: Ps,
         mut on_page: impl FnMut(usize, usize, &[u8], u64),
     ) -> std::result::Result<Ps, RawFlashError> {
@@ -357,7 +357,7 @@ impl RawPartition {
         // When the throttle lets the next read go.
         let mut next_slot: Ps = 0;
         loop {
-            let limit = asks.peek().map(|Reverse((t, _))| base + t);
+            let limit = asks.peek().map(|Reverse((t, _))| base.saturating_add(*t));
             let event = match limit {
                 Some(l) => self.sp.poll_until(l),
                 None => self.sp.poll(),
@@ -373,7 +373,7 @@ impl RawPartition {
                             let (_, _, page) = reading.remove(&c.tag).expect("present");
                             on_page(e, i, &page, slice.spare);
                             let start = (c.at_ps - base).max(free_at[e]);
-                            free_at[e] = start + work_ps;
+                            free_at[e] = start.saturating_add(work(e, i));
                             asks.push(Reverse((start, e)));
                         }
                     }
@@ -395,7 +395,7 @@ impl RawPartition {
                         asks.push(Reverse((next_slot, e)));
                         continue;
                     }
-                    next_slot = at + gap_ps;
+                    next_slot = at.saturating_add(gap_ps);
                     next[e] += 1;
                     tag = tag.wrapping_add(1);
                     reading.insert(tag, (e, i, vec![0u8; ps]));

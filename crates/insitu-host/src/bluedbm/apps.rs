@@ -72,6 +72,18 @@ pub(crate) fn host_cpu_s(profile: &Profile, item: &str, n: u64) -> Result<f64> {
     Ok(p.seconds())
 }
 
+/// Seconds of one host core in its storage stack for `pages` page requests of `bytes` in all (the
+/// profile's `[storage]` request and byte cycles).
+pub(crate) fn storage_cpu_s(profile: &Profile, pages: u64, bytes: u64) -> f64 {
+    let h = &profile.host;
+    (pages as f64 * h.storage.request_cycles + bytes as f64 * h.storage.byte_cycles) / h.cpu.clock_hz
+}
+
+/// Host threads the model runs: as many as asked, up to the host's cores.
+pub(crate) fn model_threads(profile: &Profile, threads: u32) -> u32 {
+    threads.clamp(1, profile.host.cores.max(1))
+}
+
 /// Seconds for the host's memory to move the traffic of `n` of `item` (its `[memory_bytes]`).
 pub(crate) fn host_memory_s(profile: &Profile, item: &str, n: u64) -> f64 {
     let per = profile.host.memory_bytes.get(item).copied().unwrap_or(0.0);

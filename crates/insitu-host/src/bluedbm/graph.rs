@@ -447,6 +447,9 @@ pub fn bfs(
             for (k, (page, v, own)) in want.iter().enumerate() {
                 let (pv, _, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
                 if pv != *v {
+                    if *own && *v == from && depth == 0 {
+                        return Err(no_vertex(name, from, pv));
+                    }
                     let what = if *own { "its vertex" } else { "a spill page of" };
                     return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
                 }
@@ -469,6 +472,13 @@ pub fn bfs(
     let software_s = software_s(fs, access, report.pages);
     let modeled_s = report.modeled_s + software_s;
     Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report, software_s, modeled_s })
+}
+
+/// The error for a start vertex whose page is a spill page (of vertex `owner`): past the graph's vertices.
+fn no_vertex(name: &str, from: u32, owner: u32) -> HostError {
+    HostError::InvalidArgument(format!(
+        "{name} has no vertex {from} (page {from} holds more neighbours of vertex {owner}, past the graph's vertices)"
+    ))
 }
 
 /// Random walks on a stored graph and what they cost.
@@ -551,6 +561,9 @@ pub fn walk(
             for (k, (w, page, v, skip)) in want.iter().enumerate() {
                 let (pv, degree, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
                 if pv != *v {
+                    if skip.is_none() && *v == from && step == 0 {
+                        return Err(no_vertex(name, from, pv));
+                    }
                     let what = if skip.is_none() { "its vertex" } else { "a spill page of" };
                     return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
                 }

@@ -170,7 +170,7 @@ fn in_store(
         let r: IspNearestReply = p.wait().map_err(HostError::device(node))?;
         // Down: the queries and the page list (address, spare record, item number); up: k results a query.
         let down = (queries.len() + pages * 20) as u64;
-        let up = (nq * k as usize * 8) as u64;
+        let up = (nq * (k as usize).min(pages) * 8) as u64;
         let t = (r.job.queue_ps + r.job.service_ps) as f64 * 1e-12 + apps::link_s(profile, down, up);
         slowest = slowest.max(t);
         queue = queue.max(r.job.queue_ps as f64 * 1e-12);
@@ -250,7 +250,11 @@ fn on_host(
         }
     }
     let bytes = (cand.len() * ps) as u64;
-    let cpu_s = apps::host_cpu_s(profile, work::HAMMING_BYTES, bytes * nq as u64)? / threads as f64;
+    let mut cpu_s = apps::host_cpu_s(profile, work::HAMMING_BYTES, bytes * nq as u64)?;
+    if resident.is_none() {
+        cpu_s += apps::storage_cpu_s(profile, cand.len() as u64, bytes);
+    }
+    let cpu_s = cpu_s / apps::model_threads(profile, threads as u32) as f64;
     // Each item crosses the memory bus once, whatever the number of queries compared with it.
     let mut mem_s = bytes as f64 / profile.host.memory_bw;
     if resident.is_none() {

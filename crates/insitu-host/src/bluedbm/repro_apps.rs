@@ -341,7 +341,10 @@ pub fn run(profile: &Profile, work: &Path, quick: bool, progress: &dyn Fn(&str))
     );
     fig21.push(
         Row::new("host CPU busy, ISP search", "%", 100.0 * isp.cost.modeled_host_cpu_s / isp.cost.modeled_s)
-            .note("the host sends page addresses and takes match positions: the paper's 'almost no CPU'"),
+            .note(
+            "the host only sends page addresses and takes match positions (work the model leaves unpriced): \
+                 the paper's 'almost no CPU'",
+        ),
     );
     fig21.push(
         Row::new(
@@ -352,7 +355,8 @@ pub fn run(profile: &Profile, work: &Path, quick: bool, progress: &dyn Fn(&str))
         .paper(paper::GREP_SSD_CPU)
         .note(
             "a core's share while the search waits on flash: the profile's 0.25 cycles a byte (memchr's \
-                 SIMD); the paper's is grep on an SSD behind the kernel's I/O stack",
+                 SIMD) and its storage stack's 1 us a page; the paper's is grep on an SSD behind the kernel's I/O \
+                 stack",
         ),
     );
     Ok(Figures {

@@ -214,7 +214,11 @@ fn on_host(
             }
         }
     }
-    let cpu_s = apps::host_cpu_s(profile, work::SEARCH_BYTES, f.size)? / threads as f64;
+    let mut cpu_s = apps::host_cpu_s(profile, work::SEARCH_BYTES, f.size)?;
+    if resident.is_none() {
+        cpu_s += apps::storage_cpu_s(profile, n as u64, f.size);
+    }
+    let cpu_s = cpu_s / apps::model_threads(profile, threads) as f64;
     let mut mem_s = apps::host_memory_s(profile, work::SEARCH_BYTES, f.size);
     if opts.placement == Placement::Host {
         mem_s += apps::host_memory_s(profile, "storage.bytes", f.size);
