@@ -97,6 +97,8 @@ class _Array:
         placement: str = ...,
         node: int = ...,
         threads: int = ...,
+        flash_share: float = ...,
+        disk_share: float = ...,
     ) -> str: ...
     def put_graph(
         self, edges: bytes, name: str, directed: bool = ..., vertices: Optional[int] = ..., node: Optional[int] = ...

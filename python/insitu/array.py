@@ -370,17 +370,22 @@ class Array:
         placement: str = "isp",
         node: int = 0,
         threads: int = 1,
+        flash_share: float = 0.0,
+        disk_share: float = 0.0,
     ) -> Tuple[Any, Any, Dict[str, Any]]:
         """The ``k`` items of file ``items`` (a flash page each: 8 KiB on ``bluedbm``) nearest each query
         by Hamming distance, ties to the lowest index. ``queries``: bytes or a ``uint8`` numpy array of
         one or more page-sized items. With ``lsh``, only items sharing a bit-sampling bucket with the
-        query in one of ``lsh`` bands are compared. Returns indices and distances (numpy arrays: 1-D for
+        query in one of ``lsh`` bands are compared. With ``host-dram``, ``flash_share`` and ``disk_share``
+        of the items are not in DRAM (§7.1's "DRAM + 10% flash", "DRAM + 5% disk"). Returns indices and distances (numpy arrays: 1-D for
         one query, ``(queries, k)`` for several; a list of 1-D arrays when LSH leaves some query fewer
         than ``k`` candidates) and the whole result."""
         import numpy as np
 
         q = queries.tobytes() if hasattr(queries, "tobytes") else bytes(queries)
-        r = json.loads(self._inner.knn(items, q, k, lsh, lsh_bits, placement, node, threads))
+        r = json.loads(
+            self._inner.knn(items, q, k, lsh, lsh_bits, placement, node, threads, flash_share, disk_share)
+        )
         idx = [[p[0] for p in n] for n in r["nearest"]]
         dist = [[p[1] for p in n] for n in r["nearest"]]
         if len(idx) == 1:

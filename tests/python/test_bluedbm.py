@@ -65,6 +65,9 @@ def test_nearest_neighbours_match_numpy_and_faiss(appliance):
     assert list(one_idx) == list(ref[0][:3])
     idx, _, r = appliance.knn("items", queries, k=1, lsh=8)
     assert list(idx[:, 0]) == [17, 150] and r["compared"] < 40
+    # A tenth of the items on flash instead of DRAM (§7.1): the same answer, those pages read.
+    idx, dist, r = appliance.knn("items", queries, k=5, placement="host-dram", flash_share=0.1)
+    assert (idx == np.array(ref)).all() and r["cost"]["pages"] > 0
 
 
 def test_nearest_neighbours_match_faiss(appliance):

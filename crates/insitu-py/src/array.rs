@@ -482,7 +482,7 @@ impl PyArray {
     }
 
     /// The `k` items of file `items` nearest each query by Hamming distance (§7.1), as JSON.
-    #[pyo3(signature = (items, queries, k=1, lsh=None, lsh_bits=16, placement="isp", node=0, threads=1))]
+    #[pyo3(signature = (items, queries, k=1, lsh=None, lsh_bits=16, placement="isp", node=0, threads=1, flash_share=0.0, disk_share=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn knn(
         &self,
@@ -495,8 +495,12 @@ impl PyArray {
         placement: &str,
         node: u32,
         threads: u32,
+        flash_share: f64,
+        disk_share: f64,
     ) -> PyResult<String> {
-        let args = crate::bluedbm::KnnArgs { items, queries, k, lsh, lsh_bits, placement, node, threads };
+        let misses = (flash_share, disk_share);
+        let args =
+            crate::bluedbm::KnnArgs { items, queries, k, lsh, lsh_bits, placement, node, threads, misses };
         self.with(py, |a| crate::bluedbm::knn(a, args))
     }
 

@@ -4,7 +4,7 @@
 use insitu_host::bluedbm::apps::Placement;
 use insitu_host::bluedbm::fs::{Access, Fs};
 use insitu_host::bluedbm::graph::{bfs, put_graph, walk, Adjacency, WalkSpec};
-use insitu_host::bluedbm::nearest::{nearest, Lsh, NearestOptions};
+use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
 use insitu_host::{Array, HostError, Result};
@@ -87,6 +87,7 @@ pub struct KnnArgs<'a> {
     pub placement: &'a str,
     pub node: u32,
     pub threads: u32,
+    pub misses: (f64, f64),
 }
 
 pub fn knn(a: &Array, k: KnnArgs<'_>) -> Result<String> {
@@ -98,6 +99,7 @@ pub fn knn(a: &Array, k: KnnArgs<'_>) -> Result<String> {
         node: k.node,
         threads: k.threads,
         limits: IspLimits::default(),
+        misses: Misses { flash: k.misses.0, disk: k.misses.1 },
     };
     Ok(json!(nearest(&fs, k.items, k.queries, opts)?).to_string())
 }

@@ -11,7 +11,7 @@ use clap::Subcommand;
 use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
 use insitu_host::bluedbm::fs::{Access, Fs};
 use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, WalkSpec};
-use insitu_host::bluedbm::nearest::{nearest, Lsh, NearestOptions};
+use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
 use insitu_host::units::human_bytes;
@@ -112,6 +112,13 @@ pub enum BluedbmCmd {
         /// Bits sampled per LSH band.
         #[arg(long, default_value_t = 16)]
         lsh_bits: u32,
+        /// With host-dram: the share of items not in DRAM but on flash, each read through the device
+        /// when compared (§7.1's "DRAM + 10% flash": 0.1).
+        #[arg(long, default_value_t = 0.0)]
+        flash_share: f64,
+        /// With host-dram: the share of items on the host's disk (§7.1's "DRAM + 5% disk": 0.05).
+        #[arg(long, default_value_t = 0.0)]
+        disk_share: f64,
         /// Who compares.
         #[arg(long, value_enum, default_value = "isp")]
         placement: AppWhere,
@@ -228,6 +235,8 @@ impl BluedbmCmd {
                 items,
                 queryfile,
                 k,
+                flash_share,
+                disk_share,
                 lsh,
                 lsh_bits,
                 placement,
@@ -243,7 +252,9 @@ impl BluedbmCmd {
                 let fs = Fs::open(&array)?;
                 let lsh = lsh.map(|bands| Lsh { bands, bits: lsh_bits });
                 let limits = isp_limits(engines, throttle.as_deref())?;
-                let opts = NearestOptions { placement: placement.into(), k, lsh, node, threads, limits };
+                let misses = Misses { flash: flash_share, disk: disk_share };
+                let opts =
+                    NearestOptions { placement: placement.into(), k, lsh, node, threads, limits, misses };
                 let r = crate::output::busy("comparing", || nearest(&fs, &items, &queries, opts))?;
                 let per_query: Vec<serde_json::Value> = r
                     .nearest

@@ -195,6 +195,24 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     let (free, slow) = (modeled(&[]), modeled(&["--throttle", "100MB/s"]));
     // Each node reads its 100 items at the throttle.
     assert!(slow > 2.0 * free && slow >= 0.99 * 100.0 * 8192.0 / 100e6, "{free} vs {slow}");
+    // DRAM with a tenth of the items on flash, or a twentieth on disk (§7.1): the same answer, the misses
+    // read (flash) or waited for (disk), and slower than all in DRAM.
+    let dram = |extra: &[&str]| {
+        let mut args = vec!["bluedbm", "knn", "items", s(&one), "--k", "2", "--placement", "host-dram"];
+        args.extend_from_slice(extra);
+        let r = env.json(&args);
+        assert_eq!(pairs(&r["result"]), want[0][..2].to_vec(), "{extra:?}");
+        (r["result"]["cost"]["modeled_s"].as_f64().unwrap(), r["result"]["cost"]["pages"].as_u64().unwrap())
+    };
+    let (all, flash, disk) = (dram(&[]), dram(&["--flash-share", "0.1"]), dram(&["--disk-share", "0.05"]));
+    assert_eq!((all.1, disk.1), (0, 0));
+    assert!(flash.1 > 10 && flash.1 < 60, "{flash:?}");
+    assert!(flash.0 > 5.0 * all.0 && disk.0 > flash.0, "{all:?} {flash:?} {disk:?}");
+    let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--flash-share", "0.1"]);
+    assert!(err.contains("use the host-dram placement"), "{err}");
+    let err =
+        env.fails(&["bluedbm", "knn", "items", s(&one), "--placement", "host-dram", "--flash-share", "1.5"]);
+    assert!(err.contains("must be 0 to 1"), "{err}");
     // The buckets go when the file goes.
     let lsh = env.data().join("fs/lsh");
     assert_eq!(std::fs::read_dir(&lsh).unwrap().count(), 1);

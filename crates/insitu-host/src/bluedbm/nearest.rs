@@ -47,6 +47,39 @@ pub struct NearestOptions {
     pub threads: u32,
     /// Engines and a flash throttle for the in-store processors.
     pub limits: IspLimits,
+    /// H-DRAM with items missing from DRAM (§7.1's "DRAM + 10% flash", "DRAM + 5% disk").
+    pub misses: Misses,
+}
+
+/// Shares of the items a host-DRAM search does not find in DRAM (0 to 1 each, together at most 1), chosen
+/// by a fixed hash of the item's index: those on flash are read when they are compared, a synchronous
+/// page read through the device (as the paper's software did); those on the host's disk
+/// (`[host.disk]`) wait for its head, their bytes served from the resident copy (the disk is modeled).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Misses {
+    pub flash: f64,
+    pub disk: f64,
+}
+
+impl Misses {
+    fn is_none(&self) -> bool {
+        self.flash == 0.0 && self.disk == 0.0
+    }
+
+    /// Where item `i` is: 0 DRAM, 1 flash, 2 disk.
+    fn place(&self, i: u32) -> u8 {
+        let mut z = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let u = (z ^ (z >> 31)) as f64 / u64::MAX as f64;
+        if u < self.flash {
+            1
+        } else if u < self.flash + self.disk {
+            2
+        } else {
+            0
+        }
+    }
 }
 
 /// The nearest items of each query, and what finding them cost.
@@ -84,6 +117,27 @@ pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Res
     }
     if opts.k == 0 {
         return Err(HostError::InvalidArgument("k must be at least 1".into()));
+    }
+    let m = opts.misses;
+    if !m.is_none() {
+        let ok = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
+        if !(ok(m.flash) && ok(m.disk) && m.flash + m.disk <= 1.0) {
+            return Err(HostError::InvalidArgument(format!(
+                "the shares of items on flash ({}) and on disk ({}) must be 0 to 1, together at most 1",
+                m.flash, m.disk
+            )));
+        }
+        if opts.placement != Placement::HostDram {
+            return Err(HostError::InvalidArgument(
+                "items on flash or disk are a host-DRAM search's misses: use the host-dram placement".into(),
+            ));
+        }
+        if m.disk > 0.0 && fs.array().profile().host.disk.is_none() {
+            return Err(HostError::InvalidArgument(format!(
+                "host profile {} has no disk ([disk])",
+                fs.array().profile().host.name
+            )));
+        }
     }
     let items = f.pages.len();
     let nq = queries.len() / ps;
@@ -206,8 +260,31 @@ fn on_host(
     let nq = queries.len() / ps;
     let mut merged: Vec<Nearest> = (0..nq).map(|_| Nearest::new(opts.k as usize)).collect();
     let mut read_s = 0.0;
+    // Misses of a host-DRAM search: each flash miss a synchronous page read, each disk miss a wait.
+    let (mut flash_wait_s, mut flash_misses, mut disk_misses) = (0.0, 0u64, 0u64);
+    let mut missed: std::collections::HashMap<u32, Vec<u8>> = Default::default();
     const CHUNK: usize = 4096;
     for chunk in cand.chunks(CHUNK) {
+        if resident.is_some() && !opts.misses.is_none() {
+            missed.clear();
+            for &i in chunk {
+                match opts.misses.place(i) {
+                    1 => {
+                        let (page, r) =
+                            fs.read_pages_via(&f.name, &[i as usize], opts.node, Access::HostFlash)?;
+                        flash_wait_s += r.modeled_s + apps::storage_cpu_s(profile, 1, ps as u64);
+                        cost.network_bytes += r.network_bytes;
+                        cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
+                        cost.pages += r.pages;
+                        flash_misses += 1;
+                        missed.insert(i, page);
+                    }
+                    2 => disk_misses += 1,
+                    _ => {}
+                }
+            }
+        }
+        let missed = &missed;
         let fetched;
         let data: &[u8] = match resident {
             Some(d) => d,
@@ -232,7 +309,10 @@ fn on_host(
                     s.spawn(move || {
                         let mut best: Vec<Nearest> = (0..nq).map(|_| Nearest::new(opts.k as usize)).collect();
                         for j in a..(a + per).min(chunk.len()) {
-                            let item = &data[slot(j) * ps..(slot(j) + 1) * ps];
+                            let item = match missed.get(&chunk[j]) {
+                                Some(page) => page.as_slice(),
+                                None => &data[slot(j) * ps..(slot(j) + 1) * ps],
+                            };
                             for (q, b) in best.iter_mut().enumerate() {
                                 b.push(chunk[j], distance(&queries[q * ps..(q + 1) * ps], item));
                             }
@@ -254,13 +334,27 @@ fn on_host(
     if resident.is_none() {
         cpu_s += apps::storage_cpu_s(profile, cand.len() as u64, bytes);
     }
-    let cpu_s = cpu_s / apps::model_threads(profile, threads as u32) as f64;
+    let t = apps::model_threads(profile, threads as u32) as f64;
+    // A thread that misses waits for the page (flash) or the head (disk); the one disk serves one miss at
+    // a time; the misses' pages share the PCIe link.
+    let disk_s = profile.host.disk.as_ref().map_or(0.0, |d| d.access_us * 1e-6 + ps as f64 / d.bw)
+        * disk_misses as f64;
+    let miss_s = flash_wait_s + disk_s;
+    let cpu_s = cpu_s / t;
     // Each item crosses the memory bus once, whatever the number of queries compared with it.
     let mut mem_s = bytes as f64 / profile.host.memory_bw;
     if resident.is_none() {
         mem_s += apps::host_memory_s(profile, "storage.bytes", bytes);
     }
-    let (s, b) = apps::bound(&[("flash reads", read_s), ("host cpu", cpu_s), ("host memory", mem_s)]);
+    let pcie_s = (flash_misses * ps as u64) as f64 / profile.host_link.read_bw;
+    let (s, b) = apps::bound(&[
+        ("flash reads", read_s),
+        ("host cpu", cpu_s),
+        ("host memory", mem_s),
+        ("host cpu and misses", cpu_s + miss_s / t),
+        ("the disk", disk_s),
+        ("PCIe", pcie_s),
+    ]);
     cost.modeled_s += s;
     cost.bound = b;
     cost.modeled_host_cpu_s += cpu_s;
