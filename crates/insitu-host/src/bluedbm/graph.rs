@@ -425,8 +425,6 @@ pub fn bfs(
             "{name} has no vertex {from} (it has {pages} pages)"
         )));
     }
-    let ps = fs.page_size();
-    let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
     let mut levels = std::collections::BTreeMap::from([(from, 0u32)]);
     let mut report = crate::bluedbm::fs::ViaReport { origin, access, ..Default::default() };
     let started = std::time::Instant::now();
@@ -436,23 +434,11 @@ pub fn bfs(
         // (page, the vertex it belongs to, whether it is the vertex's own page)
         let mut want: Vec<(usize, u32, bool)> = frontier.iter().map(|v| (*v as usize, *v, true)).collect();
         while !want.is_empty() {
-            let idx: Vec<usize> = want.iter().map(|w| w.0).collect();
-            if let Some(i) = idx.iter().find(|i| **i >= pages) {
-                return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
-            }
-            let (data, r) = fs.read_pages_via(name, &idx, origin, access)?;
+            let start = (depth == 0).then_some(from);
+            let got = read_round(fs, name, &want, (origin, access), start, &mut report)?;
             rounds += 1;
-            report.add(&r);
             let mut next = Vec::new();
-            for (k, (page, v, own)) in want.iter().enumerate() {
-                let (pv, _, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
-                if pv != *v {
-                    if *own && *v == from && depth == 0 {
-                        return Err(no_vertex(name, from, pv));
-                    }
-                    let what = if *own { "its vertex" } else { "a spill page of" };
-                    return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
-                }
+            for ((_, v, _), (_, nb, more)) in want.iter().zip(got) {
                 found.extend(nb);
                 if more != NO_PAGE {
                     next.push((more as usize, *v, false));
@@ -472,6 +458,42 @@ pub fn bfs(
     let software_s = software_s(fs, access, report.pages);
     let modeled_s = report.modeled_s + software_s;
     Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report, software_s, modeled_s })
+}
+
+/// One round of a traversal's dependent reads: pages `want` (page, the vertex it belongs to, whether it
+/// is the vertex's own page) read by `by` (a node and how), each checked to be that vertex's, the cost
+/// added to `report`. On the first round, `start` is the start vertex: its page turning out to be a spill
+/// page means the graph has no such vertex. Returns each page's (degree, neighbours here, next page).
+fn read_round(
+    fs: &crate::bluedbm::fs::Fs<'_>,
+    name: &str,
+    want: &[(usize, u32, bool)],
+    by: (u32, crate::bluedbm::fs::Access),
+    start: Option<u32>,
+    report: &mut crate::bluedbm::fs::ViaReport,
+) -> Result<Vec<(u32, Vec<u32>, u32)>> {
+    let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
+    let pages = fs.file(name)?.pages.len();
+    let idx: Vec<usize> = want.iter().map(|w| w.0).collect();
+    if let Some(i) = idx.iter().find(|i| **i >= pages) {
+        return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
+    }
+    let (data, r) = fs.read_pages_via(name, &idx, by.0, by.1)?;
+    report.add(&r);
+    let ps = fs.page_size();
+    let mut out = Vec::with_capacity(want.len());
+    for (k, (page, v, own)) in want.iter().enumerate() {
+        let (pv, degree, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
+        if pv != *v {
+            if *own && Some(*v) == start {
+                return Err(no_vertex(name, *v, pv));
+            }
+            let what = if *own { "its vertex" } else { "a spill page of" };
+            return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
+        }
+        out.push((degree, nb, more));
+    }
+    Ok(out)
 }
 
 /// The error for a start vertex whose page is a spill page (of vertex `owner`): past the graph's vertices.
@@ -532,7 +554,6 @@ pub fn walk(
             "{name} has no vertex {from} (it has {pages} pages)"
         )));
     }
-    let ps = fs.page_size();
     let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
     let mut paths: Vec<Vec<u32>> = (0..walks).map(|_| vec![from]).collect();
     let mut report = crate::bluedbm::fs::ViaReport { origin, access, ..Default::default() };
@@ -550,23 +571,12 @@ pub fn walk(
         }
         let mut ended = Vec::new();
         while !want.is_empty() {
-            let idx: Vec<usize> = want.iter().map(|w| w.1).collect();
-            if let Some(i) = idx.iter().find(|i| **i >= pages) {
-                return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
-            }
-            let (data, r) = fs.read_pages_via(name, &idx, origin, access)?;
+            let pages: Vec<(usize, u32, bool)> = want.iter().map(|w| (w.1, w.2, w.3.is_none())).collect();
+            let start = (step == 0).then_some(from);
+            let got = read_round(fs, name, &pages, (origin, access), start, &mut report)?;
             rounds += 1;
-            report.add(&r);
             let mut next = Vec::new();
-            for (k, (w, page, v, skip)) in want.iter().enumerate() {
-                let (pv, degree, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
-                if pv != *v {
-                    if skip.is_none() && *v == from && step == 0 {
-                        return Err(no_vertex(name, from, pv));
-                    }
-                    let what = if skip.is_none() { "its vertex" } else { "a spill page of" };
-                    return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
-                }
+            for ((w, _, v, skip), (degree, nb, more)) in want.iter().zip(got) {
                 let left = match skip {
                     Some(s) => *s,
                     None if degree == 0 => {

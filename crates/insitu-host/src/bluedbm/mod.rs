@@ -72,6 +72,32 @@ pub(crate) fn small_appliance(dir: &std::path::Path, nodes: u32, capacity: u64) 
     array
 }
 
+/// Figures' rows as text, a table a figure: its name and title, then each row's unit, the paper's, the
+/// modeled and the measured value, and why.
+fn rows_text(figs: &[(&str, &str, &Vec<Row>)]) -> String {
+    let mut out = String::new();
+    for (name, title, rows) in figs {
+        out += &format!(
+            "\n{:<52} {:>10} {:>10} {:>10} {:>10}  {}\n",
+            format!("{name}: {title}"),
+            "unit",
+            "paper",
+            "modeled",
+            "measured",
+            "why"
+        );
+        for r in rows.iter() {
+            let paper = r.paper.map_or("-".to_string(), |p| format!("{p:.2}"));
+            let measured = r.measured.map_or("-".to_string(), |m| format!("{m:.3}"));
+            out += &format!(
+                "{:<52} {:>10} {:>10} {:>10.3} {:>10}  {}\n",
+                r.label, r.unit, paper, r.modeled, measured, r.note
+            );
+        }
+    }
+    out
+}
+
 /// A raw flash command of a simulation refused.
 fn raw_err(e: insitu_device::rawflash::RawFlashError) -> HostError {
     HostError::InvalidArgument(format!("raw flash: {e}"))

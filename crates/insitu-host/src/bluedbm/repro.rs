@@ -195,30 +195,11 @@ pub fn render(f: &Figures) -> String {
          measured = this machine emulating them\n",
         f.profile
     );
-    let figs = [
+    out += &super::rows_text(&[
         ("fig11", "storage network (§6.3)", &f.fig11),
         ("fig12", "latency of one remote 8 KB read (§6.4)", &f.fig12),
         ("fig13", "random 8 KB read bandwidth (§6.5)", &f.fig13),
-    ];
-    for (name, title, rows) in figs {
-        out += &format!(
-            "\n{:<52} {:>6} {:>9} {:>9} {:>10}  {}\n",
-            format!("{name}: {title}"),
-            "unit",
-            "paper",
-            "modeled",
-            "measured",
-            "why"
-        );
-        for r in rows.iter() {
-            let paper = r.paper.map_or("-".to_string(), |p| format!("{p:.2}"));
-            let measured = r.measured.map_or("-".to_string(), |m| format!("{m:.3}"));
-            out += &format!(
-                "{:<52} {:>6} {:>9} {:>9.3} {:>10}  {}\n",
-                r.label, r.unit, paper, r.modeled, measured, r.note
-            );
-        }
-    }
+    ]);
     out
 }
 

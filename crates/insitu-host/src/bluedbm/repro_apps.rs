@@ -382,32 +382,13 @@ pub fn render(f: &Figures) -> String {
          vertices on a two-node appliance; modeled = simulated on the profile, measured = this machine\n",
         f.profile, f.items, f.corpus_bytes, f.graph_vertices
     );
-    let figs = [
+    out += &super::rows_text(&[
         ("fig16", "nearest neighbour: ISP vs DRAM", &f.fig16),
         ("fig17", "nearest neighbour: mostly DRAM", &f.fig17),
         ("fig19", "nearest neighbour: accelerator vs software", &f.fig19),
         ("fig20", "graph traversal by path", &f.fig20),
         ("fig21", "string search", &f.fig21),
-    ];
-    for (name, title, rows) in figs {
-        out += &format!(
-            "\n{:<52} {:>10} {:>10} {:>10} {:>10}  {}\n",
-            format!("{name}: {title}"),
-            "unit",
-            "paper",
-            "modeled",
-            "measured",
-            "why"
-        );
-        for r in rows.iter() {
-            let paper = r.paper.map_or("-".to_string(), |p| format!("{p:.2}"));
-            let measured = r.measured.map_or("-".to_string(), |m| format!("{m:.2}"));
-            out += &format!(
-                "{:<52} {:>10} {:>10} {:>10.2} {:>10}  {}\n",
-                r.label, r.unit, paper, r.modeled, measured, r.note
-            );
-        }
-    }
+    ]);
     out
 }
 
