@@ -66,6 +66,33 @@ impl Placement {
     }
 }
 
+/// Who runs an application and with what: the arguments `search` and `knn` share.
+#[derive(clap::Args, Debug)]
+pub struct AppArgs {
+    /// Who runs it.
+    #[arg(long, value_enum, default_value = "isp")]
+    placement: AppWhere,
+    /// The node whose host runs it (host placements).
+    #[arg(long, default_value_t = 0)]
+    node: u32,
+    /// Host threads (host placements).
+    #[arg(long, default_value_t = 1)]
+    threads: u32,
+    /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
+    #[arg(long)]
+    engines: Option<u32>,
+    /// Throttle each node's in-store processor's flash reads to this many bytes a second (e.g. 600MB,
+    /// as §7.1's "throttled BlueDBM").
+    #[arg(long)]
+    throttle: Option<String>,
+}
+
+impl AppArgs {
+    fn limits(&self) -> Result<IspLimits> {
+        isp_limits(self.engines, self.throttle.as_deref())
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum BluedbmCmd {
     /// Search a file of the appliance's file system for a string (§7.3): count its occurrences and the
@@ -78,22 +105,8 @@ pub enum BluedbmCmd {
         /// Also give every occurrence's byte offset.
         #[arg(long)]
         offsets: bool,
-        /// Who searches.
-        #[arg(long, value_enum, default_value = "isp")]
-        placement: AppWhere,
-        /// The node whose host searches (host placements).
-        #[arg(long, default_value_t = 0)]
-        node: u32,
-        /// Host threads (host placements).
-        #[arg(long, default_value_t = 1)]
-        threads: u32,
-        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
-        #[arg(long)]
-        engines: Option<u32>,
-        /// Throttle each node's in-store processor's flash reads to this many bytes a second (e.g.
-        /// 600MB, as §7.1's "throttled BlueDBM").
-        #[arg(long)]
-        throttle: Option<String>,
+        #[command(flatten)]
+        run: AppArgs,
     },
     /// The items of a file closest to a query by Hamming distance (§7.1): items are a flash page each
     /// (8 KiB on bluedbm); the result is their indices and distances, closest first (ties: lowest index).
@@ -119,22 +132,8 @@ pub enum BluedbmCmd {
         /// With host-dram: the share of items on the host's disk (§7.1's "DRAM + 5% disk": 0.05).
         #[arg(long, default_value_t = 0.0)]
         disk_share: f64,
-        /// Who compares.
-        #[arg(long, value_enum, default_value = "isp")]
-        placement: AppWhere,
-        /// The node whose host compares (host placements).
-        #[arg(long, default_value_t = 0)]
-        node: u32,
-        /// Host threads (host placements).
-        #[arg(long, default_value_t = 1)]
-        threads: u32,
-        /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
-        #[arg(long)]
-        engines: Option<u32>,
-        /// Throttle each node's in-store processor's flash reads to this many bytes a second (e.g.
-        /// 600MB, as §7.1's "throttled BlueDBM").
-        #[arg(long)]
-        throttle: Option<String>,
+        #[command(flatten)]
+        run: AppArgs,
     },
     /// Store a graph from an edge list, one vertex a flash page (its neighbours inside, spill pages for
     /// the rest), striped over the nodes (§7.2).
@@ -203,11 +202,11 @@ pub enum BluedbmCmd {
 impl BluedbmCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         match self {
-            BluedbmCmd::Search { file, needle, offsets, placement, node, threads, engines, throttle } => {
+            BluedbmCmd::Search { file, needle, offsets, run } => {
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
-                let limits = isp_limits(engines, throttle.as_deref())?;
-                let opts = SearchOptions { placement: placement.into(), offsets, node, threads, limits };
+                let (placement, node, threads) = (run.placement.into(), run.node, run.threads);
+                let opts = SearchOptions { placement, offsets, node, threads, limits: run.limits()? };
                 let r = crate::output::busy("searching", || search(&fs, &file, needle.as_bytes(), opts))?;
                 let mut out = json!({ "file": file, "count": r.count, "lines": r.lines, "cost": r.cost });
                 if let Some(o) = &r.offsets {
@@ -231,30 +230,17 @@ impl BluedbmCmd {
                 }
                 ctx.out.plain("bluedbm search", out, &text);
             }
-            BluedbmCmd::Knn {
-                items,
-                queryfile,
-                k,
-                flash_share,
-                disk_share,
-                lsh,
-                lsh_bits,
-                placement,
-                node,
-                threads,
-                engines,
-                throttle,
-            } => {
+            BluedbmCmd::Knn { items, queryfile, k, flash_share, disk_share, lsh, lsh_bits, run } => {
                 let queries = std::fs::read(&queryfile).map_err(|e| {
                     anyhow::anyhow!("cannot read the query file {}: {e}", queryfile.display())
                 })?;
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
                 let lsh = lsh.map(|bands| Lsh { bands, bits: lsh_bits });
-                let limits = isp_limits(engines, throttle.as_deref())?;
                 let misses = Misses { flash: flash_share, disk: disk_share };
-                let opts =
-                    NearestOptions { placement: placement.into(), k, lsh, node, threads, limits, misses };
+                let (placement, node, threads, limits) =
+                    (run.placement.into(), run.node, run.threads, run.limits()?);
+                let opts = NearestOptions { placement, k, lsh, node, threads, limits, misses };
                 let r = crate::output::busy("comparing", || nearest(&fs, &items, &queries, opts))?;
                 let per_query: Vec<serde_json::Value> = r
                     .nearest

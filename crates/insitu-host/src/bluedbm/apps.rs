@@ -1,6 +1,7 @@
 //! What BlueDBM's applications (§7) share: who runs them ([`Placement`]), what a run cost
 //! ([`AppCost`]), and the pieces of their pricing on the appliance's profile.
 
+use insitu_device::protocol::IspJob;
 use insitu_device::work::{self, Ledger};
 use insitu_device::Profile;
 use serde::Serialize;
@@ -70,6 +71,33 @@ pub(crate) fn host_cpu_s(profile: &Profile, item: &str, n: u64) -> Result<f64> {
         )));
     }
     Ok(p.seconds())
+}
+
+/// A pass of in-store processor jobs, a job a node, all at once: its modeled time is the slowest node's
+/// queueing, service and PCIe transfers.
+#[derive(Debug, Default)]
+pub(crate) struct Pass {
+    slowest_s: f64,
+    queue_s: f64,
+}
+
+impl Pass {
+    /// Adds a node's finished `job`, which took `down` bytes to the device and `up` back, to `cost`.
+    pub(crate) fn add(&mut self, cost: &mut AppCost, profile: &Profile, job: &IspJob, down: u64, up: u64) {
+        let t = (job.queue_ps + job.service_ps) as f64 * 1e-12 + link_s(profile, down, up);
+        self.slowest_s = self.slowest_s.max(t);
+        self.queue_s = self.queue_s.max(job.queue_ps as f64 * 1e-12);
+        cost.jobs += 1;
+        cost.engines = cost.engines.max(job.engines);
+        cost.pages += job.pages;
+        cost.pcie_bytes += down + up;
+    }
+
+    /// Adds the pass's modeled time to `cost`.
+    pub(crate) fn finish(self, cost: &mut AppCost) {
+        cost.modeled_s += self.slowest_s;
+        cost.modeled_queue_s += self.queue_s;
+    }
 }
 
 /// Seconds of one host core in its storage stack for `pages` page requests of `bytes` in all (the

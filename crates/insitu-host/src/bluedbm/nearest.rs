@@ -219,25 +219,18 @@ fn in_store(
         pending.push((*node, idx.len(), dev.submit(job).map_err(HostError::device(*node))?));
     }
     let mut merged: Vec<Nearest> = (0..nq).map(|_| Nearest::new(k as usize)).collect();
-    let (mut slowest, mut queue) = (0.0f64, 0.0f64);
+    let mut pass = apps::Pass::default();
     for (node, pages, p) in pending {
         let r: IspNearestReply = p.wait().map_err(HostError::device(node))?;
         // Down: the queries and the page list (address, spare record, item number); up: k results a query.
         let down = (queries.len() + pages * 20) as u64;
         let up = (nq * (k as usize).min(pages) * 8) as u64;
-        let t = (r.job.queue_ps + r.job.service_ps) as f64 * 1e-12 + apps::link_s(profile, down, up);
-        slowest = slowest.max(t);
-        queue = queue.max(r.job.queue_ps as f64 * 1e-12);
-        cost.jobs += 1;
-        cost.engines = cost.engines.max(r.job.engines);
-        cost.pages += r.job.pages;
-        cost.pcie_bytes += down + up;
+        pass.add(cost, profile, &r.job, down, up);
         for (m, found) in merged.iter_mut().zip(&r.nearest) {
             m.merge(found);
         }
     }
-    cost.modeled_s += slowest;
-    cost.modeled_queue_s += queue;
+    pass.finish(cost);
     cost.bound = "in-store engines".into();
     Ok(merged.into_iter().map(Nearest::into_sorted).collect())
 }

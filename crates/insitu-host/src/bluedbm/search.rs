@@ -141,8 +141,7 @@ fn run_pass(
         pending.push((*node, idx, dev.submit(job).map_err(HostError::device(*node))?));
     }
     let mut out = Vec::with_capacity(pages.len());
-    let mut slowest = 0.0f64;
-    let mut queue = 0.0f64;
+    let mut pass = apps::Pass::default();
     for (node, idx, p) in pending {
         let r: IspSearchReply = p.wait().map_err(HostError::device(node))?;
         let matches: usize = r.scans.iter().map(|s| s.starts.len()).sum::<usize>()
@@ -151,13 +150,7 @@ fn run_pass(
         // and a newline position a page, and every match.
         let down = (mp.needle().len() + 4 * failure.len() + idx.len() * 24) as u64;
         let up = (idx.len() * 8 + matches * 8) as u64;
-        let t = (r.job.queue_ps + r.job.service_ps) as f64 * 1e-12 + apps::link_s(profile, down, up);
-        slowest = slowest.max(t);
-        queue = queue.max(r.job.queue_ps as f64 * 1e-12);
-        cost.jobs += 1;
-        cost.engines = cost.engines.max(r.job.engines);
-        cost.pages += r.job.pages;
-        cost.pcie_bytes += down + up;
+        pass.add(cost, profile, &r.job, down, up);
         let mut scans = r.scans.into_iter();
         let mut seams = r.seam_starts.into_iter();
         for &i in idx {
@@ -168,8 +161,7 @@ fn run_pass(
             out.push((i, out_i));
         }
     }
-    cost.modeled_s += slowest;
-    cost.modeled_queue_s += queue;
+    pass.finish(cost);
     Ok(out)
 }
 
