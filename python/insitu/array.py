@@ -352,8 +352,8 @@ class Array:
         threads: int = 1,
     ) -> Tuple[Any, Dict[str, Any]]:
         """Searches file ``name`` for ``needle`` (1 to 1024 bytes) with the in-store processors'
-        Morris-Pratt engines (``isp``) or host software reading through the device (``host``) or from
-        DRAM (``host-dram``). Returns the number of occurrences (or, with ``offsets``, their byte
+        Morris-Pratt engines (``isp``) or host software reading through the device (``host``), through
+        the pages' hosts (``remote-host``) or from DRAM (``host-dram``). Returns the number of occurrences (or, with ``offsets``, their byte
         offsets) and the whole result: ``count``, ``lines``, ``offsets`` and ``cost``."""
         n = needle.encode() if isinstance(needle, str) else bytes(needle)
         r = json.loads(self._inner.fs_search(name, n, placement, offsets, node, threads))
@@ -376,7 +376,7 @@ class Array:
         """The ``k`` items of file ``items`` (a flash page each: 8 KiB on ``bluedbm``) nearest each query
         by Hamming distance, ties to the lowest index. ``queries``: bytes or a ``uint8`` numpy array of
         one or more page-sized items. With ``lsh``, only items sharing a bit-sampling bucket with the
-        query in one of ``lsh`` bands are compared. With ``host-dram``, ``flash_share`` and ``disk_share``
+        query in one of ``lsh`` bands are compared. Placements as :meth:`fs_search`. With ``host-dram``, ``flash_share`` and ``disk_share``
         of the items are not in DRAM (§7.1's "DRAM + 10% flash", "DRAM + 5% disk"). Returns indices and distances (numpy arrays: 1-D for
         one query, ``(queries, k)`` for several; a list of 1-D arrays when LSH leaves some query fewer
         than ``k`` candidates) and the whole result."""
@@ -420,10 +420,14 @@ class Array:
         data = e.astype("<u4").tobytes()
         return json.loads(self._inner.put_graph(data, name, directed, vertices, node))
 
-    def bfs(self, graph: str, start: int, placement: str = "isp", *, node: int = 0) -> Tuple[Dict[int, int], Dict[str, Any]]:
+    def bfs(
+        self, graph: str, start: int, placement: str = "isp", *, node: int = 0, flash_share: float = 0.0
+    ) -> Tuple[Dict[int, int], Dict[str, Any]]:
         """Breadth-first search of a stored graph from ``start`` by node ``node``'s in-store processor
-        (``isp``) or host (``host``). Returns ``{vertex: level}`` and the whole result."""
-        r = json.loads(self._inner.bfs(graph, start, placement, node))
+        (``isp``), or its host reading through its device (``host``), through the pages' hosts
+        (``remote-host``) or from their memory (``host-dram``, ``flash_share`` of the accesses to their
+        flash instead). Returns ``{vertex: level}`` and the whole result."""
+        r = json.loads(self._inner.bfs(graph, start, placement, node, flash_share))
         return {int(v): l for v, l in r["levels"].items()}, r
 
     def walk(
@@ -436,10 +440,11 @@ class Array:
         seed: int = 1,
         placement: str = "isp",
         node: int = 0,
+        flash_share: float = 0.0,
     ) -> Tuple[List[List[int]], Dict[str, Any]]:
         """``walks`` random walks of ``length`` steps from ``start`` (the same walks for a seed whoever
-        walks). Returns the walks' vertices and the whole result."""
-        r = json.loads(self._inner.walk(graph, start, walks, length, seed, placement, node))
+        walks; placements as :meth:`bfs`). Returns the walks' vertices and the whole result."""
+        r = json.loads(self._inner.walk(graph, start, walks, length, seed, placement, node, flash_share))
         return r["walks"], r
 
     # --- the array ---

@@ -38,7 +38,7 @@ def test_string_search_agrees_on_every_placement(appliance):
     assert appliance.fs_get("hay") == hay
     assert [f["name"] for f in appliance.fs_ls()] == ["hay"]
     want = overlapping(hay, b"abba")
-    for placement in ["isp", "host", "host-dram"]:
+    for placement in ["isp", "host", "remote-host", "host-dram"]:
         offsets, r = appliance.fs_search("hay", "abba", placement, offsets=True)
         assert offsets == want, placement
         assert r["count"] == len(want) and r["cost"]["modeled_s"] > 0
@@ -57,7 +57,7 @@ def test_nearest_neighbours_match_numpy_and_faiss(appliance):
     bits = np.unpackbits(items, axis=1)
     ref = [np.lexsort((np.arange(200), (np.unpackbits(q) != bits).sum(axis=1)))[:5] for q in queries]
     ref_d = [(np.unpackbits(q) != bits).sum(axis=1)[r] for q, r in zip(queries, ref)]
-    for placement in ["isp", "host", "host-dram"]:
+    for placement in ["isp", "host", "remote-host", "host-dram"]:
         idx, dist, r = appliance.knn("items", queries, k=5, placement=placement)
         assert idx.shape == (2, 5)
         assert (idx == np.array(ref)).all() and (dist == np.array(ref_d)).all(), placement
@@ -104,11 +104,14 @@ def test_graph_traversal_matches_a_reference(appliance):
             if v not in level:
                 level[v] = level[u] + 1
                 q.append(v)
-    for placement in ["isp", "host"]:
+    for placement in ["isp", "host", "remote-host", "host-dram"]:
         got, r = appliance.bfs("g", start, placement)
         assert got == level, placement
-    walks = [appliance.walk("g", start, walks=3, length=8, placement=p)[0] for p in ["isp", "host"]]
-    assert walks[0] == walks[1]
+    got, _ = appliance.bfs("g", start, "host-dram", flash_share=0.5)
+    assert got == level
+    places = ["isp", "host", "remote-host", "host-dram"]
+    walks = [appliance.walk("g", start, walks=3, length=8, placement=p)[0] for p in places]
+    assert all(w == walks[0] for w in walks), "the placements took different walks"
     for w in walks[0]:
         assert w[0] == start
         assert all(b in adj[a] for a, b in zip(w, w[1:]))

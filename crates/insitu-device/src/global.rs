@@ -18,9 +18,13 @@
 //! and they leave from different nodes' send queues. So with one reader the result is the one
 //! [`crate::cluster::Cluster`] gets when it runs all nodes in one simulation, which the tests check.
 //!
-//! The four paths of §6.4 cover two more, H-RH-F and H-D, which go through the remote node's *host*
-//! software; the appliance's hosts are one process here, so those two are measured in
-//! [`crate::cluster`] only.
+//! The other two paths of §6.4, H-RH-F and H-D, go through the remote node's *host*: its device
+//! interrupts it, and it reads the page through the device into its memory and sends it back down
+//! (H-RH-F), or sends the copy it holds in memory (H-D). The appliance's hosts are one process here, so
+//! the remote host's part is priced at the remote device, as [`crate::cluster`] prices it: its PCIe
+//! crossings, and no software (the application adds its hosts' request software). The bytes of a page a
+//! host holds in memory are the page's: the device takes them from its flash image without pricing a
+//! read.
 
 use std::collections::BTreeMap;
 
@@ -47,16 +51,7 @@ pub fn read(
     local: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
     mut remote: impl FnMut(NodeId, PeerRawRead) -> Result<PeerPages>,
 ) -> Result<GlobalReadReply> {
-    let host = match req.access {
-        Access::IspFlash => false,
-        Access::HostFlash => true,
-        other => {
-            return Err(refuse(format!(
-                "{other:?} goes through the remote node's host; devices read only for their in-store \
-                 processor or their own host (IspFlash, HostFlash)"
-            )))
-        }
-    };
+    let host = req.access != Access::IspFlash;
     req.topology.validate().map_err(|e| refuse(e.to_string()))?;
     let nodes = req.topology.nodes();
     if origin >= nodes {
@@ -77,12 +72,14 @@ pub fn read(
         return Ok(reply);
     }
 
+    // This node's own pages in its host's memory (H-D) need no device.
+    let in_dram = |i: usize| req.access == Access::HostRemoteDram && req.pages[i].node == origin;
     // The requests reach this device: at once from its ISP, one descriptor after another over PCIe from
     // its host.
     let mut down = Link::new(cfg.pcie_down_ps_per_byte, cfg.pcie_latency_ps);
     let at_device: Vec<Ps> = (0..n)
-        .map(|_| {
-            if host {
+        .map(|i| {
+            if host && !in_dram(i) {
                 reply.pcie_down_bytes += DESCRIPTOR_BYTES;
                 down.cross(0, DESCRIPTOR_BYTES)
             } else {
@@ -103,9 +100,12 @@ pub fn read(
             reply.data[i * ps..(i + 1) * ps].copy_from_slice(&got.data[k * ps..(k + 1) * ps]);
             reply.spares[i] = got.spares[k];
         }
-        arrived.extend(
-            got.slices.iter().map(|&(k, off, len, t)| (t, mine[k as usize], off as usize, len as usize)),
-        );
+        // A page in this host's memory is there at once (its bytes are the flash's; the read's time is
+        // not the path's).
+        arrived.extend(got.slices.iter().map(|&(k, off, len, t)| {
+            let i = mine[k as usize];
+            (if in_dram(i) { 0 } else { t }, i, off as usize, len as usize)
+        }));
     }
 
     // Step 1: the requests over the network to each remote node.
@@ -138,7 +138,7 @@ pub fn read(
     let mut answers = Vec::new();
     for (node, (idx, arrivals_ps)) in by_node {
         let addrs = idx.iter().map(|&i| req.pages[i].addr).collect();
-        let got = remote(node, PeerRawRead { origin, addrs, arrivals_ps })?;
+        let got = remote(node, PeerRawRead { origin, addrs, arrivals_ps, access: req.access })?;
         if got.data.len() != idx.len() * ps || got.spares.len() != idx.len() {
             return Err(refuse(format!(
                 "node {node} answered {} bytes and {} spare areas for {} pages",
@@ -176,7 +176,7 @@ pub fn read(
     let mut up = Link::new(cfg.pcie_up_ps_per_byte, cfg.pcie_latency_ps);
     let mut got = vec![0usize; n];
     for (t, i, _, len) in arrived {
-        let done = if host {
+        let done = if host && !in_dram(i) {
             reply.pcie_up_bytes += len as u64;
             up.cross(t, len as u64)
         } else {
@@ -242,10 +242,11 @@ fn carry(net: &mut Network, msgs: Vec<Message>, reply: &mut GlobalReadReply) -> 
     Ok(out)
 }
 
-/// Serves a [`PeerRawRead`] on a device's raw partition: `read_at` reads for the in-store processor of
-/// the asking node.
+/// Serves a [`PeerRawRead`] on a device's raw partition, on `cfg`'s figures: `read_at` reads for the
+/// in-store processor of the asking node, or for this node's host (H-RH-F, H-D).
 pub fn serve(
     req: &PeerRawRead,
+    cfg: &ClusterConfig,
     read_at: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
 ) -> Result<PeerPages> {
     if req.addrs.len() != req.arrivals_ps.len() {
@@ -255,8 +256,65 @@ pub fn serve(
             req.arrivals_ps.len()
         )));
     }
+    if matches!(req.access, Access::HostRemoteHost | Access::HostRemoteDram) {
+        return through_host(req, cfg, read_at);
+    }
     let reads: Vec<(FlashAddr, Ps)> =
         req.addrs.iter().copied().zip(req.arrivals_ps.iter().copied()).collect();
     let got = read_at(Source::Remote(req.origin), &reads)?;
     Ok(PeerPages { slices: got.slices, spares: got.spares, data: got.data })
+}
+
+/// H-RH-F and H-D at the page's node, as [`crate::cluster`] has them: each request interrupts the host (a
+/// descriptor up the PCIe link); for H-RH-F the host asks its device for the page (a descriptor down) and
+/// reads it into its memory (its slices up), for H-D it has the page already; then it sends the page back
+/// down, slice by slice, each slice on to the network as it lands. The descriptors take each link before
+/// any page's slices (requests arrive within microseconds of each other, a flash read takes tens), where
+/// the one simulation takes everything in time order.
+fn through_host(
+    req: &PeerRawRead,
+    cfg: &ClusterConfig,
+    read_at: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
+) -> Result<PeerPages> {
+    let n = req.addrs.len();
+    let mut up = Link::new(cfg.pcie_up_ps_per_byte, cfg.pcie_latency_ps);
+    let mut down = Link::new(cfg.pcie_down_ps_per_byte, cfg.pcie_latency_ps);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| req.arrivals_ps[i]);
+    let mut at_host = vec![0; n];
+    for &i in &order {
+        at_host[i] = up.cross(req.arrivals_ps[i], DESCRIPTOR_BYTES);
+    }
+    let dram = req.access == Access::HostRemoteDram;
+    let mut at_device = vec![0; n];
+    if !dram {
+        for &i in &order {
+            at_device[i] = down.cross(at_host[i], DESCRIPTOR_BYTES);
+        }
+    }
+    let reads: Vec<(FlashAddr, Ps)> = req.addrs.iter().copied().zip(at_device).collect();
+    let got = read_at(Source::Host, &reads)?;
+    // When each page is whole in the host's memory.
+    let ready = if dram {
+        at_host
+    } else {
+        let mut slices = got.slices.clone();
+        slices.sort_by_key(|s| s.3);
+        let mut ready = vec![0; n];
+        for (k, _, len, t) in slices {
+            ready[k as usize] = ready[k as usize].max(up.cross(t, len as u64));
+        }
+        ready
+    };
+    let ps = got.data.len().checked_div(n).unwrap_or(0);
+    let slice = (cfg.raw.slice_bytes as usize).max(1);
+    order.sort_by_key(|&i| (ready[i], i));
+    let mut slices = Vec::with_capacity(n * ps.div_ceil(slice));
+    for k in order {
+        for off in (0..ps).step_by(slice) {
+            let len = slice.min(ps - off);
+            slices.push((k as u32, off as u32, len as u32, down.cross(ready[k], len as u64)));
+        }
+    }
+    Ok(PeerPages { slices, spares: got.spares, data: got.data })
 }

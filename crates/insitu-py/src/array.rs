@@ -519,13 +519,23 @@ impl PyArray {
     }
 
     /// Breadth-first search of a stored graph (§7.2), as JSON.
-    #[pyo3(signature = (graph, start, placement="isp", node=0))]
-    fn bfs(&self, py: Python<'_>, graph: &str, start: u32, placement: &str, node: u32) -> PyResult<String> {
-        self.with(py, |a| crate::bluedbm::bfs_graph(a, graph, start, placement, node))
+    #[pyo3(signature = (graph, start, placement="isp", node=0, flash_share=0.0))]
+    fn bfs(
+        &self,
+        py: Python<'_>,
+        graph: &str,
+        start: u32,
+        placement: &str,
+        node: u32,
+        flash_share: f64,
+    ) -> PyResult<String> {
+        self.with(py, |a| {
+            crate::bluedbm::bfs_graph(a, graph, start, crate::bluedbm::reader(placement, node, flash_share)?)
+        })
     }
 
     /// Random walks on a stored graph (§7.2), as JSON.
-    #[pyo3(signature = (graph, start, walks=1, length=16, seed=1, placement="isp", node=0))]
+    #[pyo3(signature = (graph, start, walks=1, length=16, seed=1, placement="isp", node=0, flash_share=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
@@ -537,9 +547,12 @@ impl PyArray {
         seed: u64,
         placement: &str,
         node: u32,
+        flash_share: f64,
     ) -> PyResult<String> {
         let spec = insitu_host::bluedbm::graph::WalkSpec { from: start, walks, length, seed };
-        self.with(py, |a| crate::bluedbm::walk_graph(a, graph, spec, placement, node))
+        self.with(py, |a| {
+            crate::bluedbm::walk_graph(a, graph, spec, crate::bluedbm::reader(placement, node, flash_share)?)
+        })
     }
 
     /// Checks the array: `{"ok": ..., "problems": [...], "notes": [...]}` as JSON.

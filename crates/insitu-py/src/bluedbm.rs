@@ -2,8 +2,8 @@
 //! `bluedbm` commands do, on an open appliance, with results as JSON for the Python layer to unpack.
 
 use insitu_host::bluedbm::apps::Placement;
-use insitu_host::bluedbm::fs::{Access, Fs};
-use insitu_host::bluedbm::graph::{bfs, put_graph, walk, Adjacency, WalkSpec};
+use insitu_host::bluedbm::fs::Fs;
+use insitu_host::bluedbm::graph::{bfs, put_graph, walk, Adjacency, Reader, WalkSpec};
 use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
@@ -16,21 +16,7 @@ fn bad(detail: String) -> HostError {
 
 /// An application's placement by name.
 pub fn placement(text: &str) -> Result<Placement> {
-    match text {
-        "isp" => Ok(Placement::Isp),
-        "host" => Ok(Placement::Host),
-        "host-dram" => Ok(Placement::HostDram),
-        _ => Err(bad(format!("placement {text:?}: expected one of isp, host, host-dram"))),
-    }
-}
-
-/// A traversal's placement by name.
-pub fn access(text: &str) -> Result<Access> {
-    match text {
-        "isp" => Ok(Access::IspFlash),
-        "host" => Ok(Access::HostFlash),
-        _ => Err(bad(format!("placement {text:?}: expected one of isp, host"))),
-    }
+    Placement::parse(text)
 }
 
 pub fn fs_put(a: &Array, name: &str, data: &[u8], node: Option<u32>) -> Result<String> {
@@ -123,12 +109,17 @@ pub fn put_graph_edges(
     Ok(json!(put_graph(&mut fs, name, &adj, node)?).to_string())
 }
 
-pub fn bfs_graph(a: &Array, graph: &str, start: u32, placement: &str, node: u32) -> Result<String> {
-    let fs = Fs::open(a)?;
-    Ok(json!(bfs(&fs, graph, start, node, access(placement)?)?).to_string())
+/// Who traverses: node `node`, placed by name, `flash_share` of a host-DRAM traversal's accesses to flash.
+pub fn reader(placement: &str, node: u32, flash_share: f64) -> Result<Reader> {
+    Ok(Reader { origin: node, placement: Placement::parse(placement)?, flash_share })
 }
 
-pub fn walk_graph(a: &Array, graph: &str, spec: WalkSpec, placement: &str, node: u32) -> Result<String> {
+pub fn bfs_graph(a: &Array, graph: &str, start: u32, by: Reader) -> Result<String> {
     let fs = Fs::open(a)?;
-    Ok(json!(walk(&fs, graph, spec, node, access(placement)?)?).to_string())
+    Ok(json!(bfs(&fs, graph, start, by)?).to_string())
+}
+
+pub fn walk_graph(a: &Array, graph: &str, spec: WalkSpec, by: Reader) -> Result<String> {
+    let fs = Fs::open(a)?;
+    Ok(json!(walk(&fs, graph, spec, by)?).to_string())
 }

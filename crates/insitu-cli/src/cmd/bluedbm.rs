@@ -9,8 +9,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Subcommand;
 use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
-use insitu_host::bluedbm::fs::{Access, Fs};
-use insitu_host::bluedbm::graph::{bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, WalkSpec};
+use insitu_host::bluedbm::fs::Fs;
+use insitu_host::bluedbm::graph::{
+    bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, Reader, WalkSpec,
+};
 use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
@@ -19,24 +21,20 @@ use serde_json::json;
 
 use crate::cmd::Ctx;
 
-/// Who runs an application.
-#[derive(clap::ValueEnum, Debug, Clone, Copy)]
-pub enum Placement {
-    /// The node's in-store processor: every node's flash over the storage network, no host on the path.
-    Isp,
-    /// The node's host, through its device: the same pages, and each crosses the host's PCIe link.
-    Host,
-}
-
-/// Who runs a search or a nearest-neighbour query.
+/// Who runs an application, and how its pages reach it (§6.4's paths).
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
 pub enum AppWhere {
-    /// The in-store processors of the nodes that hold the file, on their own flash; only results reach
-    /// the host.
+    /// In-store processors, no host on the path: a search or comparison on the nodes that hold the file,
+    /// each on its own flash, only results reaching the host; a traversal on the node's ISP, every
+    /// node's flash over the storage network (ISP-F).
     Isp,
-    /// Software on a node's host, reading every page through its device (H-F).
+    /// Software on a node's host, reading every page through its device over the storage network (H-F).
     Host,
-    /// Software on a node's host, the file already in its DRAM (H-DRAM).
+    /// Software on a node's host, asking each page's host, which reads it from its flash and sends it
+    /// back (H-RH-F: a distributed SSD without the integrated network).
+    RemoteHost,
+    /// Software on a node's host with the data in DRAM: a search's or comparison's file in its own memory;
+    /// a traversal's pages in the memory of their nodes' hosts, asked for over the network (H-DRAM).
     HostDram,
 }
 
@@ -45,24 +43,19 @@ impl From<AppWhere> for AppPlacement {
         match p {
             AppWhere::Isp => AppPlacement::Isp,
             AppWhere::Host => AppPlacement::Host,
+            AppWhere::RemoteHost => AppPlacement::RemoteHost,
             AppWhere::HostDram => AppPlacement::HostDram,
         }
     }
 }
 
-impl Placement {
-    fn access(self) -> Access {
-        match self {
-            Placement::Isp => Access::IspFlash,
-            Placement::Host => Access::HostFlash,
-        }
-    }
-
-    fn who(self) -> &'static str {
-        match self {
-            Placement::Isp => "in-store processor",
-            Placement::Host => "host",
-        }
+/// Who traverses, for the text of `bfs` and `walk`.
+fn who(p: AppPlacement) -> &'static str {
+    match p {
+        AppPlacement::Isp => "in-store processor",
+        AppPlacement::Host => "host",
+        AppPlacement::RemoteHost => "host, through the pages' hosts",
+        AppPlacement::HostDram => "host, from the pages' hosts' memory",
     }
 }
 
@@ -168,7 +161,11 @@ pub enum BluedbmCmd {
         levels: bool,
         /// Who traverses.
         #[arg(long, value_enum, default_value = "isp")]
-        placement: Placement,
+        placement: AppWhere,
+        /// With host-dram: the share of accesses the pages' hosts serve from their flash instead of
+        /// their memory (Fig. 20's "DRAM + 30% F": 0.3).
+        #[arg(long, default_value_t = 0.0)]
+        flash_share: f64,
         /// The node whose in-store processor or host traverses.
         #[arg(long, default_value_t = 0)]
         node: u32,
@@ -192,7 +189,11 @@ pub enum BluedbmCmd {
         seed: u64,
         /// Who walks.
         #[arg(long, value_enum, default_value = "isp")]
-        placement: Placement,
+        placement: AppWhere,
+        /// With host-dram: the share of accesses the pages' hosts serve from their flash instead of
+        /// their memory (Fig. 20's "DRAM + 30% F": 0.3).
+        #[arg(long, default_value_t = 0.0)]
+        flash_share: f64,
         /// The node whose in-store processor or host walks.
         #[arg(long, default_value_t = 0)]
         node: u32,
@@ -305,15 +306,16 @@ impl BluedbmCmd {
                     ),
                 );
             }
-            BluedbmCmd::Bfs { graph, from, levels, placement, node } => {
+            BluedbmCmd::Bfs { graph, from, levels, placement, flash_share, node } => {
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
-                let b =
-                    crate::output::busy("traversing", || bfs(&fs, &graph, from, node, placement.access()))?;
+                let placement = AppPlacement::from(placement);
+                let by = Reader { origin: node, placement, flash_share };
+                let b = crate::output::busy("traversing", || bfs(&fs, &graph, from, by))?;
                 let r = &b.read;
                 let mut out = json!({
                     "graph": graph, "from": from, "reached": b.reached, "depth": b.depth, "rounds": b.rounds,
-                    "placement": format!("{placement:?}").to_lowercase(), "node": node, "pages": r.pages,
+                    "placement": placement.name(), "flash_share": flash_share, "node": node, "pages": r.pages,
                     "local_pages": r.local_pages, "network_bytes": r.network_bytes, "hops": r.hops,
                     "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
                     "modeled_s": b.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": b.software_s,
@@ -334,7 +336,7 @@ impl BluedbmCmd {
                     b.depth,
                     r.pages,
                     b.rounds,
-                    placement.who(),
+                    who(placement),
                     b.modeled_s,
                     r.modeled_s,
                     b.software_s,
@@ -347,15 +349,17 @@ impl BluedbmCmd {
                 }
                 ctx.out.plain("bluedbm bfs", out, &text);
             }
-            BluedbmCmd::Walk { graph, from, walks, length, seed, placement, node } => {
+            BluedbmCmd::Walk { graph, from, walks, length, seed, placement, flash_share, node } => {
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
                 let spec = WalkSpec { from, walks, length, seed };
-                let w = crate::output::busy("walking", || walk(&fs, &graph, spec, node, placement.access()))?;
+                let placement = AppPlacement::from(placement);
+                let by = Reader { origin: node, placement, flash_share };
+                let w = crate::output::busy("walking", || walk(&fs, &graph, spec, by))?;
                 let r = &w.read;
                 let out = json!({
                     "graph": graph, "from": from, "walks": w.walks, "steps": w.steps, "rounds": w.rounds,
-                    "placement": format!("{placement:?}").to_lowercase(), "node": node, "pages": r.pages,
+                    "placement": placement.name(), "flash_share": flash_share, "node": node, "pages": r.pages,
                     "network_bytes": r.network_bytes, "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
                     "modeled_s": w.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": w.software_s,
                     "wall_s": r.wall_s,
@@ -367,7 +371,7 @@ impl BluedbmCmd {
                     w.steps,
                     r.pages,
                     w.rounds,
-                    placement.who(),
+                    who(placement),
                     w.modeled_s,
                     w.modeled_s / w.steps.max(1) as f64 * 1e6,
                     r.wall_s
@@ -388,6 +392,9 @@ fn cost_text(c: &AppCost) -> String {
     let who = match c.placement {
         AppPlacement::Isp => format!("{} in-store processor job(s), {} engines each", c.jobs, c.engines),
         AppPlacement::Host => format!("host software, {} thread(s), pages through the device", c.threads),
+        AppPlacement::RemoteHost => {
+            format!("host software, {} thread(s), pages through their nodes' hosts", c.threads)
+        }
         AppPlacement::HostDram => format!("host software, {} thread(s), the file in DRAM", c.threads),
     };
     format!(

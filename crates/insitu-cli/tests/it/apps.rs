@@ -37,7 +37,7 @@ fn string_search_agrees_on_every_placement_with_a_naive_scan_and_ripgrep() {
         let want = naive_offsets(&hay, needle.as_bytes());
         assert!(!want.is_empty(), "{needle:?} should occur");
         let mut modeled = Vec::new();
-        for placement in ["isp", "host", "host-dram"] {
+        for placement in ["isp", "host", "remote-host", "host-dram"] {
             let r = env.json(&[
                 "bluedbm",
                 "search",
@@ -128,7 +128,7 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     let qfile = env.write("q.bin", &q);
     let want: Vec<Vec<(u64, u64)>> = q.chunks(8192).map(|x| naive_nearest(&items, x, 5)).collect();
     assert_eq!((want[0][0].0, want[1][0], want[1][1]), (42, (0, 0), (9, 0)));
-    for placement in ["isp", "host", "host-dram"] {
+    for placement in ["isp", "host", "remote-host", "host-dram"] {
         let r = env.json(&[
             "bluedbm",
             "knn",

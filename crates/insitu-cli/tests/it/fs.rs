@@ -343,7 +343,8 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
         assert_eq!((w(0), w(1) as usize, w(3)), (v as u32, want[v].len(), u32::MAX));
         assert_eq!(nb, want[v].iter().copied().collect::<Vec<_>>(), "vertex {v}");
     }
-    // BFS by node 1's in-store processor and by node 2's host: the same levels as a naive BFS here.
+    // BFS by node 1's in-store processor, by node 2's host through its device, through the pages' hosts,
+    // and from their memory (30% of accesses to their flash): the same levels as a naive BFS here.
     let mut level = vec![u32::MAX; 128];
     let mut queue = std::collections::VecDeque::from([5u32]);
     level[5] = 0;
@@ -360,7 +361,8 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
         .map(|v| (v.to_string(), serde_json::json!(level[v])))
         .collect();
     let mut modeled = Vec::new();
-    for (placement, node) in [("isp", "1"), ("host", "2")] {
+    let runs = [("isp", "1", "0"), ("host", "2", "0"), ("remote-host", "2", "0"), ("host-dram", "2", "0.3")];
+    for (placement, node, share) in runs {
         let b = env.json(&[
             "bluedbm",
             "bfs",
@@ -372,6 +374,8 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
             placement,
             "--node",
             node,
+            "--flash-share",
+            share,
         ]);
         assert_eq!(b["result"]["reached"].as_u64().unwrap() as usize, expect.len());
         assert_eq!(b["result"]["levels"].as_object().unwrap(), &expect, "{placement}");
@@ -379,9 +383,10 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
         modeled.push(b["result"]["modeled_s"].as_f64().unwrap());
     }
     assert!(modeled[1] > modeled[0], "the host's reads cross its PCIe link too: {modeled:?}");
-    // Random walks: every step follows an edge of the file, and both placements take the same walks.
+    assert!(modeled[2] > modeled[1], "through the remote hosts, two more PCIe crossings: {modeled:?}");
+    // Random walks: every step follows an edge of the file, and every placement takes the same walks.
     let mut walks = Vec::new();
-    for placement in ["isp", "host"] {
+    for placement in ["isp", "host", "remote-host", "host-dram"] {
         let w = env.json(&[
             "bluedbm",
             "walk",
@@ -411,7 +416,13 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
         assert_eq!(w["result"]["rounds"].as_u64(), Some(10));
         walks.push(paths);
     }
-    assert_eq!(walks[0], walks[1]);
+    assert!(walks.iter().all(|w| *w == walks[0]), "the placements took different walks");
+    // A flash share is a host-DRAM traversal's, and a share; both refused by name otherwise.
+    let err = env.fails(&["bluedbm", "walk", "g", "--placement", "host", "--flash-share", "0.5"]);
+    assert!(err.contains("use the host-dram placement"), "{err}");
+    let err =
+        env.fails(&["bluedbm", "bfs", "g", "--from", "5", "--placement", "host-dram", "--flash-share", "2"]);
+    assert!(err.contains("must be 0 to 1"), "{err}");
     // A node whose device server dies in the middle of a traversal: the command fails naming node 1,
     // with no partial answer, and the same walk afterwards gives the same vertices.
     for (what, point) in [("walk", "dev1-command:4"), ("bfs", "dev1-command:3")] {

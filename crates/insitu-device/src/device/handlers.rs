@@ -466,18 +466,33 @@ impl Handle for GlobalRead {
             },
         )?;
         let local = reply.local_pages * page_size as u64;
-        Meters::add(&dev.meters.flash_to_device_mem, local);
+        // This node's pages in its host's memory (H-D) never touch the device.
+        let dram = self.access == crate::cluster::Access::HostRemoteDram;
+        Meters::add(&dev.meters.flash_to_device_mem, if dram { 0 } else { local });
         Meters::add(&dev.meters.device_to_device_in, reply.data.len() as u64 - local);
-        Meters::add(&dev.meters.device_to_host, reply.data.len() as u64);
+        Meters::add(&dev.meters.device_to_host, reply.data.len() as u64 - if dram { local } else { 0 });
         Ok(reply)
     }
 }
 
 impl Handle for PeerRawRead {
     fn handle(self, dev: &Inner) -> Result<PeerPages> {
-        let got = crate::global::serve(&self, |source, reads| Ok(dev.raw()?.read_at(source, reads)?))?;
-        Meters::add(&dev.meters.flash_to_device_mem, got.data.len() as u64);
-        Meters::add(&dev.meters.device_to_device_out, got.data.len() as u64);
+        use crate::cluster::Access;
+        let cfg = crate::cluster::ClusterConfig::from_profile(&dev.profile)?;
+        let got =
+            crate::global::serve(&self, &cfg, |source, reads| Ok(dev.raw()?.read_at(source, reads)?))?;
+        let bytes = got.data.len() as u64;
+        if self.access != Access::HostRemoteDram {
+            Meters::add(&dev.meters.flash_to_device_mem, bytes);
+        }
+        // Through this node's host: up into its memory (H-RH-F), and down again.
+        if self.access == Access::HostRemoteHost {
+            Meters::add(&dev.meters.device_to_host, bytes);
+        }
+        if matches!(self.access, Access::HostRemoteHost | Access::HostRemoteDram) {
+            Meters::add(&dev.meters.host_to_device, bytes);
+        }
+        Meters::add(&dev.meters.device_to_device_out, bytes);
         Ok(got)
     }
 }

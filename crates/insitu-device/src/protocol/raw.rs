@@ -59,7 +59,10 @@ pub struct GlobalPage {
 /// host through this device (`Access::HostFlash`) would: pages on this node from its own flash, the
 /// others from their nodes' flash over the storage network of `topology`, through the remote devices'
 /// splitters and no host but this one (§6.4's ISP-F and H-F; ISP-Local and Host-Local for this node's
-/// pages). The reply is the pages in order, and the read's modeled time (see [`crate::global`]).
+/// pages). With `Access::HostRemoteHost` or `HostRemoteDram`, this node's host asks each page's host,
+/// which reads it from its flash or sends its copy from memory (§6.4's H-RH-F and H-D); this node's own
+/// pages come from its flash or its host's memory. The reply is the pages in order, and the read's
+/// modeled time (see [`crate::global`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GlobalRead {
     pub access: Access,
@@ -91,15 +94,19 @@ pub struct GlobalReadReply {
     pub data: Vec<u8>,
 }
 
-/// What a remote node's device receives for a [`GlobalRead`] of its pages: read `addrs` through the
-/// splitter for the in-store processor of node `origin`, each arriving at `arrivals_ps[i]` after the read
-/// started. Answered beside the I/O queue (as a peer's memory write is), so two nodes reading each
-/// other's flash never wait on each other.
+/// What a remote node's device receives for a [`GlobalRead`] of its pages: read `addrs` for node
+/// `origin`, each request arriving at `arrivals_ps[i]` after the read started, the way `access` says:
+/// through the splitter for the asking node (`IspFlash`, `HostFlash`), or through this node's host
+/// (`HostRemoteHost`: the device interrupts its host, which reads the page through it and sends it back
+/// down; `HostRemoteDram`: the host sends its copy of the page from memory). Answered beside the I/O
+/// queue (as a peer's memory write is), so two nodes reading each other's flash never wait on each other.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PeerRawRead {
     pub origin: u32,
     pub addrs: Vec<FlashAddr>,
     pub arrivals_ps: Vec<Ps>,
+    #[serde(default)]
+    pub access: Access,
 }
 
 /// The pages of a [`PeerRawRead`] and when each slice left the cards, relative to the read's start:

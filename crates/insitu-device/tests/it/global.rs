@@ -79,6 +79,13 @@ fn cluster_time(dir: &std::path::Path, blocks_per_chip: u64, access: Access, rea
             c.write(n, a, 0, &page(n, &a)).unwrap();
         }
     }
+    if access == Access::HostRemoteDram {
+        for n in 0..NODES {
+            for a in addrs() {
+                c.put_dram(n, a, page(n, &a));
+            }
+        }
+    }
     let start = c.now();
     for p in reads {
         c.submit(Read { origin: 0, access, node: p.node, addr: p.addr }).unwrap();
@@ -121,6 +128,38 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
             assert_eq!(got.hops, hops);
             assert_eq!(got.pcie_up_bytes, if access == Access::HostFlash { want.len() as u64 } else { 0 });
         }
+        // Through the remote nodes' hosts (H-RH-F, H-D): the pages on the other nodes (the one simulation
+        // has a host serve its own pages through itself; a device reads them as H-F or from memory).
+        let remote: Vec<GlobalPage> = reads.iter().filter(|p| p.node != 0).copied().collect();
+        let want: Vec<u8> = remote.iter().flat_map(|p| page(p.node, &p.addr)).collect();
+        for access in [Access::HostRemoteHost, Access::HostRemoteDram] {
+            let req = GlobalRead { access, topology: topology(), pages: remote.clone() };
+            let got = nodes[0].dev.call(req).unwrap();
+            assert!(got.data == want, "{via:?} {access:?}: the pages differ from those written");
+            assert!(got.spares.iter().zip(&remote).all(|(s, p)| *s == spare(p.node, &p.addr)));
+            let sim = cluster_time(dir.path(), blocks, access, &remote);
+            assert_eq!(
+                got.modeled_ps, sim,
+                "{via:?} {access:?}: the devices and the one simulation disagree"
+            );
+            assert_eq!(got.pcie_up_bytes, want.len() as u64);
+        }
+        // One page each way, and this node's own pages from its host's memory: no PCIe, no time.
+        let one = |access, node| {
+            let p = GlobalPage { node, addr: all[3] };
+            let got = nodes[0].dev.call(GlobalRead { access, topology: topology(), pages: vec![p] }).unwrap();
+            assert!(got.data == page(node, &all[3]));
+            got
+        };
+        let (isp, hf, rh, hd) = (
+            one(Access::IspFlash, 2).modeled_ps,
+            one(Access::HostFlash, 2).modeled_ps,
+            one(Access::HostRemoteHost, 2).modeled_ps,
+            one(Access::HostRemoteDram, 2).modeled_ps,
+        );
+        assert!(isp < hf && hf < rh && hd < rh, "ISP-F {isp} < H-F {hf} < H-RH-F {rh}; H-D {hd} < H-RH-F");
+        let own = one(Access::HostRemoteDram, 0);
+        assert_eq!((own.modeled_ps, own.pcie_up_bytes, own.pcie_down_bytes), (0, 0, 0));
         // A remote node reading the first node's pages at the same time as the first reads its pages.
         std::thread::scope(|s| {
             let one = |origin: usize, node: u32| {
@@ -149,9 +188,6 @@ fn bad_global_reads_are_refused_by_name_and_change_nothing() {
     let err = |r: GlobalRead| nodes[1].dev.call(r).unwrap_err();
     assert!(
         matches!(err(read(Access::IspFlash, 3, a)), DeviceError::StorageNetwork(m) if m.contains("node 3"))
-    );
-    assert!(
-        matches!(err(read(Access::HostRemoteHost, 0, a)), DeviceError::StorageNetwork(m) if m.contains("host"))
     );
     let past = FlashAddr { chip: 8, ..a };
     assert!(matches!(err(read(Access::IspFlash, 2, past)), DeviceError::RawFlash(_)));

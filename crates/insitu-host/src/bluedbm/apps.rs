@@ -6,7 +6,7 @@ use insitu_device::work::{self, Ledger};
 use insitu_device::Profile;
 use serde::Serialize;
 
-use crate::bluedbm::fs::{FsFile, GlobalPage};
+use crate::bluedbm::fs::{Access, FsFile, GlobalPage, ViaReport};
 use crate::error::{HostError, Result};
 
 /// Who runs an application (§7's configurations).
@@ -18,16 +18,44 @@ pub enum Placement {
     Isp,
     /// Software on a node's host, reading every page through its device (H-F).
     Host,
-    /// Software on a node's host with the file in its DRAM (H-DRAM).
+    /// Software on a node's host asking each page's host for it, which reads it from its flash and sends
+    /// it back over the storage network (H-RH-F: a distributed SSD without the integrated network).
+    RemoteHost,
+    /// Software on a node's host with the data in DRAM (H-DRAM): a search's or comparison's file in its
+    /// own memory; a traversal's pages in the memory of the hosts of the nodes that hold them, asked
+    /// for over the network (§7.2's H-DRAM).
     HostDram,
 }
 
 impl Placement {
+    pub const ALL: [Placement; 4] =
+        [Placement::Isp, Placement::Host, Placement::RemoteHost, Placement::HostDram];
+
     pub fn name(self) -> &'static str {
         match self {
             Placement::Isp => "isp",
             Placement::Host => "host",
+            Placement::RemoteHost => "remote-host",
             Placement::HostDram => "host-dram",
+        }
+    }
+
+    /// The placement named `text` (as [`Placement::name`] gives).
+    pub fn parse(text: &str) -> Result<Placement> {
+        Placement::ALL.into_iter().find(|p| p.name() == text).ok_or_else(|| {
+            HostError::InvalidArgument(format!(
+                "placement {text:?}: expected one of isp, host, remote-host, host-dram"
+            ))
+        })
+    }
+
+    /// How the placement reads a page of another node (§6.4's paths).
+    pub fn access(self) -> Access {
+        match self {
+            Placement::Isp => Access::IspFlash,
+            Placement::Host => Access::HostFlash,
+            Placement::RemoteHost => Access::HostRemoteHost,
+            Placement::HostDram => Access::HostRemoteDram,
         }
     }
 }
@@ -105,6 +133,13 @@ impl Pass {
 pub(crate) fn storage_cpu_s(profile: &Profile, pages: u64, bytes: u64) -> f64 {
     let h = &profile.host;
     (pages as f64 * h.storage.request_cycles + bytes as f64 * h.storage.byte_cycles) / h.cpu.clock_hz
+}
+
+/// Seconds of the other nodes' hosts serving the pages of `r` not on the reader's node (H-RH-F): each
+/// a request through their storage stacks, spread evenly over the `nodes - 1` of them.
+pub(crate) fn remote_hosts_s(profile: &Profile, r: &ViaReport, page_size: usize, nodes: u32) -> f64 {
+    let remote = r.pages - r.local_pages;
+    storage_cpu_s(profile, remote, remote * page_size as u64) / nodes.saturating_sub(1).max(1) as f64
 }
 
 /// Host threads the model runs: as many as asked, up to the host's cores.

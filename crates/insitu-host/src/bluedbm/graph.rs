@@ -24,6 +24,7 @@ use std::path::Path;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use crate::bluedbm::apps::Placement;
 use crate::error::{HostError, Result};
 use crate::outfile::OutFile;
 
@@ -397,28 +398,69 @@ pub struct Bfs {
     pub modeled_s: f64,
 }
 
-/// Modeled seconds the software of a traversal spends asking for `pages` pages one round after another:
-/// a host's storage stack costs `request_cycles` a page on one core (its rounds cannot overlap: each
-/// depends on the one before); an in-store processor's is logic beside the reads.
-fn software_s(fs: &crate::bluedbm::fs::Fs<'_>, access: crate::bluedbm::fs::Access, pages: u64) -> f64 {
-    let host = &fs.array().profile().host;
-    match access {
-        crate::bluedbm::fs::Access::IspFlash => 0.0,
-        _ => pages as f64 * host.storage.request_cycles / host.cpu.clock_hz,
+/// Who traverses a graph and how its pages reach them (§7.2, Fig. 20).
+#[derive(Debug, Clone, Copy)]
+pub struct Reader {
+    /// The node whose in-store processor or host traverses.
+    pub origin: u32,
+    /// `Isp` (ISP-F), `Host` (H-F), `RemoteHost` (H-RH-F: each page's host reads it from its flash and
+    /// sends it) or `HostDram` (each page's host sends it from its memory).
+    pub placement: Placement,
+    /// With `HostDram`: the share of accesses the page's host serves from its flash instead (Fig. 20's
+    /// "DRAM + x% F"), each access drawn by a fixed hash of its sequence number.
+    pub flash_share: f64,
+}
+
+impl Reader {
+    pub fn new(origin: u32, placement: Placement) -> Reader {
+        Reader { origin, placement, flash_share: 0.0 }
+    }
+
+    fn check(&self) -> Result<()> {
+        let x = self.flash_share;
+        if !(x.is_finite() && (0.0..=1.0).contains(&x)) {
+            return Err(HostError::InvalidArgument(format!(
+                "the share of accesses to flash must be 0 to 1, not {x}"
+            )));
+        }
+        if x > 0.0 && self.placement != Placement::HostDram {
+            return Err(HostError::InvalidArgument(
+                "accesses to flash are a host-DRAM traversal's misses: use the host-dram placement".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether access number `seq` of a traversal misses DRAM and goes to flash.
+    fn misses_dram(&self, seq: u64) -> bool {
+        let u = (walk_pick(0x5eed_f1a5, (seq >> 32) as u32, seq as u32) >> 11) as f64 / (1u64 << 53) as f64;
+        self.flash_share > 0.0 && u < self.flash_share
     }
 }
 
-/// Breadth-first search of graph `name` (stored by [`put_graph`]) from vertex `from`, by node `origin`'s
-/// in-store processor (`Access::IspFlash`: no host on the path) or host (`Access::HostFlash`): a level's
+/// Modeled seconds the software of a traversal spends asking for the pages of `r` one round after
+/// another: a host's storage stack costs `request_cycles` a page on one core (its rounds cannot overlap:
+/// each depends on the one before), and on the page's host too when that host serves it (H-RH-F, H-D);
+/// an in-store processor's is logic beside the reads.
+fn software_s(
+    fs: &crate::bluedbm::fs::Fs<'_>,
+    placement: Placement,
+    r: &crate::bluedbm::fs::ViaReport,
+) -> f64 {
+    let host = &fs.array().profile().host;
+    let requests = match placement {
+        Placement::Isp => 0,
+        Placement::Host => r.pages,
+        Placement::RemoteHost | Placement::HostDram => r.pages + (r.pages - r.local_pages),
+    };
+    requests as f64 * host.storage.request_cycles / host.cpu.clock_hz
+}
+
+/// Breadth-first search of graph `name` (stored by [`put_graph`]) from vertex `from`, by `by`: a level's
 /// vertex pages are read together, then the spill pages they point to, each round depending on the one
 /// before (§7.2). Every page is checked to be the vertex it should be.
-pub fn bfs(
-    fs: &crate::bluedbm::fs::Fs<'_>,
-    name: &str,
-    from: u32,
-    origin: u32,
-    access: crate::bluedbm::fs::Access,
-) -> Result<Bfs> {
+pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -> Result<Bfs> {
+    by.check()?;
     let pages = fs.file(name)?.pages.len();
     if from as usize >= pages {
         return Err(HostError::InvalidArgument(format!(
@@ -426,7 +468,8 @@ pub fn bfs(
         )));
     }
     let mut levels = std::collections::BTreeMap::from([(from, 0u32)]);
-    let mut report = crate::bluedbm::fs::ViaReport { origin, access, ..Default::default() };
+    let access = by.placement.access();
+    let mut report = crate::bluedbm::fs::ViaReport { origin: by.origin, access, ..Default::default() };
     let started = std::time::Instant::now();
     let (mut frontier, mut depth, mut rounds) = (vec![from], 0u32, 0u64);
     while !frontier.is_empty() {
@@ -435,7 +478,7 @@ pub fn bfs(
         let mut want: Vec<(usize, u32, bool)> = frontier.iter().map(|v| (*v as usize, *v, true)).collect();
         while !want.is_empty() {
             let start = (depth == 0).then_some(from);
-            let got = read_round(fs, name, &want, (origin, access), start, &mut report)?;
+            let got = read_round(fs, name, &want, by, start, &mut report)?;
             rounds += 1;
             let mut next = Vec::new();
             for ((_, v, _), (_, nb, more)) in want.iter().zip(got) {
@@ -455,20 +498,20 @@ pub fn bfs(
         }
     }
     report.wall_s = started.elapsed().as_secs_f64();
-    let software_s = software_s(fs, access, report.pages);
+    let software_s = software_s(fs, by.placement, &report);
     let modeled_s = report.modeled_s + software_s;
     Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report, software_s, modeled_s })
 }
 
 /// One round of a traversal's dependent reads: pages `want` (page, the vertex it belongs to, whether it
-/// is the vertex's own page) read by `by` (a node and how), each checked to be that vertex's, the cost
-/// added to `report`. On the first round, `start` is the start vertex: its page turning out to be a spill
-/// page means the graph has no such vertex. Returns each page's (degree, neighbours here, next page).
+/// is the vertex's own page) read by `by`, each checked to be that vertex's, the cost added to `report`.
+/// On the first round, `start` is the start vertex: its page turning out to be a spill page means the
+/// graph has no such vertex. Returns each page's (degree, neighbours here, next page).
 fn read_round(
     fs: &crate::bluedbm::fs::Fs<'_>,
     name: &str,
     want: &[(usize, u32, bool)],
-    by: (u32, crate::bluedbm::fs::Access),
+    by: Reader,
     start: Option<u32>,
     report: &mut crate::bluedbm::fs::ViaReport,
 ) -> Result<Vec<(u32, Vec<u32>, u32)>> {
@@ -478,9 +521,35 @@ fn read_round(
     if let Some(i) = idx.iter().find(|i| **i >= pages) {
         return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
     }
-    let (data, r) = fs.read_pages_via(name, &idx, by.0, by.1)?;
-    report.add(&r);
     let ps = fs.page_size();
+    // DRAM + x% F: the round's misses go to the pages' flash through their hosts, beside the hits; the
+    // round takes the longer of the two (their contention with each other is not modeled).
+    let seq = report.pages;
+    let miss: Vec<bool> = (0..idx.len()).map(|k| by.misses_dram(seq + k as u64)).collect();
+    let data = if miss.iter().any(|m| *m) {
+        let split = |want_miss: bool| -> Vec<usize> {
+            idx.iter().zip(&miss).filter(|(_, m)| **m == want_miss).map(|(i, _)| *i).collect()
+        };
+        let (hits, misses) = (split(false), split(true));
+        let (hit_data, mut h) = fs.read_pages_via(name, &hits, by.origin, by.placement.access())?;
+        let (miss_data, mut m) =
+            fs.read_pages_via(name, &misses, by.origin, crate::bluedbm::fs::Access::HostRemoteHost)?;
+        let round_s = h.modeled_s.max(m.modeled_s);
+        (h.modeled_s, m.modeled_s) = (0.0, 0.0);
+        report.add(&h);
+        report.add(&m);
+        report.modeled_s += round_s;
+        let (mut a, mut b) = (hit_data.chunks(ps), miss_data.chunks(ps));
+        let mut data = Vec::with_capacity(idx.len() * ps);
+        for m in &miss {
+            data.extend_from_slice(if *m { b.next() } else { a.next() }.expect("a page a read"));
+        }
+        data
+    } else {
+        let (data, r) = fs.read_pages_via(name, &idx, by.origin, by.placement.access())?;
+        report.add(&r);
+        data
+    };
     let mut out = Vec::with_capacity(want.len());
     for (k, (page, v, own)) in want.iter().enumerate() {
         let (pv, degree, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
@@ -536,17 +605,11 @@ pub struct WalkSpec {
     pub seed: u64,
 }
 
-/// `walks` random walks of `length` steps on graph `name` from vertex `from`, by node `origin`'s in-store
-/// processor or host (§7.2): each step reads the page of the walk's vertex, picks a neighbour by
+/// `walks` random walks of `length` steps on graph `name` from vertex `from`, by `by` (§7.2): each step reads the page of the walk's vertex, picks a neighbour by
 /// [`walk_pick`], and follows spill pages as far as the pick lies; the walks' reads of a step go
 /// together, each round depending on the one before. Every page is checked to be the vertex it should be.
-pub fn walk(
-    fs: &crate::bluedbm::fs::Fs<'_>,
-    name: &str,
-    spec: WalkSpec,
-    origin: u32,
-    access: crate::bluedbm::fs::Access,
-) -> Result<Walks> {
+pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Reader) -> Result<Walks> {
+    by.check()?;
     let WalkSpec { from, walks, length, seed } = spec;
     let pages = fs.file(name)?.pages.len();
     if from as usize >= pages {
@@ -556,7 +619,8 @@ pub fn walk(
     }
     let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
     let mut paths: Vec<Vec<u32>> = (0..walks).map(|_| vec![from]).collect();
-    let mut report = crate::bluedbm::fs::ViaReport { origin, access, ..Default::default() };
+    let access = by.placement.access();
+    let mut report = crate::bluedbm::fs::ViaReport { origin: by.origin, access, ..Default::default() };
     let started = std::time::Instant::now();
     let (mut rounds, mut steps) = (0u64, 0u64);
     let mut live: Vec<u32> = (0..walks).collect();
@@ -573,7 +637,7 @@ pub fn walk(
         while !want.is_empty() {
             let pages: Vec<(usize, u32, bool)> = want.iter().map(|w| (w.1, w.2, w.3.is_none())).collect();
             let start = (step == 0).then_some(from);
-            let got = read_round(fs, name, &pages, (origin, access), start, &mut report)?;
+            let got = read_round(fs, name, &pages, by, start, &mut report)?;
             rounds += 1;
             let mut next = Vec::new();
             for ((w, _, v, skip), (degree, nb, more)) in want.iter().zip(got) {
@@ -602,7 +666,7 @@ pub fn walk(
         }
     }
     report.wall_s = started.elapsed().as_secs_f64();
-    let software_s = software_s(fs, access, report.pages);
+    let software_s = software_s(fs, by.placement, &report);
     let modeled_s = report.modeled_s + software_s;
     Ok(Walks { walks: paths, steps, rounds, read: report, software_s, modeled_s })
 }

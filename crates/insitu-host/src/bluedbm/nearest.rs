@@ -252,7 +252,8 @@ fn on_host(
     cost.threads = threads as u32;
     let nq = queries.len() / ps;
     let mut merged: Vec<Nearest> = (0..nq).map(|_| Nearest::new(opts.k as usize)).collect();
-    let mut read_s = 0.0;
+    let (mut read_s, mut remote_s) = (0.0, 0.0);
+    let nodes = fs.array().device_count() as u32;
     // Misses of a host-DRAM search: each flash miss a synchronous page read, each disk miss a wait.
     let (mut flash_wait_s, mut flash_misses, mut disk_misses) = (0.0, 0u64, 0u64);
     let mut missed: std::collections::HashMap<u32, Vec<u8>> = Default::default();
@@ -283,8 +284,11 @@ fn on_host(
             Some(d) => d,
             None => {
                 let idx: Vec<usize> = chunk.iter().map(|i| *i as usize).collect();
-                let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, Access::HostFlash)?;
+                let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, opts.placement.access())?;
                 read_s += r.modeled_s;
+                if opts.placement == Placement::RemoteHost {
+                    remote_s += apps::remote_hosts_s(profile, &r, ps, nodes);
+                }
                 cost.network_bytes += r.network_bytes;
                 cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
                 cost.pages += r.pages;
@@ -347,6 +351,7 @@ fn on_host(
         ("host cpu and misses", cpu_s + miss_s / t),
         ("the disk", disk_s),
         ("PCIe", pcie_s),
+        ("the remote hosts' cpu", remote_s),
     ]);
     cost.modeled_s += s;
     cost.bound = b;

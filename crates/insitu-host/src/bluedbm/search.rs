@@ -21,7 +21,7 @@ use insitu_kernels::search::{mp_failure, MorrisPratt, PageScan};
 use serde::Serialize;
 
 use crate::bluedbm::apps::{self, AppCost, Placement};
-use crate::bluedbm::fs::{spare, Access, Fs, FsFile};
+use crate::bluedbm::fs::{spare, Fs, FsFile};
 use crate::error::{HostError, Result};
 
 /// How to search.
@@ -76,7 +76,7 @@ pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result
     let mut cost = AppCost { placement: opts.placement, bytes: f.size, ..Default::default() };
     let found = match opts.placement {
         Placement::Isp => in_store(fs, f, &mp, opts.limits, &mut cost)?,
-        Placement::Host | Placement::HostDram => on_host(fs, f, &mp, opts, resident.as_deref(), &mut cost)?,
+        _ => on_host(fs, f, &mp, opts, resident.as_deref(), &mut cost)?,
     };
     let (count, lines, offsets) = assemble(f, ps, needle, &found, opts.offsets);
     cost.wall_s = t0.elapsed().as_secs_f64();
@@ -181,7 +181,8 @@ fn on_host(
     cost.threads = threads;
     let n = f.pages.len();
     let mut found = Found { scans: Vec::with_capacity(n), seams: vec![Vec::new(); n] };
-    let mut read_s = 0.0;
+    let (mut read_s, mut remote_s) = (0.0, 0.0);
+    let nodes = fs.array().device_count() as u32;
     let batch = |data: &[u8], first: usize, found: &mut Found| {
         let count = data.len() / ps;
         let scans = scan_pages(mp, f, data, first, count, ps, threads);
@@ -196,8 +197,11 @@ fn on_host(
             const CHUNK: usize = 4096;
             for first in (0..n).step_by(CHUNK) {
                 let idx: Vec<usize> = (first..(first + CHUNK).min(n)).collect();
-                let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, Access::HostFlash)?;
+                let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, opts.placement.access())?;
                 read_s += r.modeled_s;
+                if opts.placement == Placement::RemoteHost {
+                    remote_s += apps::remote_hosts_s(profile, &r, ps, nodes);
+                }
                 cost.network_bytes += r.network_bytes;
                 cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
                 cost.pages += r.pages;
@@ -212,10 +216,15 @@ fn on_host(
     }
     let cpu_s = cpu_s / apps::model_threads(profile, threads) as f64;
     let mut mem_s = apps::host_memory_s(profile, work::SEARCH_BYTES, f.size);
-    if opts.placement == Placement::Host {
+    if resident.is_none() {
         mem_s += apps::host_memory_s(profile, "storage.bytes", f.size);
     }
-    let (s, b) = apps::bound(&[("flash reads", read_s), ("host cpu", cpu_s), ("host memory", mem_s)]);
+    let (s, b) = apps::bound(&[
+        ("flash reads", read_s),
+        ("host cpu", cpu_s),
+        ("host memory", mem_s),
+        ("the remote hosts' cpu", remote_s),
+    ]);
     cost.modeled_s = s;
     cost.bound = b;
     cost.modeled_host_cpu_s = cpu_s;
@@ -357,7 +366,7 @@ mod tests {
             }
         }
         // The whole search, seams joined, against a naive scan of the file.
-        for placement in [Placement::Isp, Placement::Host, Placement::HostDram] {
+        for placement in Placement::ALL {
             let opts =
                 SearchOptions { placement, offsets: true, node: 0, threads: 2, limits: Default::default() };
             let r = search(&fs, "c", b"abba", opts).unwrap();
