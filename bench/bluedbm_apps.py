@@ -97,7 +97,7 @@ def main():
     rows = []
     t_rg, rg = best(lambda: timed(["rg", "-F", "-c", needle.decode(), text]))
     lines = int(rg.strip())
-    for placement in ["isp", "host", "host-dram"]:
+    for placement in ["isp", "host", "remote-host", "host-dram"]:
         t, out = best(lambda: timed([INSITU, "--json", "--data", data, "bluedbm", "search", "corpus", needle.decode(), "--placement", placement]), 1)
         r = json.loads(out)["result"]
         assert r["lines"] == lines, (placement, r["lines"], lines)
@@ -123,7 +123,7 @@ q = it[rng.choice({args.items}, 16, replace=False)].copy(); q[:, ::101] ^= 0x55;
     f = json.loads(run([PY, "-c", FAISS, items, queries]))
     body = [f"Hamming top-10 of 16 queries over {args.items} items of 8 KiB (faiss and host-dram: 2 threads).", "",
             "| tool | measured s | vs faiss search | vs faiss end to end | modeled s (bluedbm) |", "|---|---:|---:|---:|---:|"]
-    for placement, extra in [("isp", []), ("host-dram", ["--threads", "2"])]:
+    for placement, extra in [("isp", []), ("remote-host", ["--threads", "2"]), ("host-dram", ["--threads", "2"])]:
         t, out = timed([INSITU, "--json", "--data", data, "bluedbm", "knn", "items", queries, "--k", "10", "--placement", placement, *extra])
         r = json.loads(out)["result"]
         got = [q["indices"] for q in r["queries"]]
