@@ -542,7 +542,9 @@ impl Cluster {
         self.next_id += 1;
         let t = self.now;
         let host = read.access != Access::IspFlash;
-        let at_device = if host { self.pcie_down(read.origin, t, DESCRIPTOR_BYTES) } else { t };
+        // A page in the reader's own host's memory (H-D at its own node) needs no device.
+        let own_dram = read.node == read.origin && read.access == Access::HostRemoteDram;
+        let at_device = if host && !own_dram { self.pcie_down(read.origin, t, DESCRIPTOR_BYTES) } else { t };
         self.pending.push(
             id,
             Pending {
@@ -557,12 +559,19 @@ impl Cluster {
             },
         );
         if read.node == read.origin {
+            // At its own node a host reads its flash itself (H-RH-F is Host-Local there) or has the page
+            // in its memory (H-D: there at once).
             let source = if host { Source::Host } else { Source::Isp };
-            match read.access {
-                Access::IspFlash | Access::HostFlash => {
-                    self.act(at_device, Act::Issue { node: read.node, source, id })
+            if own_dram {
+                let page = Arc::clone(&self.dram[read.node as usize][&read.addr]);
+                self.pending.get_mut(id).first_out = Some(t);
+                let slice = self.cfg.raw.slice_bytes as usize;
+                for off in (0..self.page_size).step_by(slice) {
+                    let bytes = Bytes::Page(Arc::clone(&page), off..(off + slice).min(self.page_size));
+                    self.act(t, Act::Deliver { id, offset: off, bytes });
                 }
-                Access::HostRemoteHost | Access::HostRemoteDram => self.act(at_device, Act::HostServe { id }),
+            } else {
+                self.act(at_device, Act::Issue { node: read.node, source, id });
             }
         } else {
             let mut msg = vec![0u8; REQUEST_BYTES];
@@ -799,7 +808,10 @@ impl Cluster {
                     let msg = data_message(id, slice.offset(), bytes);
                     self.act(c.at_ps, Act::Send { from: node as NodeId, to: origin, msg });
                 }
-                Source::Host if read.node == read.origin && read.access == Access::HostFlash => {
+                Source::Host
+                    if read.node == read.origin
+                        && matches!(read.access, Access::HostFlash | Access::HostRemoteHost) =>
+                {
                     p.first_out.get_or_insert(c.at_ps);
                     let (offset, len) = (slice.offset(), bytes.len() as u64);
                     let at = self.pcie_up(node as NodeId, c.at_ps, len);

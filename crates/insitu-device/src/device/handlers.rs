@@ -478,9 +478,11 @@ impl Handle for GlobalRead {
 impl Handle for PeerRawRead {
     fn handle(self, dev: &Inner) -> Result<PeerPages> {
         use crate::cluster::Access;
-        let cfg = crate::cluster::ClusterConfig::from_profile(&dev.profile)?;
-        let got =
-            crate::global::serve(&self, &cfg, |source, reads| Ok(dev.raw()?.read_at(source, reads)?))?;
+        let got = crate::global::serve(
+            &self,
+            || crate::cluster::ClusterConfig::from_profile(&dev.profile),
+            |source, reads| Ok(dev.raw()?.read_at(source, reads)?),
+        )?;
         let bytes = got.data.len() as u64;
         if self.access != Access::HostRemoteDram {
             Meters::add(&dev.meters.flash_to_device_mem, bytes);

@@ -6,7 +6,7 @@ use insitu_device::work::{self, Ledger};
 use insitu_device::Profile;
 use serde::Serialize;
 
-use crate::bluedbm::fs::{Access, FsFile, GlobalPage, ViaReport};
+use crate::bluedbm::fs::{Access, FsFile, GlobalPage};
 use crate::error::{HostError, Result};
 
 /// Who runs an application (§7's configurations).
@@ -135,11 +135,24 @@ pub(crate) fn storage_cpu_s(profile: &Profile, pages: u64, bytes: u64) -> f64 {
     (pages as f64 * h.storage.request_cycles + bytes as f64 * h.storage.byte_cycles) / h.cpu.clock_hz
 }
 
-/// Seconds of the other nodes' hosts serving the pages of `r` not on the reader's node (H-RH-F): each
-/// a request through their storage stacks, spread evenly over the `nodes - 1` of them.
-pub(crate) fn remote_hosts_s(profile: &Profile, r: &ViaReport, page_size: usize, nodes: u32) -> f64 {
-    let remote = r.pages - r.local_pages;
-    storage_cpu_s(profile, remote, remote * page_size as u64) / nodes.saturating_sub(1).max(1) as f64
+/// Seconds of the busiest other node's host serving pages `idx` of `f` to node `origin`'s (H-RH-F): a
+/// request through its storage stack a page.
+pub(crate) fn remote_hosts_s(
+    profile: &Profile,
+    f: &FsFile,
+    idx: &[usize],
+    origin: u32,
+    page_size: usize,
+) -> f64 {
+    let mut per_node: std::collections::BTreeMap<u32, u64> = Default::default();
+    for i in idx {
+        let node = f.pages[*i].node;
+        if node != origin {
+            *per_node.entry(node).or_default() += 1;
+        }
+    }
+    let most = per_node.values().copied().max().unwrap_or(0);
+    storage_cpu_s(profile, most, most * page_size as u64)
 }
 
 /// Host threads the model runs: as many as asked, up to the host's cores.

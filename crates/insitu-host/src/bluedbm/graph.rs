@@ -441,7 +441,8 @@ impl Reader {
 /// Modeled seconds the software of a traversal spends asking for the pages of `r` one round after
 /// another: a host's storage stack costs `request_cycles` a page on one core (its rounds cannot overlap:
 /// each depends on the one before), and on the page's host too when that host serves it (H-RH-F, H-D);
-/// an in-store processor's is logic beside the reads.
+/// a page in the reader's own memory (H-D at its own node) costs no request; an in-store processor's
+/// is logic beside the reads.
 fn software_s(
     fs: &crate::bluedbm::fs::Fs<'_>,
     placement: Placement,
@@ -451,7 +452,8 @@ fn software_s(
     let requests = match placement {
         Placement::Isp => 0,
         Placement::Host => r.pages,
-        Placement::RemoteHost | Placement::HostDram => r.pages + (r.pages - r.local_pages),
+        Placement::RemoteHost => r.pages + (r.pages - r.local_pages),
+        Placement::HostDram => 2 * (r.pages - r.local_pages),
     };
     requests as f64 * host.storage.request_cycles / host.cpu.clock_hz
 }

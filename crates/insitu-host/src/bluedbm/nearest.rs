@@ -1,7 +1,7 @@
 //! Nearest-neighbour search over items stored a flash page each (BlueDBM §7.1): the Hamming distance
 //! of a query item to items of the file, and the `k` closest (ties: lowest index). By the nodes'
 //! in-store processors on their own node's items, or by host software reading the items through its
-//! device (H-F) or from its DRAM (H-DRAM); every placement compares with the same kernel
+//! device (H-F), through their nodes' hosts (H-RH-F) or from its DRAM (H-DRAM); every placement compares with the same kernel
 //! ([`insitu_kernels::hamming`]) and merges nodes' answers the same way, so all give the same answer.
 //!
 //! **Which items.** Every item (exhaustive), or, with locality-sensitive hashing, the items that share a
@@ -236,7 +236,8 @@ fn in_store(
 }
 
 /// The queries against items `cand` by host software: the items through node `opts.node`'s device
-/// (H-F) or from DRAM (`resident`, H-DRAM), compared by `opts.threads` threads.
+/// (H-F), through their nodes' hosts (H-RH-F) or from DRAM (`resident`, H-DRAM), compared by
+/// `opts.threads` threads.
 fn on_host(
     fs: &Fs,
     f: &FsFile,
@@ -253,7 +254,6 @@ fn on_host(
     let nq = queries.len() / ps;
     let mut merged: Vec<Nearest> = (0..nq).map(|_| Nearest::new(opts.k as usize)).collect();
     let (mut read_s, mut remote_s) = (0.0, 0.0);
-    let nodes = fs.array().device_count() as u32;
     // Misses of a host-DRAM search: each flash miss a synchronous page read, each disk miss a wait.
     let (mut flash_wait_s, mut flash_misses, mut disk_misses) = (0.0, 0u64, 0u64);
     let mut missed: std::collections::HashMap<u32, Vec<u8>> = Default::default();
@@ -287,7 +287,7 @@ fn on_host(
                 let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, opts.placement.access())?;
                 read_s += r.modeled_s;
                 if opts.placement == Placement::RemoteHost {
-                    remote_s += apps::remote_hosts_s(profile, &r, ps, nodes);
+                    remote_s += apps::remote_hosts_s(profile, f, &idx, opts.node, ps);
                 }
                 cost.network_bytes += r.network_bytes;
                 cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;

@@ -1,6 +1,7 @@
 //! String search over a file of the appliance (BlueDBM §7.3): by the nodes' in-store processors, each
 //! searching its own node's pages of the file with its Morris-Pratt engines, or by host software
-//! reading the pages through its device (H-F) or from its DRAM (H-DRAM). Every placement computes each
+//! reading the pages through its device (H-F), through the pages' hosts (H-RH-F) or from its DRAM
+//! (H-DRAM). Every placement computes each
 //! page's matches and end state with the same kernel ([`MorrisPratt`]) and joins the seams the same way,
 //! so all give the same answer.
 //!
@@ -165,8 +166,8 @@ fn run_pass(
     Ok(out)
 }
 
-/// Host software: the pages through node `opts.node`'s device (H-F) or from DRAM (`resident`, H-DRAM),
-/// searched by `opts.threads` threads.
+/// Host software: the pages through node `opts.node`'s device (H-F), through their nodes' hosts (H-RH-F)
+/// or from DRAM (`resident`, H-DRAM), searched by `opts.threads` threads.
 fn on_host(
     fs: &Fs,
     f: &FsFile,
@@ -182,7 +183,6 @@ fn on_host(
     let n = f.pages.len();
     let mut found = Found { scans: Vec::with_capacity(n), seams: vec![Vec::new(); n] };
     let (mut read_s, mut remote_s) = (0.0, 0.0);
-    let nodes = fs.array().device_count() as u32;
     let batch = |data: &[u8], first: usize, found: &mut Found| {
         let count = data.len() / ps;
         let scans = scan_pages(mp, f, data, first, count, ps, threads);
@@ -200,7 +200,7 @@ fn on_host(
                 let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, opts.placement.access())?;
                 read_s += r.modeled_s;
                 if opts.placement == Placement::RemoteHost {
-                    remote_s += apps::remote_hosts_s(profile, &r, ps, nodes);
+                    remote_s += apps::remote_hosts_s(profile, f, &idx, opts.node, ps);
                 }
                 cost.network_bytes += r.network_bytes;
                 cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
