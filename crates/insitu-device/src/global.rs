@@ -29,7 +29,9 @@
 //! host (Host-Local) and H-D has the page at once, as [`crate::cluster`] has them. With many pages, the
 //! remote device takes every descriptor over its PCIe link before the pages' slices, where the one
 //! simulation takes them in time order: H-RH-F comes within 1% of it at 4096 pages (a test checks),
-//! H-D to the picosecond.
+//! H-D to the picosecond. An H-D read may name pages that miss their host's memory (`misses`: Fig. 20's
+//! "DRAM + x% F"); the host reads those from its flash as for H-RH-F, in the same read, within 1% of
+//! the one simulation.
 
 use std::collections::BTreeMap;
 
@@ -53,10 +55,17 @@ pub fn read(
     cfg: &ClusterConfig,
     page_size: usize,
     req: &GlobalRead,
-    local: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
+    mut local: impl FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
     mut remote: impl FnMut(NodeId, PeerRawRead) -> Result<PeerPages>,
 ) -> Result<GlobalReadReply> {
     let host = req.access != Access::IspFlash;
+    if !req.misses.is_empty() && req.access != Access::HostRemoteDram {
+        return Err(refuse(format!(
+            "misses are pages not in their hosts' memory: {:?} reads none from it",
+            req.access
+        )));
+    }
+    let missed = flags(&req.misses, req.pages.len())?;
     req.topology.validate().map_err(|e| refuse(e.to_string()))?;
     let nodes = req.topology.nodes();
     if origin >= nodes {
@@ -78,7 +87,8 @@ pub fn read(
     }
 
     // This node's own pages in its host's memory (H-D) need no device.
-    let in_dram = |i: usize| req.access == Access::HostRemoteDram && req.pages[i].node == origin;
+    let in_dram =
+        |i: usize| req.access == Access::HostRemoteDram && req.pages[i].node == origin && !missed[i];
     // The requests reach this device: at once from its ISP, one descriptor after another over PCIe from
     // its host.
     let mut down = Link::new(cfg.pcie_down_ps_per_byte, cfg.pcie_latency_ps);
@@ -97,19 +107,22 @@ pub fn read(
     let mut arrived: Vec<(Ps, usize, usize, usize)> = Vec::new();
     let mine: Vec<usize> = (0..n).filter(|&i| req.pages[i].node == origin).collect();
     reply.local_pages = mine.len() as u64;
-    if !mine.is_empty() {
-        let source = if host { Source::Host } else { Source::Isp };
-        let reads: Vec<(FlashAddr, Ps)> = mine.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
+    // Pages from this node's flash, then those in its host's memory, read apart: the second's bytes
+    // only (they are there at once; none of that read's times is used).
+    let (in_mem, from_flash): (Vec<usize>, Vec<usize>) = mine.iter().partition(|&&i| in_dram(i));
+    let source = if host { Source::Host } else { Source::Isp };
+    for (group, timed) in [(&from_flash, true), (&in_mem, false)] {
+        if group.is_empty() {
+            continue;
+        }
+        let reads: Vec<(FlashAddr, Ps)> = group.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
         let got = local(source, &reads)?;
-        for (k, &i) in mine.iter().enumerate() {
+        for (k, &i) in group.iter().enumerate() {
             reply.data[i * ps..(i + 1) * ps].copy_from_slice(&got.data[k * ps..(k + 1) * ps]);
             reply.spares[i] = got.spares[k];
         }
-        // A page in this host's memory is there at once (its bytes are the flash's; the read's time is
-        // not the path's).
         arrived.extend(got.slices.iter().map(|&(k, off, len, t)| {
-            let i = mine[k as usize];
-            (if in_dram(i) { 0 } else { t }, i, off as usize, len as usize)
+            (if timed { t } else { 0 }, group[k as usize], off as usize, len as usize)
         }));
     }
 
@@ -143,7 +156,8 @@ pub fn read(
     let mut answers = Vec::new();
     for (node, (idx, arrivals_ps)) in by_node {
         let addrs = idx.iter().map(|&i| req.pages[i].addr).collect();
-        let got = remote(node, PeerRawRead { origin, addrs, arrivals_ps, access: req.access })?;
+        let misses = (0..idx.len()).filter(|&k| missed[idx[k]]).map(|k| k as u32).collect();
+        let got = remote(node, PeerRawRead { origin, addrs, arrivals_ps, access: req.access, misses })?;
         if got.data.len() != idx.len() * ps || got.spares.len() != idx.len() {
             return Err(refuse(format!(
                 "node {node} answered {} bytes and {} spare areas for {} pages",
@@ -252,7 +266,7 @@ fn carry(net: &mut Network, msgs: Vec<Message>, reply: &mut GlobalReadReply) -> 
 pub fn serve(
     req: &PeerRawRead,
     cfg: impl FnOnce() -> Result<ClusterConfig>,
-    read_at: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
+    mut read_at: impl FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
 ) -> Result<PeerPages> {
     if req.addrs.len() != req.arrivals_ps.len() {
         return Err(refuse(format!(
@@ -263,6 +277,9 @@ pub fn serve(
     }
     if matches!(req.access, Access::HostRemoteHost | Access::HostRemoteDram) {
         return through_host(req, &cfg()?, read_at);
+    }
+    if !req.misses.is_empty() {
+        return Err(refuse(format!("{:?} has no host memory to miss", req.access)));
     }
     let reads: Vec<(FlashAddr, Ps)> =
         req.addrs.iter().copied().zip(req.arrivals_ps.iter().copied()).collect();
@@ -279,9 +296,11 @@ pub fn serve(
 fn through_host(
     req: &PeerRawRead,
     cfg: &ClusterConfig,
-    read_at: impl FnOnce(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
+    mut read_at: impl FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
 ) -> Result<PeerPages> {
     let n = req.addrs.len();
+    let missed = flags(&req.misses, n)?;
+    let in_memory = |k: usize| req.access == Access::HostRemoteDram && !missed[k];
     let mut up = Link::new(cfg.pcie_up_ps_per_byte, cfg.pcie_latency_ps);
     let mut down = Link::new(cfg.pcie_down_ps_per_byte, cfg.pcie_latency_ps);
     let mut order: Vec<usize> = (0..n).collect();
@@ -290,36 +309,69 @@ fn through_host(
     for &i in &order {
         at_host[i] = up.cross(req.arrivals_ps[i], DESCRIPTOR_BYTES);
     }
-    let dram = req.access == Access::HostRemoteDram;
-    let mut at_device = vec![0; n];
-    if !dram {
-        for &i in &order {
-            at_device[i] = down.cross(at_host[i], DESCRIPTOR_BYTES);
+    // The pages the host reads from its flash, asked for as their interrupts reach it; those in its
+    // memory read from the image apart (their bytes only: none of that read's times is used).
+    let (in_mem, from_flash): (Vec<usize>, Vec<usize>) = (0..n).partition(|&k| in_memory(k));
+    let mut data = Vec::new();
+    let mut spares = vec![0; n];
+    type Slices = Vec<(u32, u32, u32, Ps)>;
+    let mut read = |group: &[usize], at: &[Ps], data: &mut Vec<u8>, spares: &mut [u64]| -> Result<Slices> {
+        if group.is_empty() {
+            return Ok(Vec::new());
         }
-    }
-    let reads: Vec<(FlashAddr, Ps)> = req.addrs.iter().copied().zip(at_device).collect();
-    let got = read_at(Source::Host, &reads)?;
-    // When each page is whole in the host's memory.
-    let ready = if dram {
-        at_host
-    } else {
-        let mut slices = got.slices.clone();
-        slices.sort_by_key(|s| s.3);
-        let mut ready = vec![0; n];
-        for (k, _, len, t) in slices {
-            ready[k as usize] = ready[k as usize].max(up.cross(t, len as u64));
+        let reads: Vec<(FlashAddr, Ps)> = group.iter().map(|&k| (req.addrs[k], at[k])).collect();
+        let got = read_at(Source::Host, &reads)?;
+        let ps = got.data.len() / group.len();
+        if data.is_empty() {
+            *data = vec![0u8; n * ps];
         }
-        ready
+        for (j, &k) in group.iter().enumerate() {
+            data[k * ps..(k + 1) * ps].copy_from_slice(&got.data[j * ps..(j + 1) * ps]);
+            spares[k] = got.spares[j];
+        }
+        Ok(got.slices.into_iter().map(|(j, off, len, t)| (group[j as usize] as u32, off, len, t)).collect())
     };
-    let ps = got.data.len().checked_div(n).unwrap_or(0);
+    read(&in_mem, &vec![0; n], &mut data, &mut spares)?;
     let slice = (cfg.raw.slice_bytes as usize).max(1);
-    order.sort_by_key(|&i| (ready[i], i));
-    let mut slices = Vec::with_capacity(n * ps.div_ceil(slice));
-    for k in order {
+    // The down link in the order the host gets its interrupts: a page it holds goes down at once, slice
+    // by slice; a page it must read sends its request down.
+    let mut at_device = vec![0; n];
+    let mut slices = Vec::new();
+    let send = |k: usize, at: Ps, ps: usize, down: &mut Link, slices: &mut Slices| {
         for off in (0..ps).step_by(slice) {
             let len = slice.min(ps - off);
-            slices.push((k as u32, off as u32, len as u32, down.cross(ready[k], len as u64)));
+            slices.push((k as u32, off as u32, len as u32, down.cross(at, len as u64)));
+        }
+    };
+    for &k in &order {
+        if in_memory(k) {
+            send(k, at_host[k], data.len() / n, &mut down, &mut slices);
+        } else {
+            at_device[k] = down.cross(at_host[k], DESCRIPTOR_BYTES);
         }
     }
-    Ok(PeerPages { slices, spares: got.spares, data: got.data })
+    // The pages read from flash, each ready once its last slice is up in the host's memory, then down.
+    let mut up_slices = read(&from_flash, &at_device, &mut data, &mut spares)?;
+    up_slices.sort_by_key(|s| s.3);
+    let mut ready = vec![0; n];
+    for (k, _, len, t) in up_slices {
+        ready[k as usize] = ready[k as usize].max(up.cross(t, len as u64));
+    }
+    let mut flash_order = from_flash;
+    flash_order.sort_by_key(|&k| (ready[k], k));
+    for k in flash_order {
+        send(k, ready[k], data.len() / n, &mut down, &mut slices);
+    }
+    Ok(PeerPages { slices, spares, data })
+}
+
+/// `n` flags, set at `indices` (pages of a read that miss their host's memory); an index past the read
+/// is refused.
+fn flags(indices: &[u32], n: usize) -> Result<Vec<bool>> {
+    let mut f = vec![false; n];
+    for &i in indices {
+        *f.get_mut(i as usize)
+            .ok_or_else(|| refuse(format!("miss {i} names no page of this read of {n} pages")))? = true;
+    }
+    Ok(f)
 }

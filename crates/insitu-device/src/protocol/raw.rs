@@ -68,6 +68,10 @@ pub struct GlobalRead {
     pub access: Access,
     pub topology: Topology,
     pub pages: Vec<GlobalPage>,
+    /// With `HostRemoteDram`: the pages (indices into `pages`) that are not in their host's memory, which
+    /// it reads from its flash first, as H-RH-F (Fig. 20's "DRAM + x% F"). Empty otherwise.
+    #[serde(default)]
+    pub misses: Vec<u32>,
 }
 
 /// What a [`GlobalRead`] read and cost.
@@ -107,6 +111,9 @@ pub struct PeerRawRead {
     pub arrivals_ps: Vec<Ps>,
     #[serde(default)]
     pub access: Access,
+    /// With `HostRemoteDram`: the pages (indices into `addrs`) the host reads from its flash first.
+    #[serde(default)]
+    pub misses: Vec<u32>,
 }
 
 /// The pages of a [`PeerRawRead`] and when each slice left the cards, relative to the read's start:

@@ -64,6 +64,17 @@ fn appliance(dir: &std::path::Path, via: crate::Via) -> Vec<Served> {
 /// What one simulation of all nodes gives for `reads` submitted at once from node 0: the time from the
 /// submission to the last byte.
 fn cluster_time(dir: &std::path::Path, blocks_per_chip: u64, access: Access, reads: &[GlobalPage]) -> u64 {
+    cluster_time_missing(dir, blocks_per_chip, access, reads, &[])
+}
+
+/// [`cluster_time`] with the reads at `misses` through the remote host's flash (H-RH-F) instead.
+fn cluster_time_missing(
+    dir: &std::path::Path,
+    blocks_per_chip: u64,
+    access: Access,
+    reads: &[GlobalPage],
+    misses: &[u32],
+) -> u64 {
     let profile = Profile::load("bluedbm").unwrap();
     let geo = Geometry { blocks_per_chip, ..profile.base_geometry() };
     let media = (0..NODES)
@@ -87,7 +98,8 @@ fn cluster_time(dir: &std::path::Path, blocks_per_chip: u64, access: Access, rea
         }
     }
     let start = c.now();
-    for p in reads {
+    for (i, p) in reads.iter().enumerate() {
+        let access = if misses.contains(&(i as u32)) { Access::HostRemoteHost } else { access };
         c.submit(Read { origin: 0, access, node: p.node, addr: p.addr }).unwrap();
     }
     let mut last = start;
@@ -112,7 +124,7 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
         let nodes = appliance(dir.path(), via);
         let blocks = nodes[0].dev.call(RawIdentify).unwrap().blocks_per_chip;
         for access in [Access::IspFlash, Access::HostFlash] {
-            let req = GlobalRead { access, topology: topology(), pages: reads.clone() };
+            let req = GlobalRead { access, topology: topology(), pages: reads.clone(), misses: vec![] };
             let got = nodes[0].dev.call(req).unwrap();
             assert!(got.data == want, "{via:?} {access:?}: the pages differ from those written");
             assert_eq!(got.pages, 400);
@@ -131,7 +143,7 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
         // Through the pages' hosts (H-RH-F, H-D); the reader's own pages from its flash or its memory.
         let own = reads.iter().filter(|p| p.node == 0).count() as u64 * 8192;
         for access in [Access::HostRemoteHost, Access::HostRemoteDram] {
-            let req = GlobalRead { access, topology: topology(), pages: reads.clone() };
+            let req = GlobalRead { access, topology: topology(), pages: reads.clone(), misses: vec![] };
             let got = nodes[0].dev.call(req).unwrap();
             assert!(got.data == want, "{via:?} {access:?}: the pages differ from those written");
             assert!(got.spares.iter().zip(&reads).all(|(s, p)| *s == spare(p.node, &p.addr)));
@@ -143,6 +155,25 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
             let dram = access == Access::HostRemoteDram;
             assert_eq!(got.pcie_up_bytes, want.len() as u64 - if dram { own } else { 0 });
         }
+        // DRAM with a third of the pages missing it, read from their hosts' flash (own ones too).
+        let misses: Vec<u32> = (0..reads.len() as u32).filter(|i| i % 3 == 1).collect();
+        let req = GlobalRead {
+            access: Access::HostRemoteDram,
+            topology: topology(),
+            pages: reads.clone(),
+            misses: misses.clone(),
+        };
+        let got = nodes[0].dev.call(req).unwrap();
+        assert!(got.data == want, "{via:?}: DRAM with misses read other pages");
+        let sim = cluster_time_missing(dir.path(), blocks, Access::HostRemoteDram, &reads, &misses) as f64;
+        // Within 1%: the remote device takes its host's links in the order of the interrupts, then the
+        // pages read from flash, where the one simulation interleaves them all in time.
+        let ratio = got.modeled_ps as f64 / sim;
+        assert!(
+            (ratio - 1.0).abs() < 0.01,
+            "{via:?}: DRAM with misses: {} ps against {sim} ps",
+            got.modeled_ps
+        );
         // A batch as large as the file system's (4096 pages): H-D still to the picosecond; H-RH-F within
         // 1%, as the remote device takes every descriptor over its PCIe link before the pages' slices,
         // where the one simulation takes them in time order.
@@ -151,7 +182,7 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
                 .map(|_| GlobalPage { node: rng.gen_range(1..NODES), addr: all[rng.gen_range(0..all.len())] })
                 .collect();
             for access in [Access::HostRemoteHost, Access::HostRemoteDram] {
-                let req = GlobalRead { access, topology: topology(), pages: big.clone() };
+                let req = GlobalRead { access, topology: topology(), pages: big.clone(), misses: vec![] };
                 let got = nodes[0].dev.call(req).unwrap().modeled_ps as f64;
                 let sim = cluster_time(dir.path(), blocks, access, &big) as f64;
                 let tolerance = if access == Access::HostRemoteDram { 0.0 } else { 0.01 };
@@ -161,7 +192,10 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
         // One page each way, and this node's own pages from its host's memory: no PCIe, no time.
         let one = |access, node| {
             let p = GlobalPage { node, addr: all[3] };
-            let got = nodes[0].dev.call(GlobalRead { access, topology: topology(), pages: vec![p] }).unwrap();
+            let got = nodes[0]
+                .dev
+                .call(GlobalRead { access, topology: topology(), pages: vec![p], misses: vec![] })
+                .unwrap();
             assert!(got.data == page(node, &all[3]));
             got
         };
@@ -179,7 +213,8 @@ fn global_reads_return_every_page_at_the_time_the_whole_cluster_simulation_gives
             let one = |origin: usize, node: u32| {
                 let nodes = &nodes;
                 let pages = all.iter().map(|a| GlobalPage { node, addr: *a }).collect();
-                let req = GlobalRead { access: Access::IspFlash, topology: topology(), pages };
+                let req =
+                    GlobalRead { access: Access::IspFlash, topology: topology(), pages, misses: vec![] };
                 let want: Vec<u8> = all.iter().flat_map(|a| page(node, a)).collect();
                 move || assert!(nodes[origin].dev.call(req).unwrap().data == want)
             };
@@ -198,18 +233,29 @@ fn bad_global_reads_are_refused_by_name_and_change_nothing() {
         access,
         topology: topology(),
         pages: vec![GlobalPage { node, addr }],
+        misses: vec![],
     };
     let err = |r: GlobalRead| nodes[1].dev.call(r).unwrap_err();
     assert!(
         matches!(err(read(Access::IspFlash, 3, a)), DeviceError::StorageNetwork(m) if m.contains("node 3"))
     );
+    // Misses are pages not in a host's memory: only H-D has any, and only of its own pages.
+    let misses = |access, misses| GlobalRead { misses, ..read(access, 2, a) };
+    let e = err(misses(Access::IspFlash, vec![0]));
+    assert!(matches!(&e, DeviceError::StorageNetwork(m) if m.contains("misses")), "{e}");
+    let e = err(misses(Access::HostRemoteDram, vec![1]));
+    assert!(matches!(&e, DeviceError::StorageNetwork(m) if m.contains("miss 1")), "{e}");
     let past = FlashAddr { chip: 8, ..a };
     assert!(matches!(err(read(Access::IspFlash, 2, past)), DeviceError::RawFlash(_)));
     let erased = FlashAddr { page: PAGES, ..a };
     assert!(matches!(err(read(Access::IspFlash, 0, erased)), DeviceError::RawFlash(_)));
     // A topology smaller than the appliance, with this device outside it.
-    let small =
-        GlobalRead { access: Access::IspFlash, topology: Topology::line(1, 1, 8).unwrap(), pages: vec![] };
+    let small = GlobalRead {
+        access: Access::IspFlash,
+        topology: Topology::line(1, 1, 8).unwrap(),
+        pages: vec![],
+        misses: vec![],
+    };
     assert!(matches!(nodes[1].dev.call(small).unwrap_err(), DeviceError::StorageNetwork(_)));
     // Everything still reads back.
     for n in 0..NODES {

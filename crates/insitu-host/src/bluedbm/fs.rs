@@ -576,7 +576,7 @@ impl<'a> Fs<'a> {
         let started = std::time::Instant::now();
         for first in (0..f.pages.len()).step_by(GLOBAL_BATCH_PAGES) {
             let idx: Vec<usize> = (first..(first + GLOBAL_BATCH_PAGES).min(f.pages.len())).collect();
-            let data = self.via_batch(f, &idx, origin, access, &mut report)?;
+            let data = self.via_batch(f, &idx, (origin, access), &[], &mut report)?;
             let take = left.min(data.len() as u64) as usize;
             out.write_all(&data[..take]).map_err(|e| HostError::io("output", e))?;
             left -= take as u64;
@@ -597,7 +597,28 @@ impl<'a> Fs<'a> {
         origin: u32,
         access: Access,
     ) -> Result<(Vec<u8>, ViaReport)> {
+        self.read_pages_missing(name, indices, origin, access, &[])
+    }
+
+    /// [`Fs::read_pages_via`] from the pages' hosts' memory (`Access::HostRemoteDram`) where `misses[i]`
+    /// says page `indices[i]` is not there: its host reads it from its flash first (Fig. 20's "DRAM + x%
+    /// F"). `misses` is empty, or one flag a page.
+    pub fn read_pages_missing(
+        &self,
+        name: &str,
+        indices: &[usize],
+        origin: u32,
+        access: Access,
+        misses: &[bool],
+    ) -> Result<(Vec<u8>, ViaReport)> {
         let f = self.file(name)?;
+        if !misses.is_empty() && misses.len() != indices.len() {
+            return Err(HostError::InvalidArgument(format!(
+                "{} miss flags for {} pages",
+                misses.len(),
+                indices.len()
+            )));
+        }
         if let Some(i) = indices.iter().find(|i| **i >= f.pages.len()) {
             return Err(HostError::InvalidArgument(format!(
                 "{name} has pages 0..{}, not {i}",
@@ -607,8 +628,9 @@ impl<'a> Fs<'a> {
         let mut report = ViaReport { origin, access, ..Default::default() };
         let started = std::time::Instant::now();
         let mut out = Vec::with_capacity(indices.len() * self.page_size());
-        for idx in indices.chunks(GLOBAL_BATCH_PAGES) {
-            out.extend_from_slice(&self.via_batch(f, idx, origin, access, &mut report)?);
+        for (k, idx) in indices.chunks(GLOBAL_BATCH_PAGES).enumerate() {
+            let m = if misses.is_empty() { &[][..] } else { &misses[k * GLOBAL_BATCH_PAGES..][..idx.len()] };
+            out.extend_from_slice(&self.via_batch(f, idx, (origin, access), m, &mut report)?);
         }
         report.bytes = out.len() as u64;
         report.wall_s = started.elapsed().as_secs_f64();
@@ -620,8 +642,8 @@ impl<'a> Fs<'a> {
         &self,
         f: &FsFile,
         idx: &[usize],
-        origin: u32,
-        access: Access,
+        (origin, access): (u32, Access),
+        missed: &[bool],
         report: &mut ViaReport,
     ) -> Result<Vec<u8>> {
         let topology = self.array.config().topology.clone().ok_or_else(|| {
@@ -633,7 +655,9 @@ impl<'a> Fs<'a> {
         let reader = self.device(origin)?;
         let pages =
             idx.iter().map(|i| DevicePage { node: f.pages[*i].node, addr: f.pages[*i].addr }).collect();
-        let got = reader.call(GlobalRead { access, topology, pages }).map_err(HostError::device(origin))?;
+        let misses = (0..missed.len() as u32).filter(|k| missed[*k as usize]).collect();
+        let got =
+            reader.call(GlobalRead { access, topology, pages, misses }).map_err(HostError::device(origin))?;
         for (k, i) in idx.iter().enumerate() {
             check_spare(f, *i, &f.pages[*i], got.spares[k])?;
         }

@@ -524,34 +524,12 @@ fn read_round(
         return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
     }
     let ps = fs.page_size();
-    // DRAM + x% F: the round's misses go to the pages' flash through their hosts, beside the hits; the
-    // round takes the longer of the two (their contention with each other is not modeled).
+    // DRAM + x% F: the round's misses are read from the pages' flash by their hosts, in the same read.
     let seq = report.pages;
     let miss: Vec<bool> = (0..idx.len()).map(|k| by.misses_dram(seq + k as u64)).collect();
-    let data = if miss.iter().any(|m| *m) {
-        let split = |want_miss: bool| -> Vec<usize> {
-            idx.iter().zip(&miss).filter(|(_, m)| **m == want_miss).map(|(i, _)| *i).collect()
-        };
-        let (hits, misses) = (split(false), split(true));
-        let (hit_data, mut h) = fs.read_pages_via(name, &hits, by.origin, by.placement.access())?;
-        let (miss_data, mut m) =
-            fs.read_pages_via(name, &misses, by.origin, crate::bluedbm::fs::Access::HostRemoteHost)?;
-        let round_s = h.modeled_s.max(m.modeled_s);
-        (h.modeled_s, m.modeled_s) = (0.0, 0.0);
-        report.add(&h);
-        report.add(&m);
-        report.modeled_s += round_s;
-        let (mut a, mut b) = (hit_data.chunks(ps), miss_data.chunks(ps));
-        let mut data = Vec::with_capacity(idx.len() * ps);
-        for m in &miss {
-            data.extend_from_slice(if *m { b.next() } else { a.next() }.expect("a page a read"));
-        }
-        data
-    } else {
-        let (data, r) = fs.read_pages_via(name, &idx, by.origin, by.placement.access())?;
-        report.add(&r);
-        data
-    };
+    let miss = if miss.iter().any(|m| *m) { miss } else { Vec::new() };
+    let (data, r) = fs.read_pages_missing(name, &idx, by.origin, by.placement.access(), &miss)?;
+    report.add(&r);
     let mut out = Vec::with_capacity(want.len());
     for (k, (page, v, own)) in want.iter().enumerate() {
         let (pv, degree, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
