@@ -86,6 +86,27 @@ impl AppArgs {
     }
 }
 
+/// Who traverses a graph and how its pages reach them: the arguments `bfs` and `walk` share.
+#[derive(clap::Args, Debug)]
+pub struct TraverseArgs {
+    /// Who traverses.
+    #[arg(long, value_enum, default_value = "isp")]
+    placement: AppWhere,
+    /// With host-dram: the share of accesses the pages' hosts serve from their flash instead of their
+    /// memory (Fig. 20's "DRAM + 30% F": 0.3).
+    #[arg(long, default_value_t = 0.0)]
+    flash_share: f64,
+    /// The node whose in-store processor or host traverses.
+    #[arg(long, default_value_t = 0)]
+    node: u32,
+}
+
+impl TraverseArgs {
+    fn reader(&self) -> Reader {
+        Reader { origin: self.node, placement: self.placement.into(), flash_share: self.flash_share }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum BluedbmCmd {
     /// Search a file of the appliance's file system for a string (§7.3): count its occurrences and the
@@ -159,16 +180,8 @@ pub enum BluedbmCmd {
         /// Also give every reached vertex's level.
         #[arg(long)]
         levels: bool,
-        /// Who traverses.
-        #[arg(long, value_enum, default_value = "isp")]
-        placement: AppWhere,
-        /// With host-dram: the share of accesses the pages' hosts serve from their flash instead of
-        /// their memory (Fig. 20's "DRAM + 30% F": 0.3).
-        #[arg(long, default_value_t = 0.0)]
-        flash_share: f64,
-        /// The node whose in-store processor or host traverses.
-        #[arg(long, default_value_t = 0)]
-        node: u32,
+        #[command(flatten)]
+        by: TraverseArgs,
     },
     /// Random walks on a stored graph from a vertex: each step reads the walk's vertex page and takes a
     /// neighbour chosen by the seed, the next read depending on it (§7.2).
@@ -187,16 +200,8 @@ pub enum BluedbmCmd {
         /// Seed of the choices (the same walks whoever walks).
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Who walks.
-        #[arg(long, value_enum, default_value = "isp")]
-        placement: AppWhere,
-        /// With host-dram: the share of accesses the pages' hosts serve from their flash instead of
-        /// their memory (Fig. 20's "DRAM + 30% F": 0.3).
-        #[arg(long, default_value_t = 0.0)]
-        flash_share: f64,
-        /// The node whose in-store processor or host walks.
-        #[arg(long, default_value_t = 0)]
-        node: u32,
+        #[command(flatten)]
+        by: TraverseArgs,
     },
 }
 
@@ -306,11 +311,11 @@ impl BluedbmCmd {
                     ),
                 );
             }
-            BluedbmCmd::Bfs { graph, from, levels, placement, flash_share, node } => {
+            BluedbmCmd::Bfs { graph, from, levels, by } => {
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
-                let placement = AppPlacement::from(placement);
-                let by = Reader { origin: node, placement, flash_share };
+                let by = by.reader();
+                let (placement, flash_share, node) = (by.placement, by.flash_share, by.origin);
                 let b = crate::output::busy("traversing", || bfs(&fs, &graph, from, by))?;
                 let r = &b.read;
                 let mut out = json!({
@@ -349,12 +354,12 @@ impl BluedbmCmd {
                 }
                 ctx.out.plain("bluedbm bfs", out, &text);
             }
-            BluedbmCmd::Walk { graph, from, walks, length, seed, placement, flash_share, node } => {
+            BluedbmCmd::Walk { graph, from, walks, length, seed, by } => {
                 let array = ctx.open()?;
                 let fs = Fs::open(&array)?;
                 let spec = WalkSpec { from, walks, length, seed };
-                let placement = AppPlacement::from(placement);
-                let by = Reader { origin: node, placement, flash_share };
+                let by = by.reader();
+                let (placement, flash_share, node) = (by.placement, by.flash_share, by.origin);
                 let w = crate::output::busy("walking", || walk(&fs, &graph, spec, by))?;
                 let r = &w.read;
                 let out = json!({
