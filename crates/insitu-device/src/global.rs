@@ -290,9 +290,10 @@ pub fn serve(
 /// H-RH-F and H-D at the page's node, as [`crate::cluster`] has them: each request interrupts the host (a
 /// descriptor up the PCIe link); for H-RH-F the host asks its device for the page (a descriptor down) and
 /// reads it into its memory (its slices up), for H-D it has the page already; then it sends the page back
-/// down, slice by slice, each slice on to the network as it lands. The descriptors take each link before
-/// any page's slices (requests arrive within microseconds of each other, a flash read takes tens), where
-/// the one simulation takes everything in time order.
+/// down, slice by slice, each slice on to the network as it lands. On each link the descriptors, and the
+/// pages the host holds, go in the order of the interrupts, before the slices of pages read from flash
+/// (requests arrive within microseconds of each other, a flash read takes tens), where the one simulation
+/// takes everything in time order.
 fn through_host(
     req: &PeerRawRead,
     cfg: &ClusterConfig,

@@ -412,10 +412,6 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub fn new(origin: u32, placement: Placement) -> Reader {
-        Reader { origin, placement, flash_share: 0.0 }
-    }
-
     fn check(&self) -> Result<()> {
         let x = self.flash_share;
         if !(x.is_finite() && (0.0..=1.0).contains(&x)) {
