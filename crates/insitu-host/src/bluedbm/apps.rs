@@ -43,9 +43,8 @@ impl Placement {
     /// The placement named `text` (as [`Placement::name`] gives).
     pub fn parse(text: &str) -> Result<Placement> {
         Placement::ALL.into_iter().find(|p| p.name() == text).ok_or_else(|| {
-            HostError::InvalidArgument(format!(
-                "placement {text:?}: expected one of isp, host, remote-host, host-dram"
-            ))
+            let names: Vec<&str> = Placement::ALL.iter().map(|p| p.name()).collect();
+            HostError::InvalidArgument(format!("placement {text:?}: expected one of {}", names.join(", ")))
         })
     }
 

@@ -523,7 +523,6 @@ fn read_round(
     // DRAM + x% F: the round's misses are read from the pages' flash by their hosts, in the same read.
     let seq = report.pages;
     let miss: Vec<bool> = (0..idx.len()).map(|k| by.misses_dram(seq + k as u64)).collect();
-    let miss = if miss.iter().any(|m| *m) { miss } else { Vec::new() };
     let (data, r) = fs.read_pages_missing(name, &idx, by.origin, by.placement.access(), &miss)?;
     report.add(&r);
     let mut out = Vec::with_capacity(want.len());
