@@ -407,23 +407,31 @@ impl<M: RawFlash> Ftl<M> {
         }
         self.stats.gc_runs += 1;
         let mut pending: Vec<BlockId> = Vec::new();
+        let mut moved = false;
         while self.free_blocks() < self.gc_high {
             let Some(victim) = self.pick_victim(&pending) else { break };
-            self.relocate(victim)?;
+            moved |= self.relocate(victim)? > 0;
             pending.push(victim);
             if self.free_blocks() <= 1 || self.free_blocks() + pending.len() as u64 >= self.gc_high {
-                self.erase_victims(&mut pending)?;
+                self.erase_victims(&mut pending, std::mem::take(&mut moved))?;
             }
         }
-        self.erase_victims(&mut pending)
+        self.erase_victims(&mut pending, moved)
     }
 
-    fn erase_victims(&mut self, pending: &mut Vec<BlockId>) -> Result<()> {
+    /// Erases GC's victims; `moved` says whether live pages were relocated out of them since the last sync.
+    fn erase_victims(&mut self, pending: &mut Vec<BlockId>, moved: bool) -> Result<()> {
         if pending.is_empty() {
             return Ok(());
         }
-        // Relocations must be durable before the old copies are erased.
-        self.sync()?;
+        // Relocations must be durable before the old copies are erased (and then overwritten), and so must
+        // the records that emptied the victims (a delete, a trim, an overwrite): a victim with nothing
+        // relocated needs only the journal on disk, not the NAND image.
+        if moved {
+            self.sync()?;
+        } else {
+            self.journal.sync()?;
+        }
         for b in pending.drain(..) {
             self.mark_erased(b)?;
             self.nand.erase(b)?;
@@ -453,7 +461,8 @@ impl<M: RawFlash> Ftl<M> {
             .map(|(b, _)| b)
     }
 
-    fn relocate(&mut self, victim: BlockId) -> Result<()> {
+    /// Moves the live pages of `victim` to the GC block; returns how many there were.
+    fn relocate(&mut self, victim: BlockId) -> Result<usize> {
         let geo = *self.geometry();
         let ps = geo.page_size as usize;
         let first = geo.first_ppn(victim);
@@ -487,7 +496,7 @@ impl<M: RawFlash> Ftl<M> {
             self.stats.gc_pages_written += n as u64;
             k += n;
         }
-        Ok(())
+        Ok(live.len())
     }
 
     /// Checks the FTL invariants: each mapped logical page points to a programmed physical page whose

@@ -141,6 +141,7 @@ impl RawFlash for Nand {
             Oob { lpn: *lpn, crc }.encode(&mut oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
         }
         self.image.write_all_at(data, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
+        sys::start_writeback(&self.image, ppn * ps as u64, data.len() as u64);
         self.oob
             .write_all_at(&oob, ppn * OOB_BYTES as u64)
             .map_err(|e| FlashError::io(&self.image_path, e))?;
@@ -203,10 +204,17 @@ impl RawFlash for Nand {
         if block >= self.geo.total_blocks() {
             return Err(FlashError::NandViolation(format!("erase of block {block} past the array")));
         }
-        let bytes = self.geo.block_bytes();
-        sys::punch_hole(&self.image, block * bytes, bytes);
+        // The spare area is cleared (it is what says a page was programmed: the raw partition finds its
+        // write pointers there). The data pages keep their old bytes, unreadable (the FTL maps nothing
+        // there, and a read past the write pointer is refused) until they are programmed again, which
+        // then overwrites pages the host's file already has: no hole punched and filled again, and no
+        // discard sent to the host's disk (on a filesystem mounted with `discard` that waits for the
+        // disk, under the flash lock) for every erase.
         let ppb = self.geo.pages_per_block as u64;
-        sys::punch_hole(&self.oob, block * ppb * OOB_BYTES as u64, ppb * OOB_BYTES as u64);
+        let clear = vec![0u8; ppb as usize * OOB_BYTES];
+        self.oob
+            .write_all_at(&clear, block * ppb * OOB_BYTES as u64)
+            .map_err(|e| FlashError::io(&self.image_path, e))?;
         let st = self.blocks.entry(block).or_default();
         st.erase_count += 1;
         st.write_ptr = 0;

@@ -4,19 +4,19 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
-/// Deallocates `len` bytes at `offset` (keeps the file size), so an erased block takes no disk space and
-/// the image stays sparse. Best effort: filesystems without hole punching just keep the old bytes, which
-/// the FTL never reads back (an erased page is unmapped).
-pub fn punch_hole(file: &File, offset: u64, len: u64) {
+/// Starts writing `len` bytes at `offset` back to disk without waiting for them, so that the sync of a
+/// commit finds them written (or on their way) instead of starting all of an object's writeback then.
+/// Best effort: a failure here only leaves the work to the sync, which reports errors.
+pub fn start_writeback(file: &File, offset: u64, len: u64) {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: fallocate on a valid, open descriptor with integer arguments; no memory is passed.
+        // SAFETY: sync_file_range on a valid, open descriptor with integer arguments; no memory is passed.
         let _ = unsafe {
-            libc::fallocate(
+            libc::sync_file_range(
                 file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                offset as libc::off_t,
-                len as libc::off_t,
+                offset as libc::off64_t,
+                len as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
             )
         };
     }

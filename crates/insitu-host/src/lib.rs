@@ -63,4 +63,4 @@ pub use devices::{
 };
 pub use error::{ErrorKind, HostError, Result};
 pub use insitu_device::{profile, FaultPlan, Profile};
-pub use report::{PathBytes, Report};
+pub use report::{MeasuredPhase, PathBytes, Report};

@@ -46,6 +46,9 @@ pub struct Report {
     pub bytes: PathBytes,
     pub ops: PathOps,
     pub modeled: Modeled,
+    /// The wall time of each phase here, as measured (in the order of `modeled.phases`; where the time of
+    /// this machine goes, beside where the profile's goes).
+    pub measured_phases: Vec<MeasuredPhase>,
     /// The measured usage behind `modeled`, kept so the same run can be priced on other profiles.
     #[serde(skip)]
     pub phases: Vec<PhaseUsage>,
@@ -58,8 +61,16 @@ impl Report {
         let (r, b) = (self, &self.bytes);
         let m = &r.modeled;
         let bottleneck = m.phases.iter().map(|p| p.bottleneck.as_str()).collect::<Vec<_>>().join(", ");
+        // Where the wall time went, when there was more than one phase.
+        let walls = match r.measured_phases.as_slice() {
+            [] | [_] => String::new(),
+            ps => format!(
+                " ({})",
+                ps.iter().map(|p| format!("{} {:.3} s", p.name, p.wall_s)).collect::<Vec<_>>().join(", ")
+            ),
+        };
         format!(
-            "{}\n  measured  wall {:.3} s   host cpu {:.3} s   device cpu {:.3} s\n  bytes     flash read {}   flash program {}   flash->dev mem {}   dev->host {}   host->dev {}   dev<->dev {}\n  modeled   {} x{}: {:.4} s, {:.3} J (bottleneck: {})",
+            "{}\n  measured  wall {:.3} s{walls}   host cpu {:.3} s   device cpu {:.3} s\n  bytes     flash read {}   flash program {}   flash->dev mem {}   dev->host {}   host->dev {}   dev<->dev {}\n  modeled   {} x{}: {:.4} s, {:.3} J (bottleneck: {})",
             r.headline,
             r.wall_s,
             r.host_cpu_s,
@@ -100,6 +111,13 @@ impl PathBytes {
     }
 }
 
+/// One phase's wall time, measured here.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MeasuredPhase {
+    pub name: String,
+    pub wall_s: f64,
+}
+
 /// Measures an operation: start it before, add phases as they end, finish with the result.
 #[derive(Debug)]
 pub struct Measure {
@@ -109,14 +127,19 @@ pub struct Measure {
     start: Vec<DeviceCounters>,
     phase_start: Vec<DeviceCounters>,
     phases: Vec<PhaseUsage>,
+    phase_t0: Instant,
+    walls: Vec<MeasuredPhase>,
 }
 
 impl Measure {
     pub fn start(op: &str, array: &Array) -> Result<Measure> {
         let start = array.counters()?;
+        let t0 = Instant::now();
         Ok(Measure {
             op: op.to_string(),
-            t0: Instant::now(),
+            t0,
+            phase_t0: t0,
+            walls: Vec::new(),
             cpu0: process_cpu_ns(),
             phase_start: start.clone(),
             start,
@@ -130,6 +153,7 @@ impl Measure {
         let devices = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
         self.phases.push(PhaseUsage { name: name.to_string(), devices, host });
         self.phase_start = now;
+        self.close_wall(name);
         Ok(())
     }
 
@@ -139,7 +163,8 @@ impl Measure {
         let tail: Vec<DeviceCounters> = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
         if self.phases.is_empty() || tail.iter().any(|c| c.commands > 0) {
             let name = self.op.clone();
-            self.phases.push(PhaseUsage { name, devices: tail, host: HostWork::default() });
+            self.phases.push(PhaseUsage { name: name.clone(), devices: tail, host: HostWork::default() });
+            self.close_wall(&name);
         }
         let total: Vec<DeviceCounters> = now.iter().zip(&self.start).map(|(n, s)| n.since(s)).collect();
         let device_cpu_ns: u64 = total.iter().map(|c| c.device_cpu_ns).sum();
@@ -168,7 +193,15 @@ impl Measure {
             bytes: PathBytes::sum(&total),
             ops,
             modeled: model(array.profile(), &self.phases),
+            measured_phases: self.walls,
             phases: self.phases,
         })
+    }
+
+    fn close_wall(&mut self, name: &str) {
+        let now = Instant::now();
+        self.walls
+            .push(MeasuredPhase { name: name.to_string(), wall_s: (now - self.phase_t0).as_secs_f64() });
+        self.phase_t0 = now;
     }
 }
