@@ -1,8 +1,8 @@
 //! Crash injection for tests: `INSITU_CRASH_AT=POINT:N` makes the process kill itself with SIGKILL the
 //! N-th time it passes POINT (N counts from 1). This is a real SIGKILL: no destructor, flush or checkpoint
 //! runs, exactly as when an operator's process is killed. Points are named where they are placed: the
-//! host's (`put-stripe`, `put-part-committed`, `put-catalog`, `rm-catalog`, `put-table-part`,
-//! `put-table-catalog`, `shuffle-before-catalog`) and a device server's (`devN-command`: a command
+//! host's (`put-stripe`, `put-part-committed`, `put-catalog`, `rm-catalog`, `put-table-batch`,
+//! `put-table-part`, `put-table-catalog`, `shuffle-before-catalog`) and a device server's (`devN-command`: a command
 //! arriving at the server of device N, so a test can kill one device in the middle of an operator).
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -80,11 +80,18 @@ fn a_killed_put_table_leaves_no_half_table() {
     env.init(&["--devices", "3", "--profile", "tiny", "--capacity", "64MiB"]);
     let src = env.path("t.parquet");
     env.ok(&["gen", "synthetic", "--rows", "2000", "--columns", "4", "-o", s(&src)]);
-    for (point, exists) in [("put-table-part:2", false), ("put-table-catalog:1", true)] {
+    // A file of three loader batches, killed after the second: parts half written on every device.
+    let big = env.path("big.parquet");
+    env.ok(&["gen", "synthetic", "--rows", "150000", "--columns", "4", "-o", s(&big)]);
+    for (point, file, exists) in [
+        ("put-table-batch:2", &big, false),
+        ("put-table-part:2", &src, false),
+        ("put-table-catalog:1", &src, true),
+    ] {
         let name = format!("t{}", point.len());
         let o = env
             .cmd()
-            .args(["put-table", s(&src), "--name", &name])
+            .args(["put-table", s(file), "--name", &name])
             .env("INSITU_CRASH_AT", point)
             .output()
             .unwrap();

@@ -1,5 +1,5 @@
 //! `put-table`: load a Parquet or CSV file, spread its rows over the devices, store each part in the hybrid
-//! layout. Everything is read and checked before anything is stored, so a bad file stores nothing.
+//! layout, a batch at a time. Nothing is visible until every row is in: a bad file stores nothing.
 
 use std::fs::File;
 use std::path::Path;
@@ -8,62 +8,88 @@ use std::sync::Arc;
 use arrow::array::UInt32Array;
 use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::SchemaRef;
-use arrow::record_batch::{RecordBatch, RecordBatchReader};
+use arrow::record_batch::{RecordBatch, RecordBatchReader as _};
 use serde_json::json;
 
 use crate::array::{validate_user_name, Array};
 use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
 use crate::report::{Measure, Report};
-use crate::table::info::{Partitioning, TableInfo};
+use crate::table::info::{KeyEncoding, PartInfo, Partitioning, TableInfo};
 use crate::table::layout::{encode_part, normalize};
-use crate::table::schema::TableSchema;
-use crate::table::store::write_part;
+use crate::table::schema::{KeyKind, TableSchema};
+use crate::table::store::PartWriter;
 
-/// Reads a whole Parquet or CSV file (by extension; CSV needs a header line).
+/// Rows at a time through the loader: batches read from a file, and slices of a caller's batch.
+const BATCH_ROWS: usize = 64 << 10;
+
+/// A Parquet or CSV file (by extension; CSV needs a header line) opened for reading batch by batch.
+pub struct TableFile {
+    pub schema: SchemaRef,
+    pub batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
+}
+
+impl std::fmt::Debug for TableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableFile").field("schema", &self.schema).finish_non_exhaustive()
+    }
+}
+
+impl TableFile {
+    pub fn open(path: &Path) -> Result<TableFile> {
+        let file = File::open(path).map_err(|e| HostError::io(path, e))?;
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        let shown = path.display().to_string();
+        let bad = move |e: String| HostError::InvalidArgument(format!("{shown}: {e}"));
+        let (schema, batches): (SchemaRef, Box<dyn Iterator<Item = Result<RecordBatch>>>) = match ext.as_str()
+        {
+            "parquet" | "pq" => {
+                let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                    .map_err(|e| bad(e.to_string()))?
+                    .with_batch_size(BATCH_ROWS)
+                    .build()
+                    .map_err(|e| bad(e.to_string()))?;
+                let bad = bad.clone();
+                (r.schema(), Box::new(r.map(move |b| b.map_err(|e| bad(e.to_string())))))
+            }
+            "csv" => {
+                let fmt = arrow::csv::reader::Format::default().with_header(true);
+                let (schema, _) = fmt.infer_schema(&file, Some(10_000)).map_err(|e| bad(e.to_string()))?;
+                // A column with no values to infer from (a header-only file, or a column always empty) is
+                // text: there is nothing to say it is anything else.
+                let schema = arrow::datatypes::Schema::new(
+                    schema
+                        .fields()
+                        .iter()
+                        .map(|f| match f.data_type() {
+                            arrow::datatypes::DataType::Null => {
+                                arrow::datatypes::Field::new(f.name(), arrow::datatypes::DataType::Utf8, true)
+                            }
+                            _ => f.as_ref().clone(),
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                let file = File::open(path).map_err(|e| HostError::io(path, e))?;
+                let schema = Arc::new(schema);
+                let r = arrow::csv::ReaderBuilder::new(schema.clone())
+                    .with_format(fmt)
+                    .with_batch_size(BATCH_ROWS)
+                    .build(file)
+                    .map_err(|e| bad(e.to_string()))?;
+                let bad = bad.clone();
+                (schema, Box::new(r.map(move |b| b.map_err(|e| bad(e.to_string())))))
+            }
+            _ => return Err(bad("unknown format: give a .parquet or .csv file".into())),
+        };
+        Ok(TableFile { schema, batches })
+    }
+}
+
+/// Reads a whole Parquet or CSV file into one batch.
 pub fn read_table_file(path: &Path) -> Result<RecordBatch> {
-    let file = File::open(path).map_err(|e| HostError::io(path, e))?;
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    let bad = |e: String| HostError::InvalidArgument(format!("{}: {e}", path.display()));
-    let (schema, batches): (SchemaRef, Vec<RecordBatch>) = match ext.as_str() {
-        "parquet" | "pq" => {
-            let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-                .map_err(|e| bad(e.to_string()))?
-                .with_batch_size(64 << 10)
-                .build()
-                .map_err(|e| bad(e.to_string()))?;
-            let schema = r.schema();
-            (schema, r.collect::<std::result::Result<_, _>>().map_err(|e| bad(e.to_string()))?)
-        }
-        "csv" => {
-            let fmt = arrow::csv::reader::Format::default().with_header(true);
-            let (schema, _) = fmt.infer_schema(&file, Some(10_000)).map_err(|e| bad(e.to_string()))?;
-            // A column with no values to infer from (a header-only file, or a column always empty) is
-            // text: there is nothing to say it is anything else.
-            let schema = arrow::datatypes::Schema::new(
-                schema
-                    .fields()
-                    .iter()
-                    .map(|f| match f.data_type() {
-                        arrow::datatypes::DataType::Null => {
-                            arrow::datatypes::Field::new(f.name(), arrow::datatypes::DataType::Utf8, true)
-                        }
-                        _ => f.as_ref().clone(),
-                    })
-                    .collect::<Vec<_>>(),
-            );
-            let file = File::open(path).map_err(|e| HostError::io(path, e))?;
-            let schema = Arc::new(schema);
-            let r = arrow::csv::ReaderBuilder::new(schema.clone())
-                .with_format(fmt)
-                .with_batch_size(64 << 10)
-                .build(file)
-                .map_err(|e| bad(e.to_string()))?;
-            (schema, r.collect::<std::result::Result<_, _>>().map_err(|e| bad(e.to_string()))?)
-        }
-        _ => return Err(bad("unknown format: give a .parquet or .csv file".into())),
-    };
-    concat_batches(&schema, &batches).map_err(|e| bad(e.to_string()))
+    let f = TableFile::open(path)?;
+    let batches = f.batches.collect::<Result<Vec<_>>>()?;
+    concat_batches(&f.schema, &batches).map_err(HostError::arrow("joining the batches of a table file"))
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -75,18 +101,20 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Row indices for each device.
+/// Row indices of `batch` for each device; `first` is the batch's first row in the table (round-robin
+/// deals rows by their place in the table).
 fn partition(
     batch: &RecordBatch,
     schema: &TableSchema,
     how: &Partitioning,
     n: usize,
+    first: u64,
 ) -> Result<Vec<Vec<u32>>> {
     let mut parts = vec![Vec::new(); n];
     match how {
         Partitioning::RoundRobin => {
             for i in 0..batch.num_rows() {
-                parts[i % n].push(i as u32);
+                parts[((first + i as u64) % n as u64) as usize].push(i as u32);
             }
         }
         Partitioning::Hash { column: col } => {
@@ -114,11 +142,12 @@ pub struct PutTable {
     pub dict: Option<String>,
 }
 
-/// Stores the table in `path` as `opts.name`.
+/// Stores the table in `path` as `opts.name`, reading it a batch at a time.
 pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Report> {
     validate_user_name(&opts.name)?;
     array.check_free(&opts.name)?;
-    put_table_batch(array, read_table_file(path)?, opts)
+    let file = TableFile::open(path)?;
+    load(array, &file.schema, file.batches, opts)
 }
 
 /// Stores the rows of `raw` (an Arrow batch handed over by a caller, such as the Python front) as
@@ -126,14 +155,26 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
 pub fn put_table_batch(array: &mut Array, raw: RecordBatch, opts: &PutTable) -> Result<Report> {
     validate_user_name(&opts.name)?;
     array.check_free(&opts.name)?;
-    let schema = TableSchema::from_arrow(&raw.schema())?;
-    let batch = normalize(&raw, &schema)?;
-    drop(raw);
+    let schema = raw.schema();
+    load(array, &schema, std::iter::once(Ok(raw)), opts)
+}
+
+/// Streams `batches` into the devices: each slice of rows is checked, spread over the devices, encoded
+/// and appended to the parts being written, so memory holds a slice and a few chunks a device, never
+/// the table. The parts are committed once every row is in, then the catalog entry: a bad value, a full
+/// device or an interrupted load leaves nothing of the table behind (the open parts are abandoned).
+fn load(
+    array: &mut Array,
+    arrow_schema: &SchemaRef,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    opts: &PutTable,
+) -> Result<Report> {
+    let schema = TableSchema::from_arrow(arrow_schema)?;
     let key = match &opts.key {
         Some(k) => schema.index_of(k)?,
         None => 0,
     };
-    schema.columns[key].ty.key_kind(&schema.columns[key].name)?;
+    let key_kind = schema.columns[key].ty.key_kind(&schema.columns[key].name)?;
     if let Some(d) = &opts.dict {
         if *d != schema.columns[key].name {
             return Err(HostError::InvalidArgument(format!(
@@ -142,40 +183,87 @@ pub fn put_table_batch(array: &mut Array, raw: RecordBatch, opts: &PutTable) -> 
             )));
         }
     }
-    let n = array.device_count();
-    let rows_per_device = partition(&batch, &schema, &opts.partition, n)?;
-    // Encode every part before storing any: a bad value fails the whole load with nothing stored.
-    let mut encoded = Vec::with_capacity(n);
-    let mut dict_fallback = false;
-    for idx in &rows_per_device {
-        let part = take_record_batch(&batch, &UInt32Array::from(idx.clone()))
-            .map_err(HostError::arrow("splitting the table into parts"))?;
-        let (enc, used) = encode_part(&part, &schema, key, opts.dict.is_some())?;
-        dict_fallback |= opts.dict.is_some() && !used;
-        encoded.push(enc);
+    if let Partitioning::Hash { column } = &opts.partition {
+        schema.index_of(column)?;
     }
+    let key_encoding = match key_kind {
+        KeyKind::Bytes => KeyEncoding::Bytes { max_key: 0 },
+        KeyKind::Fixed(key_type) if opts.dict.is_some() => KeyEncoding::Dict { key_type, code_bits: 0 },
+        KeyKind::Fixed(key_type) => KeyEncoding::Plain { key_type },
+    };
+    let var_rows =
+        schema.columns.iter().enumerate().any(|(c, col)| c != key && col.ty.fixed_width().is_none());
+    let n = array.device_count();
     let measure = Measure::start("put-table", array)?;
-    let mut parts = Vec::with_capacity(n);
-    for (dev, enc) in encoded.iter().enumerate() {
-        match write_part(array, dev as u32, &opts.name, enc) {
-            Ok(info) => {
-                parts.push(info);
-                array.faults.hit("put-table-part");
-            }
-            Err(e) => {
-                for (d, info) in parts.iter().enumerate() {
-                    crate::table::store::delete_quietly(array, d as u32, info.objects(&opts.name));
+    let (parts, size, rows, dict_fallback) = {
+        let a: &Array = array;
+        let mut writers = (0..n as u32)
+            .map(|dev| PartWriter::begin(a, dev, &opts.name, var_rows, key_encoding))
+            .collect::<Result<Vec<_>>>()?;
+        let mut rows = 0u64;
+        let mut fixed_row_size = None;
+        for batch in batches {
+            let batch = batch?;
+            let mut at = 0;
+            while at < batch.num_rows() {
+                let len = BATCH_ROWS.min(batch.num_rows() - at);
+                let slice = normalize(&batch.slice(at, len), &schema)?;
+                if let Some(i) = slice.column(key).nulls().and_then(|b| (0..len).find(|i| b.is_null(*i))) {
+                    return Err(HostError::InvalidArgument(format!(
+                        "key column {:?} has a null at row {}",
+                        schema.columns[key].name,
+                        rows + i as u64
+                    )));
                 }
-                return Err(e);
+                for (dev, idx) in
+                    partition(&slice, &schema, &opts.partition, n, rows)?.into_iter().enumerate()
+                {
+                    if idx.is_empty() {
+                        continue;
+                    }
+                    let part = take_record_batch(&slice, &UInt32Array::from(idx))
+                        .map_err(HostError::arrow("splitting the table into parts"))?;
+                    let (enc, _) = encode_part(&part, &schema, key, false)?;
+                    fixed_row_size = enc.row_size;
+                    writers[dev].append(&enc)?;
+                }
+                rows += len as u64;
+                at += len;
+            }
+            a.faults.hit("put-table-batch");
+        }
+        // With no row to say it, a fixed row's size comes from the schema (as encoding an empty part does).
+        if fixed_row_size.is_none() && !var_rows {
+            let empty = normalize(&RecordBatch::new_empty(Arc::new(schema.to_arrow())), &schema)?;
+            fixed_row_size = encode_part(&empty, &schema, key, false)?.0.row_size;
+        }
+        let size: u64 = writers.iter().map(|w| w.row_bytes()).sum();
+        let mut parts: Vec<PartInfo> = Vec::with_capacity(n);
+        let mut dict_fallback = false;
+        let mut writers = writers.into_iter();
+        while let Some(w) = writers.next() {
+            match w.finish(fixed_row_size) {
+                Ok((info, used)) => {
+                    dict_fallback |= opts.dict.is_some() && !used;
+                    parts.push(info);
+                    a.faults.hit("put-table-part");
+                }
+                Err(e) => {
+                    drop(writers);
+                    for (d, info) in parts.iter().enumerate() {
+                        crate::table::store::delete_quietly(a, d as u32, info.objects(&opts.name));
+                    }
+                    return Err(e);
+                }
             }
         }
-    }
-    let size: u64 = encoded.iter().map(|e| e.row_data.len() as u64).sum();
+        (parts, size, rows, dict_fallback)
+    };
     let key_encodings: Vec<&str> = parts.iter().map(|p| p.key.name()).collect();
     let rows_per_device: Vec<u64> = parts.iter().map(|p| p.rows).collect();
     let mut result = json!({
         "name": opts.name,
-        "rows": batch.num_rows(),
+        "rows": rows,
         "columns": schema.columns.len(),
         "key": schema.columns[key].name,
         "rows_per_device": rows_per_device,
@@ -184,7 +272,7 @@ pub fn put_table_batch(array: &mut Array, raw: RecordBatch, opts: &PutTable) -> 
     let mut headline = format!(
         "put-table {}: {} rows, {} columns, key {} ({}), rows per device {}",
         opts.name,
-        batch.num_rows(),
+        rows,
         schema.columns.len(),
         schema.columns[key].name,
         json!(key_encodings),

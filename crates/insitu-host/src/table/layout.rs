@@ -164,35 +164,49 @@ fn has_bitmap(schema: &TableSchema, key: usize) -> bool {
     row_columns(schema, key).iter().any(|c| schema.columns[*c].nullable)
 }
 
-/// Writes the fixed-width little-endian bytes of value `i` of a primitive-like array.
-fn put_fixed(a: &ArrayRef, i: usize, out: &mut [u8]) {
-    macro_rules! p {
-        ($t:ty) => {{
-            let v = a.as_primitive::<$t>().value(i).to_le_bytes();
-            out.copy_from_slice(&v);
-        }};
+/// A column's values as [`encode_rows`] copies them, found once a column rather than once a value.
+enum Values<'a> {
+    /// Little-endian values `width` bytes apart (every fixed-width type but booleans: Arrow's own layout).
+    Fixed {
+        data: &'a [u8],
+        width: usize,
+    },
+    Bits(&'a BooleanArray),
+    /// A string or binary column's offsets and bytes.
+    Var {
+        offsets: &'a [i32],
+        data: &'a [u8],
+    },
+}
+
+impl<'a> Values<'a> {
+    /// `array`'s values; `data` is its `to_data()`, which fixed-width values borrow.
+    fn of(array: &'a ArrayRef, data: &'a ArrayData, ty: &ColType) -> Values<'a> {
+        match (array.data_type(), ty.fixed_width()) {
+            (DataType::Boolean, _) => Values::Bits(array.as_boolean()),
+            (DataType::Utf8, _) => {
+                let a = array.as_string::<i32>();
+                Values::Var { offsets: a.value_offsets(), data: a.values().as_slice() }
+            }
+            (DataType::Binary, _) => {
+                let a = array.as_binary::<i32>();
+                Values::Var { offsets: a.value_offsets(), data: a.values().as_slice() }
+            }
+            (_, Some(width)) => {
+                let from = data.offset() * width;
+                let bytes = data.buffers().first().map_or(&[][..], |b| b.as_slice());
+                Values::Fixed { data: bytes.get(from..from + data.len() * width).unwrap_or(&[]), width }
+            }
+            (_, None) => Values::Var { offsets: &[], data: &[] },
+        }
     }
-    match a.data_type() {
-        DataType::Boolean => out[0] = a.as_boolean().value(i) as u8,
-        DataType::Int8 => p!(Int8Type),
-        DataType::Int16 => p!(Int16Type),
-        DataType::Int32 => p!(Int32Type),
-        DataType::Int64 => p!(Int64Type),
-        DataType::UInt8 => p!(UInt8Type),
-        DataType::UInt16 => p!(UInt16Type),
-        DataType::UInt32 => p!(UInt32Type),
-        DataType::UInt64 => p!(UInt64Type),
-        DataType::Float32 => p!(Float32Type),
-        DataType::Float64 => p!(Float64Type),
-        DataType::Date32 => p!(Date32Type),
-        DataType::Date64 => p!(Date64Type),
-        DataType::Timestamp(TimeUnit::Second, _) => p!(TimestampSecondType),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => p!(TimestampMillisecondType),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => p!(TimestampMicrosecondType),
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => p!(TimestampNanosecondType),
-        DataType::Decimal128(..) => p!(Decimal128Type),
-        DataType::FixedSizeBinary(_) => out.copy_from_slice(a.as_fixed_size_binary().value(i)),
-        _ => {}
+
+    /// The stored length of value `i` of a variable-width column.
+    fn var_len(&self, i: usize) -> usize {
+        match self {
+            Values::Var { offsets, .. } if i + 1 < offsets.len() => (offsets[i + 1] - offsets[i]) as usize,
+            _ => 0,
+        }
     }
 }
 
@@ -206,33 +220,70 @@ fn encode_rows(
     let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
     let fixed: usize =
         bitmap + cols.iter().map(|c| schema.columns[*c].ty.fixed_width().unwrap_or(4)).sum::<usize>();
-    let var: Vec<usize> =
-        cols.iter().copied().filter(|c| schema.columns[*c].ty.fixed_width().is_none()).collect();
-    // Row sizes and offsets.
+    let datas: Vec<ArrayData> = cols.iter().map(|c| batch.column(*c).to_data()).collect();
+    let values: Vec<Values<'_>> = cols
+        .iter()
+        .zip(&datas)
+        .map(|(c, d)| Values::of(batch.column(*c), d, &schema.columns[*c].ty))
+        .collect();
+    let nulls: Vec<Option<&NullBuffer>> =
+        cols.iter().map(|c| batch.column(*c).nulls().filter(|b| b.null_count() > 0)).collect();
+    let var: Vec<(&Values<'_>, Option<&NullBuffer>)> = values
+        .iter()
+        .zip(&nulls)
+        .filter(|(v, _)| matches!(v, Values::Var { .. }))
+        .map(|(v, b)| (v, *b))
+        .collect();
+    // Row sizes and offsets (a null takes no bytes past its length).
     let mut offsets = Vec::with_capacity(n + 1);
     offsets.push(0u64);
+    let mut at = 0u64;
     for i in 0..n {
-        let extra: usize = var.iter().map(|c| value_bytes(batch.column(*c), i).len()).sum();
-        offsets.push(offsets[i] + (fixed + extra) as u64);
+        let extra: usize =
+            var.iter().map(|(v, b)| if b.is_some_and(|b| b.is_null(i)) { 0 } else { v.var_len(i) }).sum();
+        at += (fixed + extra) as u64;
+        offsets.push(at);
     }
-    let mut data = vec![0u8; offsets[n] as usize];
+    let mut data = vec![0u8; at as usize];
     let mut cursor: Vec<usize> = offsets[..n].iter().map(|o| *o as usize + bitmap).collect();
-    for (j, c) in cols.iter().enumerate() {
-        let a = batch.column(*c);
-        let ty = &schema.columns[*c].ty;
-        for (i, cur) in cursor.iter_mut().enumerate() {
-            if bitmap > 0 && a.is_null(i) {
-                data[offsets[i] as usize + j / 8] |= 1 << (j % 8);
+    for (j, (vals, nulls)) in values.iter().zip(&nulls).enumerate() {
+        // A null's field keeps its zeros (fixed width) or is empty (variable), and its bit is set.
+        let nulls = *nulls;
+        let is_null = |i: usize| nulls.is_some_and(|b| b.is_null(i));
+        if let (true, Some(b)) = (bitmap > 0, nulls) {
+            for i in 0..n {
+                if b.is_null(i) {
+                    data[offsets[i] as usize + j / 8] |= 1 << (j % 8);
+                }
             }
-            match ty.fixed_width() {
-                Some(w) => {
-                    if !a.is_null(i) {
-                        put_fixed(a, i, &mut data[*cur..*cur + w]);
+        }
+        match vals {
+            Values::Fixed { data: src, width } => {
+                let w = *width;
+                for (i, cur) in cursor.iter_mut().enumerate() {
+                    if !is_null(i) {
+                        if let Some(v) = src.get(i * w..(i + 1) * w) {
+                            data[*cur..*cur + w].copy_from_slice(v);
+                        }
                     }
                     *cur += w;
                 }
-                None => {
-                    let v = if a.is_null(i) { &[][..] } else { value_bytes(a, i) };
+            }
+            Values::Bits(b) => {
+                for (i, cur) in cursor.iter_mut().enumerate() {
+                    if !is_null(i) {
+                        data[*cur] = b.value(i) as u8;
+                    }
+                    *cur += 1;
+                }
+            }
+            Values::Var { offsets: vo, data: src } => {
+                for (i, cur) in cursor.iter_mut().enumerate() {
+                    let v = if is_null(i) || i + 1 >= vo.len() {
+                        &[][..]
+                    } else {
+                        &src[vo[i] as usize..vo[i + 1] as usize]
+                    };
                     data[*cur..*cur + 4].copy_from_slice(&(v.len() as u32).to_le_bytes());
                     data[*cur + 4..*cur + 4 + v.len()].copy_from_slice(v);
                     *cur += 4 + v.len();

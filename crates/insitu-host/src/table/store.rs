@@ -1,9 +1,14 @@
 //! Moving objects and table parts between the host and the devices, through the command set.
 
+use std::collections::VecDeque;
+
 use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
 use insitu_device::protocol::{Abort, Append, Commit, CreateObject, Delete, Read, Stat};
-use insitu_kernels::dict::Codes;
+use insitu_device::transport::Pending;
+use insitu_device::DeviceClient;
+use insitu_kernels::dict::{self, Codes};
+use insitu_kernels::keys::KeyType;
 use insitu_kernels::le;
 
 use crate::array::Array;
@@ -77,48 +82,257 @@ pub fn delete_quietly(array: &Array, dev: u32, names: impl IntoIterator<Item = S
     }
 }
 
-/// Writes an encoded part of `table` to device `dev`; on failure removes what it wrote.
-pub fn write_part(array: &Array, dev: u32, table: &str, part: &EncodedPart) -> Result<PartInfo> {
-    let info = PartInfo {
-        rows: part.rows,
-        key: match &part.key {
-            EncodedKey::Plain { key_type, .. } => KeyEncoding::Plain { key_type: *key_type },
-            EncodedKey::Dict { key_type, codes, .. } => {
-                KeyEncoding::Dict { key_type: *key_type, code_bits: codes.bits() }
+/// Appends in flight for one object being streamed (each holds one chunk of its bytes).
+const IN_FLIGHT: usize = 2;
+
+/// An object written as its bytes come: appended in `CHUNK`-sized commands (the commands
+/// [`write_object`] sends for the same bytes), a few in flight, and committed by [`ObjectStream::commit`].
+/// Dropped uncommitted, it is abandoned on the device.
+#[derive(Debug)]
+struct ObjectStream<'a> {
+    d: &'a DeviceClient,
+    name: String,
+    txn: u64,
+    buf: Vec<u8>,
+    pending: VecDeque<Pending<'a, Append>>,
+    open: bool,
+}
+
+impl<'a> ObjectStream<'a> {
+    fn begin(d: &'a DeviceClient, name: String) -> Result<ObjectStream<'a>> {
+        let cmd = CreateObject {
+            name: name.clone(),
+            kind: "table-part".into(),
+            attrs: Default::default(),
+            expected_size: None,
+        };
+        let txn = d.call(cmd).map_err(HostError::device(d.id()))?;
+        Ok(ObjectStream { d, name, txn, buf: Vec::new(), pending: VecDeque::new(), open: true })
+    }
+
+    fn write(&mut self, mut bytes: &[u8]) -> Result<()> {
+        while !bytes.is_empty() {
+            let take = (CHUNK - self.buf.len()).min(bytes.len());
+            self.buf.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.buf.len() == CHUNK {
+                self.send()?;
             }
-            EncodedKey::Bytes { offsets, .. } => {
-                KeyEncoding::Bytes { max_key: offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0) }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> Result<()> {
+        if self.pending.len() >= IN_FLIGHT {
+            if let Some(p) = self.pending.pop_front() {
+                p.wait().map_err(HostError::device(self.d.id()))?;
             }
-        },
-        row_size: part.row_size,
-        max_row: match (&part.row_offsets, part.row_size) {
-            (Some(o), _) => o.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0),
-            (None, Some(rs)) => rs,
-            (None, None) => 0,
-        },
-    };
-    let mut objects: Vec<(String, Vec<u8>)> = vec![(format!("{table}#rows"), part.row_data.clone())];
-    if let Some(off) = &part.row_offsets {
-        objects.push((format!("{table}#rowoff"), le::encode_u64s(off)));
-    }
-    match &part.key {
-        EncodedKey::Plain { data, .. } => objects.push((format!("{table}#key"), data.clone())),
-        EncodedKey::Dict { dictionary, codes, .. } => {
-            objects.push((format!("{table}#dict"), le::encode_u64s(dictionary)));
-            objects.push((format!("{table}#codes"), codes.to_bytes()));
         }
-        EncodedKey::Bytes { data, offsets } => {
-            objects.push((format!("{table}#key"), data.clone()));
-            objects.push((format!("{table}#keyoff"), le::encode_u64s(offsets)));
+        let data = std::mem::take(&mut self.buf);
+        let p = self.d.submit(Append { txn: self.txn, data }).map_err(HostError::device(self.d.id()))?;
+        self.pending.push_back(p);
+        Ok(())
+    }
+
+    /// Sends the rest, waits for every append and commits the object.
+    fn commit(mut self) -> Result<String> {
+        if !self.buf.is_empty() {
+            self.send()?;
+        }
+        while let Some(p) = self.pending.pop_front() {
+            p.wait().map_err(HostError::device(self.d.id()))?;
+        }
+        self.d.call(Commit { txn: self.txn }).map_err(HostError::device(self.d.id()))?;
+        self.open = false;
+        Ok(std::mem::take(&mut self.name))
+    }
+}
+
+impl Drop for ObjectStream<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.pending.clear();
+            let _ = self.d.call(Abort { txn: self.txn });
         }
     }
-    for (i, (name, data)) in objects.iter().enumerate() {
-        if let Err(e) = write_object(array, dev, name, "table-part", data) {
-            delete_quietly(array, dev, objects[..i].iter().map(|(n, _)| n.clone()));
-            return Err(e);
-        }
+}
+
+/// The key column of a part being written.
+#[derive(Debug)]
+enum KeyStream<'a> {
+    Plain {
+        key_type: KeyType,
+        data: ObjectStream<'a>,
+    },
+    /// Dictionary encoding needs every value first: the values are kept until the end.
+    Dict {
+        key_type: KeyType,
+        bits: Vec<u64>,
+    },
+    Bytes {
+        data: ObjectStream<'a>,
+        offsets: ObjectStream<'a>,
+        len: u64,
+        max_key: u64,
+    },
+}
+
+/// One device's part of a table written as the table is read: each encoded slice of rows is appended to
+/// the part's objects (rows, row offsets, key column) as it comes, so memory holds a few chunks, not the
+/// part. Nothing is visible until [`PartWriter::finish`] commits the objects; dropped before, the part is
+/// abandoned on the device.
+#[derive(Debug)]
+pub struct PartWriter<'a> {
+    d: &'a DeviceClient,
+    table: String,
+    rows: ObjectStream<'a>,
+    rowoff: Option<ObjectStream<'a>>,
+    key: KeyStream<'a>,
+    n: u64,
+    row_bytes: u64,
+    max_row: u64,
+    row_size: Option<u64>,
+}
+
+impl<'a> PartWriter<'a> {
+    /// Opens the objects of `table`'s part on device `dev`. `var_rows`: rows vary in size (a row-offsets
+    /// object is written); `key` says how the key column comes (`Dict` when dictionary encoding is asked).
+    pub fn begin(array: &'a Array, dev: u32, table: &str, var_rows: bool, key: KeyEncoding) -> Result<Self> {
+        let d = array.device(dev)?;
+        let open = |s: &str| ObjectStream::begin(d, format!("{table}#{s}"));
+        let rows = open("rows")?;
+        let rowoff = match var_rows {
+            true => {
+                let mut o = open("rowoff")?;
+                o.write(&0u64.to_le_bytes())?;
+                Some(o)
+            }
+            false => None,
+        };
+        let key = match key {
+            KeyEncoding::Plain { key_type } => KeyStream::Plain { key_type, data: open("key")? },
+            KeyEncoding::Dict { key_type, .. } => KeyStream::Dict { key_type, bits: Vec::new() },
+            KeyEncoding::Bytes { .. } => {
+                let data = open("key")?;
+                let mut offsets = open("keyoff")?;
+                offsets.write(&0u64.to_le_bytes())?;
+                KeyStream::Bytes { data, offsets, len: 0, max_key: 0 }
+            }
+        };
+        Ok(PartWriter {
+            d,
+            table: table.into(),
+            rows,
+            rowoff,
+            key,
+            n: 0,
+            row_bytes: 0,
+            max_row: 0,
+            row_size: None,
+        })
     }
-    Ok(info)
+
+    /// Bytes of row data so far.
+    pub fn row_bytes(&self) -> u64 {
+        self.row_bytes
+    }
+
+    /// Appends the next rows of the part (encoded with a plain or byte-string key).
+    pub fn append(&mut self, part: &EncodedPart) -> Result<()> {
+        self.rows.write(&part.row_data)?;
+        match (&part.row_offsets, part.row_size, &mut self.rowoff) {
+            (Some(o), _, Some(stream)) => {
+                let base = self.row_bytes;
+                stream.write(&le::encode_u64s(&o[1..].iter().map(|x| base + x).collect::<Vec<_>>()))?;
+                self.max_row = self.max_row.max(o.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0));
+            }
+            (None, Some(rs), None) => {
+                self.row_size = Some(rs);
+                self.max_row = rs;
+            }
+            _ => return Err(HostError::InvalidArgument("rows encoded unlike the part's other rows".into())),
+        }
+        match (&mut self.key, &part.key) {
+            (KeyStream::Plain { key_type, data }, EncodedKey::Plain { key_type: kt, data: bytes })
+                if key_type == kt =>
+            {
+                data.write(bytes)?
+            }
+            (KeyStream::Dict { key_type, bits }, EncodedKey::Plain { key_type: kt, data: bytes })
+                if key_type == kt =>
+            {
+                bits.extend(kt.bits_of(bytes))
+            }
+            (
+                KeyStream::Bytes { data, offsets, len, max_key },
+                EncodedKey::Bytes { data: bytes, offsets: o },
+            ) => {
+                data.write(bytes)?;
+                let base = *len;
+                offsets.write(&le::encode_u64s(&o[1..].iter().map(|x| base + x).collect::<Vec<_>>()))?;
+                *max_key = (*max_key).max(o.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0));
+                *len += bytes.len() as u64;
+            }
+            _ => return Err(HostError::InvalidArgument("a key encoded unlike the part's other keys".into())),
+        }
+        self.n += part.rows;
+        self.row_bytes += part.row_data.len() as u64;
+        Ok(())
+    }
+
+    /// Commits the part's objects (dictionary-encoding the key first when asked, or storing it plain when
+    /// it has too many distinct values: the second value says whether the dictionary was used). On failure
+    /// the objects already committed are deleted and the others abandoned.
+    pub fn finish(self, fixed_row_size: Option<u64>) -> Result<(PartInfo, bool)> {
+        let PartWriter { d, table, rows, rowoff, key, n, max_row, row_size, .. } = self;
+        let mut done: Vec<String> = Vec::new();
+        let result = (|| {
+            done.push(rows.commit()?);
+            if let Some(o) = rowoff {
+                done.push(o.commit()?);
+            }
+            let mut dict_used = false;
+            let encoding = match key {
+                KeyStream::Plain { key_type, data } => {
+                    done.push(data.commit()?);
+                    KeyEncoding::Plain { key_type }
+                }
+                KeyStream::Bytes { data, offsets, max_key, .. } => {
+                    done.push(data.commit()?);
+                    done.push(offsets.commit()?);
+                    KeyEncoding::Bytes { max_key }
+                }
+                KeyStream::Dict { key_type, bits } => {
+                    let whole = |s: &str, bytes: &[u8]| -> Result<String> {
+                        let mut o = ObjectStream::begin(d, format!("{table}#{s}"))?;
+                        o.write(bytes)?;
+                        o.commit()
+                    };
+                    match dict::encode(&bits) {
+                        Some(e) => {
+                            dict_used = true;
+                            done.push(whole("dict", &le::encode_u64s(&e.dictionary))?);
+                            done.push(whole("codes", &e.codes.to_bytes())?);
+                            KeyEncoding::Dict { key_type, code_bits: e.codes.bits() }
+                        }
+                        None => {
+                            done.push(whole("key", &key_type.bytes_of(&bits))?);
+                            KeyEncoding::Plain { key_type }
+                        }
+                    }
+                }
+            };
+            let row_size = row_size.or(fixed_row_size);
+            let info = PartInfo { rows: n, key: encoding, row_size, max_row: row_size.unwrap_or(max_row) };
+            Ok((info, dict_used))
+        })();
+        if result.is_err() {
+            for name in done {
+                let _ = d.call(Delete { name });
+            }
+        }
+        result
+    }
 }
 
 /// A part's key column read over the host link.
