@@ -5,9 +5,8 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::UInt32Array;
-use arrow::compute::{concat_batches, take_record_batch};
-use arrow::datatypes::SchemaRef;
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchReader as _};
 use serde_json::json;
 
@@ -16,7 +15,7 @@ use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
 use crate::report::{Measure, Report};
 use crate::table::info::{KeyEncoding, PartInfo, Partitioning, TableInfo};
-use crate::table::layout::{encode_part, normalize};
+use crate::table::layout::{encode_part, encode_rows_of, normalize};
 use crate::table::schema::{KeyKind, TableSchema};
 use crate::table::store::PartWriter;
 
@@ -26,7 +25,7 @@ const BATCH_ROWS: usize = 64 << 10;
 /// A Parquet or CSV file (by extension; CSV needs a header line) opened for reading batch by batch.
 pub struct TableFile {
     pub schema: SchemaRef,
-    pub batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
+    pub batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
 }
 
 impl std::fmt::Debug for TableFile {
@@ -41,14 +40,41 @@ impl TableFile {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
         let shown = path.display().to_string();
         let bad = move |e: String| HostError::InvalidArgument(format!("{shown}: {e}"));
-        let (schema, batches): (SchemaRef, Box<dyn Iterator<Item = Result<RecordBatch>>>) = match ext.as_str()
+        let (schema, batches): (SchemaRef, Box<dyn Iterator<Item = Result<RecordBatch>> + Send>) = match ext
+            .as_str()
         {
             "parquet" | "pq" => {
-                let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+                let builder =
+                    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(e.to_string()))?;
+                // View-typed strings (as tpchgen-cli writes them) are read straight into the plain
+                // offsets-and-bytes arrays the table stores, instead of into views cast afterwards.
+                let plain = |t: &DataType| match t {
+                    DataType::Utf8View => Some(DataType::Utf8),
+                    DataType::BinaryView => Some(DataType::Binary),
+                    _ => None,
+                };
+                let found = builder.schema().clone();
+                let builder = if found.fields().iter().any(|f| plain(f.data_type()).is_some()) {
+                    let fields: Vec<Field> = found
+                        .fields()
+                        .iter()
+                        .map(|f| match plain(f.data_type()) {
+                            Some(t) => f.as_ref().clone().with_data_type(t),
+                            None => f.as_ref().clone(),
+                        })
+                        .collect();
+                    let wanted = Arc::new(Schema::new_with_metadata(fields, found.metadata().clone()));
+                    let file = File::open(path).map_err(|e| HostError::io(path, e))?;
+                    ParquetRecordBatchReaderBuilder::try_new_with_options(
+                        file,
+                        ArrowReaderOptions::new().with_schema(wanted),
+                    )
                     .map_err(|e| bad(e.to_string()))?
-                    .with_batch_size(BATCH_ROWS)
-                    .build()
-                    .map_err(|e| bad(e.to_string()))?;
+                } else {
+                    builder
+                };
+                let r = builder.with_batch_size(BATCH_ROWS).build().map_err(|e| bad(e.to_string()))?;
                 let bad = bad.clone();
                 (r.schema(), Box::new(r.map(move |b| b.map_err(|e| bad(e.to_string())))))
             }
@@ -159,6 +185,18 @@ pub fn put_table_batch(array: &mut Array, raw: RecordBatch, opts: &PutTable) -> 
     load(array, &schema, std::iter::once(Ok(raw)), opts)
 }
 
+/// Joins a thread when dropped (the reader of a load that stopped early stops at its next batch: its
+/// channel is closed).
+struct JoinOnDrop(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for JoinOnDrop {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Streams `batches` into the devices: each slice of rows is checked, spread over the devices, encoded
 /// and appended to the parts being written, so memory holds a slice and a few chunks a device, never
 /// the table. The parts are committed once every row is in, then the catalog entry: a bad value, a full
@@ -166,7 +204,7 @@ pub fn put_table_batch(array: &mut Array, raw: RecordBatch, opts: &PutTable) -> 
 fn load(
     array: &mut Array,
     arrow_schema: &SchemaRef,
-    batches: impl Iterator<Item = Result<RecordBatch>>,
+    batches: impl Iterator<Item = Result<RecordBatch>> + Send + 'static,
     opts: &PutTable,
 ) -> Result<Report> {
     let schema = TableSchema::from_arrow(arrow_schema)?;
@@ -202,7 +240,17 @@ fn load(
             .collect::<Result<Vec<_>>>()?;
         let mut rows = 0u64;
         let mut fixed_row_size = None;
-        for batch in batches {
+        // The next batches are read (decompressed, decoded) on their own thread while these are encoded.
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        let reader = std::thread::spawn(move || {
+            for b in batches {
+                if tx.send(b).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut joined = JoinOnDrop(Some(reader));
+        for batch in rx {
             let batch = batch?;
             let mut at = 0;
             while at < batch.num_rows() {
@@ -221,9 +269,7 @@ fn load(
                     if idx.is_empty() {
                         continue;
                     }
-                    let part = take_record_batch(&slice, &UInt32Array::from(idx))
-                        .map_err(HostError::arrow("splitting the table into parts"))?;
-                    let (enc, _) = encode_part(&part, &schema, key, false)?;
+                    let (enc, _) = encode_rows_of(&slice, &idx, &schema, key, false)?;
                     fixed_row_size = enc.row_size;
                     writers[dev].append(&enc)?;
                 }
@@ -231,6 +277,12 @@ fn load(
                 at += len;
             }
             a.faults.hit("put-table-batch");
+        }
+        // The channel closes when the reader is done, or if it panicked: only a clean end is the end.
+        if joined.0.take().is_some_and(|h| h.join().is_err()) {
+            return Err(HostError::InvalidArgument(
+                "reading the table file failed half-way (its reader panicked); nothing was stored".into(),
+            ));
         }
         // With no row to say it, a fixed row's size comes from the schema (as encoding an empty part does).
         if fixed_row_size.is_none() && !var_rows {

@@ -111,13 +111,27 @@ pub fn encode_part(
     key: usize,
     dict: bool,
 ) -> Result<(EncodedPart, bool)> {
-    let rows = batch.num_rows() as u64;
+    let all: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    encode_rows_of(batch, &all, schema, key, dict)
+}
+
+/// Encodes rows `pick` of a (normalized) batch, in that order, as one device part: what
+/// [`encode_part`] gives for the batch of those rows, without making that batch first.
+pub fn encode_rows_of(
+    batch: &RecordBatch,
+    pick: &[u32],
+    schema: &TableSchema,
+    key: usize,
+    dict: bool,
+) -> Result<(EncodedPart, bool)> {
+    let rows = pick.len() as u64;
     let kc = &schema.columns[key];
     let ka = batch.column(key);
     let mut dict_used = false;
     let key_enc = match kc.ty.key_kind(&kc.name)? {
         KeyKind::Fixed(kt) => {
-            let bits = key_bits(ka, kt, &kc.name)?;
+            let column = key_bits(ka, kt, &kc.name)?;
+            let bits: Vec<u64> = pick.iter().map(|r| column[*r as usize]).collect();
             match dict.then(|| dict::encode(&bits)).flatten() {
                 Some(e) => {
                     dict_used = true;
@@ -134,15 +148,16 @@ pub fn encode_part(
                 )));
             }
             let mut data = Vec::new();
-            let mut offsets = vec![0u64];
-            for i in 0..ka.len() {
-                data.extend_from_slice(value_bytes(ka, i));
+            let mut offsets = Vec::with_capacity(pick.len() + 1);
+            offsets.push(0u64);
+            for r in pick {
+                data.extend_from_slice(value_bytes(ka, *r as usize));
                 offsets.push(data.len() as u64);
             }
             EncodedKey::Bytes { data, offsets }
         }
     };
-    let (row_data, row_offsets, row_size) = encode_rows(batch, schema, key);
+    let (row_data, row_offsets, row_size) = encode_rows(batch, pick, schema, key);
     Ok((EncodedPart { rows, key: key_enc, row_data, row_offsets, row_size }, dict_used))
 }
 
@@ -210,12 +225,15 @@ impl<'a> Values<'a> {
     }
 }
 
+/// The rows `pick` of `batch` in the row format: their bytes, and their offsets when rows vary in size
+/// (else the one row size).
 fn encode_rows(
     batch: &RecordBatch,
+    pick: &[u32],
     schema: &TableSchema,
     key: usize,
 ) -> (Vec<u8>, Option<Vec<u64>>, Option<u64>) {
-    let n = batch.num_rows();
+    let n = pick.len();
     let cols = row_columns(schema, key);
     let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
     let fixed: usize =
@@ -238,9 +256,10 @@ fn encode_rows(
     let mut offsets = Vec::with_capacity(n + 1);
     offsets.push(0u64);
     let mut at = 0u64;
-    for i in 0..n {
+    for r in pick {
+        let r = *r as usize;
         let extra: usize =
-            var.iter().map(|(v, b)| if b.is_some_and(|b| b.is_null(i)) { 0 } else { v.var_len(i) }).sum();
+            var.iter().map(|(v, b)| if b.is_some_and(|b| b.is_null(r)) { 0 } else { v.var_len(r) }).sum();
         at += (fixed + extra) as u64;
         offsets.push(at);
     }
@@ -251,8 +270,8 @@ fn encode_rows(
         let nulls = *nulls;
         let is_null = |i: usize| nulls.is_some_and(|b| b.is_null(i));
         if let (true, Some(b)) = (bitmap > 0, nulls) {
-            for i in 0..n {
-                if b.is_null(i) {
+            for (i, r) in pick.iter().enumerate() {
+                if b.is_null(*r as usize) {
                     data[offsets[i] as usize + j / 8] |= 1 << (j % 8);
                 }
             }
@@ -260,9 +279,10 @@ fn encode_rows(
         match vals {
             Values::Fixed { data: src, width } => {
                 let w = *width;
-                for (i, cur) in cursor.iter_mut().enumerate() {
-                    if !is_null(i) {
-                        if let Some(v) = src.get(i * w..(i + 1) * w) {
+                for (r, cur) in pick.iter().zip(cursor.iter_mut()) {
+                    let r = *r as usize;
+                    if !is_null(r) {
+                        if let Some(v) = src.get(r * w..(r + 1) * w) {
                             data[*cur..*cur + w].copy_from_slice(v);
                         }
                     }
@@ -270,15 +290,17 @@ fn encode_rows(
                 }
             }
             Values::Bits(b) => {
-                for (i, cur) in cursor.iter_mut().enumerate() {
-                    if !is_null(i) {
-                        data[*cur] = b.value(i) as u8;
+                for (r, cur) in pick.iter().zip(cursor.iter_mut()) {
+                    let r = *r as usize;
+                    if !is_null(r) {
+                        data[*cur] = b.value(r) as u8;
                     }
                     *cur += 1;
                 }
             }
             Values::Var { offsets: vo, data: src } => {
-                for (i, cur) in cursor.iter_mut().enumerate() {
+                for (r, cur) in pick.iter().zip(cursor.iter_mut()) {
+                    let i = *r as usize;
                     let v = if is_null(i) || i + 1 >= vo.len() {
                         &[][..]
                     } else {
