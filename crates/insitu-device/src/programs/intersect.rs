@@ -16,14 +16,14 @@ use crate::protocol::programs::{Returned, SvsArgs, SvsOutput};
 use crate::work;
 
 /// Loads the IDs of `list` in `lo..hi` through a staging buffer of `staging` bytes; returns them with
-/// their entry positions.
+/// their entry positions when `positions` (only whole entries returned need them).
 fn load_ids(
     ctx: &ProgramContext<'_>,
     list: &str,
     entry: u64,
     staging: u64,
-    lo: u64,
-    hi: u64,
+    (lo, hi): (u64, u64),
+    want_positions: bool,
 ) -> Result<(Vec<u32>, Vec<u64>)> {
     let size = ctx.object(list)?.size;
     if size % entry != 0 {
@@ -33,7 +33,10 @@ fn load_ids(
     let mut stage = vec![0u8; per_read as usize];
     let entries = (size / entry) as usize;
     let mut ids = insitu_kernels::arch::vec_with_huge_pages(entries);
-    let mut positions = insitu_kernels::arch::vec_with_huge_pages(entries);
+    let mut positions = match want_positions {
+        true => insitu_kernels::arch::vec_with_huge_pages(entries),
+        false => Vec::new(),
+    };
     let mut at = 0u64;
     while at < size {
         let n = per_read.min(size - at);
@@ -43,7 +46,9 @@ fn load_ids(
             let id = le::u32_at(e) as u64;
             if id >= lo && id < hi {
                 ids.push(id as u32);
-                positions.push(at / entry + k as u64);
+                if want_positions {
+                    positions.push(at / entry + k as u64);
+                }
             }
         }
         at += n;
@@ -66,8 +71,9 @@ pub(crate) fn svs(ctx: &ProgramContext<'_>, a: SvsArgs) -> Result<SvsOutput> {
     let _core = ctx.reserve(a.staging)?;
     let mut loaded = Vec::new();
     for l in &a.lists {
-        let (ids, pos) = load_ids(ctx, l, entry, a.staging, a.lo, a.hi)?;
-        // The IDs now live in device DRAM; account for them (and their positions, kept for payloads).
+        let (ids, pos) = load_ids(ctx, l, entry, a.staging, (a.lo, a.hi), a.returned == Returned::Entries)?;
+        // The IDs now live in device DRAM; account for them (and their positions, kept for payloads; the
+        // emulation keeps those only when entries are returned, the device's memory is the same).
         let mem = ctx.reserve(ids.len() as u64 * 12)?;
         loaded.push((ids, pos, mem));
     }
