@@ -2,7 +2,7 @@
 # Whole-system benchmarks of insitu against peer tools, side by side in one run. Appends dated results to
 # bench/RESULTS.md. Installs what it needs (ripgrep via apt; Python peers into target/bench/venv) and builds
 # the release binary first.
-#   bench/run.sh [storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|selfsort|repro-selfsort|repro-bluedbm-net|repro-bluedbm-apps|repro-all|bluedbm-reads|bluedbm-apps|python|ray|all] [options of that suite]
+#   bench/run.sh [speed|storage|sort-kernel|table-sort|nascent|shuffle|psacs|intersect|repro-intersect|selfsort|repro-selfsort|repro-bluedbm-net|repro-bluedbm-apps|repro-all|bluedbm-reads|bluedbm-apps|python|ray|all] [options of that suite]
 #   bench/run.sh compare --baseline OLD/insitu   (this build vs another, side by side: a regression check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ case "$suite" in
       (apt-get update -qq && apt-get install -y -qq ripgrep) >/dev/null
     fi
     python3 bench/bench.py "$@" ;;
+  speed) python3 bench/speed.py "$@" ;;
   sort-kernel) python3 bench/sort_kernel.py "$@" ;;
   table-sort) python3 bench/table_sort.py "$@" ;;
   shuffle) python3 bench/shuffle.py "$@" ;;
@@ -70,6 +71,6 @@ case "$suite" in
     echo "$out"
     printf '\n## %s — commit %s — insitu repro nascent (issue 3)\n\n%s\n' "$(date '+%Y-%m-%d %H:%M')" "$(git rev-parse --short HEAD)" "$out" >> bench/RESULTS.md ;;
   all)
-    "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs && "$0" intersect && "$0" repro-intersect && "$0" selfsort && "$0" repro-selfsort && "$0" repro-bluedbm-net && "$0" repro-bluedbm-apps && "$0" bluedbm-reads && "$0" bluedbm-apps && "$0" python && "$0" ray ;;
-  *) echo "unknown suite $suite (storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, selfsort, repro-selfsort, repro-bluedbm-net, repro-bluedbm-apps, repro-all, bluedbm-reads, bluedbm-apps, python, ray, compare, all)"; exit 2 ;;
+    "$0" speed && "$0" storage && "$0" sort-kernel && "$0" table-sort && "$0" nascent && "$0" shuffle && "$0" psacs && "$0" intersect && "$0" repro-intersect && "$0" selfsort && "$0" repro-selfsort && "$0" repro-bluedbm-net && "$0" repro-bluedbm-apps && "$0" bluedbm-reads && "$0" bluedbm-apps && "$0" python && "$0" ray ;;
+  *) echo "unknown suite $suite (speed, storage, sort-kernel, table-sort, nascent, shuffle, psacs, intersect, repro-intersect, selfsort, repro-selfsort, repro-bluedbm-net, repro-bluedbm-apps, repro-all, bluedbm-reads, bluedbm-apps, python, ray, compare, all)"; exit 2 ;;
 esac
