@@ -50,6 +50,13 @@ fn placements_agree_with_a_naive_intersection() {
     let mut w3 = intersect_naive(&[&l1, &l2, &l3]);
     w3.sort_unstable();
     assert_eq!(r.ids, w3);
+    // Lists of equal length (the one SvS takes last is the last of them), counted and listed.
+    put_list(&mut a, &p2, None, "l2b", 16, 0).unwrap();
+    let twice = vec!["l2".to_string(), "l2b".to_string()];
+    let (_, r) = intersect(&a, &twice, IntersectPlacement::Device, Output::Ids).unwrap();
+    assert_eq!(r.ids, l2);
+    let (_, c) = intersect(&a, &twice, IntersectPlacement::Device, Output::Count).unwrap();
+    assert_eq!(c.count, l2.len() as u64);
 }
 
 #[test]
