@@ -201,6 +201,26 @@ fn run_partitions(
     Ok((answer, polls))
 }
 
+/// The IDs of `acc` (increasing) among the `entry`-byte entries of `data` (increasing IDs).
+fn matching(acc: &[u32], data: &[u8], entry: usize) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut next = 0usize;
+    for e in data.chunks_exact(entry) {
+        let id = le::u32_at(e);
+        while next < acc.len() && acc[next] < id {
+            next += 1;
+        }
+        if next == acc.len() {
+            break;
+        }
+        if acc[next] == id {
+            out.push(id);
+            next += 1;
+        }
+    }
+    out
+}
+
 fn on_host(
     array: &Array,
     lists: &[(String, u32)],
@@ -212,12 +232,35 @@ fn on_host(
     for (name, dev) in lists {
         datas.push(crate::table::store::read_object(array, *dev, name)?);
     }
-    let ids: Vec<Vec<u32>> =
-        datas.iter().map(|d| d.chunks_exact(s as usize).map(le::u32_at).collect()).collect();
-    let refs: Vec<&[u32]> = ids.iter().map(|v| v.as_slice()).collect();
-    let (result, steps) = intersect_k_steps(&refs);
+    // SvS takes the longest list last (the last of equally long ones; `max_by_key` keeps the last): unless whole entries go back, its
+    // IDs are matched against the running result straight from the bytes read, not copied out first.
+    let lens: Vec<usize> = datas.iter().map(|d| d.len() / s as usize).collect();
+    let last = match output {
+        Output::Entries => None,
+        _ => lens.iter().enumerate().max_by_key(|(_, n)| **n).map(|(i, _)| i),
+    };
+    let ids: Vec<Vec<u32>> = datas
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match Some(i) == last {
+            true => Vec::new(),
+            false => d.chunks_exact(s as usize).map(le::u32_at).collect(),
+        })
+        .collect();
+    let refs: Vec<&[u32]> =
+        ids.iter().enumerate().filter(|(i, _)| Some(*i) != last).map(|(_, v)| v.as_slice()).collect();
+    let (result, steps) = match last {
+        None => intersect_k_steps(&refs),
+        Some(i) => {
+            let (acc, mut steps) = intersect_k_steps(&refs);
+            if !acc.is_empty() {
+                steps.push((acc.len(), lens[i]));
+            }
+            (matching(&acc, &datas[i], s as usize), steps)
+        }
+    };
     let mut work = Ledger::new();
-    work::add(&mut work, work::INTERSECT_ENTRIES, ids.iter().map(|l| l.len() as u64).sum());
+    work::add(&mut work, work::INTERSECT_ENTRIES, lens.iter().map(|n| *n as u64).sum());
     for (short, long) in steps {
         work::add(&mut work, work::INTERSECT_ACCESSES, work::intersect_accesses(short as u64, long as u64));
     }
