@@ -12,7 +12,8 @@ memory-bandwidth limit of its bytes, side by side in one run (contenders interle
 - the limit: a plain memcpy (numpy, warm destination) of the operator's bytes (the table's Arrow size, or
   the lists' bytes).
 
-With --sf10, also put-table and sort of SF10 (time and peak RSS, insitu alone). Data under target/bench.
+With --sf10, instead: put-table of SF10 (vs DuckDB's load) and sort of SF10, one run each, time and peak RSS.
+Data under target/bench.
 Usage: bench/speed.py [--runs 5] [--sf10]
 """
 import argparse
@@ -94,12 +95,33 @@ def peer(*args):
     return float(run([PY, "-c", PEERS, *args]).split()[0])
 
 
+def sf10():
+    src10 = tpch("10")
+    duck = os.path.join(WORK, "speed-duck.db")
+    d10 = os.path.join(WORK, "array-speed-sf10")
+    shutil.rmtree(d10, ignore_errors=True)
+    run([INSITU, "--data", d10, "init", "--devices", "4", "--profile", "smartssd", "--capacity", "12GiB"])
+    wp, rp, _ = timed([INSITU, "--data", d10, "put-table", src10, "--name", "lineitem", "--key", "l_partkey"])
+    wd, rd, _ = timed([PY, "-c", PEERS, "duckdb-load", src10, duck])
+    os.remove(duck)
+    ws, rs, _ = timed([INSITU, "--data", d10, "sort", "lineitem", "--key", "l_partkey", "--out", "sorted"])
+    shutil.rmtree(d10)
+    text = ("### TPC-H lineitem SF10, 4 smartssd devices, one run each\n\n"
+            "| work | wall s | peak RSS GiB |\n|---|---:|---:|\n"
+            f"| insitu put-table | {wp:.2f} | {rp / 2**30:.2f} |\n"
+            f"| DuckDB CTAS + CHECKPOINT | {wd:.2f} | {rd / 2**30:.2f} |\n"
+            f"| insitu sort by l_partkey (device) | {ws:.2f} | {rs / 2**30:.2f} |\n")
+    append_results("emulator speed, SF10 (issue 12)", text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--sf10", action="store_true")
     a = ap.parse_args()
     ensure_venv("tpchgen-cli", "duckdb", "polars", "pyarrow", "numpy")
+    if a.sf10:
+        return sf10()
     src = tpch("1")
     arrow_bytes = int(run([PY, "-c", PEERS, "arrow-bytes", src]).strip())
     data = os.path.join(WORK, "array-speed")
@@ -174,19 +196,6 @@ def main():
               "CLI calls (process start, array open, commit with its syncs); the Polars peers' are the operation alone on a "
               "table already in memory. The memcpy column copies the operator's bytes once (warm destination). Peak RSS of "
               "the Polars peers is not measured (0).\n")
-    if a.sf10:
-        src10 = tpch("10")
-        d10 = os.path.join(WORK, "array-speed-sf10")
-        shutil.rmtree(d10, ignore_errors=True)
-        run([INSITU, "--data", d10, "init", "--devices", "4", "--profile", "smartssd", "--capacity", "12GiB"])
-        wp, rp, _ = timed([INSITU, "--data", d10, "put-table", src10, "--name", "lineitem", "--key", "l_partkey"])
-        wd, rd, _ = timed([PY, "-c", PEERS, "duckdb-load", src10, duck])
-        ws, rs, _ = timed([INSITU, "--data", d10, "sort", "lineitem", "--key", "l_partkey", "--out", "sorted"])
-        text += ("\n### SF10 (one run)\n\n| work | wall s | peak RSS GiB |\n|---|---:|---:|\n"
-                 f"| insitu put-table SF10 | {wp:.2f} | {rp / 2**30:.2f} |\n"
-                 f"| DuckDB CTAS + CHECKPOINT SF10 | {wd:.2f} | {rd / 2**30:.2f} |\n"
-                 f"| insitu sort SF10 (device) | {ws:.2f} | {rs / 2**30:.2f} |\n")
-        shutil.rmtree(d10)
     append_results("emulator speed (issue 12)", text)
     shutil.rmtree(data)
     shutil.rmtree(lists)
