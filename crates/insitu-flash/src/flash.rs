@@ -355,8 +355,12 @@ impl Flash {
         let have = t.reserved_pages() - t.written_pages;
         if have < pages {
             let chunk = (RESERVE_CHUNK_BYTES / ps).max(self.geometry().pages_per_block as u64);
-            let want = (pages - have).max(chunk).min(self.free.total().max(pages - have));
-            self.reserve(txn, want)?;
+            let need = pages - have;
+            // Room for the next writes too (fewer, longer extents), but no more than a share of what is
+            // free: objects written side by side (a table's parts) must each still find their pages on a
+            // nearly full device.
+            let extra = chunk.saturating_sub(need).min(self.free.total().saturating_sub(need) / 8);
+            self.reserve(txn, need + extra)?;
         }
         let t = self.txns.get(&txn).ok_or(FlashError::UnknownTxn(txn))?;
         let runs = namespace::runs(&t.reserved, t.written_pages, pages);

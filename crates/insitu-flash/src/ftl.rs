@@ -425,9 +425,10 @@ impl<M: RawFlash> Ftl<M> {
             return Ok(());
         }
         // Relocations must be durable before the old copies are erased (and then overwritten), and so must
-        // the records that emptied the victims (a delete, a trim, an overwrite): a victim with nothing
-        // relocated needs only the journal on disk, not the NAND image.
-        if moved {
+        // the records that emptied the victims (a delete, a trim, an overwrite) together with the pages
+        // those records point to (an overwrite's new copy): with nothing relocated and nothing programmed
+        // since the last sync, only the journal has to reach the disk.
+        if moved || self.nand.unsynced() {
             self.sync()?;
         } else {
             self.journal.sync()?;

@@ -13,6 +13,11 @@
 //! State is sparse: only blocks that were ever programmed have an entry, and blocks at or past
 //! `frontier` are fresh (erased, never used). Memory therefore grows with the data written, not with the
 //! declared capacity.
+//!
+//! The image is sparse too: a block takes disk space when first programmed and keeps it. An erase clears
+//! the block's spare area and leaves its data bytes, unreadable past the write pointer, for the next
+//! program to overwrite (punching a hole per erase made the host's disk discard and refill the same
+//! space, waiting for the disk under the flash lock).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -49,6 +54,8 @@ pub struct Nand {
     /// Blocks `>= frontier` have never been programmed.
     frontier: BlockId,
     counters: NandCounters,
+    /// Programs or erases since the last sync.
+    unsynced: std::sync::atomic::AtomicBool,
 }
 
 impl Nand {
@@ -77,6 +84,7 @@ impl Nand {
             blocks: HashMap::new(),
             frontier: 0,
             counters: NandCounters::default(),
+            unsynced: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -148,6 +156,7 @@ impl RawFlash for Nand {
         state.write_ptr += count as u32;
         self.frontier = self.frontier.max(block + 1);
         self.counters.pages_programmed.fetch_add(count as u64, Ordering::Relaxed);
+        self.unsynced.store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -220,10 +229,11 @@ impl RawFlash for Nand {
         st.write_ptr = 0;
         self.frontier = self.frontier.max(block + 1);
         self.counters.blocks_erased.fetch_add(1, Ordering::Relaxed);
+        self.unsynced.store(true, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Replays an erase from the journal: state only (the hole may or may not have been punched).
+    /// Replays an erase from the journal: state only (the spare area may or may not have been cleared).
     fn replay_erase(&mut self, block: BlockId) {
         let st = self.blocks.entry(block).or_default();
         st.erase_count += 1;
@@ -242,8 +252,17 @@ impl RawFlash for Nand {
 
     /// Forces written data to stable storage.
     fn sync(&self) -> Result<()> {
-        self.image.sync_data().map_err(|e| FlashError::io(&self.image_path, e))?;
-        self.oob.sync_data().map_err(|e| FlashError::io(&self.image_path, e))
+        // Cleared first: a program racing the sync (it cannot, under `&mut self`) would set it again.
+        self.unsynced.store(false, Ordering::Relaxed);
+        let done = self.image.sync_data().and_then(|_| self.oob.sync_data());
+        if done.is_err() {
+            self.unsynced.store(true, Ordering::Relaxed);
+        }
+        done.map_err(|e| FlashError::io(&self.image_path, e))
+    }
+
+    fn unsynced(&self) -> bool {
+        self.unsynced.load(Ordering::Relaxed)
     }
 
     fn stats(&self) -> NandStats {

@@ -103,6 +103,12 @@ pub trait RawFlash {
     /// Makes programmed pages durable.
     fn sync(&self) -> Result<()>;
 
+    /// Whether pages were programmed (or blocks erased) since the last [`RawFlash::sync`]. Media that
+    /// cannot tell say yes.
+    fn unsynced(&self) -> bool {
+        true
+    }
+
     /// Operation counts since open.
     fn stats(&self) -> NandStats;
 

@@ -144,6 +144,10 @@ impl<M: RawFlash> RawFlash for TaggedMedia<M> {
         self.media.frontier()
     }
 
+    fn unsynced(&self) -> bool {
+        self.media.unsynced()
+    }
+
     fn program(&mut self, ppn: Ppn, tags: &[Lpn], data: &[u8]) -> insitu_flash::Result<()> {
         let ps = self.media.geometry().page_size as usize;
         for (i, tag) in tags.iter().enumerate() {

@@ -257,3 +257,27 @@ fn a_damaged_copy_of_the_superblock_or_checkpoint_is_survived_and_mended() {
     let err = Flash::open(dir.path()).unwrap_err().to_string();
     assert!(err.contains("corrupted checkpoint") && err.contains("checksum"), "{err}");
 }
+
+#[test]
+fn objects_written_side_by_side_share_a_nearly_full_device() {
+    // Four objects written at once, a little at a time (a table's parts), fill most of the device: none
+    // may take the free space the others need for what it might write next.
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 1 << 20).unwrap();
+    let names = ["rows", "rowoff", "key", "keyoff"];
+    let data: Vec<Vec<u8>> = (0..4).map(|i| bytes(200_000, 20 + i)).collect();
+    let txns: Vec<_> =
+        names.iter().map(|n| flash.create_object(n, "table-part", BTreeMap::new(), None).unwrap()).collect();
+    for at in (0..200_000).step_by(10_000) {
+        for (t, d) in txns.iter().zip(&data) {
+            flash.append(*t, &d[at..at + 10_000]).unwrap();
+        }
+    }
+    for t in txns {
+        flash.commit(t).unwrap();
+    }
+    for (n, d) in names.iter().zip(&data) {
+        assert_eq!(&get(&flash, n), d, "{n}");
+    }
+    assert!(flash.fsck().problems.is_empty());
+}
