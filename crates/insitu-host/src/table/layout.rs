@@ -66,18 +66,22 @@ pub fn normalize(batch: &RecordBatch, schema: &TableSchema) -> Result<RecordBatc
         .map_err(HostError::arrow("assembling a record batch"))
 }
 
-/// Raw bits (zero-extended to u64) of each key value as its device key type; errors on nulls.
-fn key_bits(a: &ArrayRef, kt: KeyType, column: &str) -> Result<Vec<u64>> {
-    if let Some(i) = (0..a.len()).find(|i| a.is_null(*i)) {
+/// Raw bits (zero-extended to u64) of key values `pick` as their device key type; errors on nulls.
+fn key_bits(a: &ArrayRef, pick: &[u32], kt: KeyType, column: &str) -> Result<Vec<u64>> {
+    if let Some(i) = pick.iter().find(|i| a.is_null(**i as usize)) {
         return Err(HostError::InvalidArgument(format!("key column {column:?} has a null at row {i}")));
     }
     macro_rules! prim {
-        ($t:ty, $f:expr) => {
-            a.as_primitive::<$t>().values().iter().map($f).collect()
-        };
+        ($t:ty, $f:expr) => {{
+            let values = a.as_primitive::<$t>().values();
+            pick.iter().map(|r| &values[*r as usize]).map($f).collect()
+        }};
     }
     Ok(match a.data_type() {
-        DataType::Boolean => a.as_boolean().iter().map(|b| b.unwrap_or(false) as u64).collect(),
+        DataType::Boolean => {
+            let b = a.as_boolean();
+            pick.iter().map(|r| b.value(*r as usize) as u64).collect()
+        }
         DataType::UInt8 => prim!(UInt8Type, |v| *v as u64),
         DataType::UInt16 => prim!(UInt16Type, |v| *v as u64),
         DataType::UInt32 => prim!(UInt32Type, |v| *v as u64),
@@ -130,8 +134,7 @@ pub fn encode_rows_of(
     let mut dict_used = false;
     let key_enc = match kc.ty.key_kind(&kc.name)? {
         KeyKind::Fixed(kt) => {
-            let column = key_bits(ka, kt, &kc.name)?;
-            let bits: Vec<u64> = pick.iter().map(|r| column[*r as usize]).collect();
+            let bits = key_bits(ka, pick, kt, &kc.name)?;
             match dict.then(|| dict::encode(&bits)).flatten() {
                 Some(e) => {
                     dict_used = true;
@@ -141,7 +144,7 @@ pub fn encode_rows_of(
             }
         }
         KeyKind::Bytes => {
-            if let Some(i) = (0..ka.len()).find(|i| ka.is_null(*i)) {
+            if let Some(i) = pick.iter().find(|i| ka.is_null(**i as usize)) {
                 return Err(HostError::InvalidArgument(format!(
                     "key column {:?} has a null at row {i}",
                     kc.name
