@@ -103,6 +103,25 @@ pub fn intersect_k_steps(lists: &[&[u32]]) -> (Vec<u32>, Vec<(usize, usize)>) {
     (acc, steps)
 }
 
+/// The last step of SvS over a list streamed as bytes: the IDs of `acc` (increasing) found among the
+/// `entry`-byte entries of `data` (each a little-endian u32 ID first, increasing), appended to `out`.
+/// `next` is the place in `acc` reached, kept between calls so the list can come a piece at a time.
+pub fn match_entries(acc: &[u32], data: &[u8], entry: usize, next: &mut usize, out: &mut Vec<u32>) {
+    for e in data.chunks_exact(entry) {
+        if *next == acc.len() {
+            return;
+        }
+        let id = crate::le::u32_at(e);
+        while *next < acc.len() && acc[*next] < id {
+            *next += 1;
+        }
+        if *next < acc.len() && acc[*next] == id {
+            out.push(id);
+            *next += 1;
+        }
+    }
+}
+
 /// Where a list is not strictly increasing: the first position `i` with `ids[i] <= ids[i - 1]`.
 pub fn first_unsorted(ids: &[u32]) -> Option<usize> {
     ids.windows(2).position(|w| w[1] <= w[0]).map(|p| p + 1)
@@ -154,6 +173,13 @@ mod tests {
             prop_assert_eq!(&simd2, &want);
             prop_assert_eq!(&intersect2(&b, &a), &want);
             prop_assert_eq!(intersect_k(&[&a, &b, &c]), intersect_naive(&[&a, &b, &c]));
+            // b as 8-byte entries, streamed in pieces of 7 entries.
+            let bytes: Vec<u8> = b.iter().flat_map(|id| [id.to_le_bytes(), [9; 4]].concat()).collect();
+            let (mut next, mut streamed) = (0, Vec::new());
+            for piece in bytes.chunks(7 * 8) {
+                match_entries(&a, piece, 8, &mut next, &mut streamed);
+            }
+            prop_assert_eq!(&streamed, &want);
         }
     }
 }

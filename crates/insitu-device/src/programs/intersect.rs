@@ -7,7 +7,7 @@
 //! ID. With `lo`/`hi` only IDs in `lo..hi` are kept: the host splits lists that do not fit the session's
 //! memory into ID ranges and runs one partition at a time.
 
-use insitu_kernels::intersect::intersect_k_steps;
+use insitu_kernels::intersect::{intersect_k_steps, match_entries};
 use insitu_kernels::le;
 
 use crate::error::Result;
@@ -94,16 +94,7 @@ fn match_streamed(
     while at < size {
         let n = per_read.min(size - at);
         ctx.read_object(list, at, &mut stage[..n as usize])?;
-        for e in stage[..n as usize].chunks_exact(entry as usize) {
-            let id = le::u32_at(e);
-            while next < acc.len() && acc[next] < id {
-                next += 1;
-            }
-            if next < acc.len() && acc[next] == id {
-                out.push(id);
-                next += 1;
-            }
-        }
+        match_entries(acc, &stage[..n as usize], entry as usize, &mut next, &mut out);
         at += n;
     }
     ctx.work(|w| work::add(w, work::INTERSECT_ENTRIES, size / entry));

@@ -7,7 +7,7 @@
 
 use insitu_device::protocol::{Identify, SvsArgs};
 use insitu_device::DeviceError;
-use insitu_kernels::intersect::intersect_k_steps;
+use insitu_kernels::intersect::{intersect_k_steps, match_entries};
 use insitu_kernels::le;
 use serde::Serialize;
 use serde_json::json;
@@ -201,26 +201,6 @@ fn run_partitions(
     Ok((answer, polls))
 }
 
-/// The IDs of `acc` (increasing) among the `entry`-byte entries of `data` (increasing IDs).
-fn matching(acc: &[u32], data: &[u8], entry: usize) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut next = 0usize;
-    for e in data.chunks_exact(entry) {
-        let id = le::u32_at(e);
-        while next < acc.len() && acc[next] < id {
-            next += 1;
-        }
-        if next == acc.len() {
-            break;
-        }
-        if acc[next] == id {
-            out.push(id);
-            next += 1;
-        }
-    }
-    out
-}
-
 fn on_host(
     array: &Array,
     lists: &[(String, u32)],
@@ -256,7 +236,9 @@ fn on_host(
             if !acc.is_empty() {
                 steps.push((acc.len(), lens[i]));
             }
-            (matching(&acc, &datas[i], s as usize), steps)
+            let mut found = Vec::new();
+            match_entries(&acc, &datas[i], s as usize, &mut 0, &mut found);
+            (found, steps)
         }
     };
     let mut work = Ledger::new();

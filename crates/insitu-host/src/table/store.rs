@@ -30,34 +30,12 @@ pub fn begin_object(array: &Array, dev: u32, name: &str, kind: &str, size: u64) 
     array.device(dev)?.call(cmd).map_err(HostError::device(dev))
 }
 
-/// Writes `data` as a new object on device `dev` (host -> device over the host link).
+/// Writes `data` as a new object on device `dev` (host -> device over the host link), its space reserved
+/// first; on failure the object is abandoned.
 pub fn write_object(array: &Array, dev: u32, name: &str, kind: &str, data: &[u8]) -> Result<()> {
-    let d = array.device(dev)?;
-    let txn = begin_object(array, dev, name, kind, data.len() as u64)?;
-    // Appends are pipelined; the first error (of a submission or an append) wins and the object is
-    // abandoned.
-    let mut failed = None;
-    let mut pending = Vec::new();
-    for c in data.chunks(CHUNK) {
-        match d.submit(Append { txn, data: c.to_vec() }) {
-            Ok(p) => pending.push(p),
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        }
-    }
-    for p in pending {
-        if let Err(e) = p.wait() {
-            failed.get_or_insert(e);
-        }
-    }
-    if let Some(error) = failed {
-        let _ = d.call(Abort { txn });
-        return Err(HostError::Device { device: dev, error });
-    }
-    d.call(Commit { txn }).map_err(HostError::device(dev))?;
-    Ok(())
+    let mut o = ObjectStream::begin(array.device(dev)?, name.into(), kind, Some(data.len() as u64))?;
+    o.write(data)?;
+    o.commit().map(drop)
 }
 
 /// Reads a whole object from device `dev` (device -> host over the host link).
@@ -85,9 +63,8 @@ pub fn delete_quietly(array: &Array, dev: u32, names: impl IntoIterator<Item = S
 /// Appends in flight for one object being streamed (each holds one chunk of its bytes).
 const IN_FLIGHT: usize = 2;
 
-/// An object written as its bytes come: appended in `CHUNK`-sized commands (the commands
-/// [`write_object`] sends for the same bytes), a few in flight, and committed by [`ObjectStream::commit`].
-/// Dropped uncommitted, it is abandoned on the device.
+/// An object written as its bytes come: appended in `CHUNK`-sized commands, a few in flight, and
+/// committed by [`ObjectStream::commit`]. Dropped uncommitted, it is abandoned on the device.
 #[derive(Debug)]
 struct ObjectStream<'a> {
     d: &'a DeviceClient,
@@ -99,12 +76,13 @@ struct ObjectStream<'a> {
 }
 
 impl<'a> ObjectStream<'a> {
-    fn begin(d: &'a DeviceClient, name: String) -> Result<ObjectStream<'a>> {
+    /// Starts the object; with `size`, all its space is reserved now.
+    fn begin(d: &'a DeviceClient, name: String, kind: &str, size: Option<u64>) -> Result<ObjectStream<'a>> {
         let cmd = CreateObject {
             name: name.clone(),
-            kind: "table-part".into(),
+            kind: kind.into(),
             attrs: Default::default(),
-            expected_size: None,
+            expected_size: size,
         };
         let txn = d.call(cmd).map_err(HostError::device(d.id()))?;
         Ok(ObjectStream { d, name, txn, buf: Vec::new(), pending: VecDeque::new(), open: true })
@@ -199,7 +177,7 @@ impl<'a> PartWriter<'a> {
     /// object is written); `key` says how the key column comes (`Dict` when dictionary encoding is asked).
     pub fn begin(array: &'a Array, dev: u32, table: &str, var_rows: bool, key: KeyEncoding) -> Result<Self> {
         let d = array.device(dev)?;
-        let open = |s: &str| ObjectStream::begin(d, format!("{table}#{s}"));
+        let open = |s: &str| ObjectStream::begin(d, format!("{table}#{s}"), "table-part", None);
         let rows = open("rows")?;
         let rowoff = match var_rows {
             true => {
@@ -304,7 +282,8 @@ impl<'a> PartWriter<'a> {
                 }
                 KeyStream::Dict { key_type, bits } => {
                     let whole = |s: &str, bytes: &[u8]| -> Result<String> {
-                        let mut o = ObjectStream::begin(d, format!("{table}#{s}"))?;
+                        let name = format!("{table}#{s}");
+                        let mut o = ObjectStream::begin(d, name, "table-part", Some(bytes.len() as u64))?;
                         o.write(bytes)?;
                         o.commit()
                     };
