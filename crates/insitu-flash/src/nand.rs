@@ -18,6 +18,10 @@
 //! the block's spare area and leaves its data bytes, unreadable past the write pointer, for the next
 //! program to overwrite (punching a hole per erase made the host's disk discard and refill the same
 //! space, waiting for the disk under the flash lock).
+//!
+//! A program starts its pages' write-back at once, and a thread syncs the image every `FLUSH_BYTES`
+//! programmed, so the host's disk writes while the device goes on and a commit's sync finds little left
+//! (the commit's own sync is still what makes data durable).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -56,7 +60,14 @@ pub struct Nand {
     counters: NandCounters,
     /// Programs or erases since the last sync.
     unsynced: std::sync::atomic::AtomicBool,
+    /// Syncs the image in the background every `FLUSH_BYTES` programmed (see [`sys::Flusher`]).
+    flusher: sys::Flusher,
+    since_flush: u64,
 }
+
+/// Bytes programmed between background syncs of the image: large enough that a sync is worth its
+/// round trip, small enough that a commit finds little left to write.
+const FLUSH_BYTES: u64 = 64 << 20;
 
 impl Nand {
     /// Opens (creating if needed) the image and OOB files under `dir`. The state starts empty; the FTL
@@ -74,6 +85,7 @@ impl Nand {
         oob.set_len(geo.total_pages() * OOB_BYTES as u64).map_err(|e| FlashError::io(&oob_path, e))?;
         let image_map = sys::map_readonly(&image).map_err(|e| FlashError::io(&image_path, e))?;
         let oob_map = sys::map_readonly(&oob).map_err(|e| FlashError::io(&oob_path, e))?;
+        let flusher = sys::Flusher::new(&image_path);
         Ok(Nand {
             geo,
             image,
@@ -85,6 +97,8 @@ impl Nand {
             frontier: 0,
             counters: NandCounters::default(),
             unsynced: std::sync::atomic::AtomicBool::new(false),
+            flusher,
+            since_flush: 0,
         })
     }
 
@@ -150,6 +164,11 @@ impl RawFlash for Nand {
         }
         self.image.write_all_at(data, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
         sys::start_writeback(&self.image, ppn * ps as u64, data.len() as u64);
+        self.since_flush += data.len() as u64;
+        if self.since_flush >= FLUSH_BYTES {
+            self.since_flush = 0;
+            self.flusher.kick();
+        }
         self.oob
             .write_all_at(&oob, ppn * OOB_BYTES as u64)
             .map_err(|e| FlashError::io(&self.image_path, e))?;

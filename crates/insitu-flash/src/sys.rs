@@ -30,10 +30,84 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) {
 ///
 /// SAFETY argument for the callers: the image and spare-area files belong to one device of an array whose
 /// lock (flock on `LOCK`) this process holds, so no other process writes them; inside the process they
-/// are written (pwrite, hole punching) only through `&mut Nand`, i.e. under the device's flash write lock,
+/// are written (pwrite) only through `&mut Nand`, i.e. under the device's flash write lock,
 /// while every slice of the map lives only inside a `&Nand` borrow (the read lock). No byte a slice shows
 /// changes while the slice exists.
 pub fn map_readonly(file: &File) -> std::io::Result<memmap2::Mmap> {
     // SAFETY: see above; the mapping is read-only and the file is never truncated below the mapped size.
     unsafe { memmap2::MmapOptions::new().map(file) }
+}
+
+/// Syncs a file to disk on a thread of its own, when asked, while its writer goes on: a writer that
+/// produces more than the host's disk takes at once (a gathered part, a loaded table) then finds most of
+/// its bytes on the disk when it commits, instead of waiting there for all of them, idle. Only pacing:
+/// durability still comes from the writer's own sync, which this never replaces.
+///
+/// The thread syncs through a descriptor of its own (the file opened again, not a duplicate), so that a
+/// write-back error it meets is still reported to the writer's sync too: the kernel reports such an
+/// error once per open file, and a duplicate would share the writer's.
+#[derive(Debug)]
+pub struct Flusher {
+    tx: Option<std::sync::mpsc::SyncSender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Flusher {
+    /// A flusher of the file at `path`; one that does nothing when the file cannot be opened again or no
+    /// thread can be started (the writer's syncs then do all the work, as without it).
+    pub fn new(path: &std::path::Path) -> Flusher {
+        let idle = Flusher { tx: None, thread: None };
+        let Ok(file) = File::open(path) else { return idle };
+        // One request waits at most: kicks while a sync runs are one more sync after it.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new().name("flash-flush".into()).spawn(move || {
+            while rx.recv().is_ok() {
+                // Errors are the writer's sync's to report.
+                let _ = file.sync_data();
+            }
+        });
+        match thread {
+            Ok(t) => Flusher { tx: Some(tx), thread: Some(t) },
+            Err(_) => idle,
+        }
+    }
+
+    /// Asks for a sync; never waits.
+    pub fn kick(&self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.try_send(());
+        }
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread after the sync it may be running.
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flusher_syncs_when_kicked_and_stops_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"abc").unwrap();
+        let f = Flusher::new(&path);
+        assert!(f.thread.is_some());
+        for _ in 0..100 {
+            f.kick();
+        }
+        drop(f);
+        // A file that cannot be opened gives an idle flusher, not an error.
+        let idle = Flusher::new(&dir.path().join("missing"));
+        assert!(idle.thread.is_none());
+        idle.kick();
+    }
 }

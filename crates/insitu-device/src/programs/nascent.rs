@@ -5,15 +5,18 @@
 
 use std::collections::BTreeMap;
 
+use insitu_kernels::arch::prefetch;
 use insitu_kernels::dict::Codes;
 use insitu_kernels::keys::{encode_sorted, sort_byte_keys, sort_key_bytes, IndexLayout, KeyType, SortAlgo};
 use insitu_kernels::le;
 use insitu_kernels::sort::SortedIndices;
 
 use crate::error::Result;
+use crate::memory::MemReservation;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{
-    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOutput, KeyColumn, RowShape, SortArgs, SortOutput,
+    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOut, GatherOutput, KeyColumn, RowShape, SortArgs,
+    SortOutput,
 };
 use crate::work::{self, SortClass};
 
@@ -290,9 +293,70 @@ fn merge_runs_from_flash(
     }
 }
 
+/// Rows a gather looks ahead to prefetch (enough to keep several misses in flight while a row is copied).
+const AHEAD: usize = 8;
+
+/// Bytes a gather into an object stages in device memory before it stores them (one store's worth).
+const STAGE_BYTES: usize = 4 << 20;
+
+/// Where a gather puts its items: a buffer, or an object it stores to through a staging buffer.
+struct Sink<'a, 'c> {
+    ctx: &'a ProgramContext<'c>,
+    to: SinkTo<'a>,
+}
+
+enum SinkTo<'a> {
+    Memory(std::sync::RwLockWriteGuard<'a, Vec<u8>>),
+    Object { txn: u64, stage: Vec<u8>, staged: usize, mem: MemReservation },
+}
+
+impl Sink<'_, '_> {
+    /// Room for the next `len` bytes at `written` (the bytes written so far), filled by `fill`.
+    fn put(&mut self, written: usize, len: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<()> {
+        let ctx = self.ctx;
+        match &mut self.to {
+            SinkTo::Memory(dst) => {
+                let room = dst.len();
+                let slot = dst.get_mut(written..written + len).ok_or_else(|| {
+                    ctx.bad(format!("buffer 0 holds {room} bytes, too few for the gathered items"))
+                })?;
+                fill(slot)
+            }
+            SinkTo::Object { txn, stage, staged, mem } => {
+                if *staged + len > stage.len() {
+                    if *staged > 0 {
+                        ctx.append(*txn, &stage[..*staged])?;
+                        *staged = 0;
+                    }
+                    if len > stage.len() {
+                        // One item larger than the stage: the stage grows to hold it.
+                        mem.grow((len - stage.len()) as u64)?;
+                        stage.resize(len, 0);
+                    }
+                }
+                fill(&mut stage[*staged..*staged + len])?;
+                *staged += len;
+                Ok(())
+            }
+        }
+    }
+
+    /// Stores what is staged.
+    fn flush(&mut self) -> Result<()> {
+        if let SinkTo::Object { txn, stage, staged, .. } = &mut self.to {
+            if *staged > 0 {
+                self.ctx.append(*txn, &stage[..*staged])?;
+                *staged = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `gather`: the shuffle kernel. Item `i` of the output is item `order[start + i]` of the source; items go
-/// to the output buffer (the host stores buffers to flash in order). Several instances run on the compute
-/// units at once, each on its own range, so the flash path stays busy (§3.5).
+/// to the output buffer (the host stores buffers to flash in order), or straight into an object being
+/// written. Several instances run on the compute units at once, each on its own range, so the flash path
+/// stays busy (§3.5).
 pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOutput> {
     let order_meta = ctx.object(&a.order)?;
     let layout = match order_meta.attrs.get("layout").map(String::as_str) {
@@ -329,29 +393,54 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
             None => ctx.read_object(&a.source, at, dst),
         }
     };
-    let out = ctx.buffer(a.out)?;
-    let mut dst = out.lock();
+    let out_buf = match a.out {
+        GatherOut::Memory(h) => Some(ctx.buffer(h)?),
+        GatherOut::Object(_) => None,
+    };
+    let to = match (a.out, &out_buf) {
+        (GatherOut::Memory(_), Some(b)) => SinkTo::Memory(b.lock()),
+        (GatherOut::Object(txn), _) => {
+            // At most half of the free device memory (the host may have loaded the part into the rest);
+            // an item larger than the stage grows it.
+            let len = STAGE_BYTES.min(ctx.memory_available() as usize / 2).max(1);
+            let mem = ctx.reserve(len as u64)?;
+            SinkTo::Object { txn, stage: vec![0u8; len], staged: 0, mem }
+        }
+        (GatherOut::Memory(_), None) => unreachable!("a memory output has its buffer"),
+    };
+    let mut sink = Sink { ctx, to };
     let mut written = 0usize;
     let mut offsets = Vec::new();
     match &a.shape {
         RowShape::Fixed { size } => {
             let rs = *size as usize;
-            if dst.len() < count as usize * rs {
-                return Err(ctx.bad(format!(
-                    "buffer 0 holds {} bytes, {} needed",
-                    dst.len(),
-                    count as usize * rs
-                )));
-            }
             for i in 0..order.len() {
+                // Rows sit at random places in the loaded part: ask for a row a few ahead while this
+                // one is copied, so the copies do not each wait for memory.
+                if let (Some(g), true) = (&rows_guard, i + AHEAD < order.len()) {
+                    prefetch(g, order.row(i + AHEAD) as usize * rs, rs);
+                }
                 let r = order.row(i) as u64;
-                read_rows(r * size, &mut dst[written..written + rs])?;
+                sink.put(written, rs, |dst| read_rows(r * size, dst))?;
                 written += rs;
             }
         }
         RowShape::Var { offsets: rowoff } => {
             offsets.push(0u64);
             for i in 0..order.len() {
+                // As above, and the offsets of the row after that one.
+                if let (Some(g), Some(o)) = (&rows_guard, &off_guard) {
+                    if i + 2 * AHEAD < order.len() {
+                        prefetch(o, order.row(i + 2 * AHEAD) as usize * 8, 16);
+                    }
+                    if i + AHEAD < order.len() {
+                        let at = order.row(i + AHEAD) as usize * 8;
+                        if let Some(b) = o.get(at..at + 16) {
+                            let (lo, hi) = (le::u64_at(b) as usize, le::u64_at(&b[8..]) as usize);
+                            prefetch(g, lo, hi.saturating_sub(lo));
+                        }
+                    }
+                }
                 let r = order.row(i) as u64;
                 let mut b = [0u8; 16];
                 match &off_guard {
@@ -360,15 +449,13 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
                 }
                 let (lo, hi) = (le::u64_at(&b), le::u64_at(&b[8..]));
                 let len = hi.checked_sub(lo).ok_or_else(|| ctx.bad("row offsets go backwards"))? as usize;
-                if written + len > dst.len() {
-                    return Err(ctx.bad("buffer 0 is too small for the gathered rows"));
-                }
-                read_rows(lo, &mut dst[written..written + len])?;
+                sink.put(written, len, |dst| read_rows(lo, dst))?;
                 written += len;
                 offsets.push(written as u64);
             }
         }
     }
+    sink.flush()?;
     ctx.work(|w| {
         work::add(w, work::GATHER_ROWS, count);
         work::add(w, work::GATHER_BYTES, written as u64);

@@ -3,7 +3,8 @@
 //! its compute units (§3.5).
 
 use insitu_device::protocol::{
-    Commit, Delete, Gather, GatherArgs, Identify, LoadObject, RowShape, Sort, SortArgs, Stat, StoreToObject,
+    Commit, Delete, Gather, GatherArgs, GatherOut, Identify, LoadObject, RowShape, Sort, SortArgs, Stat,
+    StoreToObject,
 };
 use insitu_device::DeviceClient;
 use insitu_kernels::le;
@@ -17,7 +18,7 @@ use crate::report::Measure;
 use crate::table::info::{KeyEncoding, PartInfo};
 use crate::table::store::{begin_object, write_object};
 
-/// Gather programs run at once per device (NASCENT instantiates several shuffle kernels).
+/// Gather programs run at once per device (NASCENT instantiates several shuffle kernels, §3.2).
 const SHUFFLE_WORKERS: usize = 4;
 
 pub(crate) fn sort_on_devices(
@@ -80,8 +81,11 @@ fn object_size(d: &DeviceClient, name: &str) -> Result<u64> {
     Ok(d.call(Stat { name: name.into() }).map_err(HostError::device(d.id()))?.size)
 }
 
-/// Gathers one column (or the rows) of a part in sorted order into a new object, in rounds of
-/// `SHUFFLE_WORKERS` gathers; returns the gathered offsets for variable-size items.
+/// Gathers one column (or the rows) of a part in sorted order into a new object; returns the gathered
+/// offsets for variable-size items. The rows are split among up to `SHUFFLE_WORKERS` gathers by the
+/// device memory they need for their output; when one gather takes them all, it stores its output
+/// into the object as it goes. Otherwise each gather fills a buffer of its own, reused for its next
+/// range, and the oldest is stored while the others run (ranges are stored in order).
 fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Vec<u64>>> {
     let d = array.device(dev)?;
     let GatherJob { src, max_item, rows, order, dst, .. } = *job;
@@ -114,38 +118,48 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             budget -= total_bytes + off_size;
         }
         let per_worker = (budget / SHUFFLE_WORKERS as u64 / item).clamp(1, rows.max(1));
+        let gather = |start: u64, count: u64, out: GatherOut| {
+            let args = GatherArgs {
+                source: src.into(),
+                shape: job.shape.clone(),
+                order: order.into(),
+                start,
+                count: Some(count),
+                out,
+                source_in_memory: loaded.first().map(|b| b.handle),
+                offsets_in_memory: loaded.get(1).map(|b| b.handle),
+            };
+            d.start::<Gather>(args).map_err(HostError::device(dev))
+        };
+        if per_worker >= rows {
+            let o = gather(0, rows, GatherOut::Object(txn))?.wait().map_err(HostError::device(dev))?;
+            return Ok(o.offsets);
+        }
+        let workers = (rows.div_ceil(per_worker) as usize).clamp(1, SHUFFLE_WORKERS);
+        // Each worker's output buffer is allocated once and reused for its next range.
+        let mut free: Vec<DeviceBuffer<'_>> = (0..workers)
+            .map(|_| DeviceBuffer::alloc(array, dev, per_worker * item))
+            .collect::<Result<_>>()?;
+        let mut running = std::collections::VecDeque::new();
         let mut offsets = offsets_obj.map(|_| vec![0u64]);
         let mut start = 0u64;
-        while start < rows {
-            let mut round = Vec::new();
-            for _ in 0..SHUFFLE_WORKERS {
-                if start >= rows {
-                    break;
-                }
+        while start < rows || !running.is_empty() {
+            while start < rows {
+                let Some(buf) = free.pop() else { break };
                 let count = per_worker.min(rows - start);
-                let buf = DeviceBuffer::alloc(array, dev, count * item)?;
-                let args = GatherArgs {
-                    source: src.into(),
-                    shape: job.shape.clone(),
-                    order: order.into(),
-                    start,
-                    count: Some(count),
-                    out: buf.handle,
-                    source_in_memory: loaded.first().map(|b| b.handle),
-                    offsets_in_memory: loaded.get(1).map(|b| b.handle),
-                };
-                round.push((buf, d.start::<Gather>(args).map_err(HostError::device(dev))?));
+                let p = gather(start, count, GatherOut::Memory(buf.handle))?;
+                running.push_back((buf, p));
                 start += count;
             }
-            for (buf, p) in round {
-                let o = p.wait().map_err(HostError::device(dev))?;
-                if let (Some(all), Some(offs)) = (offsets.as_mut(), o.offsets) {
-                    let base = *all.last().expect("starts with 0");
-                    all.extend(offs[1..].iter().map(|x| base + x));
-                }
-                d.call(StoreToObject { src: buf.handle, offset: 0, len: o.bytes, txn })
-                    .map_err(HostError::device(dev))?;
+            let (buf, p) = running.pop_front().expect("a gather is running");
+            let o = p.wait().map_err(HostError::device(dev))?;
+            if let (Some(all), Some(offs)) = (offsets.as_mut(), o.offsets) {
+                let base = *all.last().expect("starts with 0");
+                all.extend(offs[1..].iter().map(|x| base + x));
             }
+            d.call(StoreToObject { src: buf.handle, offset: 0, len: o.bytes, txn })
+                .map_err(HostError::device(dev))?;
+            free.push(buf);
         }
         Ok(offsets)
     })();

@@ -3,6 +3,14 @@
 
 use std::arch::x86_64::*;
 
+/// Prefetches the cache line holding `byte` (see [`super::prefetch`]).
+#[inline]
+pub fn prefetch(byte: &u8) {
+    // SAFETY: a prefetch is a hint that never faults and writes nothing; the address is a valid reference
+    // anyway. SSE is part of the x86_64 baseline.
+    unsafe { _mm_prefetch(byte as *const u8 as *const i8, _MM_HINT_T0) };
+}
+
 /// Intersects sorted, duplicate-free `a` and `b` in blocks of 4, appending matches to `out`; returns how
 /// far it got in each list (the caller finishes the tails with the scalar merge).
 pub fn intersect_blocks(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> (usize, usize) {
