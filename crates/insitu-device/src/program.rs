@@ -92,6 +92,31 @@ impl<'a> ProgramContext<'a> {
         Ok(())
     }
 
+    /// Reads several byte ranges of an object, `(offset, len)` each, into `out` one after another (a
+    /// gather's rows at random places): the same reads as one [`ProgramContext::read_object`] per range,
+    /// with the flash lock taken and the I/O timed once for them all.
+    pub fn read_object_ranges(
+        &self,
+        name: &str,
+        ranges: impl IntoIterator<Item = (u64, usize)>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let mut at = 0usize;
+        self.io(|| -> Result<()> {
+            let media = self.media.read();
+            for (offset, len) in ranges {
+                let dst =
+                    out.get_mut(at..at + len).ok_or_else(|| self.bad("read ranges overflow their buffer"))?;
+                media.read(name, offset, dst)?;
+                at += len;
+            }
+            Ok(())
+        })?;
+        Meters::add(&self.meters.flash_to_device_mem, at as u64);
+        self.bytes_in.set(self.bytes_in.get() + at as u64);
+        Ok(())
+    }
+
     /// A whole object read into device memory.
     pub fn read_all(&self, name: &str) -> Result<Vec<u8>> {
         let mut b = vec![0u8; self.object(name)?.size as usize];

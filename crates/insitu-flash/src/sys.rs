@@ -50,24 +50,28 @@ pub fn map_readonly(file: &File) -> std::io::Result<memmap2::Mmap> {
 pub struct Flusher {
     tx: Option<std::sync::mpsc::SyncSender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Set when the writer goes: a request still queued is dropped, not synced.
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Flusher {
     /// A flusher of the file at `path`; one that does nothing when the file cannot be opened again or no
     /// thread can be started (the writer's syncs then do all the work, as without it).
     pub fn new(path: &std::path::Path) -> Flusher {
-        let idle = Flusher { tx: None, thread: None };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let idle = Flusher { tx: None, thread: None, stop: stop.clone() };
         let Ok(file) = File::open(path) else { return idle };
         // One request waits at most: kicks while a sync runs are one more sync after it.
         let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let stopped = stop.clone();
         let thread = std::thread::Builder::new().name("flash-flush".into()).spawn(move || {
-            while rx.recv().is_ok() {
+            while rx.recv().is_ok() && !stopped.load(std::sync::atomic::Ordering::Relaxed) {
                 // Errors are the writer's sync's to report.
                 let _ = file.sync_data();
             }
         });
         match thread {
-            Ok(t) => Flusher { tx: Some(tx), thread: Some(t) },
+            Ok(t) => Flusher { tx: Some(tx), thread: Some(t), stop },
             Err(_) => idle,
         }
     }
@@ -83,6 +87,7 @@ impl Flusher {
 impl Drop for Flusher {
     fn drop(&mut self) {
         // Closing the channel ends the thread after the sync it may be running.
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.tx = None;
         if let Some(t) = self.thread.take() {
             let _ = t.join();

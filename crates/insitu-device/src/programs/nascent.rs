@@ -12,11 +12,9 @@ use insitu_kernels::le;
 use insitu_kernels::sort::SortedIndices;
 
 use crate::error::Result;
-use crate::memory::MemReservation;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{
-    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOut, GatherOutput, KeyColumn, RowShape, SortArgs,
-    SortOutput,
+    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOutput, KeyColumn, RowShape, SortArgs, SortOutput,
 };
 use crate::work::{self, SortClass};
 
@@ -296,66 +294,21 @@ fn merge_runs_from_flash(
 /// Rows a gather looks ahead to prefetch (enough to keep several misses in flight while a row is copied).
 const AHEAD: usize = 8;
 
-/// Bytes a gather into an object stages in device memory before it stores them (one store's worth).
-const STAGE_BYTES: usize = 4 << 20;
+/// The most bytes of one item a gather prefetches (the start of a long item; the copy streams the rest).
+const PREFETCH_BYTES: usize = 512;
 
-/// Where a gather puts its items: a buffer, or an object it stores to through a staging buffer.
-struct Sink<'a, 'c> {
-    ctx: &'a ProgramContext<'c>,
-    to: SinkTo<'a>,
-}
+/// Items a gather places and copies at a time.
+const BATCH: usize = 256;
 
-enum SinkTo<'a> {
-    Memory(std::sync::RwLockWriteGuard<'a, Vec<u8>>),
-    Object { txn: u64, stage: Vec<u8>, staged: usize, mem: MemReservation },
-}
-
-impl Sink<'_, '_> {
-    /// Room for the next `len` bytes at `written` (the bytes written so far), filled by `fill`.
-    fn put(&mut self, written: usize, len: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<()> {
-        let ctx = self.ctx;
-        match &mut self.to {
-            SinkTo::Memory(dst) => {
-                let room = dst.len();
-                let slot = dst.get_mut(written..written + len).ok_or_else(|| {
-                    ctx.bad(format!("buffer 0 holds {room} bytes, too few for the gathered items"))
-                })?;
-                fill(slot)
-            }
-            SinkTo::Object { txn, stage, staged, mem } => {
-                if *staged + len > stage.len() {
-                    if *staged > 0 {
-                        ctx.append(*txn, &stage[..*staged])?;
-                        *staged = 0;
-                    }
-                    if len > stage.len() {
-                        // One item larger than the stage: the stage grows to hold it.
-                        mem.grow((len - stage.len()) as u64)?;
-                        stage.resize(len, 0);
-                    }
-                }
-                fill(&mut stage[*staged..*staged + len])?;
-                *staged += len;
-                Ok(())
-            }
-        }
-    }
-
-    /// Stores what is staged.
-    fn flush(&mut self) -> Result<()> {
-        if let SinkTo::Object { txn, stage, staged, .. } = &mut self.to {
-            if *staged > 0 {
-                self.ctx.append(*txn, &stage[..*staged])?;
-                *staged = 0;
-            }
-        }
-        Ok(())
-    }
+/// Room for `len` more bytes at `written` in a gather's output buffer.
+fn room<'b>(ctx: &ProgramContext<'_>, dst: &'b mut [u8], written: usize, len: usize) -> Result<&'b mut [u8]> {
+    let held = dst.len();
+    dst.get_mut(written..written + len)
+        .ok_or_else(|| ctx.bad(format!("buffer 0 holds {held} bytes, too few for the gathered items")))
 }
 
 /// `gather`: the shuffle kernel. Item `i` of the output is item `order[start + i]` of the source; items go
-/// to the output buffer (the host stores buffers to flash in order), or straight into an object being
-/// written. Several instances run on the compute units at once, each on its own range, so the flash path
+/// to the output buffer (the host stores buffers to flash in order). Several instances run on the compute units at once, each on its own range, so the flash path
 /// stays busy (§3.5).
 pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOutput> {
     let order_meta = ctx.object(&a.order)?;
@@ -380,82 +333,91 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
     let off_mem = a.offsets_in_memory.map(|h| ctx.buffer(h)).transpose()?;
     let rows_guard = rows_mem.as_ref().map(|b| b.read());
     let off_guard = off_mem.as_ref().map(|b| b.read());
-    let from_mem = |mem: &[u8], at: u64, dst: &mut [u8]| -> Result<()> {
-        let src = mem
-            .get(at as usize..at as usize + dst.len())
-            .ok_or_else(|| ctx.bad("row past the loaded buffer"))?;
-        dst.copy_from_slice(src);
-        Ok(())
-    };
-    let read_rows = |at: u64, dst: &mut [u8]| -> Result<()> {
-        match &rows_guard {
-            Some(g) => from_mem(g, at, dst),
-            None => ctx.read_object(&a.source, at, dst),
-        }
-    };
-    let out_buf = match a.out {
-        GatherOut::Memory(h) => Some(ctx.buffer(h)?),
-        GatherOut::Object(_) => None,
-    };
-    let to = match (a.out, &out_buf) {
-        (GatherOut::Memory(_), Some(b)) => SinkTo::Memory(b.lock()),
-        (GatherOut::Object(txn), _) => {
-            // At most half of the free device memory (the host may have loaded the part into the rest);
-            // an item larger than the stage grows it.
-            let len = STAGE_BYTES.min(ctx.memory_available() as usize / 2).max(1);
-            let mem = ctx.reserve(len as u64)?;
-            SinkTo::Object { txn, stage: vec![0u8; len], staged: 0, mem }
-        }
-        (GatherOut::Memory(_), None) => unreachable!("a memory output has its buffer"),
-    };
-    let mut sink = Sink { ctx, to };
+    let out = ctx.buffer(a.out)?;
+    let mut dst = out.lock();
+    let var = matches!(a.shape, RowShape::Var { .. });
     let mut written = 0usize;
-    let mut offsets = Vec::new();
-    match &a.shape {
-        RowShape::Fixed { size } => {
-            let rs = *size as usize;
-            for i in 0..order.len() {
-                // Rows sit at random places in the loaded part: ask for a row a few ahead while this
-                // one is copied, so the copies do not each wait for memory.
-                if let (Some(g), true) = (&rows_guard, i + AHEAD < order.len()) {
-                    prefetch(g, order.row(i + AHEAD) as usize * rs, rs);
-                }
-                let r = order.row(i) as u64;
-                sink.put(written, rs, |dst| read_rows(r * size, dst))?;
-                written += rs;
+    let mut offsets = if var { vec![0u64] } else { Vec::new() };
+    // Items go in batches: first where each is (a variable row's offsets), then its bytes. From device
+    // memory, items sit at random places in a large buffer: the next ones are prefetched while one is
+    // copied, so the copies do not each wait for memory. From flash, a batch's ranges are read at once.
+    let mut places: Vec<(u64, usize)> = Vec::with_capacity(BATCH);
+    let mut scratch = Vec::new();
+    let item_place = |b: &[u8]| -> Result<(u64, usize)> {
+        let (lo, hi) = (le::u64_at(b), le::u64_at(&b[8..]));
+        let len = hi.checked_sub(lo).ok_or_else(|| ctx.bad("row offsets go backwards"))?;
+        Ok((lo, len as usize))
+    };
+    let mut first = 0usize;
+    while first < order.len() {
+        let batch = first..(first + BATCH).min(order.len());
+        first = batch.end;
+        places.clear();
+        match &a.shape {
+            RowShape::Fixed { size } => {
+                places.extend(batch.map(|k| (order.row(k) as u64 * size, *size as usize)));
             }
-        }
-        RowShape::Var { offsets: rowoff } => {
-            offsets.push(0u64);
-            for i in 0..order.len() {
-                // As above, and the offsets of the row after that one.
-                if let (Some(g), Some(o)) = (&rows_guard, &off_guard) {
-                    if i + 2 * AHEAD < order.len() {
-                        prefetch(o, order.row(i + 2 * AHEAD) as usize * 8, 16);
+            RowShape::Var { offsets: rowoff } => match &off_guard {
+                Some(o) => {
+                    for k in batch.start..(batch.start + AHEAD).min(batch.end) {
+                        prefetch(o, order.row(k) as usize * 8, 16);
                     }
-                    if i + AHEAD < order.len() {
-                        let at = order.row(i + AHEAD) as usize * 8;
-                        if let Some(b) = o.get(at..at + 16) {
-                            let (lo, hi) = (le::u64_at(b) as usize, le::u64_at(&b[8..]) as usize);
-                            prefetch(g, lo, hi.saturating_sub(lo));
+                    for k in batch.clone() {
+                        if k + AHEAD < batch.end {
+                            prefetch(o, order.row(k + AHEAD) as usize * 8, 16);
                         }
+                        let at = order.row(k) as usize * 8;
+                        let b = o.get(at..at + 16).ok_or_else(|| ctx.bad("row past the loaded offsets"))?;
+                        places.push(item_place(b)?);
                     }
                 }
-                let r = order.row(i) as u64;
-                let mut b = [0u8; 16];
-                match &off_guard {
-                    Some(g) => from_mem(g, r * 8, &mut b)?,
-                    None => ctx.read_object(rowoff, r * 8, &mut b)?,
+                None => {
+                    scratch.resize(batch.len() * 16, 0);
+                    ctx.read_object_ranges(
+                        rowoff,
+                        batch.map(|k| (order.row(k) as u64 * 8, 16)),
+                        &mut scratch,
+                    )?;
+                    for b in scratch.chunks_exact(16) {
+                        places.push(item_place(b)?);
+                    }
                 }
-                let (lo, hi) = (le::u64_at(&b), le::u64_at(&b[8..]));
-                let len = hi.checked_sub(lo).ok_or_else(|| ctx.bad("row offsets go backwards"))? as usize;
-                sink.put(written, len, |dst| read_rows(lo, dst))?;
-                written += len;
-                offsets.push(written as u64);
+            },
+        }
+        match &rows_guard {
+            Some(g) => {
+                for &(at, len) in places.iter().take(AHEAD) {
+                    prefetch(g, at as usize, len.min(PREFETCH_BYTES));
+                }
+                for (j, &(at, len)) in places.iter().enumerate() {
+                    if let Some(&(next, next_len)) = places.get(j + AHEAD) {
+                        prefetch(g, next as usize, next_len.min(PREFETCH_BYTES));
+                    }
+                    let src = g
+                        .get(at as usize..at as usize + len)
+                        .ok_or_else(|| ctx.bad("row past the loaded buffer"))?;
+                    room(ctx, &mut dst, written, len)?.copy_from_slice(src);
+                    written += len;
+                    if var {
+                        offsets.push(written as u64);
+                    }
+                }
+            }
+            None => {
+                scratch.resize(places.iter().map(|p| p.1).sum(), 0);
+                ctx.read_object_ranges(&a.source, places.iter().copied(), &mut scratch)?;
+                let mut from = 0usize;
+                for &(_, len) in &places {
+                    room(ctx, &mut dst, written, len)?.copy_from_slice(&scratch[from..from + len]);
+                    from += len;
+                    written += len;
+                    if var {
+                        offsets.push(written as u64);
+                    }
+                }
             }
         }
     }
-    sink.flush()?;
     ctx.work(|w| {
         work::add(w, work::GATHER_ROWS, count);
         work::add(w, work::GATHER_BYTES, written as u64);

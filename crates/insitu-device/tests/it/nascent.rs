@@ -2,8 +2,8 @@
 //! keys), dict-decode and gather, each against the kernels' naive references.
 
 use insitu_device::protocol::{
-    AllocMemory, Commit, CreateObject, DictDecode, DictDecodeArgs, FreeMemory, Gather, GatherArgs, GatherOut,
-    KeyColumn, List, LoadObject, ReadMemory, RowShape, Sort, SortArgs,
+    AllocMemory, DictDecode, DictDecodeArgs, FreeMemory, Gather, GatherArgs, KeyColumn, List, LoadObject,
+    ReadMemory, RowShape, Sort, SortArgs,
 };
 use insitu_device::{DeviceClient, DeviceError};
 use insitu_kernels::dict::{self, Decoded};
@@ -142,7 +142,7 @@ fn gather_args(source: &str, shape: RowShape, start: u64, count: Option<u64>, ou
         order: "order".into(),
         start,
         count,
-        out: GatherOut::Memory(out),
+        out,
         source_in_memory: None,
         offsets_in_memory: None,
     }
@@ -189,7 +189,7 @@ fn gather_reorders_fixed_and_variable_rows() {
 }
 
 #[test]
-fn a_gather_into_an_object_stores_what_a_gather_into_memory_holds() {
+fn gathers_from_device_memory_and_from_flash_agree_with_the_reference() {
     let dir = tempfile::tempdir().unwrap();
     let dev = tiny(dir.path(), 0);
     let mut r = SmallRng::seed_from_u64(5);
@@ -200,65 +200,50 @@ fn a_gather_into_an_object_stores_what_a_gather_into_memory_holds() {
     let order = argsort_naive(&keys, 0);
     let rows: Vec<u8> = (0..n * 40).map(|i| (i % 251) as u8).collect();
     put(&dev, "rows", &rows);
-    // Variable rows, one of them larger than the gather's staging buffer will be.
     let mut data = Vec::new();
     let mut offs = vec![0u64];
     for i in 0..n {
-        let len = if i == 7 { 50_000 } else { i % 17 };
+        let len = if i == 7 { 5000 } else { i % 17 };
         data.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, len));
         offs.push(data.len() as u64);
     }
     put(&dev, "vrows", &data);
     put(&dev, "voff", &le::encode_u64s(&offs));
-    // Leave little device memory free, so the output crosses the staging buffer many times; the variable
-    // rows are gathered from device memory (prefetched), the fixed ones from flash.
-    let free = dev.call(insitu_device::protocol::Identify).unwrap().memory_available;
-    let vmem = dev.call(AllocMemory { bytes: data.len() as u64 }).unwrap();
-    dev.call(LoadObject {
-        name: "vrows".into(),
-        offset: 0,
-        len: data.len() as u64,
-        dst: vmem,
-        dst_offset: 0,
-    })
-    .unwrap();
-    let omem = dev.call(AllocMemory { bytes: offs.len() as u64 * 8 }).unwrap();
-    dev.call(LoadObject {
-        name: "voff".into(),
-        offset: 0,
-        len: offs.len() as u64 * 8,
-        dst: omem,
-        dst_offset: 0,
-    })
-    .unwrap();
-    let used = data.len() as u64 + offs.len() as u64 * 8;
-    let hog = dev.call(AllocMemory { bytes: free - used - 100_000 }).unwrap();
-    let gather_to = |name: &str, mut args: GatherArgs| {
-        let txn = dev
-            .call(CreateObject {
-                name: name.into(),
-                kind: "t".into(),
-                attrs: Default::default(),
-                expected_size: None,
-            })
-            .unwrap();
-        args.out = GatherOut::Object(txn);
-        let out = dev.execute::<Gather>(args).unwrap();
-        dev.call(Commit { txn }).unwrap();
-        out
+    let load = |name: &str, len: u64| {
+        let h = dev.call(AllocMemory { bytes: len }).unwrap();
+        dev.call(LoadObject { name: name.into(), offset: 0, len, dst: h, dst_offset: 0 }).unwrap();
+        h
     };
-    let fixed = gather_to("fixed", gather_args("rows", RowShape::Fixed { size: 40 }, 0, None, 0));
-    let mut args = gather_args("vrows", RowShape::Var { offsets: "voff".into() }, 0, None, 0);
-    args.source_in_memory = Some(vmem);
-    args.offsets_in_memory = Some(omem);
-    let out = gather_to("var", args);
-    // Reading back needs device memory again.
-    dev.call(FreeMemory { handle: hog }).unwrap();
-    assert_eq!(fixed.bytes, rows.len() as u64);
-    assert_eq!(read_all(&dev, "fixed"), gather_fixed(&rows, 40, &order));
-    let (want, want_offs) = gather_var(&data, &offs, &order);
-    assert_eq!(read_all(&dev, "var"), want);
-    assert_eq!(out.offsets.unwrap(), want_offs);
+    let (rows_mem, vrows_mem) = (load("rows", rows.len() as u64), load("vrows", data.len() as u64));
+    let voff_mem = load("voff", offs.len() as u64 * 8);
+    // One gather takes every item (several batches of them), from flash and from device memory.
+    let fixed_want = gather_fixed(&rows, 40, &order);
+    for in_memory in [None, Some(rows_mem)] {
+        let h = dev.call(AllocMemory { bytes: rows.len() as u64 }).unwrap();
+        let mut args = gather_args("rows", RowShape::Fixed { size: 40 }, 0, None, h);
+        args.source_in_memory = in_memory;
+        let out = dev.execute::<Gather>(args).unwrap();
+        assert_eq!(out.bytes, rows.len() as u64);
+        let got = dev.call(ReadMemory { src: h, offset: 0, len: rows.len() as u64 }).unwrap();
+        assert!(got == fixed_want, "fixed rows, source in memory: {}", in_memory.is_some());
+        dev.call(FreeMemory { handle: h }).unwrap();
+    }
+    let (var_want, var_offs) = gather_var(&data, &offs, &order);
+    for (rows_in, offs_in) in
+        [(None, None), (Some(vrows_mem), None), (None, Some(voff_mem)), (Some(vrows_mem), Some(voff_mem))]
+    {
+        let h = dev.call(AllocMemory { bytes: data.len() as u64 }).unwrap();
+        let mut args = gather_args("vrows", RowShape::Var { offsets: "voff".into() }, 0, None, h);
+        args.source_in_memory = rows_in;
+        args.offsets_in_memory = offs_in;
+        let out = dev.execute::<Gather>(args).unwrap();
+        let got = dev.call(ReadMemory { src: h, offset: 0, len: data.len() as u64 }).unwrap();
+        let which =
+            format!("rows in memory: {}, offsets in memory: {}", rows_in.is_some(), offs_in.is_some());
+        assert!(got == var_want, "{which}");
+        assert_eq!(out.offsets.as_ref(), Some(&var_offs), "{which}");
+        dev.call(FreeMemory { handle: h }).unwrap();
+    }
 }
 
 #[test]

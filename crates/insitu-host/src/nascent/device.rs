@@ -2,8 +2,10 @@
 //! then shuffles its rows and key column into the output part with `gather` programs, several at a time on
 //! its compute units (§3.5).
 
+use std::collections::VecDeque;
+
 use insitu_device::protocol::{
-    Commit, Delete, Gather, GatherArgs, GatherOut, Identify, LoadObject, RowShape, Sort, SortArgs, Stat,
+    Abort, Commit, Delete, Gather, GatherArgs, Identify, LoadObject, RowShape, Sort, SortArgs, Stat,
     StoreToObject,
 };
 use insitu_device::DeviceClient;
@@ -82,10 +84,10 @@ fn object_size(d: &DeviceClient, name: &str) -> Result<u64> {
 }
 
 /// Gathers one column (or the rows) of a part in sorted order into a new object; returns the gathered
-/// offsets for variable-size items. The rows are split among up to `SHUFFLE_WORKERS` gathers by the
-/// device memory they need for their output; when one gather takes them all, it stores its output
-/// into the object as it goes. Otherwise each gather fills a buffer of its own, reused for its next
-/// range, and the oldest is stored while the others run (ranges are stored in order).
+/// offsets for variable-size items. The order is cut into ranges whose output fills a quarter of the
+/// device memory left (half the free memory, less the loaded part), and up to `SHUFFLE_WORKERS` gathers
+/// run at once, each into a buffer of its own; the oldest is stored while the others run, so the ranges
+/// reach the object in order.
 fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Vec<u64>>> {
     let d = array.device(dev)?;
     let GatherJob { src, max_item, rows, order, dst, .. } = *job;
@@ -94,6 +96,7 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
         RowShape::Var { .. } => object_size(d, src)?,
     };
     let txn = begin_object(array, dev, dst, "table-part", total_bytes)?;
+    let mut running = VecDeque::new();
     let result = (|| {
         let item = max_item.max(1);
         let mut budget = d.call(Identify).map_err(HostError::device(dev))?.memory_available / 2;
@@ -118,36 +121,23 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             budget -= total_bytes + off_size;
         }
         let per_worker = (budget / SHUFFLE_WORKERS as u64 / item).clamp(1, rows.max(1));
-        let gather = |start: u64, count: u64, out: GatherOut| {
-            let args = GatherArgs {
-                source: src.into(),
-                shape: job.shape.clone(),
-                order: order.into(),
-                start,
-                count: Some(count),
-                out,
-                source_in_memory: loaded.first().map(|b| b.handle),
-                offsets_in_memory: loaded.get(1).map(|b| b.handle),
-            };
-            d.start::<Gather>(args).map_err(HostError::device(dev))
-        };
-        if per_worker >= rows {
-            let o = gather(0, rows, GatherOut::Object(txn))?.wait().map_err(HostError::device(dev))?;
-            return Ok(o.offsets);
-        }
-        let workers = (rows.div_ceil(per_worker) as usize).clamp(1, SHUFFLE_WORKERS);
-        // Each worker's output buffer is allocated once and reused for its next range.
-        let mut free: Vec<DeviceBuffer<'_>> = (0..workers)
-            .map(|_| DeviceBuffer::alloc(array, dev, per_worker * item))
-            .collect::<Result<_>>()?;
-        let mut running = std::collections::VecDeque::new();
         let mut offsets = offsets_obj.map(|_| vec![0u64]);
         let mut start = 0u64;
         while start < rows || !running.is_empty() {
-            while start < rows {
-                let Some(buf) = free.pop() else { break };
+            while start < rows && running.len() < SHUFFLE_WORKERS {
                 let count = per_worker.min(rows - start);
-                let p = gather(start, count, GatherOut::Memory(buf.handle))?;
+                let buf = DeviceBuffer::alloc(array, dev, count * item)?;
+                let args = GatherArgs {
+                    source: src.into(),
+                    shape: job.shape.clone(),
+                    order: order.into(),
+                    start,
+                    count: Some(count),
+                    out: buf.handle,
+                    source_in_memory: loaded.first().map(|b| b.handle),
+                    offsets_in_memory: loaded.get(1).map(|b| b.handle),
+                };
+                let p = d.start::<Gather>(args).map_err(HostError::device(dev))?;
                 running.push_back((buf, p));
                 start += count;
             }
@@ -159,7 +149,6 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             }
             d.call(StoreToObject { src: buf.handle, offset: 0, len: o.bytes, txn })
                 .map_err(HostError::device(dev))?;
-            free.push(buf);
         }
         Ok(offsets)
     })();
@@ -169,7 +158,11 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             Ok(offs)
         }
         Err(e) => {
-            let _ = d.call(insitu_device::protocol::Abort { txn });
+            // The gathers still running finish before their buffers and the object go.
+            for (_, p) in running.drain(..) {
+                let _ = p.wait();
+            }
+            let _ = d.call(Abort { txn });
             Err(e)
         }
     }

@@ -24,8 +24,8 @@ use crate::protocol::request::{Queue, Request};
 
 pub use self::intersect::{Returned, SvsArgs, SvsOutput};
 pub use self::nascent::{
-    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOut, GatherOutput, KeyColumn, RowShape, SortArgs,
-    SortOutput, TablePart,
+    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOutput, KeyColumn, RowShape, SortArgs, SortOutput,
+    TablePart,
 };
 pub use self::psacs::{ShuffleArgs, ShuffleOutput};
 pub use self::search::{HeadsArgs, HeadsOutput, SearchArgs, SearchOutput};

@@ -71,8 +71,8 @@ pub struct DictDecodeOutput {
 }
 
 /// The shuffle kernel: item `i` of the output is item `order[start + i]` of `source` (located as `shape`
-/// says), for `count` items (default: to the end), into `out`. The source and its offsets are read from
-/// flash, or from device memory when the host loaded them there.
+/// says), for `count` items (default: to the end), into buffer `out`. The source and its offsets are
+/// read from flash, or from device memory when the host loaded them there.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GatherArgs {
     pub source: String,
@@ -81,20 +81,9 @@ pub struct GatherArgs {
     pub order: String,
     pub start: u64,
     pub count: Option<u64>,
-    pub out: GatherOut,
+    pub out: MemHandle,
     pub source_in_memory: Option<MemHandle>,
     pub offsets_in_memory: Option<MemHandle>,
-}
-
-/// Where a gather's items go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum GatherOut {
-    /// A device-memory buffer (the host stores it to flash, or gathers more ranges at once into several).
-    Memory(MemHandle),
-    /// An object being written (a transaction the host began): the kernel stores its output as it goes,
-    /// through a small staging buffer, so a whole part's gather needs no output buffer of its size. The
-    /// bytes cross device memory to flash as a buffer stored by the host would.
-    Object(u64),
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
