@@ -193,13 +193,19 @@ fn merge_and_write(
                 })
                 .collect::<Result<_>>()?,
         };
+        let mut recs = Vec::new();
+        let mut offs = vec![0u64];
         for p in 0..spec.partitions as usize {
-            let mut recs = Vec::new();
-            let mut offs = vec![0u64];
-            match batches {
-                // The single batch stays in device memory: copy its extent straight in.
-                Batches::Memory(g) => g.append_partition(p, &mut recs, &mut offs),
+            // A partition's records and their offsets (which may start past 0).
+            let (part, part_offs): (&[u8], &[u64]) = match batches {
+                // The single batch stays in device memory: its extent is encoded where it lies.
+                Batches::Memory(g) => {
+                    let (lo, hi) = (g.extents[p] as usize, g.extents[p + 1] as usize);
+                    (&g.records, if lo == hi { &[0] } else { &g.offsets[lo..=hi] })
+                }
                 Batches::Flash(_) => {
+                    recs.clear();
+                    offs.truncate(1);
                     for (i, e) in extents.iter().enumerate() {
                         let (lo, hi) = (e[p] as usize, e[p + 1] as usize);
                         if lo == hi {
@@ -221,14 +227,16 @@ fn merge_and_write(
                         ctx.work(|w| work::add(w, work::SHUFFLE_MERGE_BYTES, o[hi - lo] - o[0]));
                         offs.extend(o[1..].iter().map(|x| x - o[0] + base));
                     }
+                    (&recs, &offs)
                 }
-            }
-            raw += recs.len() as u64;
+            };
+            let bytes = part_offs[part_offs.len() - 1] - part_offs[0];
+            raw += bytes;
             if spec.codec != Codec::None {
-                ctx.work(|w| work::add(w, work::ENCODE_BYTES, recs.len() as u64));
+                ctx.work(|w| work::add(w, work::ENCODE_BYTES, bytes));
             }
-            let chunks = encode_partition(&recs, &offs, spec).map_err(|e| ctx.failed(e))?;
-            index_entry(&mut index, offs.len() as u64 - 1, written, &chunks);
+            let chunks = encode_partition(part, part_offs, spec).map_err(|e| ctx.failed(e))?;
+            index_entry(&mut index, part_offs.len() as u64 - 1, written, &chunks);
             for c in &chunks {
                 pending.extend_from_slice(c);
                 written += c.len() as u64;
