@@ -76,7 +76,10 @@ elif which == "memcpy":
 
 
 def timed(cmd):
-    """Runs a command; returns (wall seconds, its peak RSS in bytes, stdout)."""
+    """Runs a command; returns (wall seconds, its peak RSS in bytes, stdout). The disk is synced first, so
+    no contender's time includes writing back what the one before it left dirty (a sync or a commit flushes
+    the whole disk's write cache, not only its own file's)."""
+    os.sync()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -92,6 +95,7 @@ def timed(cmd):
 
 
 def peer(*args):
+    os.sync()
     return float(run([PY, "-c", PEERS, *args]).split()[0])
 
 
@@ -165,6 +169,7 @@ def main():
                 w, _, out = timed([INSITU, "--json", "--data", lists, "intersect", f"{name}1", f"{name}2", "--count-only", "--placement", placement])
                 t[f"{name}-{'dev' if placement == 'device' else 'host'}"].append(w)
                 counts[(name, placement)] = out.split('"count":')[1].split(",")[0].split("}")[0].strip()
+            os.sync()
             out = run([PY, "-c", PEERS, peer_op, files[name][0], files[name][1]]).split()
             t[f"{name}-np"].append(float(out[0]))
             counts[(name, "numpy")] = out[1]
