@@ -43,24 +43,13 @@ pub fn intersect_simd(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
 pub fn intersect_gallop(small: &[u32], large: &[u32], out: &mut Vec<u32>) {
     let mut lo = 0usize;
     for &x in small {
-        if lo >= large.len() {
+        lo = gallop(lo, large.len(), x, |i| large[i]);
+        if lo == large.len() {
             break;
         }
-        // Exponential probe: find a window [lo, hi) with large[hi - 1] >= x.
-        let mut step = 1usize;
-        let mut hi = lo;
-        while hi < large.len() && large[hi] < x {
-            lo = hi + 1;
-            hi += step;
-            step <<= 1;
-        }
-        let hi = hi.min(large.len() - 1) + 1;
-        match large[lo..hi].binary_search(&x) {
-            Ok(k) => {
-                out.push(x);
-                lo += k + 1;
-            }
-            Err(k) => lo += k,
+        if large[lo] == x {
+            out.push(x);
+            lo += 1;
         }
     }
 }
@@ -106,7 +95,31 @@ pub fn intersect_k_steps(lists: &[&[u32]]) -> (Vec<u32>, Vec<(usize, usize)>) {
 /// The last step of SvS over a list streamed as bytes: the IDs of `acc` (increasing) found among the
 /// `entry`-byte entries of `data` (each a little-endian u32 ID first, increasing), appended to `out`.
 /// `next` is the place in `acc` reached, kept between calls so the list can come a piece at a time.
+///
+/// When the IDs of `acc` that can fall in this piece are few against its entries (fewer than one in 8),
+/// each gallops to its place (1, 2, 4... entries ahead, then a binary search) instead of a look at every
+/// entry; otherwise the two are merged one compare at a time.
 pub fn match_entries(acc: &[u32], data: &[u8], entry: usize, next: &mut usize, out: &mut Vec<u32>) {
+    let n = data.len() / entry;
+    if n == 0 || *next >= acc.len() {
+        return;
+    }
+    let id_at = |i: usize| crate::le::u32_at(&data[i * entry..]);
+    let last = id_at(n - 1);
+    let within = acc[*next..].partition_point(|&x| x <= last);
+    if within * 8 < n {
+        let mut pos = 0usize;
+        for _ in 0..within {
+            let want = acc[*next];
+            pos = gallop(pos, n, want, id_at);
+            if pos < n && id_at(pos) == want {
+                out.push(want);
+                pos += 1;
+            }
+            *next += 1;
+        }
+        return;
+    }
     for e in data.chunks_exact(entry) {
         if *next == acc.len() {
             return;
@@ -120,6 +133,42 @@ pub fn match_entries(acc: &[u32], data: &[u8], entry: usize, next: &mut usize, o
             *next += 1;
         }
     }
+}
+
+/// The first place in `from..len` whose value (`at`, increasing) is at least `want`, or `len`.
+fn gallop(from: usize, len: usize, want: u32, at: impl Fn(usize) -> u32) -> usize {
+    // The next few places one by one: where both sides are dense the answer is near, and a plain step
+    // beats the search's branches.
+    let near = (from + 4).min(len);
+    let mut i = from;
+    while i < near {
+        if at(i) >= want {
+            return i;
+        }
+        i += 1;
+    }
+    if i == len {
+        return len;
+    }
+    // at(lo) < want; look 1, 2, 4... places ahead until a value is at least `want` (or the end).
+    let (mut lo, mut step) = (i - 1, 1usize);
+    let mut hi = i;
+    while hi < len && at(hi) < want {
+        lo = hi;
+        step *= 2;
+        hi = lo.saturating_add(step);
+    }
+    // The answer is in lo + 1..=min(hi, len).
+    let (mut l, mut h) = (lo + 1, hi.min(len));
+    while l < h {
+        let m = l + (h - l) / 2;
+        if at(m) < want {
+            l = m + 1;
+        } else {
+            h = m;
+        }
+    }
+    l
 }
 
 /// Where a list is not strictly increasing: the first position `i` with `ids[i] <= ids[i - 1]`.
@@ -180,6 +229,31 @@ mod tests {
                 match_entries(&a, piece, 8, &mut next, &mut streamed);
             }
             prop_assert_eq!(&streamed, &want);
+        }
+
+        #[test]
+        fn a_few_ids_against_a_long_streamed_list_agree_with_naive(
+            long in proptest::collection::vec(0u32..20_000, 0..5000),
+            picks in proptest::collection::vec(0usize..5000, 0..20),
+            others in proptest::collection::vec(0u32..20_000, 0..20),
+            piece in 1usize..3000,
+        ) {
+            // Some IDs taken from the long list (so some match), some anywhere: few enough against each
+            // piece that the matches gallop.
+            let long = sorted_set(long);
+            let few = sorted_set(
+                picks.iter().filter_map(|i| long.get(*i).copied()).chain(others).collect(),
+            );
+            let want = intersect_naive(&[&few, &long]);
+            let bytes: Vec<u8> = long.iter().flat_map(|id| id.to_le_bytes()).collect();
+            let (mut next, mut streamed) = (0, Vec::new());
+            for p in bytes.chunks(piece * 4) {
+                match_entries(&few, p, 4, &mut next, &mut streamed);
+            }
+            prop_assert_eq!(&streamed, &want);
+            let mut gal = Vec::new();
+            intersect_gallop(&few, &long, &mut gal);
+            prop_assert_eq!(&gal, &want);
         }
     }
 }
