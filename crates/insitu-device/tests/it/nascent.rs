@@ -148,19 +148,42 @@ fn gather_args(source: &str, shape: RowShape, start: u64, count: Option<u64>, ou
     }
 }
 
+/// What the gather tests gather: 3000 random keys sorted into `order` on the device, and the same rows as
+/// 40-byte `rows` and as variable `vrows` with offsets `voff` (row 7 `long_row` bytes long when not 0).
+struct GatherData {
+    order: Vec<u32>,
+    rows: Vec<u8>,
+    data: Vec<u8>,
+    offs: Vec<u64>,
+}
+
+fn gather_data(dev: &DeviceClient, seed: u64, long_row: usize) -> GatherData {
+    let mut r = SmallRng::seed_from_u64(seed);
+    let n = 3000usize;
+    let keys: Vec<u32> = (0..n).map(|_| r.gen_range(0..500)).collect();
+    put(dev, "k", &le::encode_u32s(&keys));
+    dev.execute::<Sort>(sort_args("k", KeyType::U32, SortAlgo::Fast, "order")).unwrap();
+    let rows: Vec<u8> = (0..n * 40).map(|i| (i % 251) as u8).collect();
+    put(dev, "rows", &rows);
+    let mut data = Vec::new();
+    let mut offs = vec![0u64];
+    for i in 0..n {
+        let len = if i == 7 && long_row > 0 { long_row } else { i % 17 };
+        data.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, len));
+        offs.push(data.len() as u64);
+    }
+    put(dev, "vrows", &data);
+    put(dev, "voff", &le::encode_u64s(&offs));
+    GatherData { order: argsort_naive(&keys, 0), rows, data, offs }
+}
+
 #[test]
 fn gather_reorders_fixed_and_variable_rows() {
     let dir = tempfile::tempdir().unwrap();
     let dev = tiny(dir.path(), 0);
-    let mut r = SmallRng::seed_from_u64(4);
-    let n = 3000usize;
-    let keys: Vec<u32> = (0..n).map(|_| r.gen_range(0..500)).collect();
-    put(&dev, "k", &le::encode_u32s(&keys));
-    dev.execute::<Sort>(sort_args("k", KeyType::U32, SortAlgo::Fast, "order")).unwrap();
-    let order = argsort_naive(&keys, 0);
+    let GatherData { order, rows, data, offs } = gather_data(&dev, 4, 0);
+    let n = order.len();
     // Fixed 40-byte rows, gathered in two ranges as two shuffle workers would.
-    let rows: Vec<u8> = (0..n * 40).map(|i| (i % 251) as u8).collect();
-    put(&dev, "rows", &rows);
     let mut got = Vec::new();
     for (start, count) in [(0u64, 1234u64), (1234, (n - 1234) as u64)] {
         let h = dev.call(AllocMemory { bytes: count * 40 }).unwrap();
@@ -170,14 +193,6 @@ fn gather_reorders_fixed_and_variable_rows() {
     }
     assert_eq!(got, gather_fixed(&rows, 40, &order));
     // Variable rows with an offsets object.
-    let mut data = Vec::new();
-    let mut offs = vec![0u64];
-    for i in 0..n {
-        data.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, i % 17));
-        offs.push(data.len() as u64);
-    }
-    put(&dev, "vrows", &data);
-    put(&dev, "voff", &le::encode_u64s(&offs));
     let h = dev.call(AllocMemory { bytes: data.len() as u64 }).unwrap();
     let out = dev
         .execute::<Gather>(gather_args("vrows", RowShape::Var { offsets: "voff".into() }, 0, None, h))
@@ -192,23 +207,7 @@ fn gather_reorders_fixed_and_variable_rows() {
 fn gathers_from_device_memory_and_from_flash_agree_with_the_reference() {
     let dir = tempfile::tempdir().unwrap();
     let dev = tiny(dir.path(), 0);
-    let mut r = SmallRng::seed_from_u64(5);
-    let n = 3000usize;
-    let keys: Vec<u32> = (0..n).map(|_| r.gen_range(0..500)).collect();
-    put(&dev, "k", &le::encode_u32s(&keys));
-    dev.execute::<Sort>(sort_args("k", KeyType::U32, SortAlgo::Fast, "order")).unwrap();
-    let order = argsort_naive(&keys, 0);
-    let rows: Vec<u8> = (0..n * 40).map(|i| (i % 251) as u8).collect();
-    put(&dev, "rows", &rows);
-    let mut data = Vec::new();
-    let mut offs = vec![0u64];
-    for i in 0..n {
-        let len = if i == 7 { 5000 } else { i % 17 };
-        data.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, len));
-        offs.push(data.len() as u64);
-    }
-    put(&dev, "vrows", &data);
-    put(&dev, "voff", &le::encode_u64s(&offs));
+    let GatherData { order, rows, data, offs } = gather_data(&dev, 5, 5000);
     let load = |name: &str, len: u64| {
         let h = dev.call(AllocMemory { bytes: len }).unwrap();
         dev.call(LoadObject { name: name.into(), offset: 0, len, dst: h, dst_offset: 0 }).unwrap();
