@@ -308,8 +308,8 @@ fn room<'b>(ctx: &ProgramContext<'_>, dst: &'b mut [u8], written: usize, len: us
 }
 
 /// `gather`: the shuffle kernel. Item `i` of the output is item `order[start + i]` of the source; items go
-/// to the output buffer (the host stores buffers to flash in order). Several instances run on the compute units at once, each on its own range, so the flash path
-/// stays busy (§3.5).
+/// to the output buffer (the host stores buffers to flash in order). Several instances run on the compute
+/// units at once, each on its own range, so the flash path stays busy (§3.5).
 pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOutput> {
     let order_meta = ctx.object(&a.order)?;
     let layout = match order_meta.attrs.get("layout").map(String::as_str) {
