@@ -1,8 +1,14 @@
-//! The few system calls std does not wrap. Each `unsafe` block is a plain libc call on a file descriptor we own.
+//! The few system calls std does not wrap (each `unsafe` block is a plain libc call on a file descriptor we
+//! own), and the thread that syncs a NAND image in the background ([`Flusher`]).
 #![allow(unsafe_code)]
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// Starts writing `len` bytes at `offset` back to disk without waiting for them, so that the sync of a
 /// commit finds them written (or on their way) instead of starting all of an object's writeback then.
@@ -48,24 +54,24 @@ pub fn map_readonly(file: &File) -> std::io::Result<memmap2::Mmap> {
 /// error once per open file, and a duplicate would share the writer's.
 #[derive(Debug)]
 pub struct Flusher {
-    tx: Option<std::sync::mpsc::SyncSender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    tx: Option<SyncSender<()>>,
+    thread: Option<JoinHandle<()>>,
     /// Set when the writer goes: a request still queued is dropped, not synced.
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: Arc<AtomicBool>,
 }
 
 impl Flusher {
     /// A flusher of the file at `path`; one that does nothing when the file cannot be opened again or no
     /// thread can be started (the writer's syncs then do all the work, as without it).
-    pub fn new(path: &std::path::Path) -> Flusher {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    pub fn new(path: &Path) -> Flusher {
+        let stop = Arc::new(AtomicBool::new(false));
         let idle = Flusher { tx: None, thread: None, stop: stop.clone() };
         let Ok(file) = File::open(path) else { return idle };
         // One request waits at most: kicks while a sync runs are one more sync after it.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let (tx, rx) = sync_channel::<()>(1);
         let stopped = stop.clone();
         let thread = std::thread::Builder::new().name("flash-flush".into()).spawn(move || {
-            while rx.recv().is_ok() && !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            while rx.recv().is_ok() && !stopped.load(Ordering::Relaxed) {
                 // Errors are the writer's sync's to report.
                 let _ = file.sync_data();
             }
@@ -87,7 +93,7 @@ impl Flusher {
 impl Drop for Flusher {
     fn drop(&mut self) {
         // Closing the channel ends the thread after the sync it may be running.
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
         self.tx = None;
         if let Some(t) = self.thread.take() {
             let _ = t.join();

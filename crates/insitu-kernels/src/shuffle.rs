@@ -265,15 +265,25 @@ pub struct Grouped {
 }
 
 impl Grouped {
-    /// Appends partition `p` of this batch to `recs`/`offs` (offsets continue from `recs.len()`).
-    pub fn append_partition(&self, p: usize, recs: &mut Vec<u8>, offs: &mut Vec<u64>) {
+    /// The offsets of partition `p`'s records in `records`, its first record's start to its last's end
+    /// (one offset, 0, for an empty partition): with `records`, what [`encode_partition`] takes, in place.
+    pub fn partition_offsets(&self, p: usize) -> &[u64] {
         let (lo, hi) = (self.extents[p] as usize, self.extents[p + 1] as usize);
         if lo == hi {
+            &[0]
+        } else {
+            &self.offsets[lo..=hi]
+        }
+    }
+
+    /// Appends partition `p` of this batch to `recs`/`offs` (offsets continue from `recs.len()`).
+    pub fn append_partition(&self, p: usize, recs: &mut Vec<u8>, offs: &mut Vec<u64>) {
+        let o = self.partition_offsets(p);
+        if o.len() == 1 {
             return;
         }
-        let o = &self.offsets[lo..=hi];
         let base = recs.len() as u64;
-        recs.extend_from_slice(&self.records[o[0] as usize..o[hi - lo] as usize]);
+        recs.extend_from_slice(&self.records[o[0] as usize..o[o.len() - 1] as usize]);
         offs.extend(o[1..].iter().map(|x| x - o[0] + base));
     }
 }

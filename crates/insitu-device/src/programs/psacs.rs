@@ -199,10 +199,7 @@ fn merge_and_write(
             // A partition's records and their offsets (which may start past 0).
             let (part, part_offs): (&[u8], &[u64]) = match batches {
                 // The single batch stays in device memory: its extent is encoded where it lies.
-                Batches::Memory(g) => {
-                    let (lo, hi) = (g.extents[p] as usize, g.extents[p + 1] as usize);
-                    (&g.records, if lo == hi { &[0] } else { &g.offsets[lo..=hi] })
-                }
+                Batches::Memory(g) => (&g.records, g.partition_offsets(p)),
                 Batches::Flash(_) => {
                     recs.clear();
                     offs.truncate(1);
