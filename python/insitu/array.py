@@ -229,9 +229,10 @@ class Array:
         algo: str = "fast",
         memory_budget: Optional[Size] = None,
     ) -> Tuple[str, Report]:
-        """NASCENT's sort of table ``name`` by ``key`` (its stored key column), inside every device
-        (``device``), on the host (``host``) or on one accelerator beside it (``host-accel``). Returns
-        the sorted table's name (default ``NAME.sorted``) and the report."""
+        """NASCENT's sort of table ``name`` by column ``key``, inside every device (``device``), on the
+        host (``host``) or on one accelerator beside it (``host-accel``). The column stored column-wise
+        at ``put_table`` sorts at once; any other is first pulled out of every row (one more pass over
+        the rows), nulls last. Returns the sorted table's name (default ``NAME.sorted``) and the report."""
         r = Report.from_json(self._inner.sort(name, key, out, placement, algo, _size(memory_budget)))
         return r.result["out"], r
 

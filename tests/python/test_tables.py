@@ -130,6 +130,27 @@ def test_sort_by_string_key_with_ties(arr):
     assert sorted_rows(merged).equals(sorted_rows(t))
 
 
+@pytest.mark.parametrize("placement", ["device", "host"])
+def test_sort_by_any_column_matches_duckdb_nulls_last(make_array, placement):
+    arr = make_array(devices=3)
+    t = every_type()
+    arr.put_table(t, "t", key="id")
+    for col in t.column_names:
+        if col in ("id", "dec"):
+            continue
+        out, report = arr.sort("t", col, placement=placement, out=f"by_{col}")
+        assert report.result["extracted"] is True, col
+        merged = arr.get_table(out, merged=True)
+        expected = duckdb.sql(f'select "{col}" from t order by "{col}" asc nulls last').arrow()
+        if isinstance(expected, pa.RecordBatchReader):
+            expected = expected.read_all()
+        # Compared as Arrow arrays (nanosecond timestamps have no Python datetime).
+        assert merged[col].combine_chunks().equals(expected[col].combine_chunks().cast(merged[col].type)), col
+        assert sorted_rows(merged).equals(t), col
+    with pytest.raises(insitu.InvalidArgumentError, match="128-bit decimal"):
+        arr.sort("t", "dec", placement=placement)
+
+
 def test_get_table_merged_refuses_unsorted(arr):
     arr.put_table(orders(10), "o", key="id")
     with pytest.raises(insitu.InvalidArgumentError, match="not a sort's output"):

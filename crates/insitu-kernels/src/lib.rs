@@ -12,6 +12,7 @@
 //! - [`columnar`]: records <-> column chunks, LZ4 chunks (PSACS §IV-E).
 //! - [`intersect`]: SvS intersection of sorted ID lists, linear merge or galloping (DaMoN '16 §3.2).
 //! - [`keys`]: key types and their bytes, key columns -> sorted indices, the sorted-indices format.
+//! - [`rowkey`]: one field of a row read as a sort key (sorting by a column stored row-wise).
 //! - [`shuffle`]: the steps of a shuffle write (compose records, partition, group, encode), PSACS §III-IV.
 //! - [`btree`]: an order-statistic B+tree over fixed-size byte keys (Self-Sorting SSD §III-C).
 //! - [`hamming`]: Hamming distance of binary items and their k nearest (BlueDBM §7.1).
@@ -37,6 +38,7 @@ pub mod keys;
 pub mod le;
 pub mod merge;
 pub mod partition;
+pub mod rowkey;
 pub mod search;
 pub mod shuffle;
 pub mod sort;

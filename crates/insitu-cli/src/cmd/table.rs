@@ -106,7 +106,8 @@ impl From<Algo> for SortAlgo {
 pub struct Sort {
     /// The table to sort.
     name: String,
-    /// The column to sort by (the one stored column-wise at put-table).
+    /// The column to sort by: any column. The one stored column-wise at put-table sorts at once; another
+    /// is first pulled out of every row inside the devices (one more pass over the rows), nulls last.
     #[arg(long)]
     key: String,
     /// Where to sort: inside every device, on the host, or on one accelerator beside it.

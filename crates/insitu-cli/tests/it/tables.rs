@@ -1,5 +1,7 @@
 //! Tables from the command line: generate, load, sort in every placement, read back, reproduce Fig. 13.
 
+use arrow::array::AsArray;
+
 use crate::{s, Env};
 
 #[test]
@@ -55,6 +57,31 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
     env.ok(&["get-table", "m", "--merged", "-o", s(&again)]);
     assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&merged).unwrap());
     assert!(env.fails(&["get-table", "t", "--merged", "-o", s(&again)]).contains("not a sort's output"));
+    // Any column sorts: one stored row-wise is pulled out of the rows inside the devices first, and the
+    // placements still agree; the output is sorted by that column, merged or not.
+    let mut by_c3 = Vec::new();
+    for placement in ["device", "host"] {
+        let out = format!("c3-{placement}");
+        let r = env.json(&["sort", "t", "--key", "c3", "--placement", placement, "--out", &out]);
+        assert_eq!(r["result"]["extracted"], true);
+        if placement == "device" {
+            assert_eq!(r["bytes"]["device_to_host"], 0, "the extraction stays inside the devices");
+            let phases = r["measured_phases"].to_string();
+            assert!(phases.contains("\"extract\""), "{phases}");
+        }
+        let file = env.path(&format!("{out}.parquet"));
+        env.ok(&["get-table", &out, "-o", s(&file)]);
+        by_c3.push(std::fs::read(&file).unwrap());
+    }
+    assert_eq!(by_c3[0], by_c3[1], "device and host sort by a row-wise column alike");
+    let human = env.ok(&["sort", "t", "--key", "c3", "--out", "c3-told"]);
+    assert!(human.contains("stored row-wise"), "{human}");
+    let c3 = env.path("c3.parquet");
+    env.ok(&["get-table", "c3-device", "--merged", "-o", s(&c3)]);
+    let merged = insitu_host::table::import::read_table_file(&c3).unwrap();
+    let values = merged.column_by_name("c3").unwrap().as_primitive::<arrow::datatypes::UInt32Type>().values();
+    assert_eq!(values.len(), 3000);
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "merged by c3");
     // Bad input: an unknown key column, a taken output name.
     assert!(env.fails(&["sort", "t", "--key", "zz"]).contains("no column \"zz\""));
     assert!(env.fails(&["sort", "t", "--key", "c0", "--out", "m"]).contains("already exists"));

@@ -2,7 +2,8 @@
 //! arguments and results) are in [`crate::protocol::programs`].
 //!
 //! - [`search`]: `search` and `heads` (BlueDBM §5.1 string search);
-//! - [`nascent`]: `dict-decode`, `sort` (in memory or out of core), `gather` (NASCENT §3.3-3.6);
+//! - [`nascent`]: `dict-decode`, `sort` (in memory or out of core), `gather` (NASCENT §3.3-3.6), and
+//!   `extract-key` (a column stored row-wise as a key column);
 //! - [`psacs`]: `psacs-shuffle`, the map side of a shuffle (PSACS §III-IV);
 //! - [`intersect`]: `svs`, list intersection as the 2016 Smart SSD's SSDlet runs it (DaMoN '16 §3).
 
@@ -14,7 +15,7 @@ mod search;
 use crate::completion::Prepared;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{
-    DictDecode, Execute, Gather, Heads, ProgramCall, PsacsShuffle, Search, Sort, Svs,
+    DictDecode, Execute, ExtractKey, Gather, Heads, ProgramCall, PsacsShuffle, Search, Sort, Svs,
 };
 
 /// Runs one program call, calls `done(succeeded)` as soon as it has finished, and returns its typed result.
@@ -36,6 +37,7 @@ pub(crate) fn run(ctx: &ProgramContext<'_>, call: ProgramCall, done: impl FnOnce
         Sort => nascent::sort,
         DictDecode => nascent::dict_decode,
         Gather => nascent::gather,
+        ExtractKey => nascent::extract_key,
         PsacsShuffle => psacs::psacs_shuffle,
         Svs => intersect::svs,
     }

@@ -1,5 +1,5 @@
 //! NASCENT's device programs (FPGA '21): `dict-decode` (§3.6), `sort` (§3.3-3.4) and `gather`, the shuffle
-//! kernel (§3.5). They work on one device's part of a table: a key column stored column-wise (plain or
+//! kernel (§3.5), and `extract-key`, which makes a key column of a field stored row-wise. They work on one device's part of a table: a key column stored column-wise (plain or
 //! dictionary-encoded) and the rest of each row stored row-wise (the hybrid layout, §3.5 Fig. 6c). Object
 //! formats are those of `insitu_kernels::keys` (key columns, sorted indices) and `insitu_kernels::dict`.
 
@@ -9,12 +9,14 @@ use insitu_kernels::arch::prefetch;
 use insitu_kernels::dict::Codes;
 use insitu_kernels::keys::{encode_sorted, sort_byte_keys, sort_key_bytes, IndexLayout, KeyType, SortAlgo};
 use insitu_kernels::le;
+use insitu_kernels::rowkey::KeyForm;
 use insitu_kernels::sort::SortedIndices;
 
 use crate::error::Result;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{
-    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOutput, KeyColumn, RowShape, SortArgs, SortOutput,
+    DictDecodeArgs, DictDecodeOutput, ExtractKeyArgs, ExtractKeyOutput, GatherArgs, GatherOutput, KeyColumn,
+    RowShape, SortArgs, SortOutput,
 };
 use crate::work::{self, SortClass};
 
@@ -289,6 +291,124 @@ fn merge_runs_from_flash(
             Err(e)
         }
     }
+}
+
+/// Rows an extraction reads from flash at a time (fewer when rows are long: at most `EXTRACT_BYTES`).
+const EXTRACT_ROWS: u64 = 64 << 10;
+const EXTRACT_BYTES: u64 = 4 << 20;
+
+/// `extract-key`: one field of every row of a part into a key column (`insitu_kernels::rowkey`), so a
+/// table sorts by a column its layout keeps row-wise. Rows stream from flash in blocks (their offsets
+/// first, when rows vary in size), keys stream to the output objects; device memory holds one block of
+/// each. Priced as a gather of the field: one pass of the shuffle kernel over the rows, the key bytes
+/// moved.
+pub(crate) fn extract_key(ctx: &ProgramContext<'_>, a: ExtractKeyArgs) -> Result<ExtractKeyOutput> {
+    a.field.validate().map_err(|e| ctx.bad(e.to_string()))?;
+    let size = ctx.object(&a.rows)?.size;
+    let rows = match &a.shape {
+        RowShape::Fixed { size: 0 } => return Err(ctx.bad("rows of 0 bytes")),
+        RowShape::Fixed { size: rs } => {
+            if size % rs != 0 {
+                return Err(ctx.bad(format!("{:?} holds {size} bytes, not whole rows of {rs}", a.rows)));
+            }
+            size / rs
+        }
+        RowShape::Var { offsets } => (ctx.object(offsets)?.size / 8).saturating_sub(1),
+    };
+    if rows > u32::MAX as u64 {
+        return Err(ctx.bad("more than 2^32 rows on one device"));
+    }
+    let form = a.field.form();
+    let key = match form {
+        KeyForm::Plain(key_type) => KeyColumn::Plain { object: a.out.clone(), key_type },
+        KeyForm::Bytes => KeyColumn::Bytes { data: a.out.clone(), offsets: a.out_offsets.clone() },
+    };
+    let per_block = match &a.shape {
+        RowShape::Fixed { size: rs } => (EXTRACT_BYTES / rs).clamp(1, EXTRACT_ROWS),
+        RowShape::Var { .. } => EXTRACT_ROWS,
+    };
+    let _mem = ctx.reserve(EXTRACT_BYTES + per_block * 24)?;
+    let expected = match form {
+        KeyForm::Plain(kt) => Some(rows * kt.width() as u64),
+        KeyForm::Bytes => None,
+    };
+    let data_txn = ctx.create_object(&a.out, "key-column", BTreeMap::new(), expected)?;
+    let off_txn = match form {
+        KeyForm::Plain(_) => None,
+        KeyForm::Bytes => {
+            match ctx.create_object(&a.out_offsets, "key-offsets", BTreeMap::new(), Some((rows + 1) * 8)) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    let _ = ctx.abort(data_txn);
+                    return Err(e);
+                }
+            }
+        }
+    };
+    let mut written = 0u64;
+    let result = (|| -> Result<()> {
+        let (mut block, mut keys, mut offs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut first = 0u64;
+        if off_txn.is_some() {
+            offs.push(0u64);
+        }
+        while first < rows {
+            let n = per_block.min(rows - first);
+            let starts = match &a.shape {
+                RowShape::Fixed { size: rs } => (0..=n).map(|i| (first + i) * rs).collect::<Vec<u64>>(),
+                RowShape::Var { offsets } => {
+                    let mut raw = vec![0u8; (n as usize + 1) * 8];
+                    ctx.read_object(offsets, first * 8, &mut raw)?;
+                    le::decode_u64s(&raw)
+                }
+            };
+            let (lo, hi) = (starts[0], starts[n as usize]);
+            if starts.windows(2).any(|w| w[0] > w[1]) || hi > size {
+                return Err(ctx.failed(format!("the row offsets of {:?} are not in order", a.rows)));
+            }
+            block.resize((hi - lo) as usize, 0);
+            ctx.read_object(&a.rows, lo, &mut block)?;
+            keys.clear();
+            for (i, w) in starts.windows(2).enumerate() {
+                let row = &block[(w[0] - lo) as usize..(w[1] - lo) as usize];
+                let bad = |e| ctx.failed(format!("row {} of {:?}: {e}", first + i as u64, a.rows));
+                a.field.push(row, &mut keys).map_err(bad)?;
+                if off_txn.is_some() {
+                    offs.push(written + keys.len() as u64);
+                }
+            }
+            ctx.append(data_txn, &keys)?;
+            written += keys.len() as u64;
+            if let Some(t) = off_txn {
+                ctx.append(t, &le::encode_u64s(&offs))?;
+                offs.clear();
+            }
+            first += n;
+        }
+        Ok(())
+    })();
+    let committed = result.and_then(|()| {
+        ctx.commit(data_txn)?;
+        if let Some(t) = off_txn {
+            if let Err(e) = ctx.commit(t) {
+                let _ = ctx.delete(&a.out);
+                return Err(e);
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = committed {
+        let _ = ctx.abort(data_txn);
+        if let Some(t) = off_txn {
+            let _ = ctx.abort(t);
+        }
+        return Err(e);
+    }
+    ctx.work(|w| {
+        work::add(w, work::GATHER_ROWS, rows);
+        work::add(w, work::GATHER_BYTES, written);
+    });
+    Ok(ExtractKeyOutput { rows, key })
 }
 
 /// Rows a gather looks ahead to prefetch (enough to keep several misses in flight while a row is copied).

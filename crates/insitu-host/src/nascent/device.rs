@@ -4,10 +4,12 @@
 
 use std::collections::VecDeque;
 
+use insitu_device::protocol::Call;
 use insitu_device::protocol::{
-    Abort, Commit, Delete, Gather, GatherArgs, Identify, LoadObject, RowShape, Sort, SortArgs, Stat,
-    StoreToObject,
+    Abort, Commit, Delete, ExtractKey, ExtractKeyArgs, Gather, GatherArgs, Identify, KeyColumn, LoadObject,
+    RowShape, Sort, SortArgs, Stat, StoreToObject,
 };
+use insitu_device::transport::Pending;
 use insitu_device::DeviceClient;
 use insitu_kernels::le;
 
@@ -29,23 +31,45 @@ pub(crate) fn sort_on_devices(
     memory_budget: Option<u64>,
     measure: &mut Measure,
 ) -> Result<Vec<PartInfo>> {
-    let SortJob { table, out, devices, info, algo } = *job;
+    let SortJob { table, out, devices, info, algo, by } = *job;
+    // Phase 0, when the sort column is stored row-wise: every device pulls it out of its rows.
+    let (sortkey, sortkeyoff) = (format!("{out}#sortkey"), format!("{out}#sortkeyoff"));
+    let keys: Vec<KeyColumn> = match by {
+        None => info.parts.iter().map(|p| p.key_column(table)).collect(),
+        Some(field) => {
+            let mut running = Vec::new();
+            for (i, dev) in devices.iter().enumerate() {
+                let args = ExtractKeyArgs {
+                    rows: format!("{table}#rows"),
+                    shape: info.parts[i].row_shape(table),
+                    field: field.clone(),
+                    out: sortkey.clone(),
+                    out_offsets: sortkeyoff.clone(),
+                };
+                running.push(array.device(*dev)?.start::<ExtractKey>(args).map_err(HostError::device(*dev))?);
+            }
+            let keys = wait_all(running)?.into_iter().map(|o| o.key).collect();
+            measure.phase("extract", array, HostWork::default())?;
+            keys
+        }
+    };
     // Phase 1: every device sorts its key column, all at once.
     let order = format!("{out}#order");
     let mut running = Vec::new();
-    for (i, dev) in devices.iter().enumerate() {
-        let args = SortArgs { key: info.parts[i].key_column(table), algo, out: order.clone(), memory_budget };
+    for (dev, key) in devices.iter().zip(keys) {
+        let args = SortArgs { key, algo, out: order.clone(), memory_budget };
         running.push(array.device(*dev)?.start::<Sort>(args).map_err(HostError::device(*dev))?);
     }
-    let mut first_err = None;
-    for p in running {
-        let dev = p.client().id();
-        if let Err(e) = p.wait() {
-            first_err.get_or_insert(HostError::Device { device: dev, error: e });
+    wait_all(running)?;
+    if by.is_some() {
+        for dev in devices {
+            let d = array.device(*dev)?;
+            for name in [&sortkey, &sortkeyoff] {
+                if d.call(Stat { name: name.clone() }).is_ok() {
+                    d.call(Delete { name: name.clone() }).map_err(HostError::device(*dev))?;
+                }
+            }
         }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
     }
     measure.phase("sort", array, HostWork::default())?;
     // Phase 2: shuffle rows and key column on every device (each device's gathers run on its compute units
@@ -66,6 +90,26 @@ pub(crate) fn sort_on_devices(
     }
     measure.phase("shuffle", array, HostWork::default())?;
     Ok(parts)
+}
+
+/// Waits for programs started on several devices; the first error (after all have finished) names its
+/// device.
+fn wait_all<R: Call>(running: Vec<Pending<'_, R>>) -> Result<Vec<R::Response>> {
+    let mut outputs = Vec::with_capacity(running.len());
+    let mut first_err = None;
+    for p in running {
+        let dev = p.client().id();
+        match p.wait() {
+            Ok(o) => outputs.push(o),
+            Err(e) => {
+                first_err.get_or_insert(HostError::Device { device: dev, error: e });
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(outputs),
+    }
 }
 
 /// What one gather pass moves: items of `src` (found as `shape` says, at most `max_item` bytes each) into

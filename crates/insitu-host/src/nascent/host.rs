@@ -6,6 +6,7 @@
 use insitu_kernels::gather::{gather_fixed, gather_var};
 use insitu_kernels::keys::{sort_byte_keys, sort_key_bytes};
 use insitu_kernels::le;
+use insitu_kernels::rowkey::{FieldKey, KeyForm};
 
 use insitu_device::work::{self, Ledger, SortClass};
 
@@ -26,26 +27,9 @@ fn sort_part(
     offsets: &[u64],
     work: &mut Ledger,
 ) -> Result<Vec<(&'static str, Vec<u8>)>> {
-    let damaged = |detail: String| HostError::Damaged { name: job.table.into(), detail };
-    let order: Vec<u32> = match key {
-        HostKey::Bytes { data, offsets } => {
-            let keys: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
-            SortClass::count(work, work::SORT, 64, keys.len() as u64);
-            sort_byte_keys(&keys, 0, job.algo)
-        }
-        HostKey::Plain(bytes) => {
-            let kt = p.key.key_type().ok_or_else(|| damaged("a plain key without a type".into()))?;
-            SortClass::count(work, work::SORT, kt.width() as u32 * 8, (bytes.len() / kt.width()) as u64);
-            sort_key_bytes(bytes, kt, 0, job.algo).rows()
-        }
-        HostKey::Dict { dictionary, codes } => {
-            let kt = p.key.key_type().ok_or_else(|| damaged("a dictionary key without a type".into()))?;
-            let bytes = kt.decode_dict(dictionary, codes).map_err(|e| damaged(e.to_string()))?;
-            work::add(work, work::DECODE_CODES, codes.len() as u64);
-            work::add(work, work::DECODE_OUT_BYTES, bytes.len() as u64);
-            SortClass::count(work, work::SORT, kt.width() as u32 * 8, codes.len() as u64);
-            sort_key_bytes(&bytes, kt, 0, job.algo).rows()
-        }
+    let order: Vec<u32> = match job.by {
+        Some(field) => sort_by_field(field, job, rows, offsets, work)?,
+        None => sort_stored_key(job, p, key, work)?,
     };
     let mut objects: Vec<(&'static str, Vec<u8>)> = Vec::new();
     match p.row_size {
@@ -79,6 +63,66 @@ fn sort_part(
     work::add(work, work::GATHER_ROWS, 2 * order.len() as u64);
     work::add(work, work::GATHER_BYTES, gathered);
     Ok(objects)
+}
+/// The sorted order of a part by a field of its rows: the field pulled out of every row as the device's
+/// `extract-key` does (and counted as it counts it), then sorted.
+fn sort_by_field(
+    field: &FieldKey,
+    job: &SortJob<'_>,
+    rows: &[u8],
+    offsets: &[u64],
+    work: &mut Ledger,
+) -> Result<Vec<u32>> {
+    let damaged = |detail: String| HostError::Damaged { name: job.table.into(), detail };
+    field.validate().map_err(|e| HostError::InvalidArgument(e.to_string()))?;
+    let mut data = Vec::new();
+    let mut ends = vec![0u64];
+    for (i, w) in offsets.windows(2).enumerate() {
+        let row = rows
+            .get(w[0] as usize..w[1] as usize)
+            .ok_or_else(|| damaged(format!("row {i} is past the rows")))?;
+        field.push(row, &mut data).map_err(|e| damaged(format!("row {i}: {e}")))?;
+        ends.push(data.len() as u64);
+    }
+    let n = ends.len() as u64 - 1;
+    work::add(work, work::GATHER_ROWS, n);
+    work::add(work, work::GATHER_BYTES, data.len() as u64);
+    Ok(match field.form() {
+        KeyForm::Plain(kt) => {
+            SortClass::count(work, work::SORT, kt.width() as u32 * 8, n);
+            sort_key_bytes(&data, kt, 0, job.algo).rows()
+        }
+        KeyForm::Bytes => {
+            let keys: Vec<&[u8]> = ends.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+            SortClass::count(work, work::SORT, 64, n);
+            sort_byte_keys(&keys, 0, job.algo)
+        }
+    })
+}
+
+/// The sorted order of a part by its stored key column.
+fn sort_stored_key(job: &SortJob<'_>, p: &PartInfo, key: &HostKey, work: &mut Ledger) -> Result<Vec<u32>> {
+    let damaged = |detail: String| HostError::Damaged { name: job.table.into(), detail };
+    Ok(match key {
+        HostKey::Bytes { data, offsets } => {
+            let keys: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+            SortClass::count(work, work::SORT, 64, keys.len() as u64);
+            sort_byte_keys(&keys, 0, job.algo)
+        }
+        HostKey::Plain(bytes) => {
+            let kt = p.key.key_type().ok_or_else(|| damaged("a plain key without a type".into()))?;
+            SortClass::count(work, work::SORT, kt.width() as u32 * 8, (bytes.len() / kt.width()) as u64);
+            sort_key_bytes(bytes, kt, 0, job.algo).rows()
+        }
+        HostKey::Dict { dictionary, codes } => {
+            let kt = p.key.key_type().ok_or_else(|| damaged("a dictionary key without a type".into()))?;
+            let bytes = kt.decode_dict(dictionary, codes).map_err(|e| damaged(e.to_string()))?;
+            work::add(work, work::DECODE_CODES, codes.len() as u64);
+            work::add(work, work::DECODE_OUT_BYTES, bytes.len() as u64);
+            SortClass::count(work, work::SORT, kt.width() as u32 * 8, codes.len() as u64);
+            sort_key_bytes(&bytes, kt, 0, job.algo).rows()
+        }
+    })
 }
 
 /// Host (or accelerator) placement. Both serve one device after another, as this loop does and as the

@@ -1,6 +1,7 @@
 //! What every placement of one sort works from.
 
 use insitu_kernels::keys::SortAlgo;
+use insitu_kernels::rowkey::FieldKey;
 
 use crate::table::TableInfo;
 
@@ -12,4 +13,6 @@ pub struct SortJob<'a> {
     pub devices: &'a [u32],
     pub info: &'a TableInfo,
     pub algo: SortAlgo,
+    /// The field to sort by when it is not the stored key column: extracted from the rows first.
+    pub by: Option<&'a FieldKey>,
 }

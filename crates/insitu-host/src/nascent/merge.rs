@@ -1,6 +1,6 @@
 //! The global order: a k-way merge at the host of the sorted parts of a table, written as one Parquet
-//! file (Arrow's row format compares keys of any type; ties go to the lower device, then row order, so the
-//! merge is deterministic).
+//! file, by the column the parts are sorted by (Arrow's row format compares keys of any type, nulls last as
+//! the devices sort them; ties go to the lower device, then row order, so the merge is deterministic).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -44,7 +44,7 @@ pub fn read_table_merged(array: &Array, name: &str) -> Result<(Vec<RecordBatch>,
 
 fn check_sorted(array: &Array, name: &str) -> Result<()> {
     let (_, info) = array.table_entry(name)?;
-    if !info.sorted {
+    if info.sort_column().is_none() {
         return Err(HostError::InvalidArgument(format!(
             "table {name:?} is not a sort's output, so its parts are not sorted: sort it first (`insitu sort \
              {name} --key {}`), or export it as stored without --merged",
@@ -72,16 +72,19 @@ fn merge_parts(array: &Array, table: &str, sink: &mut dyn FnMut(RecordBatch) -> 
         batches.push(b);
         Ok(())
     })?;
+    // The column the parts are sorted by, in the devices' order: ascending, nulls last.
+    let col = info.sort_column().unwrap_or(info.key);
     let key_type = batches
         .first()
-        .map(|b| b.column(info.key).data_type().clone())
+        .map(|b| b.column(col).data_type().clone())
         .unwrap_or(arrow::datatypes::DataType::Null);
     let keys = "comparing the sort key";
-    let conv = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(key_type)])
+    let order = arrow::compute::SortOptions { descending: false, nulls_first: false };
+    let conv = arrow::row::RowConverter::new(vec![arrow::row::SortField::new_with_options(key_type, order)])
         .map_err(HostError::arrow(keys))?;
     let rows: Vec<arrow::row::Rows> = batches
         .iter()
-        .map(|b| conv.convert_columns(&[b.column(info.key).clone()]).map_err(HostError::arrow(keys)))
+        .map(|b| conv.convert_columns(&[b.column(col).clone()]).map_err(HostError::arrow(keys)))
         .collect::<Result<_>>()?;
     let mut heap = BinaryHeap::new();
     for (p, r) in rows.iter().enumerate() {

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::array::{validate_user_name, Array};
 use crate::catalog::{EntryKind, ObjectEntry};
-use crate::error::{HostError, Result};
+use crate::error::Result;
 use insitu_device::work::{self, Ledger};
 
 use crate::model::HostWork;
@@ -64,15 +64,13 @@ pub struct SortOptions {
 pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<Report> {
     let (entry, info) = array.table_entry(name)?;
     let (entry, info) = (entry.clone(), info.clone());
-    let key_name = &info.schema.columns[info.key].name;
-    if *key_name != opts.key {
-        info.schema.index_of(&opts.key)?;
-        return Err(HostError::InvalidArgument(format!(
-            "table {name:?} is stored with key column {key_name:?} (column-wise, NASCENT's layout); put it again \
-             with --key {} to sort by that column",
-            opts.key
-        )));
-    }
+    // A column other than the stored key is pulled out of the rows first (`extract-key`), and costs one
+    // more pass over them; the output keeps the input's layout and records the column it is sorted by.
+    let column = info.schema.index_of(&opts.key)?;
+    let by = match column == info.key {
+        true => None,
+        false => Some(crate::table::layout::field_key(&info.schema, info.key, column)?),
+    };
     let out = opts.out.clone().unwrap_or_else(|| format!("{name}.sorted"));
     validate_user_name(&out)?;
     array.check_free(&out)?;
@@ -81,7 +79,14 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
     }
     let op = format!("sort ({})", opts.placement.name());
     let mut measure = Measure::start(&op, array)?;
-    let job = SortJob { table: name, out: &out, devices: &entry.devices, info: &info, algo: opts.algo };
+    let job = SortJob {
+        table: name,
+        out: &out,
+        devices: &entry.devices,
+        info: &info,
+        algo: opts.algo,
+        by: by.as_ref(),
+    };
     let parts = match opts.placement {
         SortPlacement::Device => {
             crate::nascent::device::sort_on_devices(array, &job, opts.memory_budget, &mut measure)
@@ -102,13 +107,27 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         size: entry.size,
         stripe_unit: 0,
         devices: entry.devices.clone(),
-        kind: EntryKind::Table(TableInfo { parts, sorted: true, ..info.clone() }),
+        kind: EntryKind::Table(TableInfo {
+            parts,
+            sorted: true,
+            sorted_by: by.is_some().then_some(column),
+            ..info.clone()
+        }),
     })?;
     let mut result = json!({
         "table": name, "out": out, "key": opts.key, "placement": opts.placement, "algo": opts.algo, "rows": rows,
     });
     let mut headline =
         format!("{op}: {rows} rows of {name} by {} ({}) into {out}", opts.key, opts.algo.name());
+    if by.is_some() {
+        let stored = &info.schema.columns[info.key].name;
+        headline.push_str(&format!(
+            "\n  {} is stored row-wise (the key column is {stored}): its values were pulled out of every row \
+             first (phase extract), nulls sort last",
+            opts.key
+        ));
+        result["extracted"] = json!(true);
+    }
     if let Some(path) = &opts.merge {
         let merged = match crate::nascent::merge::merge_to_parquet(array, &out, path) {
             Ok(m) => m,

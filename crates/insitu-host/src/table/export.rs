@@ -80,12 +80,11 @@ pub fn read_table(array: &Array, name: &str) -> Result<(Vec<RecordBatch>, Report
 /// For a sort's output over several devices: parts in device order are not one order.
 fn order_note(array: &Array, name: &str) -> Result<String> {
     let (entry, info) = array.table_entry(name)?;
-    Ok(if info.sorted && entry.devices.len() > 1 {
-        format!(
+    Ok(match info.sort_column() {
+        Some(c) if entry.devices.len() > 1 => format!(
             "\n  parts in device order, each sorted by {}: `--merged` writes one globally sorted file",
-            info.schema.columns[info.key].name
-        )
-    } else {
-        String::new()
+            info.schema.columns[c].name
+        ),
+        _ => String::new(),
     })
 }

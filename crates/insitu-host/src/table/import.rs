@@ -349,6 +349,7 @@ fn load(
             partition: opts.partition.clone(),
             parts,
             sorted: false,
+            sorted_by: None,
         }),
     };
     array.commit_entry(entry)?;

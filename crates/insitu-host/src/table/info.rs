@@ -54,9 +54,19 @@ pub struct TableInfo {
     pub partition: Partitioning,
     /// One per device of the entry, in the same order.
     pub parts: Vec<PartInfo>,
-    /// Set when the table is the output of a sort: each part is sorted by the key.
+    /// Set when the table is the output of a sort: each part is sorted by the key, or by `sorted_by`.
     #[serde(default)]
     pub sorted: bool,
+    /// The column a sort's output is sorted by when it is not the key (nulls last, ties in row order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sorted_by: Option<usize>,
+}
+
+impl TableInfo {
+    /// The column each part is sorted by, if the table is a sort's output.
+    pub fn sort_column(&self) -> Option<usize> {
+        self.sorted.then_some(self.sorted_by.unwrap_or(self.key))
+    }
 }
 
 /// How a part's key column is encoded.

@@ -20,6 +20,7 @@ use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
 use insitu_kernels::dict::{self, Codes};
 use insitu_kernels::keys::KeyType;
+use insitu_kernels::rowkey::{FieldKey, FieldValue};
 
 use crate::error::{HostError, Result};
 use crate::table::schema::{ColType, KeyKind, TableSchema};
@@ -180,6 +181,25 @@ fn row_columns(schema: &TableSchema, key: usize) -> Vec<usize> {
 
 fn has_bitmap(schema: &TableSchema, key: usize) -> bool {
     row_columns(schema, key).iter().any(|c| schema.columns[*c].nullable)
+}
+
+/// Where column `column` (not the key) is in the rows of a part, read as a sort key: how a table sorts by
+/// a column it stores row-wise (`insitu_kernels::rowkey`).
+pub fn field_key(schema: &TableSchema, key: usize, column: usize) -> Result<FieldKey> {
+    let c = &schema.columns[column];
+    let value = match c.ty.key_kind(&c.name)? {
+        KeyKind::Fixed(key_type) => {
+            let width = c.ty.fixed_width().expect("fixed-width keys have a width") as u32;
+            FieldValue::Number { width, key_type }
+        }
+        KeyKind::Bytes => FieldValue::Bytes { width: c.ty.fixed_width().map(|w| w as u32) },
+    };
+    let cols = row_columns(schema, key);
+    let index = cols.iter().position(|x| *x == column).expect("a column other than the key is in the rows");
+    let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) as u32 } else { 0 };
+    let before =
+        cols[..index].iter().map(|x| schema.columns[*x].ty.fixed_width().map(|w| w as u32)).collect();
+    Ok(FieldKey { bitmap, index: index as u32, before, value, nullable: c.nullable })
 }
 
 /// A column's values as [`encode_rows`] copies them, found once a column rather than once a value.

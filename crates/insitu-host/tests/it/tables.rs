@@ -3,8 +3,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, Date32Array, Decimal128Array, Float64Array, Int64Array, StringArray};
-use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use arrow::array::{
+    ArrayRef, AsArray, BooleanArray, Date32Array, Decimal128Array, FixedSizeBinaryArray, Float32Array,
+    Float64Array, Int16Array, Int64Array, StringArray, TimestampMicrosecondArray, UInt8Array,
+};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use insitu_device::Profile;
 use insitu_host::nascent::sort::{sort_table, SortOptions, SortPlacement};
@@ -180,6 +183,161 @@ fn merge_gives_one_globally_sorted_file() {
     assert!(a.fsck().unwrap().is_empty());
 }
 
+/// A table with a column of every kind a sort takes, nulls in some, ties in all; `k` is the stored key.
+fn mixed_table(n: usize, seed: u64) -> RecordBatch {
+    let mut r = SmallRng::seed_from_u64(seed);
+    let schema = Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("g", DataType::Int16, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("x", DataType::Float64, false),
+        Field::new("b", DataType::Boolean, false),
+        Field::new("u", DataType::UInt8, false),
+        Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, None), true),
+        Field::new("fb", DataType::FixedSizeBinary(3), false),
+        Field::new("f", DataType::Float32, true),
+    ]);
+    let specials = [f64::NAN, -0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY, -1.5];
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>())),
+        Arc::new(Int16Array::from(
+            (0..n).map(|_| r.gen_bool(0.8).then(|| r.gen_range(-300..300i16))).collect::<Vec<_>>(),
+        )),
+        Arc::new(StringArray::from(
+            (0..n)
+                .map(|_| {
+                    r.gen_bool(0.9).then(|| "ab".repeat(r.gen_range(0..4)) + &"z".repeat(r.gen_range(0..2)))
+                })
+                .collect::<Vec<_>>(),
+        )),
+        Arc::new(Float64Array::from(
+            (0..n)
+                .map(|i| {
+                    if i % 13 == 0 {
+                        specials[i / 13 % specials.len()]
+                    } else {
+                        r.gen_range(-9.0..9.0f64).round()
+                    }
+                })
+                .collect::<Vec<_>>(),
+        )),
+        Arc::new(BooleanArray::from((0..n).map(|_| r.gen_bool(0.5)).collect::<Vec<_>>())),
+        Arc::new(UInt8Array::from((0..n).map(|_| r.gen_range(0..=255u8)).collect::<Vec<_>>())),
+        Arc::new(TimestampMicrosecondArray::from(
+            (0..n).map(|_| r.gen_bool(0.7).then(|| r.gen_range(-5..5i64) * 1_000_000)).collect::<Vec<_>>(),
+        )),
+        Arc::new(
+            FixedSizeBinaryArray::try_from_iter(
+                (0..n).map(|_| [r.gen_range(0..3u8), 0xff, r.gen_range(0..2u8)]),
+            )
+            .unwrap(),
+        ),
+        Arc::new(Float32Array::from(
+            (0..n).map(|i| (i % 5 != 0).then(|| r.gen_range(-2..2i32) as f32 * 0.5)).collect::<Vec<_>>(),
+        )),
+    ];
+    RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+}
+
+/// `b` sorted by column `c` as the devices sort: ascending, nulls last, ties in row order (Arrow's
+/// comparison, a stable sort: independent of the devices' key encoding and sorters).
+fn stable_sort_by(b: &RecordBatch, c: usize) -> RecordBatch {
+    let opts = arrow::compute::SortOptions { descending: false, nulls_first: false };
+    let conv = arrow::row::RowConverter::new(vec![arrow::row::SortField::new_with_options(
+        b.column(c).data_type().clone(),
+        opts,
+    )])
+    .unwrap();
+    let rows = conv.convert_columns(&[b.column(c).clone()]).unwrap();
+    let mut order: Vec<u32> = (0..b.num_rows() as u32).collect();
+    order.sort_by(|x, y| rows.row(*x as usize).cmp(&rows.row(*y as usize)));
+    arrow::compute::take_record_batch(b, &arrow::array::UInt32Array::from(order)).unwrap()
+}
+
+fn parts_of(a: &InsituArray, name: &str) -> Vec<RecordBatch> {
+    let mut parts = Vec::new();
+    insitu_host::table::store::each_part(a, name, &mut |p| {
+        parts.push(p);
+        Ok(())
+    })
+    .unwrap();
+    parts
+}
+
+#[test]
+fn sorting_by_a_column_stored_row_wise_agrees_with_arrow_in_every_placement() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 3);
+    let input = mixed_table(3000, 5);
+    let src = dir.path().join("m.parquet");
+    write_parquet(&src, &input);
+    put(&mut a, &src, "t", "k", false);
+    // A second table with no nullable column: its rows carry no null bitmap.
+    let plain = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("name", DataType::Utf8, false),
+            Field::new("v", DataType::UInt32, false),
+        ])),
+        vec![
+            Arc::new(arrow::array::Int32Array::from((0..2000).collect::<Vec<i32>>())),
+            Arc::new(StringArray::from(
+                (0..2000).map(|i| format!("n{}", (i * 7919) % 97)).collect::<Vec<_>>(),
+            )),
+            Arc::new(arrow::array::UInt32Array::from(
+                (0..2000u32).map(|i| i.wrapping_mul(2654435761) >> 22).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+    .unwrap();
+    let src2 = dir.path().join("p.parquet");
+    write_parquet(&src2, &plain);
+    put(&mut a, &src2, "p", "id", true);
+    let cases = ["g", "s", "x", "b", "u", "t", "fb", "f"]
+        .map(|c| ("t", c))
+        .into_iter()
+        .chain([("p", "name"), ("p", "v")]);
+    for (table, col) in cases {
+        let stored = parts_of(&a, table);
+        let c = stored[0].schema().index_of(col).unwrap();
+        let mut outs = Vec::new();
+        for placement in [SortPlacement::Device, SortPlacement::Host] {
+            let out = format!("{table}.{col}.{placement:?}");
+            sort(&mut a, table, col, placement, SortAlgo::Fast, &out);
+            outs.push(parts_of(&a, &out));
+        }
+        assert_eq!(outs[0], outs[1], "{table} by {col}: device and host agree");
+        for (i, (got, part)) in outs[0].iter().zip(&stored).enumerate() {
+            assert_eq!(*got, stable_sort_by(part, c), "{table} by {col}: part {i}");
+        }
+        // The output is a sort's output by that column: merged, it is one order of the same rows.
+        let out = format!("{table}.{col}.Device");
+        let (merged, _) = insitu_host::nascent::merge::read_table_merged(&a, &out).unwrap();
+        let merged = arrow::compute::concat_batches(&merged[0].schema(), &merged).unwrap();
+        let whole = arrow::compute::concat_batches(&stored[0].schema(), &stored).unwrap();
+        let want = stable_sort_by(&whole, c);
+        assert_eq!(
+            row_strings(&merged.project(&[c]).unwrap()),
+            row_strings(&want.project(&[c]).unwrap()),
+            "{col}"
+        );
+        let (mut got, mut all) = (row_strings(&merged), row_strings(&whole));
+        got.sort();
+        all.sort();
+        assert_eq!(got, all, "{table} by {col}: the same rows");
+    }
+    // Nothing of the extraction is left on the devices.
+    for d in a.devices() {
+        let objs = d.call(insitu_device::protocol::List).unwrap();
+        assert!(
+            objs.iter().all(|o| !o.name.contains("#sortkey")),
+            "{:?}",
+            objs.iter().map(|o| &o.name).collect::<Vec<_>>()
+        );
+    }
+    assert!(a.fsck().unwrap().is_empty());
+}
+
 #[test]
 fn a_table_larger_than_device_memory_is_sorted_out_of_core() {
     let dir = tempfile::tempdir().unwrap();
@@ -274,13 +432,13 @@ fn bad_tables_and_arguments_are_refused_and_store_nothing() {
     let p = dir.path().join("e.parquet");
     get_table(&a, "empty.s", &p).unwrap();
     assert_eq!(read_table_file(&p).unwrap().num_rows(), 0);
-    // Sorting by a column that is not the stored key, and an output name already taken.
+    // Sorting by a column no sorter takes, and an output name already taken.
     put(&mut a, &src, "t", "k", false);
     let err = sort_table(
         &mut a,
         "t",
         &SortOptions {
-            key: "ship".into(),
+            key: "price".into(),
             placement: SortPlacement::Device,
             algo: SortAlgo::Fast,
             out: None,
@@ -290,7 +448,8 @@ fn bad_tables_and_arguments_are_refused_and_store_nothing() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("stored with key column \"k\""), "{err}");
+    assert!(err.contains("128-bit decimal"), "{err}");
+    assert!(a.entry("t.sorted").is_err(), "a refused sort stores nothing");
     let err = sort_table(
         &mut a,
         "t",

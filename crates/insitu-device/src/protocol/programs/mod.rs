@@ -9,6 +9,7 @@
 //! | `sort`          | [`SortArgs`]       | [`SortOutput`]     | NASCENT §3.3-3.4 |
 //! | `dict-decode`   | [`DictDecodeArgs`] | [`DictDecodeOutput`] | NASCENT §3.6 |
 //! | `gather`        | [`GatherArgs`]     | [`GatherOutput`]   | NASCENT §3.5 |
+//! | `extract-key`   | [`ExtractKeyArgs`] | [`ExtractKeyOutput`] | (sort by a row-wise column) |
 //! | `psacs-shuffle` | [`ShuffleArgs`]    | [`ShuffleOutput`]  | PSACS §III-IV |
 //! | `svs`           | [`SvsArgs`]        | [`SvsOutput`]      | DaMoN '16 §3 |
 
@@ -24,8 +25,8 @@ use crate::protocol::request::{Queue, Request};
 
 pub use self::intersect::{Returned, SvsArgs, SvsOutput};
 pub use self::nascent::{
-    DictDecodeArgs, DictDecodeOutput, GatherArgs, GatherOutput, KeyColumn, RowShape, SortArgs, SortOutput,
-    TablePart,
+    DictDecodeArgs, DictDecodeOutput, ExtractKeyArgs, ExtractKeyOutput, GatherArgs, GatherOutput, KeyColumn,
+    RowShape, SortArgs, SortOutput, TablePart,
 };
 pub use self::psacs::{ShuffleArgs, ShuffleOutput};
 pub use self::search::{HeadsArgs, HeadsOutput, SearchArgs, SearchOutput};
@@ -121,6 +122,9 @@ programs! {
     /// NASCENT's shuffle kernel.
     Gather = "gather", "gather", GatherArgs => GatherOutput,
         "gather rows (or any items) in sorted-index order into a buffer";
+    /// A row-wise column as a key column (sorting by a column that is not the stored key).
+    ExtractKey = "extract-key", "gather", ExtractKeyArgs => ExtractKeyOutput,
+        "pull one field out of every row of a table part into a key column";
     /// PSACS's shuffle write.
     PsacsShuffle = "psacs-shuffle", "shuffle", ShuffleArgs => ShuffleOutput,
         "hash-partition a table part by sort-based grouping, tiled to device memory, column-major, LZ4 or none";

@@ -1,8 +1,9 @@
 //! Arguments and results of NASCENT's programs (FPGA '21): `sort` (§3.3-3.4), `dict-decode` (§3.6) and
-//! `gather`, the shuffle kernel (§3.5), and how a table part is stored on a device in the hybrid layout
+//! `gather`, the shuffle kernel (§3.5), `extract-key` (a row-wise column as a key column), and how a table part is stored on a device in the hybrid layout
 //! (§3.5 Fig. 6c: the key column column-wise, the other columns row-wise).
 
 use insitu_kernels::keys::{KeyType, SortAlgo};
+use insitu_kernels::rowkey::FieldKey;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::MemHandle;
@@ -53,6 +54,26 @@ pub struct SortOutput {
     pub rows: u64,
     /// Sorted runs (1 when the column was sorted in device memory).
     pub runs: u64,
+}
+
+/// Pull one field out of every row of a part into a key column the sorter takes: plain values of the
+/// key type in `out` when the field is a number that cannot be null, else byte strings in `out` with
+/// offsets in `out_offsets` (formats in `insitu_kernels::rowkey`). How a table is sorted by a column
+/// it stores row-wise; rows stream from flash and the key column streams back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExtractKeyArgs {
+    pub rows: String,
+    pub shape: RowShape,
+    pub field: FieldKey,
+    pub out: String,
+    pub out_offsets: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtractKeyOutput {
+    pub rows: u64,
+    /// The key column written, for `sort`.
+    pub key: KeyColumn,
 }
 
 /// Decode a dictionary-encoded column into `out_bits`-bit values (16, 32 or 64) in buffer `out`.
