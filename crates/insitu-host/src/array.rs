@@ -69,6 +69,9 @@ pub struct Array {
     /// The generation of `catalog.json` as this process last read or wrote it.
     disk_generation: u64,
     open_report: OpenReport,
+    /// Objects whose parts are not the ones their entry recorded (see [`ObjectEntry::commits`]), and
+    /// what differs: found at open, refused until `fsck --repair`.
+    mismatched: std::collections::BTreeMap<String, String>,
     pub(crate) faults: FaultPlan,
     /// Sockets of device servers (process transport); removed after the devices stop.
     _sockets: Option<ScratchDir>,
@@ -107,6 +110,7 @@ fn blob_from_parts(name: &str, parts: &[(u32, &insitu_device::ObjectMeta)]) -> O
         stripe_unit: unit,
         devices: devices.iter().map(|d| d.0).collect(),
         kind: EntryKind::Blob,
+        commits: Vec::new(),
     };
     (0..count).all(|i| entry.layout(i).part_size() == devices[i].1).then_some(entry)
 }
@@ -227,6 +231,7 @@ impl Array {
             disk_generation: catalog.generation,
             catalog,
             open_report: OpenReport::default(),
+            mismatched: Default::default(),
             faults: FaultPlan::none(),
             _sockets: None,
             _lock: lock,
@@ -330,6 +335,7 @@ impl Array {
             disk_generation: catalog.generation,
             catalog,
             open_report,
+            mismatched: Default::default(),
             faults: opts.faults,
             _sockets: opened.sockets,
             _lock: lock,
@@ -400,11 +406,13 @@ impl Array {
         let removing: std::collections::HashSet<(u32, String)> =
             self.catalog.removing.iter().cloned().collect();
         let mut changed = behind || !removing.is_empty();
+        let mut found = std::collections::HashMap::new();
         for d in self.devices.iter().filter_map(|d| d.as_ref().ok()) {
             let recorded = self.catalog.next_txns.get(d.id() as usize).copied().unwrap_or(0);
             for o in d.call(List).map_err(HostError::device(d.id()))? {
                 let key = (d.id(), o.name.clone());
                 if known.contains(&key) {
+                    found.insert(key, o.txn);
                     continue;
                 }
                 let cut_off_write = o.txn >= recorded;
@@ -432,6 +440,7 @@ impl Array {
                 changed = true;
             }
         }
+        self.find_mismatched(&found);
         if changed {
             // Removals on a device that is offline are still to be done when it is back.
             let offline: Vec<u32> = self.offline().map(|(i, _)| i).collect();
@@ -441,6 +450,76 @@ impl Array {
             self.save_catalog()?;
         }
         Ok(())
+    }
+
+    /// Finds the entries whose parts on the online devices are not the ones they recorded: made by another
+    /// write (the catalog, or a device, is an older or newer copy than the other).
+    fn find_mismatched(&mut self, found: &std::collections::HashMap<(u32, String), u64>) {
+        for e in self.catalog.objects.values() {
+            if e.commits.len() != e.devices.len() {
+                continue;
+            }
+            let mut why = None;
+            'parts: for (i, dev) in e.devices.iter().enumerate() {
+                if self.device(*dev).is_err() {
+                    continue;
+                }
+                for (name, want) in e.device_objects(i).into_iter().zip(&e.commits[i]) {
+                    match found.get(&(*dev, name.clone())) {
+                        Some(got) if got == want => {}
+                        Some(got) => {
+                            why = Some(format!(
+                                "its part {name:?} on dev{dev} was made by write transaction {got}, the catalog \
+                                 recorded {want}"
+                            ));
+                            break 'parts;
+                        }
+                        // A missing part is damage, which fsck reports; the rest of the object stays.
+                        None => {}
+                    }
+                }
+            }
+            if let Some(why) = why {
+                self.open_report.notes.push(format!(
+                    "{} {:?} does not match its parts ({why}): the catalog or a device is another copy; it is \
+                     refused until `insitu fsck --repair` lists it again from its parts",
+                    e.kind.name(),
+                    e.name
+                ));
+                self.mismatched.insert(e.name.clone(), why);
+            }
+        }
+    }
+
+    /// `fsck --repair`: takes out of the catalog every entry whose parts are not the ones it recorded, and
+    /// keeps its parts in quarantine, from where [`Array::restore_quarantined`] lists again what they
+    /// describe. Returns the names.
+    pub fn unlist_mismatched(&mut self) -> Result<Vec<String>> {
+        let names: Vec<String> = self.mismatched.keys().cloned().collect();
+        for name in &names {
+            let Some(e) = self.catalog.objects.remove(name) else { continue };
+            let why = format!("listed by entry {name:?}, which did not match it ({})", self.mismatched[name]);
+            for (i, dev) in e.devices.iter().enumerate() {
+                let Ok(d) = self.device(*dev) else { continue };
+                let listed = d.call(List).map_err(HostError::device(*dev))?;
+                for part in e.device_objects(i) {
+                    if let Some(o) = listed.iter().find(|o| o.name == part) {
+                        self.catalog.quarantine.push(QuarantinedPart {
+                            device: *dev,
+                            name: part,
+                            kind: o.kind.clone(),
+                            size: o.size,
+                            why: why.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        if !names.is_empty() {
+            self.save_catalog()?;
+            self.mismatched.clear();
+        }
+        Ok(names)
     }
 
     /// `fsck --repair`, before the array opens: mends what keeps a device from opening and can be mended
@@ -644,6 +723,15 @@ impl Array {
     }
 
     pub fn entry(&self, name: &str) -> Result<&ObjectEntry> {
+        if let Some(why) = self.mismatched.get(name) {
+            return Err(HostError::Damaged {
+                name: name.to_string(),
+                detail: format!(
+                    "it does not match its parts ({why}): the catalog or a device is another copy than the \
+                     other; `insitu fsck --repair` lists it again from what its parts describe"
+                ),
+            });
+        }
         self.catalog.objects.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))
     }
 
@@ -738,7 +826,10 @@ impl Array {
     /// Adds several entries with one durable catalog write (bulk loads such as an index's lists).
     pub(crate) fn commit_entries(&mut self, entries: Vec<ObjectEntry>) -> Result<()> {
         let names: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
-        for e in entries {
+        let commits = self.part_commits(&entries)?;
+        for (mut e, c) in entries.into_iter().zip(commits) {
+            e.commits = c;
+            self.mismatched.remove(&e.name);
             self.catalog.objects.insert(e.name.clone(), e);
         }
         let removing = std::mem::take(&mut self.catalog.removing);
@@ -752,9 +843,50 @@ impl Array {
         Ok(())
     }
 
+    /// The write transaction of every device object of each entry's parts ([`ObjectEntry::commits`]):
+    /// asked object by object for one entry, from each device's list for several.
+    fn part_commits(&self, entries: &[ObjectEntry]) -> Result<Vec<Vec<Vec<u64>>>> {
+        let mut listed: std::collections::HashMap<u32, std::collections::HashMap<String, u64>> =
+            Default::default();
+        if entries.len() > 1 {
+            for dev in
+                entries.iter().flat_map(|e| e.devices.iter()).collect::<std::collections::BTreeSet<_>>()
+            {
+                let list = self.device(*dev)?.call(List).map_err(HostError::device(*dev))?;
+                listed.insert(*dev, list.into_iter().map(|o| (o.name, o.txn)).collect());
+            }
+        }
+        entries
+            .iter()
+            .map(|e| {
+                e.devices
+                    .iter()
+                    .enumerate()
+                    .map(|(i, dev)| {
+                        e.device_objects(i)
+                            .into_iter()
+                            .map(|name| match listed.get(dev) {
+                                Some(l) => l.get(&name).copied().ok_or_else(|| HostError::Damaged {
+                                    name: name.clone(),
+                                    detail: format!("not on dev{dev}"),
+                                }),
+                                None => Ok(self
+                                    .device(*dev)?
+                                    .call(Stat { name })
+                                    .map_err(HostError::device(*dev))?
+                                    .txn),
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Removes an entry durably; returns it.
     pub(crate) fn remove_entry(&mut self, name: &str) -> Result<ObjectEntry> {
-        let entry = self.catalog.objects.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))?;
+        // An entry that does not match its parts would remove parts another write made.
+        let entry = self.entry(name)?;
         // Every part must be reachable to be removed: refuse while a device holding one is offline.
         for dev in &entry.devices {
             self.device(*dev)?;
@@ -844,6 +976,12 @@ impl Array {
                     Err(err) => problems.push(format!("object {:?}: part {i} on dev{dev}: {err}", e.name)),
                 }
             }
+        }
+        for (name, why) in &self.mismatched {
+            problems.push(format!(
+                "object {name:?} does not match its parts ({why}); `insitu fsck --repair` lists it again from \
+                 what its parts describe"
+            ));
         }
         for q in &self.catalog.quarantine {
             problems.push(format!(

@@ -90,6 +90,7 @@ pub fn put_reader(
         stripe_unit: array.config().stripe_unit,
         devices,
         kind: EntryKind::Blob,
+        commits: Vec::new(),
     };
     let measure = Measure::start("put", array)?;
     let txns = create_parts(array, &entry, size.is_some())?;

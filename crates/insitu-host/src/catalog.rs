@@ -74,6 +74,11 @@ pub struct ObjectEntry {
     pub devices: Vec<u32>,
     #[serde(flatten)]
     pub kind: EntryKind,
+    /// Per part (as `devices`), the write transaction that made each of its device objects (as
+    /// [`ObjectEntry::device_objects`]), recorded when the entry is committed. It ties the entry to the
+    /// very parts it was made with: a part replaced or rolled back under the catalog is found at open.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<Vec<u64>>,
 }
 
 impl ObjectEntry {
@@ -232,7 +237,14 @@ mod tests {
     use super::*;
 
     fn blob(name: &str, size: u64, stripe_unit: u64, devices: Vec<u32>) -> ObjectEntry {
-        ObjectEntry { name: name.into(), size, stripe_unit, devices, kind: EntryKind::Blob }
+        ObjectEntry {
+            name: name.into(),
+            size,
+            stripe_unit,
+            devices,
+            kind: EntryKind::Blob,
+            commits: Vec::new(),
+        }
     }
 
     #[test]

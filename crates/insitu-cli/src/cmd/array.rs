@@ -98,6 +98,9 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
             eprintln!("repair: {done}");
         }
         let mut array = ctx.open()?;
+        for name in array.unlist_mismatched()? {
+            eprintln!("repair: {name} did not match its parts: its parts are kept in quarantine");
+        }
         for r in array.restore_quarantined()? {
             eprintln!("repair: restored object {r} from parts kept in quarantine");
         }

@@ -287,6 +287,36 @@ fn an_older_catalog_keeps_the_parts_it_does_not_know_in_quarantine_instead_of_de
 }
 
 #[test]
+fn an_older_catalog_never_serves_an_object_rewritten_under_the_same_name() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    let (v1, v2) = (text(30_000, 5, b"v1"), text(50_000, 6, b"v2"));
+    env.ok(&["put", s(&env.write("v1", &v1)), "--name", "x"]);
+    let old = env.path("catalog.old");
+    std::fs::copy(env.data().join("catalog.json"), &old).unwrap();
+    // The same name, written again with other bytes and another size; then the catalog goes back.
+    env.ok(&["rm", "x"]);
+    env.ok(&["put", s(&env.write("v2", &v2)), "--name", "x"]);
+    std::fs::copy(&old, env.data().join("catalog.json")).unwrap();
+    // The old entry would read the new parts with the old size: it is refused, naming why.
+    let err = env.fails(&["get", "x"]);
+    assert!(err.contains("does not match its parts") && err.contains("write transaction"), "{err}");
+    assert!(env.fails(&["rm", "x"]).contains("does not match its parts"));
+    let o = env.run(&["fsck"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.code() == Some(2) && out.contains("does not match its parts"), "{out}");
+    // Repair lists the object again from what its parts describe: the bytes written last.
+    let o = env.run(&["fsck", "--repair"]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("x did not match its parts") && said.contains("restored object x (50000 bytes"),
+        "{said}"
+    );
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+    assert_eq!(env.run(&["get", "x"]).stdout, v2);
+}
+
+#[test]
 fn a_device_folder_restored_from_an_older_copy_is_taken_offline_and_nothing_is_changed() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny", "--stripe-unit", "4KiB"]);

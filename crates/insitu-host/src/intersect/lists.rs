@@ -25,6 +25,7 @@ fn entry_for(name: &str, kind: EntryKind, size: u64, dev: u32) -> ObjectEntry {
         stripe_unit: crate::array::DEFAULT_STRIPE_UNIT,
         devices: vec![dev],
         kind,
+        commits: Vec::new(),
     }
 }
 

@@ -113,6 +113,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
             sorted_by: by.is_some().then_some(column),
             ..info.clone()
         }),
+        commits: Vec::new(),
     })?;
     let mut result = json!({
         "table": name, "out": out, "key": opts.key, "placement": opts.placement, "algo": opts.algo, "rows": rows,

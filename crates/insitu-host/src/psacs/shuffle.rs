@@ -122,6 +122,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         stripe_unit: 0,
         devices: entry.devices.clone(),
         kind: EntryKind::Shuffle(sinfo),
+        commits: Vec::new(),
     })?;
     let rows: u64 = info.parts.iter().map(|p| p.rows).sum();
     let ratio = raw as f64 / stored.max(1) as f64;

@@ -351,6 +351,7 @@ fn load(
             sorted: false,
             sorted_by: None,
         }),
+        commits: Vec::new(),
     };
     array.commit_entry(entry)?;
     array.faults.hit("put-table-catalog");
