@@ -575,8 +575,9 @@ impl Array {
     }
 
     /// `fsck --repair`: puts back into the catalog every object kept whole in quarantine that its parts
-    /// describe (a blob: each part says which of how many it is, the stripe unit and the total size),
-    /// under its own name when that is free. Returns what was restored.
+    /// describe (a blob: each part says which of how many it is, the stripe unit and the total size; a
+    /// table or a shuffle output: its first object in each part carries the catalog's description, see
+    /// [`crate::catalog::part_attrs`]), under its own name when that is free. Returns what was restored.
     pub fn restore_quarantined(&mut self) -> Result<Vec<String>> {
         use std::collections::BTreeMap;
         // The parts' own descriptions, from their devices.
@@ -589,26 +590,103 @@ impl Array {
                 }
             }
         }
-        let mut by_name: BTreeMap<&str, Vec<(u32, &insitu_device::ObjectMeta)>> = BTreeMap::new();
+        let mut blobs: BTreeMap<&str, Vec<(u32, &insitu_device::ObjectMeta)>> = BTreeMap::new();
+        // Parts of tables and shuffle outputs, by object, device and suffix.
+        let mut split: BTreeMap<&str, BTreeMap<u32, BTreeMap<String, &insitu_device::ObjectMeta>>> =
+            BTreeMap::new();
         for ((dev, name), o) in &metas {
             if o.kind == "stripe" {
-                by_name.entry(name.as_str()).or_default().push((*dev, o));
+                blobs.entry(name.as_str()).or_default().push((*dev, o));
+            } else if let Some((base, suffix)) = name.split_once('#') {
+                split.entry(base).or_default().entry(*dev).or_default().insert(suffix.to_string(), o);
             }
         }
+        let mut entries: Vec<ObjectEntry> =
+            blobs.into_iter().filter_map(|(name, parts)| blob_from_parts(name, &parts)).collect();
+        entries.extend(split.into_iter().filter_map(|(name, parts)| self.described_by_parts(name, &parts)));
         let mut restored = Vec::new();
-        for (name, parts) in by_name {
-            let Some(entry) = blob_from_parts(name, &parts) else { continue };
-            if self.catalog.objects.contains_key(name) {
+        for mut entry in entries {
+            if self.catalog.objects.contains_key(&entry.name) {
                 continue;
             }
-            restored.push(format!("{name} ({} bytes on device(s) {:?})", entry.size, entry.devices));
-            self.catalog.quarantine.retain(|q| q.name != name);
-            self.catalog.objects.insert(name.to_string(), entry);
+            entry.commits = self.part_commits(std::slice::from_ref(&entry))?.pop().unwrap_or_default();
+            restored.push(format!(
+                "{} ({}, {} bytes on device(s) {:?})",
+                entry.name,
+                entry.kind.name(),
+                entry.size,
+                entry.devices
+            ));
+            let parts: std::collections::HashSet<(u32, String)> = entry
+                .devices
+                .iter()
+                .enumerate()
+                .flat_map(|(i, d)| entry.device_objects(i).into_iter().map(move |n| (*d, n)))
+                .collect();
+            self.catalog.quarantine.retain(|q| !parts.contains(&(q.device, q.name.clone())));
+            self.catalog.objects.insert(entry.name.clone(), entry);
         }
         if !restored.is_empty() {
             self.save_catalog()?;
         }
         Ok(restored)
+    }
+
+    /// The table or shuffle output `name` that its parts (by device, then suffix) describe whole, if
+    /// they do: every part `i/n` on the device the others name, all carrying the same description.
+    fn described_by_parts(
+        &self,
+        name: &str,
+        parts: &std::collections::BTreeMap<
+            u32,
+            std::collections::BTreeMap<String, &insitu_device::ObjectMeta>,
+        >,
+    ) -> Option<ObjectEntry> {
+        let (first, head_key) = parts.values().find_map(|p| {
+            p.get("rows").filter(|o| o.attrs.contains_key("table")).map(|o| (*o, "table")).or_else(|| {
+                p.get("data").filter(|o| o.attrs.contains_key("shuffle")).map(|o| (*o, "shuffle"))
+            })
+        })?;
+        let head = first.attrs.get(head_key)?;
+        let devices: Vec<u32> = serde_json::from_str(first.attrs.get("devices")?).ok()?;
+        let said = first.attrs.get("devices")?;
+        if devices.len() != parts.len() || devices.iter().any(|d| !parts.contains_key(d)) {
+            return None;
+        }
+        let lead = if head_key == "table" { "rows" } else { "data" };
+        for (i, dev) in devices.iter().enumerate() {
+            let o = parts[dev].get(lead)?;
+            if o.attrs.get(head_key) != Some(head)
+                || o.attrs.get("devices") != Some(said)
+                || o.attrs.get("part") != Some(&format!("{i}/{}", devices.len()))
+            {
+                return None;
+            }
+        }
+        let sizes = |dev: &u32| -> std::collections::BTreeMap<String, u64> {
+            parts[dev].iter().map(|(s, o)| (s.clone(), o.size)).collect()
+        };
+        let (kind, size) = if head_key == "table" {
+            let head: crate::table::TableInfo = serde_json::from_str(head).ok()?;
+            let infos = devices
+                .iter()
+                .map(|d| crate::table::store::part_from_objects(self, *d, name, &head, &sizes(d)))
+                .collect::<Option<Vec<_>>>()?;
+            let size = devices.iter().map(|d| parts[d]["rows"].size).sum();
+            (EntryKind::Table(crate::table::TableInfo { parts: infos, ..head }), size)
+        } else {
+            let info: crate::psacs::info::ShuffleInfo = serde_json::from_str(head).ok()?;
+            let whole = devices.iter().all(|d| {
+                let mut s: Vec<&String> = parts[d].keys().collect();
+                s.sort();
+                s == ["data", "index"]
+            });
+            if !whole || info.parts.len() != devices.len() {
+                return None;
+            }
+            (EntryKind::Shuffle(info), devices.iter().map(|d| parts[d]["data"].size).sum())
+        };
+        Some(ObjectEntry { name: name.to_string(), size, stripe_unit: 0, devices, kind, commits: Vec::new() })
     }
 
     /// Removes the parts kept in quarantine (`fsck --repair`); returns their names.

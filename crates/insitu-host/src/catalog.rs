@@ -131,6 +131,26 @@ impl ObjectEntry {
     }
 }
 
+/// What a part says of the object it belongs to, on its first device object (a table part's `#rows`, a
+/// shuffle part's `#data`): the description the catalog keeps (a table's parts left out: each part's
+/// own objects say how it is stored), which part of how many it is and on which devices the others
+/// are. With it `fsck --repair` lists the object again from its parts when the catalog lost it
+/// (`Array::restore_quarantined`).
+pub(crate) fn part_attrs(kind: &EntryKind, index: usize, devices: &[u32]) -> BTreeMap<String, String> {
+    let mut attrs = BTreeMap::new();
+    let (key, head) = match kind {
+        EntryKind::Table(t) => {
+            ("table", serde_json::to_string(&TableInfo { parts: Vec::new(), ..t.clone() }))
+        }
+        EntryKind::Shuffle(s) => ("shuffle", serde_json::to_string(s)),
+        _ => return attrs,
+    };
+    attrs.insert(key.to_string(), head.expect("catalog entries serialize"));
+    attrs.insert("part".to_string(), format!("{index}/{}", devices.len()));
+    attrs.insert("devices".to_string(), serde_json::to_string(devices).expect("a list serializes"));
+    attrs
+}
+
 /// All objects of the array, by name, and what ties this catalog to the devices' state.
 ///
 /// Each write of the catalog is a new `generation`, which every device then records; with it the

@@ -270,20 +270,45 @@ fn an_older_catalog_keeps_the_parts_it_does_not_know_in_quarantine_instead_of_de
     let err = env.fails(&["put", s(&env.path("a")), "--name", "b"]);
     assert!(err.contains("quarantine"), "{err}");
     assert_eq!(env.run(&["get", "a"]).stdout, a);
-    // With the user's word, repair puts back what its parts describe whole (a blob) and removes the
-    // rest (a table's parts: its schema lived only in the catalog).
+    // With the user's word, repair puts back what its parts describe whole: a blob, a table, a sort's
+    // output (sorted by a column stored row-wise) and a shuffle's, each part carrying its description;
+    // parts that describe nothing whole are removed.
     let before_table = env.path("catalog.old2");
     std::fs::copy(env.data().join("catalog.json"), &before_table).unwrap();
-    env.ok(&["put-table", s(&env.write("t.csv", b"k,v\n1,x\n2,y\n")), "--name", "t", "--key", "k"]);
+    let csv = b"k,v,w\n1,x,3\n2,y,\n3,z,1\n4,,2\n";
+    env.ok(&["put-table", s(&env.write("t.csv", csv)), "--name", "t", "--key", "k"]);
+    env.ok(&["sort", "t", "--key", "w", "--out", "t.w"]);
+    env.ok(&["shuffle", "t", "--key", "v", "--partitions", "3", "--out", "t.sh"]);
+    let want = |args: &[&str]| env.run(args).stdout;
+    let t_before = want(&["--json", "get-table", "t.w", "--merged", "-o", s(&env.path("w1.parquet"))]);
+    let sh_before = want(&["shuffle-read", "t.sh", "--partition", "1", "-o", s(&env.path("p1.parquet"))]);
+    assert!(!t_before.is_empty() && !sh_before.is_empty());
+    env.ok(&["put", s(&env.write("orphan", b"lone")), "--name", "lone", "--device", "1"]);
     std::fs::copy(&before_table, env.data().join("catalog.json")).unwrap();
     env.ok(&["ls"]);
     let o = env.run(&["fsck", "--repair"]);
     let said = String::from_utf8_lossy(&o.stderr);
-    assert!(said.contains("restored object b (30000 bytes on device(s) [0, 1])"), "{said}");
-    assert!(said.contains("removed") && said.contains("t#"), "{said}");
+    assert!(said.contains("restored object b (blob, 30000 bytes on device(s) [0, 1])"), "{said}");
+    for (name, kind) in [("t", "table"), ("t.w", "table"), ("t.sh", "shuffle")] {
+        assert!(said.contains(&format!("restored object {name} ({kind}, ")), "{name}: {said}");
+    }
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
     assert_eq!(env.run(&["get", "b"]).stdout, b);
     assert_eq!(env.run(&["get", "a"]).stdout, a);
+    assert_eq!(env.run(&["get", "lone"]).stdout, b"lone");
+    // The restored tables read back as they were written.
+    env.ok(&["get-table", "t.w", "--merged", "-o", s(&env.path("w2.parquet"))]);
+    assert_eq!(
+        std::fs::read(env.path("w1.parquet")).unwrap(),
+        std::fs::read(env.path("w2.parquet")).unwrap()
+    );
+    env.ok(&["shuffle-read", "t.sh", "--partition", "1", "-o", s(&env.path("p2.parquet"))]);
+    assert_eq!(
+        std::fs::read(env.path("p1.parquet")).unwrap(),
+        std::fs::read(env.path("p2.parquet")).unwrap()
+    );
+    env.ok(&["get-table", "t", "-o", s(&env.path("t.parquet"))]);
+    env.ok(&["sort", "t", "--key", "k", "--out", "t.k"]);
 }
 
 #[test]
@@ -309,7 +334,7 @@ fn an_older_catalog_never_serves_an_object_rewritten_under_the_same_name() {
     let o = env.run(&["fsck", "--repair"]);
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(
-        said.contains("x did not match its parts") && said.contains("restored object x (50000 bytes"),
+        said.contains("x did not match its parts") && said.contains("restored object x (blob, 50000 bytes"),
         "{said}"
     );
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);

@@ -141,7 +141,7 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
             Some(g) => Batches::Memory(g),
             None => Batches::Flash(batches),
         };
-        merge_and_write(ctx, out, &spec, &source)
+        merge_and_write(ctx, out, &spec, &source, a.attrs.clone())
     });
     // The parked batches go whatever happened (a full device, a failed merge): no temporary part stays.
     if tiled {
@@ -178,8 +178,9 @@ fn merge_and_write(
     out: &str,
     spec: &ShuffleSpec,
     batches: &Batches<'_>,
+    attrs: BTreeMap<String, String>,
 ) -> Result<(u64, u64)> {
-    let txn = ctx.create_object(&format!("{out}#data"), "shuffle-data", BTreeMap::new(), None)?;
+    let txn = ctx.create_object(&format!("{out}#data"), "shuffle-data", attrs, None)?;
     let mut index = Vec::with_capacity(spec.partitions as usize * spec.index_entry_bytes());
     let (mut written, mut raw) = (0u64, 0u64);
     let mut pending = Vec::with_capacity(WRITE_BUFFER + (64 << 10));

@@ -2,7 +2,7 @@
 //! then shuffles its rows and key column into the output part with `gather` programs, several at a time on
 //! its compute units (§3.5).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use insitu_device::protocol::Call;
 use insitu_device::protocol::{
@@ -20,7 +20,7 @@ use crate::model::HostWork;
 use crate::nascent::job::SortJob;
 use crate::report::Measure;
 use crate::table::info::{KeyEncoding, PartInfo};
-use crate::table::store::{begin_object, write_object};
+use crate::table::store::{begin_object, begin_object_with, write_object};
 
 /// Gather programs run at once per device (NASCENT instantiates several shuffle kernels, §3.2).
 const SHUFFLE_WORKERS: usize = 4;
@@ -31,7 +31,7 @@ pub(crate) fn sort_on_devices(
     memory_budget: Option<u64>,
     measure: &mut Measure,
 ) -> Result<Vec<PartInfo>> {
-    let SortJob { table, out, devices, info, algo, by } = *job;
+    let SortJob { table, out, devices, info, algo, by, .. } = *job;
     // Phase 0, when the sort column is stored row-wise: every device pulls it out of its rows.
     let (sortkey, sortkeyoff) = (format!("{out}#sortkey"), format!("{out}#sortkeyoff"));
     let keys: Vec<KeyColumn> = match by {
@@ -80,7 +80,8 @@ pub(crate) fn sort_on_devices(
             .enumerate()
             .map(|(i, dev)| {
                 let p = &info.parts[i];
-                s.spawn(move || shuffle_part(array, *dev, table, out, p))
+                let attrs = crate::catalog::part_attrs(job.out_kind, i, devices);
+                s.spawn(move || shuffle_part(array, *dev, table, out, p, attrs))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("shuffle thread panicked")).collect::<Result<Vec<_>>>()
@@ -121,6 +122,8 @@ struct GatherJob<'a> {
     rows: u64,
     order: &'a str,
     dst: &'a str,
+    /// What the new object carries (see `catalog::part_attrs`).
+    attrs: BTreeMap<String, String>,
 }
 
 fn object_size(d: &DeviceClient, name: &str) -> Result<u64> {
@@ -139,7 +142,7 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
         RowShape::Fixed { size } => size * rows,
         RowShape::Var { .. } => object_size(d, src)?,
     };
-    let txn = begin_object(array, dev, dst, "table-part", total_bytes)?;
+    let txn = begin_object_with(array, dev, dst, "table-part", total_bytes, job.attrs.clone())?;
     let mut running = VecDeque::new();
     let result = (|| {
         let item = max_item.max(1);
@@ -212,7 +215,14 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
     }
 }
 
-fn shuffle_part(array: &Array, dev: u32, table: &str, out: &str, p: &PartInfo) -> Result<PartInfo> {
+fn shuffle_part(
+    array: &Array,
+    dev: u32,
+    table: &str,
+    out: &str,
+    p: &PartInfo,
+    attrs: BTreeMap<String, String>,
+) -> Result<PartInfo> {
     let order = format!("{out}#order");
     let rows = p.rows;
     // Rows.
@@ -224,6 +234,7 @@ fn shuffle_part(array: &Array, dev: u32, table: &str, out: &str, p: &PartInfo) -
         rows,
         order: &order,
         dst: &dst,
+        attrs,
     };
     if let Some(o) = gather_into(array, dev, &job)? {
         write_object(array, dev, &format!("{out}#rowoff"), "table-part", &le::encode_u64s(&o))?;
@@ -237,7 +248,15 @@ fn shuffle_part(array: &Array, dev: u32, table: &str, out: &str, p: &PartInfo) -
             gather_into(
                 array,
                 dev,
-                &GatherJob { src: &src, shape, max_item: cw, rows, order: &order, dst: &dst },
+                &GatherJob {
+                    src: &src,
+                    shape,
+                    max_item: cw,
+                    rows,
+                    order: &order,
+                    dst: &dst,
+                    attrs: BTreeMap::new(),
+                },
             )?;
             copy_inside(array, dev, &format!("{table}#dict"), &format!("{out}#dict"))?;
         }
@@ -247,7 +266,15 @@ fn shuffle_part(array: &Array, dev: u32, table: &str, out: &str, p: &PartInfo) -
             let offs = gather_into(
                 array,
                 dev,
-                &GatherJob { src: &src, shape, max_item: max_key, rows, order: &order, dst: &dst },
+                &GatherJob {
+                    src: &src,
+                    shape,
+                    max_item: max_key,
+                    rows,
+                    order: &order,
+                    dst: &dst,
+                    attrs: BTreeMap::new(),
+                },
             )?;
             write_object(
                 array,
@@ -264,7 +291,15 @@ fn shuffle_part(array: &Array, dev: u32, table: &str, out: &str, p: &PartInfo) -
             gather_into(
                 array,
                 dev,
-                &GatherJob { src: &src, shape, max_item: w, rows, order: &order, dst: &dst },
+                &GatherJob {
+                    src: &src,
+                    shape,
+                    max_item: w,
+                    rows,
+                    order: &order,
+                    dst: &dst,
+                    attrs: BTreeMap::new(),
+                },
             )?;
         }
     }

@@ -16,7 +16,7 @@ use crate::model::HostWork;
 use crate::nascent::job::SortJob;
 use crate::report::Measure;
 use crate::table::info::PartInfo;
-use crate::table::store::{read_key, read_rows, write_object, HostKey};
+use crate::table::store::{read_key, read_rows, write_object_with, HostKey};
 
 /// Sorts one part on the host: the objects of the sorted part, by name suffix.
 fn sort_part(
@@ -158,7 +158,11 @@ pub(crate) fn sort_on_host(
         }
         measure.phase(&format!("dev{dev} sort"), array, on)?;
         for (suffix, data) in &objects {
-            write_object(array, dev, &format!("{}#{suffix}", job.out), "table-part", data)?;
+            let attrs = match *suffix {
+                "rows" => crate::catalog::part_attrs(job.out_kind, i, job.devices),
+                _ => Default::default(),
+            };
+            write_object_with(array, dev, &format!("{}#{suffix}", job.out), "table-part", data, attrs)?;
         }
         measure.phase(&format!("dev{dev} write"), array, io())?;
     }

@@ -3,6 +3,7 @@
 use insitu_kernels::keys::SortAlgo;
 use insitu_kernels::rowkey::FieldKey;
 
+use crate::catalog::EntryKind;
 use crate::table::TableInfo;
 
 #[derive(Debug, Clone, Copy)]
@@ -15,4 +16,6 @@ pub struct SortJob<'a> {
     pub algo: SortAlgo,
     /// The field to sort by when it is not the stored key column: extracted from the rows first.
     pub by: Option<&'a FieldKey>,
+    /// What the output is (its parts carry it: see `catalog::part_attrs`).
+    pub out_kind: &'a EntryKind,
 }

@@ -79,6 +79,8 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
     }
     let op = format!("sort ({})", opts.placement.name());
     let mut measure = Measure::start(&op, array)?;
+    let sorted_by = by.is_some().then_some(column);
+    let out_kind = EntryKind::Table(TableInfo { parts: Vec::new(), sorted: true, sorted_by, ..info.clone() });
     let job = SortJob {
         table: name,
         out: &out,
@@ -86,6 +88,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         info: &info,
         algo: opts.algo,
         by: by.as_ref(),
+        out_kind: &out_kind,
     };
     let parts = match opts.placement {
         SortPlacement::Device => {
@@ -107,12 +110,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         size: entry.size,
         stripe_unit: 0,
         devices: entry.devices.clone(),
-        kind: EntryKind::Table(TableInfo {
-            parts,
-            sorted: true,
-            sorted_by: by.is_some().then_some(column),
-            ..info.clone()
-        }),
+        kind: EntryKind::Table(TableInfo { parts, sorted: true, sorted_by, ..info.clone() }),
         commits: Vec::new(),
     })?;
     let mut result = json!({

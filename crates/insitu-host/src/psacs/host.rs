@@ -17,7 +17,7 @@ use crate::psacs::job::ShuffleJob;
 use crate::psacs::options::ShufflePlacement;
 use crate::report::Measure;
 use crate::table::info::PartInfo;
-use crate::table::store::{read_key, read_rows, write_object, HostKey};
+use crate::table::store::{read_key, read_rows, write_object, write_object_with, HostKey};
 
 /// Runs `f(0..threads)` on scoped threads and collects the results in thread order.
 fn on_threads<T: Send>(threads: usize, f: impl Fn(usize) -> Result<T> + Sync) -> Result<Vec<T>> {
@@ -80,7 +80,7 @@ pub(crate) fn shuffle_on_host(
     threads: usize,
     measure: &mut Measure,
 ) -> Result<(u64, u64)> {
-    let ShuffleJob { table, out, devices, info, rf, fields, opts } = *job;
+    let ShuffleJob { table, out, devices, info, rf, fields, opts, out_kind } = *job;
     let (mut stored, mut raw) = (0u64, 0u64);
     let mut work = Ledger::new();
     for (i, dev) in devices.iter().enumerate() {
@@ -162,7 +162,8 @@ pub(crate) fn shuffle_on_host(
             raw += r;
         }
         stored += data.len() as u64;
-        write_object(array, *dev, &format!("{out}#data"), "shuffle-data", &data)?;
+        let attrs = crate::catalog::part_attrs(out_kind, i, devices);
+        write_object_with(array, *dev, &format!("{out}#data"), "shuffle-data", &data, attrs)?;
         write_object(array, *dev, &format!("{out}#index"), "shuffle-index", &index)?;
     }
     measure.phase("shuffle", array, HostWork::counted(work).on_threads(threads as u32))?;

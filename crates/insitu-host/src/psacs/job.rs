@@ -17,4 +17,6 @@ pub struct ShuffleJob<'a> {
     /// Record fields forming the shuffle key.
     pub fields: &'a [usize],
     pub opts: &'a ShuffleOptions,
+    /// What the output is (its parts carry it: see `catalog::part_attrs`).
+    pub out_kind: &'a crate::catalog::EntryKind,
 }

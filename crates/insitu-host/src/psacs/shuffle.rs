@@ -77,6 +77,19 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     let threads = opts.threads;
     let op = format!("shuffle ({})", opts.placement.name());
     let mut measure = Measure::start(&op, array)?;
+    let sinfo = ShuffleInfo {
+        source: name.into(),
+        schema: info.schema.clone(),
+        key: info.key,
+        parts: info.parts.clone(),
+        record_format: rf.clone(),
+        partitions: opts.partitions,
+        layout: opts.layout,
+        codec: opts.codec,
+        hash: opts.hash,
+        keys: opts.keys.clone(),
+    };
+    let out_kind = EntryKind::Shuffle(sinfo);
     let job = ShuffleJob {
         table: name,
         out: &out,
@@ -85,6 +98,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         rf: &rf,
         fields: &fields,
         opts,
+        out_kind: &out_kind,
     };
     let result = match opts.placement {
         ShufflePlacement::Device => crate::psacs::device::shuffle_on_devices(array, &job),
@@ -104,24 +118,12 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         }
     };
     array.faults.hit("shuffle-before-catalog");
-    let sinfo = ShuffleInfo {
-        source: name.into(),
-        schema: info.schema.clone(),
-        key: info.key,
-        parts: info.parts.clone(),
-        record_format: rf,
-        partitions: opts.partitions,
-        layout: opts.layout,
-        codec: opts.codec,
-        hash: opts.hash,
-        keys: opts.keys.clone(),
-    };
     array.commit_entry(ObjectEntry {
         name: out.clone(),
         size: stored,
         stripe_unit: 0,
         devices: entry.devices.clone(),
-        kind: EntryKind::Shuffle(sinfo),
+        kind: out_kind,
         commits: Vec::new(),
     })?;
     let rows: u64 = info.parts.iter().map(|p| p.rows).sum();

@@ -235,8 +235,21 @@ fn load(
     let measure = Measure::start("put-table", array)?;
     let (parts, size, rows, dict_fallback) = {
         let a: &Array = array;
+        // Each part says what table it belongs to (for `fsck --repair`, should the catalog lose it).
+        let head = crate::catalog::EntryKind::Table(TableInfo {
+            schema: schema.clone(),
+            key,
+            partition: opts.partition.clone(),
+            parts: Vec::new(),
+            sorted: false,
+            sorted_by: None,
+        });
+        let devices: Vec<u32> = (0..n as u32).collect();
         let mut writers = (0..n as u32)
-            .map(|dev| PartWriter::begin(a, dev, &opts.name, var_rows, key_encoding))
+            .map(|dev| {
+                let attrs = crate::catalog::part_attrs(&head, dev as usize, &devices);
+                PartWriter::begin(a, dev, &opts.name, var_rows, key_encoding, attrs)
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut rows = 0u64;
         let mut fixed_row_size = None;

@@ -202,6 +202,15 @@ pub fn field_key(schema: &TableSchema, key: usize, column: usize) -> Result<Fiel
     Ok(FieldKey { bitmap, index: index as u32, before, value, nullable: c.nullable })
 }
 
+/// The size of every row of a part when no column of the rows varies in size (what [`encode_rows`]
+/// gives), else `None`.
+pub fn fixed_row_size(schema: &TableSchema, key: usize) -> Option<u64> {
+    let cols = row_columns(schema, key);
+    let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
+    let widths: Option<usize> = cols.iter().map(|c| schema.columns[*c].ty.fixed_width()).sum();
+    widths.map(|w| (bitmap + w) as u64)
+}
+
 /// A column's values as [`encode_rows`] copies them, found once a column rather than once a value.
 enum Values<'a> {
     /// Little-endian values `width` bytes apart (every fixed-width type but booleans: Arrow's own layout).

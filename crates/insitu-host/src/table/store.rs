@@ -1,6 +1,6 @@
 //! Moving objects and table parts between the host and the devices, through the command set.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
@@ -13,27 +13,49 @@ use insitu_kernels::le;
 
 use crate::array::Array;
 use crate::error::{HostError, Result};
-use crate::table::info::{KeyEncoding, PartInfo};
+use crate::table::info::{KeyEncoding, PartInfo, TableInfo};
 use crate::table::layout::{decode_part, key_from_bits, key_from_bytes, EncodedKey, EncodedPart};
+use crate::table::schema::KeyKind;
 use crate::table::schema::TableSchema;
 
 const CHUNK: usize = 4 << 20;
 
 /// Starts a new object of `size` bytes on device `dev`; returns its write transaction.
 pub fn begin_object(array: &Array, dev: u32, name: &str, kind: &str, size: u64) -> Result<u64> {
-    let cmd = CreateObject {
-        name: name.to_string(),
-        kind: kind.to_string(),
-        attrs: Default::default(),
-        expected_size: Some(size),
-    };
+    begin_object_with(array, dev, name, kind, size, Default::default())
+}
+
+/// [`begin_object`], the object carrying `attrs` (what a part says of the object it belongs to).
+pub fn begin_object_with(
+    array: &Array,
+    dev: u32,
+    name: &str,
+    kind: &str,
+    size: u64,
+    attrs: BTreeMap<String, String>,
+) -> Result<u64> {
+    let cmd =
+        CreateObject { name: name.to_string(), kind: kind.to_string(), attrs, expected_size: Some(size) };
     array.device(dev)?.call(cmd).map_err(HostError::device(dev))
 }
 
 /// Writes `data` as a new object on device `dev` (host -> device over the host link), its space reserved
 /// first; on failure the object is abandoned.
 pub fn write_object(array: &Array, dev: u32, name: &str, kind: &str, data: &[u8]) -> Result<()> {
-    let mut o = ObjectStream::begin(array.device(dev)?, name.into(), kind, Some(data.len() as u64))?;
+    write_object_with(array, dev, name, kind, data, Default::default())
+}
+
+/// [`write_object`], the object carrying `attrs`.
+pub fn write_object_with(
+    array: &Array,
+    dev: u32,
+    name: &str,
+    kind: &str,
+    data: &[u8],
+    attrs: BTreeMap<String, String>,
+) -> Result<()> {
+    let size = Some(data.len() as u64);
+    let mut o = ObjectStream::begin(array.device(dev)?, name.into(), kind, size, attrs)?;
     o.write(data)?;
     o.commit().map(drop)
 }
@@ -77,13 +99,14 @@ struct ObjectStream<'a> {
 
 impl<'a> ObjectStream<'a> {
     /// Starts the object; with `size`, all its space is reserved now.
-    fn begin(d: &'a DeviceClient, name: String, kind: &str, size: Option<u64>) -> Result<ObjectStream<'a>> {
-        let cmd = CreateObject {
-            name: name.clone(),
-            kind: kind.into(),
-            attrs: Default::default(),
-            expected_size: size,
-        };
+    fn begin(
+        d: &'a DeviceClient,
+        name: String,
+        kind: &str,
+        size: Option<u64>,
+        attrs: BTreeMap<String, String>,
+    ) -> Result<ObjectStream<'a>> {
+        let cmd = CreateObject { name: name.clone(), kind: kind.into(), attrs, expected_size: size };
         let txn = d.call(cmd).map_err(HostError::device(d.id()))?;
         Ok(ObjectStream { d, name, txn, buf: Vec::new(), pending: VecDeque::new(), open: true })
     }
@@ -174,11 +197,20 @@ pub struct PartWriter<'a> {
 
 impl<'a> PartWriter<'a> {
     /// Opens the objects of `table`'s part on device `dev`. `var_rows`: rows vary in size (a row-offsets
-    /// object is written); `key` says how the key column comes (`Dict` when dictionary encoding is asked).
-    pub fn begin(array: &'a Array, dev: u32, table: &str, var_rows: bool, key: KeyEncoding) -> Result<Self> {
+    /// object is written); `key` says how the key column comes (`Dict` when dictionary encoding is asked);
+    /// `attrs` go on the rows object (what the part says of its table).
+    pub fn begin(
+        array: &'a Array,
+        dev: u32,
+        table: &str,
+        var_rows: bool,
+        key: KeyEncoding,
+        attrs: BTreeMap<String, String>,
+    ) -> Result<Self> {
         let d = array.device(dev)?;
-        let open = |s: &str| ObjectStream::begin(d, format!("{table}#{s}"), "table-part", None);
-        let rows = open("rows")?;
+        let open =
+            |s: &str| ObjectStream::begin(d, format!("{table}#{s}"), "table-part", None, Default::default());
+        let rows = ObjectStream::begin(d, format!("{table}#rows"), "table-part", None, attrs)?;
         let rowoff = match var_rows {
             true => {
                 let mut o = open("rowoff")?;
@@ -283,7 +315,8 @@ impl<'a> PartWriter<'a> {
                 KeyStream::Dict { key_type, bits } => {
                     let whole = |s: &str, bytes: &[u8]| -> Result<String> {
                         let name = format!("{table}#{s}");
-                        let mut o = ObjectStream::begin(d, name, "table-part", Some(bytes.len() as u64))?;
+                        let size = Some(bytes.len() as u64);
+                        let mut o = ObjectStream::begin(d, name, "table-part", size, Default::default())?;
                         o.write(bytes)?;
                         o.commit()
                     };
@@ -312,6 +345,63 @@ impl<'a> PartWriter<'a> {
         }
         result
     }
+}
+
+/// How one device's part of a table is stored, worked out from its objects alone (`objs`: their
+/// descriptions by suffix, `rows`, `key`...) and the table's schema, for `fsck --repair` when the catalog
+/// lost the table; `None` when the objects are not a whole part. Offsets are read to find the longest
+/// row and key.
+pub(crate) fn part_from_objects(
+    array: &Array,
+    dev: u32,
+    table: &str,
+    head: &TableInfo,
+    objs: &BTreeMap<String, u64>,
+) -> Option<PartInfo> {
+    let key_col = head.schema.columns.get(head.key)?;
+    let offsets = |s: &str| -> Option<Vec<u64>> {
+        let o = le::decode_u64s(&read_object(array, dev, &format!("{table}#{s}")).ok()?);
+        (o.first() == Some(&0) && o.windows(2).all(|w| w[0] <= w[1])).then_some(o)
+    };
+    let longest = |o: &[u64]| o.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let (key, rows) = match key_col.ty.key_kind(&key_col.name).ok()? {
+        KeyKind::Bytes => {
+            let o = offsets("keyoff")?;
+            (*o.last()? == *objs.get("key")?).then_some(())?;
+            (KeyEncoding::Bytes { max_key: longest(&o) }, o.len() as u64 - 1)
+        }
+        KeyKind::Fixed(key_type) => match (objs.get("dict"), objs.get("codes"), objs.get("key")) {
+            (Some(dict), Some(codes), None) => {
+                // The dictionary's size says the codes' width (8 bits up to 256 values, as encoding chose).
+                let code_bits = if dict / 8 <= 256 { 8 } else { 16 };
+                (KeyEncoding::Dict { key_type, code_bits }, codes / (code_bits as u64 / 8))
+            }
+            (None, None, Some(key)) => {
+                let w = key_type.width() as u64;
+                (key % w == 0).then_some(())?;
+                (KeyEncoding::Plain { key_type }, key / w)
+            }
+            _ => return None,
+        },
+    };
+    let size = *objs.get("rows")?;
+    let (row_size, max_row) = match objs.contains_key("rowoff") {
+        true => {
+            let o = offsets("rowoff")?;
+            (o.len() as u64 == rows + 1 && *o.last()? == size).then_some(())?;
+            (None, longest(&o))
+        }
+        false => {
+            let rs = crate::table::layout::fixed_row_size(&head.schema, head.key)?;
+            (rs * rows == size).then_some(())?;
+            (Some(rs), rs)
+        }
+    };
+    let part = PartInfo { rows, key, row_size, max_row };
+    // Exactly the objects such a part has.
+    let want: std::collections::BTreeSet<String> = part.objects(table).into_iter().collect();
+    let have: std::collections::BTreeSet<String> = objs.keys().map(|s| format!("{table}#{s}")).collect();
+    (want == have).then_some(part)
 }
 
 /// A part's key column read over the host link.

@@ -1,6 +1,8 @@
 //! Arguments and results of `psacs-shuffle`, the map side of a shuffle inside the device (PSACS, ICCD '21
 //! §III-IV).
 
+use std::collections::BTreeMap;
+
 use insitu_kernels::columnar::RecordFormat;
 use insitu_kernels::partition::PartitionHash;
 use insitu_kernels::shuffle::{ChunkLayout, Codec};
@@ -25,6 +27,9 @@ pub struct ShuffleArgs {
     pub memory_budget: Option<u64>,
     /// How chunks are stored.
     pub codec: Codec,
+    /// Attributes of the `OUT#data` object (what the part says of the output it belongs to).
+    #[serde(default)]
+    pub attrs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
