@@ -76,6 +76,33 @@ pub fn busy<T>(what: &str, f: impl FnOnce() -> T) -> T {
     r
 }
 
+/// [`busy`], the spinner's line also saying what `progress` counts (the stage, and units done of the
+/// total when known: `sort: shuffle 37/120 ranges`), as the operator updates it.
+pub fn busy_counting<T>(what: &str, progress: &insitu_host::progress::Progress, f: impl FnOnce() -> T) -> T {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("static template"));
+    bar.set_message(what.to_string());
+    if bar.is_hidden() {
+        return f();
+    }
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let now = progress.describe();
+                bar.set_message(if now.is_empty() { what.to_string() } else { format!("{what}: {now}") });
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+        let r = f();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    });
+    bar.finish_and_clear();
+    r
+}
+
 /// A progress bar whose total is learned as the work goes (bytes), on stderr when it is a terminal.
 pub fn dynamic(what: &str) -> ProgressBar {
     let bar = ProgressBar::new(0);

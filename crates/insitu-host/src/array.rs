@@ -72,6 +72,8 @@ pub struct Array {
     /// Objects whose parts are not the ones their entry recorded (see [`ObjectEntry::commits`]), and
     /// what differs: found at open, refused until `fsck --repair`.
     mismatched: std::collections::BTreeMap<String, String>,
+    /// What the command running on the array has done so far (see [`crate::progress`]).
+    progress: crate::progress::Progress,
     pub(crate) faults: FaultPlan,
     /// Sockets of device servers (process transport); removed after the devices stop.
     _sockets: Option<ScratchDir>,
@@ -232,6 +234,7 @@ impl Array {
             catalog,
             open_report: OpenReport::default(),
             mismatched: Default::default(),
+            progress: Default::default(),
             faults: FaultPlan::none(),
             _sockets: None,
             _lock: lock,
@@ -336,6 +339,7 @@ impl Array {
             catalog,
             open_report,
             mismatched: Default::default(),
+            progress: Default::default(),
             faults: opts.faults,
             _sockets: opened.sockets,
             _lock: lock,
@@ -790,6 +794,11 @@ impl Array {
             Some(Err(detail)) => Err(HostError::Offline { device: id, detail: detail.clone() }),
             None => Err(HostError::NoSuchDevice { device: id, count: self.devices.len() as u32 }),
         }
+    }
+
+    /// What the command running on the array has done so far; clone it to watch from another thread.
+    pub fn progress(&self) -> &crate::progress::Progress {
+        &self.progress
     }
 
     pub fn open_report(&self) -> &OpenReport {

@@ -49,6 +49,7 @@ pub mod lba;
 pub mod model;
 pub mod nascent;
 pub mod outfile;
+pub mod progress;
 pub mod psacs;
 pub mod report;
 pub mod search;

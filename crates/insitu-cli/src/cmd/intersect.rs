@@ -50,7 +50,8 @@ impl PutList {
             ListFormat::U32le => IdFormat::U32Le,
             ListFormat::Text => IdFormat::Text,
         });
-        let report = crate::output::busy("put-list", || {
+        let progress = array.progress().clone();
+        let report = crate::output::busy_counting("put-list", &progress, || {
             put_list(&mut array, &self.file, format, &name, self.entry_size, self.device)
         })?;
         array.close()?;

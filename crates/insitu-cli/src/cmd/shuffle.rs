@@ -101,7 +101,10 @@ impl Shuffle {
             memory_budget: self.memory_budget.as_deref().map(parse_size).transpose()?,
         };
         let mut array = ctx.open()?;
-        let report = crate::output::busy("shuffle", || shuffle_table(&mut array, &self.name, &opts))?;
+        let progress = array.progress().clone();
+        let report = crate::output::busy_counting("shuffle", &progress, || {
+            shuffle_table(&mut array, &self.name, &opts)
+        })?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)

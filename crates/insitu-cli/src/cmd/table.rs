@@ -35,7 +35,10 @@ impl PutTable {
         let opts =
             PutTableOptions { name, key: self.key, partition: self.partition.parse()?, dict: self.dict };
         let mut array = ctx.open()?;
-        let report = crate::output::busy("put-table", || put_table(&mut array, &self.file, &opts))?;
+        let progress = array.progress().clone();
+        let report = crate::output::busy_counting("put-table", &progress, || {
+            put_table(&mut array, &self.file, &opts)
+        })?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
@@ -141,7 +144,9 @@ impl Sort {
             memory_budget: self.memory_budget.as_deref().map(parse_size).transpose()?,
         };
         let mut array = ctx.open()?;
-        let report = crate::output::busy("sort", || sort_table(&mut array, &self.name, &opts))?;
+        let progress = array.progress().clone();
+        let report =
+            crate::output::busy_counting("sort", &progress, || sort_table(&mut array, &self.name, &opts))?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)

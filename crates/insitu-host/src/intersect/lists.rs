@@ -150,7 +150,9 @@ pub fn put_list(
     let format = IdFormat::resolve(format, path)?;
     array.device(dev)?;
     array.check_free(name)?;
+    array.progress().stage("read", None, "IDs");
     let ids = read_ids(path, format)?;
+    array.progress().stage("check and store", Some(ids.len() as u64), "IDs");
     put_list_ids(array, &ids, &path.display().to_string(), name, entry_size, dev)
 }
 

@@ -37,6 +37,7 @@ pub(crate) fn sort_on_devices(
     let keys: Vec<KeyColumn> = match by {
         None => info.parts.iter().map(|p| p.key_column(table)).collect(),
         Some(field) => {
+            array.progress().stage("extract", Some(devices.len() as u64), "devices");
             let mut running = Vec::new();
             for (i, dev) in devices.iter().enumerate() {
                 let args = ExtractKeyArgs {
@@ -48,19 +49,20 @@ pub(crate) fn sort_on_devices(
                 };
                 running.push(array.device(*dev)?.start::<ExtractKey>(args).map_err(HostError::device(*dev))?);
             }
-            let keys = wait_all(running)?.into_iter().map(|o| o.key).collect();
+            let keys = wait_all(array, running)?.into_iter().map(|o| o.key).collect();
             measure.phase("extract", array, HostWork::default())?;
             keys
         }
     };
     // Phase 1: every device sorts its key column, all at once.
+    array.progress().stage("sort", Some(devices.len() as u64), "devices");
     let order = format!("{out}#order");
     let mut running = Vec::new();
     for (dev, key) in devices.iter().zip(keys) {
         let args = SortArgs { key, algo, out: order.clone(), memory_budget };
         running.push(array.device(*dev)?.start::<Sort>(args).map_err(HostError::device(*dev))?);
     }
-    wait_all(running)?;
+    wait_all(array, running)?;
     if by.is_some() {
         for dev in devices {
             let d = array.device(*dev)?;
@@ -73,7 +75,8 @@ pub(crate) fn sort_on_devices(
     }
     measure.phase("sort", array, HostWork::default())?;
     // Phase 2: shuffle rows and key column on every device (each device's gathers run on its compute units
-    // in parallel).
+    // in parallel), counted in gather ranges as each device cuts its columns up.
+    array.progress().stage("shuffle", None, "ranges");
     let parts = std::thread::scope(|s| {
         let handles: Vec<_> = devices
             .iter()
@@ -95,12 +98,14 @@ pub(crate) fn sort_on_devices(
 
 /// Waits for programs started on several devices; the first error (after all have finished) names its
 /// device.
-fn wait_all<R: Call>(running: Vec<Pending<'_, R>>) -> Result<Vec<R::Response>> {
+fn wait_all<R: Call>(array: &Array, running: Vec<Pending<'_, R>>) -> Result<Vec<R::Response>> {
     let mut outputs = Vec::with_capacity(running.len());
     let mut first_err = None;
     for p in running {
         let dev = p.client().id();
-        match p.wait() {
+        let r = p.wait();
+        array.progress().add(1);
+        match r {
             Ok(o) => outputs.push(o),
             Err(e) => {
                 first_err.get_or_insert(HostError::Device { device: dev, error: e });
@@ -168,6 +173,7 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             budget -= total_bytes + off_size;
         }
         let per_worker = (budget / SHUFFLE_WORKERS as u64 / item).clamp(1, rows.max(1));
+        array.progress().add_total(rows.div_ceil(per_worker));
         let mut offsets = offsets_obj.map(|_| vec![0u64]);
         let mut start = 0u64;
         while start < rows || !running.is_empty() {
@@ -196,6 +202,7 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             }
             d.call(StoreToObject { src: buf.handle, offset: 0, len: o.bytes, txn })
                 .map_err(HostError::device(dev))?;
+            array.progress().add(1);
         }
         Ok(offsets)
     })();

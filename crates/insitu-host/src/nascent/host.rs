@@ -142,6 +142,7 @@ pub(crate) fn sort_on_host(
              placement needs one; i7-8700 has NASCENT's Alveo U250"
         )));
     }
+    array.progress().stage("sort", Some(job.devices.len() as u64), "parts");
     for (i, dev) in job.devices.iter().enumerate() {
         let (p, dev) = (&job.info.parts[i], *dev);
         let (rows, offsets) = read_rows(array, dev, job.table, p)?;
@@ -165,6 +166,7 @@ pub(crate) fn sort_on_host(
             write_object_with(array, dev, &format!("{}#{suffix}", job.out), "table-part", data, attrs)?;
         }
         measure.phase(&format!("dev{dev} write"), array, io())?;
+        array.progress().add(1);
     }
     Ok(job.info.parts.clone())
 }

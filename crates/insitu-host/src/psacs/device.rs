@@ -9,6 +9,7 @@ use crate::psacs::job::ShuffleJob;
 /// Runs the shuffle in every device; returns (bytes stored, bytes before compression).
 pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<(u64, u64)> {
     let ShuffleJob { table, out, devices, info, rf, fields, opts, out_kind } = *job;
+    array.progress().stage("shuffle", Some(devices.len() as u64), "devices");
     let mut running = Vec::new();
     for (i, dev) in devices.iter().enumerate() {
         let args = ShuffleArgs {
@@ -29,7 +30,9 @@ pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<
     let mut first_err = None;
     for p in running {
         let dev = p.client().id();
-        match p.wait() {
+        let r = p.wait();
+        array.progress().add(1);
+        match r {
             Ok(o) => {
                 stored += o.stored_bytes;
                 raw += o.raw_bytes;

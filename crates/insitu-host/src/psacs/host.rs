@@ -83,6 +83,7 @@ pub(crate) fn shuffle_on_host(
     let ShuffleJob { table, out, devices, info, rf, fields, opts, out_kind } = *job;
     let (mut stored, mut raw) = (0u64, 0u64);
     let mut work = Ledger::new();
+    array.progress().stage("shuffle", Some(devices.len() as u64), "parts");
     for (i, dev) in devices.iter().enumerate() {
         let p = &info.parts[i];
         let key = stored_key(p, read_key(array, *dev, table, p)?);
@@ -165,6 +166,7 @@ pub(crate) fn shuffle_on_host(
         let attrs = crate::catalog::part_attrs(out_kind, i, devices);
         write_object_with(array, *dev, &format!("{out}#data"), "shuffle-data", &data, attrs)?;
         write_object(array, *dev, &format!("{out}#index"), "shuffle-index", &index)?;
+        array.progress().add(1);
     }
     measure.phase("shuffle", array, HostWork::counted(work).on_threads(threads as u32))?;
     Ok((stored, raw))

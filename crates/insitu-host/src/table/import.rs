@@ -263,6 +263,7 @@ fn load(
             }
         });
         let mut joined = JoinOnDrop(Some(reader));
+        a.progress().stage("load", None, "rows");
         for batch in rx {
             let batch = batch?;
             let mut at = 0;
@@ -288,6 +289,7 @@ fn load(
                 }
                 rows += len as u64;
                 at += len;
+                a.progress().add(len as u64);
             }
             a.faults.hit("put-table-batch");
         }

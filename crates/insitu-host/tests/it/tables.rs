@@ -326,6 +326,12 @@ fn sorting_by_a_column_stored_row_wise_agrees_with_arrow_in_every_placement() {
         all.sort();
         assert_eq!(got, all, "{table} by {col}: the same rows");
     }
+    // The progress count a front shows: rows loaded, then every gather range of the last device sort.
+    put(&mut a, &src, "again", "k", false);
+    assert_eq!(a.progress().get(), ("load".to_string(), 3000, None));
+    sort(&mut a, "again", "s", SortPlacement::Device, SortAlgo::Fast, "again.s");
+    let (stage, done, total) = a.progress().get();
+    assert!(stage == "shuffle" && Some(done) == total && done >= 6, "{stage} {done} {total:?}");
     // Nothing of the extraction is left on the devices.
     for d in a.devices() {
         let objs = d.call(insitu_device::protocol::List).unwrap();
