@@ -5,10 +5,13 @@
 //!   fsynced, then renamed over the old one).
 //! - `journal`: records since the checkpoint of the same generation, each `len | crc32 | postcard payload`.
 //!   Replay stops at the first record that is short or fails its checksum: that is the torn tail of a write
-//!   cut off by a crash, and it is truncated away. A damaged record with valid records after it is not a
-//!   torn tail (a crash cuts only the end) but damage inside the journal: the scan refuses, naming the
-//!   offset, rather than drop committed records and let the next checkpoint erase the evidence. A journal whose generation differs from the checkpoint's
-//!   was already folded into it and is ignored.
+//!   cut off by a crash, and it is truncated away. A killed process cuts only the end, but a power cut
+//!   during a sync may land that sync's pages in any order, leaving a bad record with good ones after
+//!   it. So after every sync the journal notes how far it is durable (`Record::Durable`): a bad record
+//!   that such a note after it says was durable is damage inside the journal, and the scan refuses,
+//!   naming the offset, rather than drop committed records and let the next checkpoint erase the
+//!   evidence; one that no later note covers belongs to the last, unfinished sync and is a torn tail.
+//!   A journal whose generation differs from the checkpoint's was already folded into it and is ignored.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
@@ -82,6 +85,11 @@ pub enum Record {
     /// The array's catalog reached this generation.
     ArrayGeneration {
         generation: u64,
+    },
+    /// The journal's first `len` bytes were made durable (written after the sync that did it returned):
+    /// evidence that a damaged record before `len` is damage, not a write cut off by a power cut.
+    Durable {
+        len: u64,
     },
 }
 
@@ -263,7 +271,11 @@ pub struct JournalScan {
 /// The records of a journal up to the first that is short, fails its checksum or does not decode, and
 /// where that one starts.
 fn valid_prefix(bytes: &[u8]) -> (Vec<Record>, usize) {
-    let mut pos = JOURNAL_HEADER as usize;
+    valid_prefix_from(bytes, JOURNAL_HEADER as usize)
+}
+
+/// [`valid_prefix`] from byte `pos` on.
+fn valid_prefix_from(bytes: &[u8], mut pos: usize) -> (Vec<Record>, usize) {
     let mut records = Vec::new();
     while pos + 8 <= bytes.len() {
         let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4 bytes")) as usize;
@@ -301,12 +313,34 @@ fn valid_record_after(bytes: &[u8], bad: usize) -> Option<usize> {
     (bad + 1..bytes.len().saturating_sub(8)).find(|&at| valid_at(at))
 }
 
+/// Whether a valid record after the bad one at `bad` (the first at `next`) says the journal was durable
+/// past `bad`: then `bad` is damage, not a sync cut off by a power cut. Every valid record after `bad` is
+/// looked at (more damage may come between them, as pages of an unfinished sync land in any order).
+fn durable_past(bytes: &[u8], bad: usize, next: usize) -> bool {
+    let mut at = Some(next);
+    while let Some(from) = at {
+        let (records, end) = valid_prefix_from(bytes, from);
+        if records.iter().any(|r| matches!(r, Record::Durable { len } if *len > bad as u64)) {
+            return true;
+        }
+        at = valid_record_after(bytes, end);
+    }
+    false
+}
+
+/// The damaged record a scan must refuse at, and the valid record after it (see [`durable_past`]).
+fn damage(bytes: &[u8], bad: usize) -> Option<usize> {
+    valid_record_after(bytes, bad).filter(|&next| durable_past(bytes, bad, next))
+}
+
 /// The append side of the journal.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
     out: BufWriter<File>,
     len: u64,
+    /// Bytes the last `Record::Durable` covered.
+    marked: u64,
 }
 
 const JOURNAL_HEADER: u64 = 16;
@@ -329,7 +363,7 @@ impl Journal {
         let mut out = BufWriter::with_capacity(1 << 16, f);
         std::io::Seek::seek(&mut out, std::io::SeekFrom::Start(valid_len))
             .map_err(|e| FlashError::io(path, e))?;
-        Ok(Journal { path: path.to_path_buf(), out, len: valid_len })
+        Ok(Journal { path: path.to_path_buf(), out, len: valid_len, marked: valid_len })
     }
 
     /// Reads the journal of `dir` for `generation`.
@@ -357,7 +391,7 @@ impl Journal {
             return Ok(JournalScan { stale: true, ..Default::default() });
         }
         let (records, pos) = valid_prefix(&bytes);
-        if let Some(next) = valid_record_after(&bytes, pos) {
+        if let Some(next) = damage(&bytes, pos) {
             return Err(FlashError::Corrupt {
                 what: "journal".into(),
                 path,
@@ -394,7 +428,7 @@ impl Journal {
             return Ok(None);
         }
         let (_, pos) = valid_prefix(&bytes);
-        if valid_record_after(&bytes, pos).is_none() {
+        if damage(&bytes, pos).is_none() {
             return Ok(None);
         }
         let kept = dir.join(format!("journal.damaged-at-{pos}"));
@@ -422,10 +456,17 @@ impl Journal {
         Ok(())
     }
 
-    /// Flushes buffered records and makes them durable.
+    /// Flushes buffered records and makes them durable, then notes so in the journal (handed to the OS,
+    /// made durable by the next sync): the evidence a scan after a power cut needs (see the module).
     pub fn sync(&mut self) -> Result<()> {
         self.out.flush().map_err(|e| FlashError::io(&self.path, e))?;
-        self.out.get_ref().sync_data().map_err(|e| FlashError::io(&self.path, e))
+        self.out.get_ref().sync_data().map_err(|e| FlashError::io(&self.path, e))?;
+        if self.len > self.marked {
+            self.append(&Record::Durable { len: self.len })?;
+            self.marked = self.len;
+            self.out.flush().map_err(|e| FlashError::io(&self.path, e))?;
+        }
+        Ok(())
     }
 
     /// Hands buffered records to the OS without waiting for the disk (enough to survive a killed process).
@@ -452,7 +493,7 @@ mod tests {
         let mut j = Journal::create(dir.path(), 3).unwrap();
         j.append(&Record::Trim { lpn: 1, count: 2 }).unwrap();
         j.append(&Record::Erase { block: 9 }).unwrap();
-        j.sync().unwrap();
+        j.flush().unwrap();
         let full = std::fs::metadata(dir.path().join("journal")).unwrap().len();
         // Cut the last record in half, as a crash in the middle of a write would.
         let f = OpenOptions::new().write(true).open(dir.path().join("journal")).unwrap();
@@ -463,7 +504,8 @@ mod tests {
         assert!(Journal::scan(dir.path(), 4).unwrap().stale);
     }
 
-    /// A journal of `n` records; returns it and where each record starts.
+    /// A journal of `n` records, synced (so a `Durable` note follows them); returns it and where each
+    /// record starts, the note's start last.
     fn journal_of(dir: &Path, n: u64) -> (Vec<u8>, Vec<usize>) {
         let mut j = Journal::create(dir, 1).unwrap();
         let mut starts = Vec::new();
@@ -471,8 +513,49 @@ mod tests {
             starts.push(j.len() as usize);
             j.append(&Record::Trim { lpn: i, count: i + 1 }).unwrap();
         }
+        starts.push(j.len() as usize);
         j.sync().unwrap();
         (std::fs::read(dir.join("journal")).unwrap(), starts)
+    }
+
+    fn trims(records: &[Record]) -> usize {
+        records.iter().filter(|r| matches!(r, Record::Trim { .. })).count()
+    }
+
+    #[test]
+    fn a_power_cut_that_lands_an_unfinished_sync_out_of_order_is_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal");
+        let mut j = Journal::create(dir.path(), 1).unwrap();
+        for i in 0..3 {
+            j.append(&Record::Trim { lpn: i, count: 1 }).unwrap();
+        }
+        j.sync().unwrap();
+        // The next sync's records reach the file, but a power cut lands one of its pages as zeros.
+        let second = j.len() as usize;
+        for i in 3..6 {
+            j.append(&Record::Trim { lpn: i, count: 1 }).unwrap();
+        }
+        j.flush().unwrap();
+        let mut b = std::fs::read(&p).unwrap();
+        b[second + 4] ^= 0xff;
+        std::fs::write(&p, &b).unwrap();
+        let scan = Journal::scan(dir.path(), 1).unwrap();
+        assert_eq!((trims(&scan.records), scan.valid_len), (3, second as u64), "the unfinished sync is cut");
+        assert_eq!(Journal::cut_at_damage(dir.path(), 1).unwrap(), None, "no damage to cut");
+        // Once a later sync noted the journal durable past the same record, it is damage.
+        let mut j = Journal::create(dir.path(), 2).unwrap();
+        for i in 0..6 {
+            j.append(&Record::Trim { lpn: i, count: 1 }).unwrap();
+            if i == 2 || i == 5 {
+                j.sync().unwrap();
+            }
+        }
+        let mut b = std::fs::read(&p).unwrap();
+        b[second + 4] ^= 0xff;
+        std::fs::write(&p, &b).unwrap();
+        let err = Journal::scan(dir.path(), 2).unwrap_err().to_string();
+        assert!(err.contains("is damaged and a valid record follows"), "{err}");
     }
 
     #[test]
@@ -491,14 +574,14 @@ mod tests {
             assert_eq!(std::fs::read(&p).unwrap(), b, "the scan changes nothing");
         }
         // The last record cut short, or the tail zero-filled as after a power cut: a torn tail.
-        std::fs::write(&p, &clean[..clean.len() - 3]).unwrap();
+        std::fs::write(&p, &clean[..starts[5] - 3]).unwrap();
         let scan = Journal::scan(dir.path(), 1).unwrap();
-        assert_eq!((scan.records.len(), scan.valid_len), (4, starts[4] as u64));
+        assert_eq!((trims(&scan.records), scan.valid_len), (4, starts[4] as u64));
         let mut zeros = clean.clone();
         zeros.extend_from_slice(&[0u8; 4096]);
         std::fs::write(&p, &zeros).unwrap();
         let scan = Journal::scan(dir.path(), 1).unwrap();
-        assert_eq!((scan.records.len(), scan.torn_bytes), (5, 4096));
+        assert_eq!((trims(&scan.records), scan.torn_bytes), (5, 4096));
     }
 
     #[test]

@@ -674,7 +674,20 @@ impl Array {
             let head: crate::table::TableInfo = serde_json::from_str(head).ok()?;
             let infos = devices
                 .iter()
-                .map(|d| crate::table::store::part_from_objects(self, *d, name, &head, &sizes(d)))
+                .map(|d| {
+                    let read = |obj: &str| -> Option<Vec<u8>> {
+                        let dev = self.device(*d).ok()?;
+                        let size = dev.call(Stat { name: obj.to_string() }).ok()?.size;
+                        let cmd = insitu_device::protocol::Read {
+                            name: obj.to_string(),
+                            offset: 0,
+                            len: size,
+                            buf: Vec::new(),
+                        };
+                        dev.call(cmd).ok()
+                    };
+                    crate::table::info::part_from_objects(name, &head, &sizes(d), &read)
+                })
                 .collect::<Option<Vec<_>>>()?;
             let size = devices.iter().map(|d| parts[d]["rows"].size).sum();
             (EntryKind::Table(crate::table::TableInfo { parts: infos, ..head }), size)

@@ -13,9 +13,8 @@ use insitu_kernels::le;
 
 use crate::array::Array;
 use crate::error::{HostError, Result};
-use crate::table::info::{KeyEncoding, PartInfo, TableInfo};
+use crate::table::info::{KeyEncoding, PartInfo};
 use crate::table::layout::{decode_part, key_from_bits, key_from_bytes, EncodedKey, EncodedPart};
-use crate::table::schema::KeyKind;
 use crate::table::schema::TableSchema;
 
 const CHUNK: usize = 4 << 20;
@@ -345,63 +344,6 @@ impl<'a> PartWriter<'a> {
         }
         result
     }
-}
-
-/// How one device's part of a table is stored, worked out from its objects alone (`objs`: their
-/// descriptions by suffix, `rows`, `key`...) and the table's schema, for `fsck --repair` when the catalog
-/// lost the table; `None` when the objects are not a whole part. Offsets are read to find the longest
-/// row and key.
-pub(crate) fn part_from_objects(
-    array: &Array,
-    dev: u32,
-    table: &str,
-    head: &TableInfo,
-    objs: &BTreeMap<String, u64>,
-) -> Option<PartInfo> {
-    let key_col = head.schema.columns.get(head.key)?;
-    let offsets = |s: &str| -> Option<Vec<u64>> {
-        let o = le::decode_u64s(&read_object(array, dev, &format!("{table}#{s}")).ok()?);
-        (o.first() == Some(&0) && o.windows(2).all(|w| w[0] <= w[1])).then_some(o)
-    };
-    let longest = |o: &[u64]| o.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-    let (key, rows) = match key_col.ty.key_kind(&key_col.name).ok()? {
-        KeyKind::Bytes => {
-            let o = offsets("keyoff")?;
-            (*o.last()? == *objs.get("key")?).then_some(())?;
-            (KeyEncoding::Bytes { max_key: longest(&o) }, o.len() as u64 - 1)
-        }
-        KeyKind::Fixed(key_type) => match (objs.get("dict"), objs.get("codes"), objs.get("key")) {
-            (Some(dict), Some(codes), None) => {
-                // The dictionary's size says the codes' width (8 bits up to 256 values, as encoding chose).
-                let code_bits = if dict / 8 <= 256 { 8 } else { 16 };
-                (KeyEncoding::Dict { key_type, code_bits }, codes / (code_bits as u64 / 8))
-            }
-            (None, None, Some(key)) => {
-                let w = key_type.width() as u64;
-                (key % w == 0).then_some(())?;
-                (KeyEncoding::Plain { key_type }, key / w)
-            }
-            _ => return None,
-        },
-    };
-    let size = *objs.get("rows")?;
-    let (row_size, max_row) = match objs.contains_key("rowoff") {
-        true => {
-            let o = offsets("rowoff")?;
-            (o.len() as u64 == rows + 1 && *o.last()? == size).then_some(())?;
-            (None, longest(&o))
-        }
-        false => {
-            let rs = crate::table::layout::fixed_row_size(&head.schema, head.key)?;
-            (rs * rows == size).then_some(())?;
-            (Some(rs), rs)
-        }
-    };
-    let part = PartInfo { rows, key, row_size, max_row };
-    // Exactly the objects such a part has.
-    let want: std::collections::BTreeSet<String> = part.objects(table).into_iter().collect();
-    let have: std::collections::BTreeSet<String> = objs.keys().map(|s| format!("{table}#{s}")).collect();
-    (want == have).then_some(part)
 }
 
 /// A part's key column read over the host link.
