@@ -581,7 +581,7 @@ impl Array {
     /// `fsck --repair`: puts back into the catalog every object kept whole in quarantine that its parts
     /// describe (a blob: each part says which of how many it is, the stripe unit and the total size; a
     /// table or a shuffle output: its first object in each part carries the catalog's description, see
-    /// [`crate::catalog::part_attrs`]), under its own name when that is free. Returns what was restored.
+    /// `catalog::part_attrs`), under its own name when that is free. Returns what was restored.
     pub fn restore_quarantined(&mut self) -> Result<Vec<String>> {
         use std::collections::BTreeMap;
         // The parts' own descriptions, from their devices.

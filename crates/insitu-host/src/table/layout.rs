@@ -202,7 +202,7 @@ pub fn field_key(schema: &TableSchema, key: usize, column: usize) -> Result<Fiel
     Ok(FieldKey { bitmap, index: index as u32, before, value, nullable: c.nullable })
 }
 
-/// The size of every row of a part when no column of the rows varies in size (what [`encode_rows`]
+/// The size of every row of a part when no column of the rows varies in size (what `encode_rows`
 /// gives), else `None`.
 pub fn fixed_row_size(schema: &TableSchema, key: usize) -> Option<u64> {
     let cols = row_columns(schema, key);
