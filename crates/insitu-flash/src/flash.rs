@@ -131,7 +131,7 @@ impl Flash {
         let journal = if scan.stale {
             Journal::create(dir, ckpt.generation)?
         } else {
-            Journal::reopen(dir, scan.valid_len)?
+            Journal::reopen(dir, scan.valid_len, scan.version)?
         };
         let mut nand = Nand::open(dir, sb.geometry)?;
         nand.restore(ckpt.blocks.iter().copied().collect());

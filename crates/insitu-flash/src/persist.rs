@@ -26,6 +26,9 @@ use crate::raw::BlockState;
 
 /// 2: objects carry the transaction that made them; devices record the array's catalog generation.
 pub const FORMAT_VERSION: u32 = 2;
+/// The journal's own format: 3 notes after every sync how far it is durable (`Record::Durable`). A
+/// journal of format 2 has no such notes: any bad record with valid ones after it is damage there.
+pub const JOURNAL_VERSION: u32 = 3;
 const SUPER_MAGIC: &[u8; 4] = b"INSB";
 const CKPT_MAGIC: &[u8; 4] = b"INSC";
 const JOURNAL_MAGIC: &[u8; 4] = b"INSJ";
@@ -266,6 +269,8 @@ pub struct JournalScan {
     pub torn_bytes: u64,
     /// The journal belongs to an older generation and was ignored.
     pub stale: bool,
+    /// Its format (see [`JOURNAL_VERSION`]).
+    pub version: u32,
 }
 
 /// The records of a journal up to the first that is short, fails its checksum or does not decode, and
@@ -328,9 +333,10 @@ fn durable_past(bytes: &[u8], bad: usize, next: usize) -> bool {
     false
 }
 
-/// The damaged record a scan must refuse at, and the valid record after it (see [`durable_past`]).
-fn damage(bytes: &[u8], bad: usize) -> Option<usize> {
-    valid_record_after(bytes, bad).filter(|&next| durable_past(bytes, bad, next))
+/// Where the valid record after a damaged one at `bad` starts, when that damage is damage inside the
+/// journal (see [`durable_past`]; in a journal of format 2, which has no notes, any valid record after).
+fn damage(bytes: &[u8], bad: usize, version: u32) -> Option<usize> {
+    valid_record_after(bytes, bad).filter(|&next| version < 3 || durable_past(bytes, bad, next))
 }
 
 /// The append side of the journal.
@@ -341,6 +347,8 @@ pub struct Journal {
     len: u64,
     /// Bytes the last `Record::Durable` covered.
     marked: u64,
+    /// Whether its format takes `Record::Durable` notes (a journal of format 2 kept going gets none).
+    notes: bool,
 }
 
 const JOURNAL_HEADER: u64 = 16;
@@ -351,19 +359,19 @@ impl Journal {
         let path = dir.join("journal");
         let mut header = Vec::with_capacity(16);
         header.extend_from_slice(JOURNAL_MAGIC);
-        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(&JOURNAL_VERSION.to_le_bytes());
         header.extend_from_slice(&generation.to_le_bytes());
         write_atomic(&path, &header)?;
-        Self::open_append(&path, JOURNAL_HEADER)
+        Self::open_append(&path, JOURNAL_HEADER, JOURNAL_VERSION)
     }
 
-    fn open_append(path: &Path, valid_len: u64) -> Result<Journal> {
+    fn open_append(path: &Path, valid_len: u64, version: u32) -> Result<Journal> {
         let f = OpenOptions::new().write(true).open(path).map_err(|e| FlashError::io(path, e))?;
         f.set_len(valid_len).map_err(|e| FlashError::io(path, e))?;
         let mut out = BufWriter::with_capacity(1 << 16, f);
         std::io::Seek::seek(&mut out, std::io::SeekFrom::Start(valid_len))
             .map_err(|e| FlashError::io(path, e))?;
-        Ok(Journal { path: path.to_path_buf(), out, len: valid_len, marked: valid_len })
+        Ok(Journal { path: path.to_path_buf(), out, len: valid_len, marked: valid_len, notes: version >= 3 })
     }
 
     /// Reads the journal of `dir` for `generation`.
@@ -383,15 +391,15 @@ impl Journal {
             return Err(FlashError::Corrupt { what: "journal".into(), path, detail: "bad header".into() });
         }
         let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
-            return Err(FlashError::Version { path, found: version, expected: FORMAT_VERSION });
+        if !(2..=JOURNAL_VERSION).contains(&version) {
+            return Err(FlashError::Version { path, found: version, expected: JOURNAL_VERSION });
         }
         let gen = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
         if gen != generation {
             return Ok(JournalScan { stale: true, ..Default::default() });
         }
         let (records, pos) = valid_prefix(&bytes);
-        if let Some(next) = damage(&bytes, pos) {
+        if let Some(next) = damage(&bytes, pos, version) {
             return Err(FlashError::Corrupt {
                 what: "journal".into(),
                 path,
@@ -408,6 +416,7 @@ impl Journal {
             valid_len: pos as u64,
             torn_bytes: (bytes.len() - pos) as u64,
             stale: false,
+            version,
         })
     }
 
@@ -427,8 +436,9 @@ impl Journal {
         {
             return Ok(None);
         }
+        let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
         let (_, pos) = valid_prefix(&bytes);
-        if damage(&bytes, pos).is_none() {
+        if damage(&bytes, pos, version).is_none() {
             return Ok(None);
         }
         let kept = dir.join(format!("journal.damaged-at-{pos}"));
@@ -439,9 +449,9 @@ impl Journal {
         Ok(Some((pos as u64, kept)))
     }
 
-    /// Reopens for appending after a scan, cutting off the torn tail.
-    pub fn reopen(dir: &Path, valid_len: u64) -> Result<Journal> {
-        Self::open_append(&dir.join("journal"), valid_len)
+    /// Reopens for appending after a scan (of a journal of format `version`), cutting off the torn tail.
+    pub fn reopen(dir: &Path, valid_len: u64, version: u32) -> Result<Journal> {
+        Self::open_append(&dir.join("journal"), valid_len, version)
     }
 
     /// Appends one record (buffered until [`Journal::sync`]).
@@ -461,7 +471,7 @@ impl Journal {
     pub fn sync(&mut self) -> Result<()> {
         self.out.flush().map_err(|e| FlashError::io(&self.path, e))?;
         self.out.get_ref().sync_data().map_err(|e| FlashError::io(&self.path, e))?;
-        if self.len > self.marked {
+        if self.notes && self.len > self.marked {
             self.append(&Record::Durable { len: self.len })?;
             self.marked = self.len;
             self.out.flush().map_err(|e| FlashError::io(&self.path, e))?;
@@ -520,6 +530,31 @@ mod tests {
 
     fn trims(records: &[Record]) -> usize {
         records.iter().filter(|r| matches!(r, Record::Trim { .. })).count()
+    }
+
+    #[test]
+    fn a_journal_of_format_2_without_notes_keeps_refusing_damage_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal");
+        let mut j = Journal::create(dir.path(), 1).unwrap();
+        let mut starts = Vec::new();
+        for i in 0..4 {
+            starts.push(j.len() as usize);
+            j.append(&Record::Trim { lpn: i, count: 1 }).unwrap();
+        }
+        j.flush().unwrap();
+        let mut b = std::fs::read(&p).unwrap();
+        b[4..8].copy_from_slice(&2u32.to_le_bytes());
+        std::fs::write(&p, &b).unwrap();
+        assert_eq!(trims(&Journal::scan(dir.path(), 1).unwrap().records), 4, "format 2 still reads");
+        b[starts[1] + 9] ^= 0x10;
+        std::fs::write(&p, &b).unwrap();
+        let err = Journal::scan(dir.path(), 1).unwrap_err().to_string();
+        assert!(err.contains("is damaged and a valid record follows"), "{err}");
+        assert!(Journal::cut_at_damage(dir.path(), 1).unwrap().is_some(), "repair cuts it");
+        b[4..8].copy_from_slice(&4u32.to_le_bytes());
+        std::fs::write(&p, &b).unwrap();
+        assert!(Journal::scan(dir.path(), 1).unwrap_err().to_string().contains("version"));
     }
 
     #[test]

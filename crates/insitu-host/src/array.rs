@@ -85,6 +85,11 @@ pub struct Array {
 fn blob_from_parts(name: &str, parts: &[(u32, &insitu_device::ObjectMeta)]) -> Option<ObjectEntry> {
     let count = parts.first()?.1.attrs.get("part")?.split_once('/')?.1.parse::<usize>().ok()?;
     let unit: u64 = parts.first()?.1.attrs.get("stripe_unit")?.parse().ok()?;
+    // Parts of two writes of one name are not one blob (parts written before writes were marked have none).
+    let write = parts.first()?.1.attrs.get("write");
+    if parts.iter().any(|(_, o)| o.attrs.get("write") != write) {
+        return None;
+    }
     if count == 0 || parts.len() != count {
         return None;
     }
@@ -495,35 +500,71 @@ impl Array {
         }
     }
 
-    /// `fsck --repair`: takes out of the catalog every entry whose parts are not the ones it recorded, and
-    /// keeps its parts in quarantine, from where [`Array::restore_quarantined`] lists again what they
-    /// describe. Returns the names.
-    pub fn unlist_mismatched(&mut self) -> Result<Vec<String>> {
-        let names: Vec<String> = self.mismatched.keys().cloned().collect();
-        for name in &names {
-            let Some(e) = self.catalog.objects.remove(name) else { continue };
-            let why = format!("listed by entry {name:?}, which did not match it ({})", self.mismatched[name]);
+    /// `fsck --repair`: takes out of the catalog every entry whose parts are not the ones it recorded and
+    /// whose parts describe an object whole, keeping the parts in quarantine, from where
+    /// [`Array::restore_quarantined`] lists them again. Returns the names taken out, and those left as they
+    /// are (their parts describe nothing whole: reads keep refusing them, `rm` removes them).
+    pub fn unlist_mismatched(&mut self) -> Result<(Vec<String>, Vec<String>)> {
+        let (mut unlisted, mut left) = (Vec::new(), Vec::new());
+        for name in self.mismatched.keys().cloned().collect::<Vec<_>>() {
+            let Some(e) = self.catalog.objects.get(&name).cloned() else { continue };
+            let why =
+                format!("listed by entry {name:?}, which did not match it ({})", self.mismatched[&name]);
+            let mut parts = Vec::new();
             for (i, dev) in e.devices.iter().enumerate() {
                 let Ok(d) = self.device(*dev) else { continue };
                 let listed = d.call(List).map_err(HostError::device(*dev))?;
                 for part in e.device_objects(i) {
                     if let Some(o) = listed.iter().find(|o| o.name == part) {
-                        self.catalog.quarantine.push(QuarantinedPart {
-                            device: *dev,
-                            name: part,
-                            kind: o.kind.clone(),
-                            size: o.size,
-                            why: why.clone(),
-                        });
+                        parts.push((*dev, o.clone()));
                     }
                 }
             }
+            let refs: Vec<(u32, &insitu_device::ObjectMeta)> = parts.iter().map(|(d, o)| (*d, o)).collect();
+            if self.entry_from_parts(&name, &refs).is_none() {
+                left.push(name);
+                continue;
+            }
+            self.catalog.objects.remove(&name);
+            self.mismatched.remove(&name);
+            for (device, o) in parts {
+                self.catalog.quarantine.push(QuarantinedPart {
+                    device,
+                    name: o.name,
+                    kind: o.kind,
+                    size: o.size,
+                    why: why.clone(),
+                });
+            }
+            unlisted.push(name);
         }
-        if !names.is_empty() {
+        if !unlisted.is_empty() {
             self.save_catalog()?;
-            self.mismatched.clear();
         }
-        Ok(names)
+        Ok((unlisted, left))
+    }
+
+    /// The object `name` that `parts` ((device, description) of its device objects) describe whole, if any.
+    fn entry_from_parts(
+        &self,
+        name: &str,
+        parts: &[(u32, &insitu_device::ObjectMeta)],
+    ) -> Option<ObjectEntry> {
+        let blob: Vec<(u32, &insitu_device::ObjectMeta)> =
+            parts.iter().filter(|(_, o)| o.kind == "stripe" && o.name == name).copied().collect();
+        if !blob.is_empty() {
+            return blob_from_parts(name, &blob);
+        }
+        let mut split: std::collections::BTreeMap<
+            u32,
+            std::collections::BTreeMap<String, &insitu_device::ObjectMeta>,
+        > = Default::default();
+        for (dev, o) in parts {
+            if let Some((_, suffix)) = o.name.split_once('#').filter(|(base, _)| *base == name) {
+                split.entry(*dev).or_default().insert(suffix.to_string(), *o);
+            }
+        }
+        self.described_by_parts(name, &split)
     }
 
     /// `fsck --repair`, before the array opens: mends what keeps a device from opening and can be mended
@@ -662,6 +703,7 @@ impl Array {
             let o = parts[dev].get(lead)?;
             if o.attrs.get(head_key) != Some(head)
                 || o.attrs.get("devices") != Some(said)
+                || o.attrs.get("write") != first.attrs.get("write")
                 || o.attrs.get("part") != Some(&format!("{i}/{}", devices.len()))
             {
                 return None;
@@ -985,8 +1027,8 @@ impl Array {
 
     /// Removes an entry durably; returns it.
     pub(crate) fn remove_entry(&mut self, name: &str) -> Result<ObjectEntry> {
-        // An entry that does not match its parts would remove parts another write made.
-        let entry = self.entry(name)?;
+        // An entry that does not match its parts may go too (`fsck` says so first): the user names it.
+        let entry = self.catalog.objects.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))?;
         // Every part must be reachable to be removed: refuse while a device holding one is offline.
         for dev in &entry.devices {
             self.device(*dev)?;
@@ -1004,6 +1046,7 @@ impl Array {
             self.catalog.removing = before;
             return Err(err);
         }
+        self.mismatched.remove(name);
         Ok(e)
     }
 

@@ -138,6 +138,8 @@ fn create_parts(array: &Array, entry: &ObjectEntry, sized: bool) -> Result<Vec<u
             attrs.insert("total_size".into(), entry.size.to_string());
         }
         attrs.insert("stripe_unit".into(), entry.stripe_unit.to_string());
+        // Which write made the part (see `catalog::part_attrs`).
+        attrs.insert("write".into(), array.catalog().generation.to_string());
         let cmd = CreateObject {
             name: entry.name.clone(),
             kind: "stripe".into(),

@@ -133,10 +133,16 @@ impl ObjectEntry {
 
 /// What a part says of the object it belongs to, on its first device object (a table part's `#rows`, a
 /// shuffle part's `#data`): the description the catalog keeps (a table's parts left out: each part's
-/// own objects say how it is stored), which part of how many it is and on which devices the others
-/// are. With it `fsck --repair` lists the object again from its parts when the catalog lost it
-/// (`Array::restore_quarantined`).
-pub(crate) fn part_attrs(kind: &EntryKind, index: usize, devices: &[u32]) -> BTreeMap<String, String> {
+/// own objects say how it is stored), which part of how many it is, on which devices the others are,
+/// and which write made it (`write`: the catalog's generation when the write began, so parts of two
+/// writes of one name are never taken for one object). With it `fsck --repair` lists the object again
+/// from its parts when the catalog lost it (`Array::restore_quarantined`).
+pub(crate) fn part_attrs(
+    kind: &EntryKind,
+    index: usize,
+    devices: &[u32],
+    write: u64,
+) -> BTreeMap<String, String> {
     let mut attrs = BTreeMap::new();
     let (key, head) = match kind {
         EntryKind::Table(t) => {
@@ -148,6 +154,7 @@ pub(crate) fn part_attrs(kind: &EntryKind, index: usize, devices: &[u32]) -> BTr
     attrs.insert(key.to_string(), head.expect("catalog entries serialize"));
     attrs.insert("part".to_string(), format!("{index}/{}", devices.len()));
     attrs.insert("devices".to_string(), serde_json::to_string(devices).expect("a list serializes"));
+    attrs.insert("write".to_string(), write.to_string());
     attrs
 }
 

@@ -29,6 +29,11 @@ impl Progress {
         self.with(|s| *s = State { stage: name.to_string(), done: 0, total, unit });
     }
 
+    /// No stage: a new command has not said what it does yet.
+    pub fn clear(&self) {
+        self.with(|s| *s = State::default());
+    }
+
     /// `n` more units done.
     pub fn add(&self, n: u64) {
         self.with(|s| s.done += n);

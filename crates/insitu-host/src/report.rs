@@ -133,6 +133,8 @@ pub struct Measure {
 
 impl Measure {
     pub fn start(op: &str, array: &Array) -> Result<Measure> {
+        // A new command: what the last one counted is no progress of this one.
+        array.progress().clear();
         let start = array.counters()?;
         let t0 = Instant::now();
         Ok(Measure {

@@ -98,8 +98,15 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
             eprintln!("repair: {done}");
         }
         let mut array = ctx.open()?;
-        for name in array.unlist_mismatched()? {
+        let (unlisted, left) = array.unlist_mismatched()?;
+        for name in unlisted {
             eprintln!("repair: {name} did not match its parts: its parts are kept in quarantine");
+        }
+        for name in left {
+            eprintln!(
+                "repair: {name} does not match its parts, and they do not describe an object whole: left as it \
+                 is (reads refuse it; `insitu rm {name}` removes it and its parts)"
+            );
         }
         for r in array.restore_quarantined()? {
             eprintln!("repair: restored object {r} from parts kept in quarantine");

@@ -293,7 +293,8 @@ fn merge_runs_from_flash(
     }
 }
 
-/// Rows an extraction reads from flash at a time (fewer when rows are long: at most `EXTRACT_BYTES`).
+/// Rows an extraction reads from flash at a time (fewer when rows are long: at most `EXTRACT_BYTES`, and
+/// a quarter of the free device memory).
 const EXTRACT_ROWS: u64 = 64 << 10;
 const EXTRACT_BYTES: u64 = 4 << 20;
 
@@ -323,11 +324,15 @@ pub(crate) fn extract_key(ctx: &ProgramContext<'_>, a: ExtractKeyArgs) -> Result
         KeyForm::Plain(key_type) => KeyColumn::Plain { object: a.out.clone(), key_type },
         KeyForm::Bytes => KeyColumn::Bytes { data: a.out.clone(), offsets: a.out_offsets.clone() },
     };
+    // Blocks of at most a quarter of the free device memory (and EXTRACT_BYTES).
+    let block_bytes = (ctx.memory_available() / 4).clamp(4096, EXTRACT_BYTES);
     let per_block = match &a.shape {
-        RowShape::Fixed { size: rs } => (EXTRACT_BYTES / rs).clamp(1, EXTRACT_ROWS),
-        RowShape::Var { .. } => EXTRACT_ROWS,
+        RowShape::Fixed { size: rs } => (block_bytes / rs).clamp(1, EXTRACT_ROWS),
+        RowShape::Var { .. } => (block_bytes / 64).clamp(1, EXTRACT_ROWS),
     };
-    let _mem = ctx.reserve(EXTRACT_BYTES + per_block * 24)?;
+    // A block of rows, their offsets, and the keys pulled out of them (at most the rows' bytes, and a
+    // byte per row).
+    let _mem = ctx.reserve(2 * block_bytes + per_block * 25)?;
     let expected = match form {
         KeyForm::Plain(kt) => Some(rows * kt.width() as u64),
         KeyForm::Bytes => None,
@@ -353,13 +358,18 @@ pub(crate) fn extract_key(ctx: &ProgramContext<'_>, a: ExtractKeyArgs) -> Result
             offs.push(0u64);
         }
         while first < rows {
-            let n = per_block.min(rows - first);
+            let mut n = per_block.min(rows - first);
             let starts = match &a.shape {
                 RowShape::Fixed { size: rs } => (0..=n).map(|i| (first + i) * rs).collect::<Vec<u64>>(),
                 RowShape::Var { offsets } => {
                     let mut raw = vec![0u8; (n as usize + 1) * 8];
                     ctx.read_object(offsets, first * 8, &mut raw)?;
-                    le::decode_u64s(&raw)
+                    let mut starts = le::decode_u64s(&raw);
+                    // A block holds at most `block_bytes` of rows (one row, however long, at least).
+                    let fit = starts.partition_point(|s| s.saturating_sub(starts[0]) <= block_bytes);
+                    n = (fit as u64).saturating_sub(1).clamp(1, n);
+                    starts.truncate(n as usize + 1);
+                    starts
                 }
             };
             let (lo, hi) = (starts[0], starts[n as usize]);

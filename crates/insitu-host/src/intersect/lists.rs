@@ -152,7 +152,6 @@ pub fn put_list(
     array.check_free(name)?;
     array.progress().stage("read", None, "IDs");
     let ids = read_ids(path, format)?;
-    array.progress().stage("check and store", Some(ids.len() as u64), "IDs");
     put_list_ids(array, &ids, &path.display().to_string(), name, entry_size, dev)
 }
 
@@ -180,8 +179,10 @@ pub fn put_list_ids(
         )));
     }
     let measure = Measure::start("put-list", array)?;
+    array.progress().stage("store", Some(ids.len() as u64), "IDs");
     let data = entries(ids, entry_size);
     write_object(array, dev, name, "list", &data)?;
+    array.progress().add(ids.len() as u64);
     let info = ListInfo { entry_size, entries: ids.len() as u64 };
     array.commit_entry(entry_for(name, EntryKind::List(info), data.len() as u64, dev))?;
     let headline = format!("put-list {name}: {} entries of {entry_size} B on device {dev}", ids.len());

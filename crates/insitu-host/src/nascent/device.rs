@@ -83,7 +83,7 @@ pub(crate) fn sort_on_devices(
             .enumerate()
             .map(|(i, dev)| {
                 let p = &info.parts[i];
-                let attrs = crate::catalog::part_attrs(job.out_kind, i, devices);
+                let attrs = crate::catalog::part_attrs(job.out_kind, i, devices, array.catalog().generation);
                 s.spawn(move || shuffle_part(array, *dev, table, out, p, attrs))
             })
             .collect();

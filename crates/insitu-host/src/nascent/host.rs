@@ -160,7 +160,9 @@ pub(crate) fn sort_on_host(
         measure.phase(&format!("dev{dev} sort"), array, on)?;
         for (suffix, data) in &objects {
             let attrs = match *suffix {
-                "rows" => crate::catalog::part_attrs(job.out_kind, i, job.devices),
+                "rows" => {
+                    crate::catalog::part_attrs(job.out_kind, i, job.devices, array.catalog().generation)
+                }
                 _ => Default::default(),
             };
             write_object_with(array, dev, &format!("{}#{suffix}", job.out), "table-part", data, attrs)?;

@@ -22,7 +22,7 @@ pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<
             out: out.into(),
             memory_budget: opts.memory_budget,
             codec: opts.codec,
-            attrs: crate::catalog::part_attrs(out_kind, i, devices),
+            attrs: crate::catalog::part_attrs(out_kind, i, devices, array.catalog().generation),
         };
         running.push(array.device(*dev)?.start::<PsacsShuffle>(args).map_err(HostError::device(*dev))?);
     }

@@ -163,7 +163,7 @@ pub(crate) fn shuffle_on_host(
             raw += r;
         }
         stored += data.len() as u64;
-        let attrs = crate::catalog::part_attrs(out_kind, i, devices);
+        let attrs = crate::catalog::part_attrs(out_kind, i, devices, array.catalog().generation);
         write_object_with(array, *dev, &format!("{out}#data"), "shuffle-data", &data, attrs)?;
         write_object(array, *dev, &format!("{out}#index"), "shuffle-index", &index)?;
         array.progress().add(1);

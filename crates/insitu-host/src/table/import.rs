@@ -247,7 +247,7 @@ fn load(
         let devices: Vec<u32> = (0..n as u32).collect();
         let mut writers = (0..n as u32)
             .map(|dev| {
-                let attrs = crate::catalog::part_attrs(&head, dev as usize, &devices);
+                let attrs = crate::catalog::part_attrs(&head, dev as usize, &devices, a.catalog().generation);
                 PartWriter::begin(a, dev, &opts.name, var_rows, key_encoding, attrs)
             })
             .collect::<Result<Vec<_>>>()?;

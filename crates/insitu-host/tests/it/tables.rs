@@ -345,6 +345,46 @@ fn sorting_by_a_column_stored_row_wise_agrees_with_arrow_in_every_placement() {
 }
 
 #[test]
+fn long_rows_are_pulled_out_in_blocks_that_fit_device_memory() {
+    // 600 rows of ~30 KB over 3 devices of 8 MiB memory: each device's rows are several blocks.
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 3);
+    let mut r = SmallRng::seed_from_u64(9);
+    let n = 600;
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("text", DataType::Utf8, false),
+            Field::new("v", DataType::Int16, true),
+        ])),
+        vec![
+            Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(
+                (0..n).map(|i| format!("{i}:").repeat(r.gen_range(5000..7000))).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int16Array::from(
+                (0..n).map(|_| r.gen_bool(0.9).then(|| r.gen_range(-50..50i16))).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+    .unwrap();
+    let src = dir.path().join("long.parquet");
+    write_parquet(&src, &batch);
+    put(&mut a, &src, "t", "id", false);
+    let stored = parts_of(&a, "t");
+    let mut outs = Vec::new();
+    for placement in [SortPlacement::Device, SortPlacement::Host] {
+        let out = format!("t.v.{placement:?}");
+        sort(&mut a, "t", "v", placement, SortAlgo::Fast, &out);
+        outs.push(parts_of(&a, &out));
+    }
+    assert_eq!(outs[0], outs[1]);
+    for (got, part) in outs[0].iter().zip(&stored) {
+        assert_eq!(*got, stable_sort_by(part, 2));
+    }
+}
+
+#[test]
 fn a_table_larger_than_device_memory_is_sorted_out_of_core() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = array(dir.path(), 2);
