@@ -851,6 +851,31 @@ impl Array {
         }
     }
 
+    /// Waits for commands started on several devices, counting each as it ends in the progress; the first
+    /// error (once all have ended) names its device.
+    pub(crate) fn wait_all<R: insitu_device::protocol::Call>(
+        &self,
+        running: Vec<insitu_device::transport::Pending<'_, R>>,
+    ) -> Result<Vec<R::Response>> {
+        let mut outputs = Vec::with_capacity(running.len());
+        let mut first_err = None;
+        for p in running {
+            let dev = p.client().id();
+            let r = p.wait();
+            self.progress.add(1);
+            match r {
+                Ok(o) => outputs.push(o),
+                Err(e) => {
+                    first_err.get_or_insert(HostError::Device { device: dev, error: e });
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(outputs),
+        }
+    }
+
     /// What the command running on the array has done so far; clone it to watch from another thread.
     pub fn progress(&self) -> &crate::progress::Progress {
         &self.progress

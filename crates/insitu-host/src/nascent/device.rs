@@ -4,12 +4,10 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use insitu_device::protocol::Call;
 use insitu_device::protocol::{
     Abort, Commit, Delete, ExtractKey, ExtractKeyArgs, Gather, GatherArgs, Identify, KeyColumn, LoadObject,
     RowShape, Sort, SortArgs, Stat, StoreToObject,
 };
-use insitu_device::transport::Pending;
 use insitu_device::DeviceClient;
 use insitu_kernels::le;
 
@@ -49,7 +47,7 @@ pub(crate) fn sort_on_devices(
                 };
                 running.push(array.device(*dev)?.start::<ExtractKey>(args).map_err(HostError::device(*dev))?);
             }
-            let keys = wait_all(array, running)?.into_iter().map(|o| o.key).collect();
+            let keys = array.wait_all(running)?.into_iter().map(|o| o.key).collect();
             measure.phase("extract", array, HostWork::default())?;
             keys
         }
@@ -62,7 +60,7 @@ pub(crate) fn sort_on_devices(
         let args = SortArgs { key, algo, out: order.clone(), memory_budget };
         running.push(array.device(*dev)?.start::<Sort>(args).map_err(HostError::device(*dev))?);
     }
-    wait_all(array, running)?;
+    array.wait_all(running)?;
     if by.is_some() {
         for dev in devices {
             let d = array.device(*dev)?;
@@ -94,28 +92,6 @@ pub(crate) fn sort_on_devices(
     }
     measure.phase("shuffle", array, HostWork::default())?;
     Ok(parts)
-}
-
-/// Waits for programs started on several devices; the first error (after all have finished) names its
-/// device.
-fn wait_all<R: Call>(array: &Array, running: Vec<Pending<'_, R>>) -> Result<Vec<R::Response>> {
-    let mut outputs = Vec::with_capacity(running.len());
-    let mut first_err = None;
-    for p in running {
-        let dev = p.client().id();
-        let r = p.wait();
-        array.progress().add(1);
-        match r {
-            Ok(o) => outputs.push(o),
-            Err(e) => {
-                first_err.get_or_insert(HostError::Device { device: dev, error: e });
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(outputs),
-    }
 }
 
 /// What one gather pass moves: items of `src` (found as `shape` says, at most `max_item` bytes each) into

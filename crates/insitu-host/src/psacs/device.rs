@@ -26,24 +26,6 @@ pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<
         };
         running.push(array.device(*dev)?.start::<PsacsShuffle>(args).map_err(HostError::device(*dev))?);
     }
-    let (mut stored, mut raw) = (0, 0);
-    let mut first_err = None;
-    for p in running {
-        let dev = p.client().id();
-        let r = p.wait();
-        array.progress().add(1);
-        match r {
-            Ok(o) => {
-                stored += o.stored_bytes;
-                raw += o.raw_bytes;
-            }
-            Err(e) => {
-                first_err.get_or_insert(HostError::Device { device: dev, error: e });
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok((stored, raw)),
-    }
+    let outputs = array.wait_all(running)?;
+    Ok(outputs.iter().fold((0, 0), |(s, r), o| (s + o.stored_bytes, r + o.raw_bytes)))
 }
