@@ -48,6 +48,25 @@ def main():
     builds = [(a.label, [a.baseline]), ("this build", [INSITU])]
     if a.process:
         builds.append(("this build, process transport", [INSITU, "--transport", "process"]))
+    for label, _ in builds:
+        shutil.rmtree(os.path.join(WORK, f"cmp-{label.replace(' ', '_').replace(',', '')}"), ignore_errors=True)
+    # Each build's array holds the corpus, two copies of lineitem and the lists, and a run adds a sort's or a
+    # shuffle's output: about 12 GB a build at SF1 and 1 GiB (the sparse NAND images' real use). A full disk
+    # shows only as a failed command, so say it first.
+    need = 12e9 * len(builds) * max(1.0, float(a.sf))
+    free = shutil.disk_usage(WORK).free
+    if free < need:
+        print(f"warning: compare needs about {need / 1e9:.0f} GB free under {WORK}, and {free / 1e9:.0f} GB are",
+              flush=True)
+    try:
+        compare(a, builds, lineitem, text, lists)
+    finally:
+        # The arrays go whatever happened (a failed command too): they are made again by the next run.
+        for label, _ in builds:
+            shutil.rmtree(os.path.join(WORK, f"cmp-{label.replace(' ', '_').replace(',', '')}"), ignore_errors=True)
+
+
+def compare(a, builds, lineitem, text, lists):
     for label, cmd in builds:
         data = os.path.join(WORK, f"cmp-{label.replace(' ', '_').replace(',', '')}")
         shutil.rmtree(data, ignore_errors=True)
@@ -101,8 +120,6 @@ def main():
             + "\n\nRatios below 1 mean this build is faster. Each command includes process start, opening the array "
               "(recovering every device) and closing it.")
     append_results(f"regression check against {a.label}", body)
-    for label, _ in builds:
-        shutil.rmtree(os.path.join(WORK, f"cmp-{label.replace(' ', '_').replace(',', '')}"), ignore_errors=True)
 
 
 if __name__ == "__main__":
