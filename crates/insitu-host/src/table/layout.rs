@@ -354,6 +354,7 @@ fn encode_rows(
 
 /// A column being rebuilt from rows: values appended as they are stored (fixed-width little-endian
 /// values are Arrow's own layout, so they are copied, not converted), nulls on the side.
+#[derive(Debug)]
 enum Rebuild {
     Bool(BooleanBuilder),
     /// `width` bytes a value; booleans aside, every fixed-width type.
@@ -421,8 +422,6 @@ impl Rebuild {
 }
 
 /// Rebuilds a batch from a part: key column values and row bytes (rows given by offsets or a fixed size).
-/// One pass over the rows, each row's fields appended to their columns in turn (the rows are read once,
-/// in order, rather than once a column).
 pub fn decode_part(
     schema: &TableSchema,
     key: usize,
@@ -430,61 +429,177 @@ pub fn decode_part(
     row_data: &[u8],
     row_offsets: &[u64],
 ) -> Result<RecordBatch> {
-    let n = row_offsets.len().saturating_sub(1);
-    let cols = row_columns(schema, key);
-    let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
-    let corrupt = || HostError::Damaged {
-        name: "table part".into(),
-        detail: "row bytes are shorter than the schema".into(),
-    };
-    let too_big = || HostError::Damaged {
-        name: "table part".into(),
-        detail: "a column's variable-length values exceed 2 GiB in one part".into(),
-    };
-    let types: Vec<&ColType> = cols.iter().map(|c| &schema.columns[*c].ty).collect();
-    let mut out: Vec<Rebuild> = types.iter().map(|t| Rebuild::new(t, n)).collect();
-    let mut nulls: Vec<NullBufferBuilder> = cols.iter().map(|_| NullBufferBuilder::new(n)).collect();
-    for start in &row_offsets[..n] {
-        let row = row_data.get(*start as usize..).ok_or_else(corrupt)?;
-        let (flags, mut cur) = (row.get(..bitmap).ok_or_else(corrupt)?, bitmap);
-        for (j, col) in out.iter_mut().enumerate() {
-            nulls[j].append(bitmap == 0 || flags[j / 8] & (1 << (j % 8)) == 0);
-            match col {
-                Rebuild::Bool(b) => {
-                    b.append_value(*row.get(cur).ok_or_else(corrupt)? != 0);
-                    cur += 1;
+    let mut rows = RowDecoder::new(schema, key, row_offsets.len().saturating_sub(1));
+    rows.push_rows(row_data, row_offsets, 0)?;
+    rows.finish(key_col)
+}
+
+/// Rebuilds the columns of a part's rows as the rows come (a part can be decoded as its bytes stream from
+/// the device, a chunk at a time): one pass over each row, its fields appended to their columns in turn
+/// (the rows are read once, in order, rather than once a column).
+#[derive(Debug)]
+pub struct RowDecoder<'a> {
+    schema: &'a TableSchema,
+    key: usize,
+    /// The schema's columns stored in the rows, in row order.
+    cols: Vec<usize>,
+    /// Bytes of the null bitmap at the head of each row (0: no column in the rows is nullable).
+    bitmap: usize,
+    out: Vec<Rebuild>,
+    nulls: Vec<NullBufferBuilder>,
+    rows: usize,
+    /// Scratch of [`RowDecoder::push_rows`]: where each row of a batch is decoded to, and where it ends.
+    cur: Vec<usize>,
+    end: Vec<usize>,
+}
+
+/// Appends a `W`-byte value from each row of a batch to `values` (Arrow's layout is the rows' own
+/// little-endian bytes), advancing the rows' cursors.
+fn fixed<const W: usize>(
+    values: &mut MutableBuffer,
+    data: &[u8],
+    cur: &mut [usize],
+    end: &[usize],
+) -> Result<()> {
+    let at = values.len();
+    values.resize(at + cur.len() * W, 0);
+    let out = &mut values.as_slice_mut()[at..];
+    for ((c, e), o) in cur.iter_mut().zip(end).zip(out.chunks_exact_mut(W)) {
+        let v: &[u8; W] = data
+            .get(*c..*c + W)
+            .filter(|_| *c + W <= *e)
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(RowDecoder::short)?;
+        o.copy_from_slice(v);
+        *c += W;
+    }
+    Ok(())
+}
+
+impl<'a> RowDecoder<'a> {
+    /// A decoder of `rows` rows (the capacity its columns start with) of `schema`'s parts keyed by `key`.
+    pub fn new(schema: &'a TableSchema, key: usize, rows: usize) -> RowDecoder<'a> {
+        let cols = row_columns(schema, key);
+        let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
+        let out = cols.iter().map(|c| Rebuild::new(&schema.columns[*c].ty, rows)).collect();
+        let nulls = cols.iter().map(|_| NullBufferBuilder::new(rows)).collect();
+        RowDecoder { schema, key, cols, bitmap, out, nulls, rows: 0, cur: Vec::new(), end: Vec::new() }
+    }
+
+    fn short() -> HostError {
+        HostError::Damaged {
+            name: "table part".into(),
+            detail: "row bytes are shorter than the schema".into(),
+        }
+    }
+
+    /// Appends one row (its bytes exactly) to the columns.
+    pub fn push(&mut self, row: &[u8]) -> Result<()> {
+        self.push_rows(row, &[0, row.len() as u64], 0)
+    }
+
+    /// Appends the rows lying in `data`: row `i` is bytes `offsets[i]..offsets[i + 1]` of an object of which
+    /// `data` starts at byte `base`. Rows go a batch at a time, a column at a time within a batch (a tight
+    /// loop per column, no dispatch per value), while the batch's rows stay in cache.
+    pub fn push_rows(&mut self, data: &[u8], offsets: &[u64], base: u64) -> Result<()> {
+        const BATCH: usize = 256;
+        let rows = offsets.len().saturating_sub(1);
+        let mut first = 0;
+        while first < rows {
+            let k = BATCH.min(rows - first);
+            self.cur.clear();
+            self.end.clear();
+            for w in offsets[first..first + k + 1].windows(2) {
+                let (s, e) = (w[0].wrapping_sub(base) as usize, w[1].wrapping_sub(base) as usize);
+                if s > e || e > data.len() || e - s < self.bitmap {
+                    return Err(Self::short());
                 }
-                Rebuild::Fixed { width, values } => {
-                    let v = row.get(cur..cur + *width).ok_or_else(corrupt)?;
-                    // Values of the common widths move as one load and store, not a call to memcpy.
-                    match *width {
-                        1 => values.push(v[0]),
-                        2 => values.push(u16::from_ne_bytes([v[0], v[1]])),
-                        4 => values.push(u32::from_ne_bytes(v.try_into().map_err(|_| corrupt())?)),
-                        8 => values.push(u64::from_ne_bytes(v.try_into().map_err(|_| corrupt())?)),
-                        16 => values.push(u128::from_ne_bytes(v.try_into().map_err(|_| corrupt())?)),
-                        _ => values.extend_from_slice(v),
-                    }
-                    cur += *width;
-                }
-                Rebuild::Var { offsets, values } => {
-                    let len = row.get(cur..cur + 4).ok_or_else(corrupt)?;
-                    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-                    values.extend_from_slice(row.get(cur + 4..cur + 4 + len).ok_or_else(corrupt)?);
-                    offsets.push(i32::try_from(values.len()).map_err(|_| too_big())?);
-                    cur += 4 + len;
+                self.cur.push(s + self.bitmap);
+                self.end.push(e);
+            }
+            self.push_batch(data)?;
+            first += k;
+        }
+        self.rows += rows;
+        Ok(())
+    }
+
+    /// Decodes the rows whose fields start at `self.cur` and end at `self.end`.
+    fn push_batch(&mut self, data: &[u8]) -> Result<()> {
+        let (cur, end, bitmap) = (&mut self.cur, &self.end, self.bitmap);
+        if bitmap != 0 {
+            for (j, nulls) in self.nulls.iter_mut().enumerate() {
+                for c in cur.iter() {
+                    // The bitmap is the `bitmap` bytes before the row's first field.
+                    nulls.append(data[c - bitmap + j / 8] & (1 << (j % 8)) == 0);
                 }
             }
         }
+        for col in self.out.iter_mut() {
+            match col {
+                Rebuild::Bool(b) => {
+                    for (c, e) in cur.iter_mut().zip(end) {
+                        if *c >= *e {
+                            return Err(Self::short());
+                        }
+                        b.append_value(data[*c] != 0);
+                        *c += 1;
+                    }
+                }
+                Rebuild::Fixed { width, values } => match *width {
+                    1 => fixed::<1>(values, data, cur, end)?,
+                    2 => fixed::<2>(values, data, cur, end)?,
+                    4 => fixed::<4>(values, data, cur, end)?,
+                    8 => fixed::<8>(values, data, cur, end)?,
+                    16 => fixed::<16>(values, data, cur, end)?,
+                    w => {
+                        for (c, e) in cur.iter_mut().zip(end) {
+                            values.extend_from_slice(
+                                data.get(*c..*c + w).filter(|_| *c + w <= *e).ok_or_else(Self::short)?,
+                            );
+                            *c += w;
+                        }
+                    }
+                },
+                Rebuild::Var { offsets, values } => {
+                    for (c, e) in cur.iter_mut().zip(end) {
+                        let len = data.get(*c..*c + 4).filter(|_| *c + 4 <= *e).ok_or_else(Self::short)?;
+                        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                        let (from, to) = (*c + 4, *c + 4 + len);
+                        values.extend_from_slice(
+                            data.get(from..to).filter(|_| to <= *e).ok_or_else(Self::short)?,
+                        );
+                        offsets.push(i32::try_from(values.len()).map_err(|_| HostError::Damaged {
+                            name: "table part".into(),
+                            detail: "a column's variable-length values exceed 2 GiB in one part".into(),
+                        })?);
+                        *c = to;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
-    let mut arrays: Vec<Option<ArrayRef>> = vec![None; schema.columns.len()];
-    arrays[key] = Some(key_col);
-    for (((c, col), mut nb), ty) in cols.iter().zip(out).zip(nulls).zip(types) {
-        arrays[*c] = Some(col.finish(ty, n, nb.finish())?);
+
+    /// The batch of the rows pushed, with `key_col` (as many values) as the key column.
+    pub fn finish(self, key_col: ArrayRef) -> Result<RecordBatch> {
+        let RowDecoder { schema, key, cols, bitmap, out, nulls, rows, .. } = self;
+        if key_col.len() != rows {
+            return Err(HostError::Damaged {
+                name: "table part".into(),
+                detail: format!("{} key values for {rows} rows", key_col.len()),
+            });
+        }
+        let mut arrays: Vec<Option<ArrayRef>> = vec![None; schema.columns.len()];
+        arrays[key] = Some(key_col);
+        for ((c, col), mut nb) in cols.iter().zip(out).zip(nulls) {
+            let nulls = if bitmap == 0 { None } else { nb.finish() };
+            arrays[*c] = Some(col.finish(&schema.columns[*c].ty, rows, nulls)?);
+        }
+        let arrays: Vec<ArrayRef> = arrays.into_iter().map(|a| a.expect("every column decoded")).collect();
+        RecordBatch::try_new(Arc::new(schema.to_arrow()), arrays)
+            .map_err(HostError::arrow("assembling a record batch"))
     }
-    let arrays: Vec<ArrayRef> = arrays.into_iter().map(|a| a.expect("every column decoded")).collect();
-    RecordBatch::try_new(Arc::new(schema.to_arrow()), arrays)
-        .map_err(HostError::arrow("assembling a record batch"))
 }
 
 /// Rebuilds the key column from raw key bits (device key type) in the column's Arrow type.

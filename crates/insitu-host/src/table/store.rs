@@ -14,7 +14,7 @@ use insitu_kernels::le;
 use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::table::info::{KeyEncoding, PartInfo};
-use crate::table::layout::{decode_part, key_from_bits, key_from_bytes, EncodedKey, EncodedPart};
+use crate::table::layout::{key_from_bits, key_from_bytes, EncodedKey, EncodedPart, RowDecoder};
 use crate::table::schema::TableSchema;
 
 const CHUNK: usize = 4 << 20;
@@ -373,17 +373,28 @@ pub fn read_key(array: &Array, dev: u32, table: &str, info: &PartInfo) -> Result
 /// Reads a part's rows and their offsets.
 pub fn read_rows(array: &Array, dev: u32, table: &str, info: &PartInfo) -> Result<(Vec<u8>, Vec<u64>)> {
     let rows = read_object(array, dev, &format!("{table}#rows"))?;
-    let offsets = match info.row_size {
+    let offsets = row_offsets(array, dev, table, info, rows.len() as u64)?;
+    Ok((rows, offsets))
+}
+
+/// Where each row of a part starts (`rows + 1` entries, the last its rows' end), checked against the
+/// `size` of its rows object.
+fn row_offsets(array: &Array, dev: u32, table: &str, info: &PartInfo, size: u64) -> Result<Vec<u64>> {
+    let offsets: Vec<u64> = match info.row_size {
         Some(rs) => (0..=info.rows).map(|i| i * rs).collect(),
         None => le::decode_u64s(&read_object(array, dev, &format!("{table}#rowoff"))?),
     };
-    if offsets.len() as u64 != info.rows + 1 || offsets.last().copied().unwrap_or(0) > rows.len() as u64 {
+    if offsets.len() as u64 != info.rows + 1
+        || offsets.first().is_some_and(|o| *o != 0)
+        || offsets.windows(2).any(|w| w[0] > w[1])
+        || offsets.last().copied().unwrap_or(0) > size
+    {
         return Err(HostError::Damaged {
             name: table.into(),
             detail: format!("part on dev{dev} has inconsistent row offsets"),
         });
     }
-    Ok((rows, offsets))
+    Ok(offsets)
 }
 
 /// The raw key bits (the device key type's) of a plain or dictionary key.
@@ -407,7 +418,9 @@ fn key_bits(table: &str, info: &PartInfo, key: HostKey) -> Result<Vec<u64>> {
     }
 }
 
-/// Reads a part back as a record batch.
+/// Reads a part back as a record batch. Its rows stream over the host link in chunks of whole pages
+/// (about `CHUNK` bytes, the same pages as one read of the object) and are decoded as they arrive, so the
+/// host holds a chunk of row bytes, not the part's.
 pub fn read_part(
     array: &Array,
     dev: u32,
@@ -421,8 +434,47 @@ pub fn read_part(
         HostKey::Bytes { data, offsets } => key_from_bytes(&data, &offsets, ty)?,
         k => key_from_bits(&key_bits(table, info, k)?, ty)?,
     };
-    let (rows, offsets) = read_rows(array, dev, table, info)?;
-    decode_part(schema, key, key_col, &rows, &offsets)
+    let rows_obj = format!("{table}#rows");
+    let d = array.device(dev)?;
+    let size = d.call(Stat { name: rows_obj.clone() }).map_err(HostError::device(dev))?.size;
+    let offsets = row_offsets(array, dev, table, info, size)?;
+    let mut rows = RowDecoder::new(schema, key, info.rows as usize);
+    let page = array.profile().nand.page_size.max(1) as u64;
+    let chunk = (CHUNK as u64).div_ceil(page) * page;
+    // `next`: the next row to decode; `carry`: the bytes so far of a row that straddles chunks.
+    let (mut next, mut carry, mut buf) = (0usize, Vec::new(), Vec::new());
+    let mut pos = 0u64;
+    loop {
+        let len = chunk.min(size - pos);
+        let cmd = Read { name: rows_obj.clone(), offset: pos, len, buf: std::mem::take(&mut buf) };
+        buf = d.call(cmd).map_err(HostError::device(dev))?;
+        let end = pos + len;
+        let at = |o: u64| (o - pos) as usize;
+        if !carry.is_empty() {
+            let row_end = offsets[next + 1];
+            carry.extend_from_slice(&buf[..at(row_end.min(end))]);
+            if row_end <= end {
+                rows.push(&carry)?;
+                carry.clear();
+                next += 1;
+            }
+        }
+        if carry.is_empty() {
+            // The rows that end in this chunk, decoded where they lie.
+            let whole = offsets[next + 1..].partition_point(|o| *o <= end);
+            rows.push_rows(&buf, &offsets[next..next + whole + 1], pos)?;
+            next += whole;
+            if next < info.rows as usize && offsets[next] < end {
+                carry.extend_from_slice(&buf[at(offsets[next])..]);
+            }
+        }
+        pos = end;
+        if pos == size {
+            break;
+        }
+    }
+    debug_assert_eq!(next as u64, info.rows, "every row ends by the object's end");
+    rows.finish(key_col)
 }
 
 /// Reads every part of table `table` back as record batches, handing them to `sink` in device order. Parts

@@ -608,3 +608,49 @@ fn a_table_of_many_batches_is_dealt_and_stored_row_for_row() {
         }
     }
 }
+
+#[test]
+fn parts_stream_back_in_chunks_with_rows_across_their_edges() {
+    // Parts of ~6 MiB, read back in chunks of about 4 MiB of pages: rows of every length straddle the
+    // chunks' edges, one row (5 MiB) is longer than a chunk, and nullable columns go through the rows'
+    // null bitmaps. Each part must be the source's rows dealt round-robin, value for value.
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2);
+    let mut r = SmallRng::seed_from_u64(21);
+    let n = 3000;
+    let text = (0..n)
+        .map(|i| match i {
+            1234 => Some("long row ".repeat(5 << 17)),
+            _ if i % 17 == 0 => None,
+            _ => Some("t".repeat(r.gen_range(0..4000))),
+        })
+        .collect::<Vec<_>>();
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("text", DataType::Utf8, true),
+            Field::new("v", DataType::Int16, true),
+            Field::new("flag", DataType::Boolean, false),
+        ])),
+        vec![
+            Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(text)),
+            Arc::new(Int16Array::from(
+                (0..n).map(|_| r.gen_bool(0.9).then(|| r.gen_range(-50..50i16))).collect::<Vec<_>>(),
+            )),
+            Arc::new(BooleanArray::from((0..n).map(|_| r.gen_bool(0.5)).collect::<Vec<_>>())),
+        ],
+    )
+    .unwrap();
+    let src = dir.path().join("rows.parquet");
+    write_parquet(&src, &batch);
+    put(&mut a, &src, "t", "id", false);
+    let parts = parts_of(&a, "t");
+    assert_eq!(parts.len(), 2);
+    for (d, part) in parts.iter().enumerate() {
+        let dealt = arrow::array::UInt32Array::from((d as u32..n as u32).step_by(2).collect::<Vec<_>>());
+        assert_eq!(*part, arrow::compute::take_record_batch(&batch, &dealt).unwrap(), "device {d}");
+    }
+    let (whole, _) = insitu_host::table::export::read_table(&a, "t").unwrap();
+    assert_eq!(whole, parts);
+}
