@@ -18,6 +18,11 @@ mod sys;
 
 use pyo3::prelude::*;
 
+/// Every allocation of the module's Rust side (Arrow buffers handed to Python included: they come back
+/// here to be freed) goes through mimalloc: see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The built-in hardware profiles, as JSON: `[{"name": ..., "description": ..., "host": ...}, ...]`.
 #[pyfunction]
 fn profiles() -> PyResult<String> {
