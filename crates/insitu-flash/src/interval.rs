@@ -68,6 +68,12 @@ impl IntervalSet {
         }
     }
 
+    /// The end of the range that holds `point`, if one does.
+    pub fn end_of_range_at(&self, point: u64) -> Option<u64> {
+        let (&s, &l) = self.ranges.range(..=point).next_back()?;
+        (s + l > point).then_some(s + l)
+    }
+
     /// Removes every point of `[start, start + len)` that is in the set; returns how many were removed.
     pub fn remove(&mut self, start: u64, len: u64) -> u64 {
         let end = start + len;
@@ -145,7 +151,12 @@ mod tests {
                     for i in start..start + len { bits[i as usize] = false; }
                 }
                 prop_assert_eq!(s.total(), bits.iter().filter(|b| **b).count() as u64);
-                for i in 0..96u64 { prop_assert_eq!(s.contains(i, 1), bits[i as usize]); }
+                for i in 0..96u64 {
+                    prop_assert_eq!(s.contains(i, 1), bits[i as usize]);
+                    // The end of a point's range: the first point after it not in the set (ranges merge).
+                    let end = (i..96).find(|j| !bits[*j as usize]).unwrap_or(96);
+                    prop_assert_eq!(s.end_of_range_at(i), bits[i as usize].then_some(end));
+                }
             }
         }
     }

@@ -128,6 +128,16 @@ fn the_block_view_cannot_overwrite_objects() {
     flash.lba_read(free_lba, &mut buf[..4096]).unwrap();
     assert!(buf[..4096].iter().all(|b| *b == 7));
     assert!(flash.lba_write(flash.geometry().logical_pages(), &[0u8; 4096]).is_err());
+    // Setting aside a range of free pages and block-view pages works; one that reaches an object is
+    // refused at the object's first page in it.
+    flash.set_aside(free_lba - 10, 11).unwrap();
+    let e = flash.stat("big").unwrap().extents[0].clone();
+    let last = e.lpn + e.pages - 1;
+    match flash.set_aside(last - 1, 4) {
+        Err(FlashError::LbaOwned { lba, owner }) => assert_eq!((lba, owner.as_str()), (last - 1, "big")),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(flash.lba_trim(lpn, 1), Err(FlashError::LbaOwned { lba, .. }) if lba == lpn));
 }
 
 #[test]
