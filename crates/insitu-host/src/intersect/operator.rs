@@ -5,7 +5,7 @@
 //! - `host`: the lists cross the host link and the host CPU intersects them (same kernel).
 //! - `auto`: the cost model (§4) picks, for the lists' sizes on the array's profile.
 
-use insitu_device::protocol::{Identify, SvsArgs};
+use insitu_device::protocol::{Identify, Stat, SvsArgs};
 use insitu_device::DeviceError;
 use insitu_kernels::intersect::{intersect_k_steps, match_entries};
 use insitu_kernels::le;
@@ -208,25 +208,29 @@ fn on_host(
     output: Output,
     measure: &mut Measure,
 ) -> Result<Answer> {
-    let mut datas = Vec::new();
+    let mut sizes = Vec::new();
     for (name, dev) in lists {
-        datas.push(crate::table::store::read_object(array, *dev, name)?);
+        sizes.push(
+            array.device(*dev)?.call(Stat { name: name.clone() }).map_err(HostError::device(*dev))?.size,
+        );
     }
-    // SvS takes the longest list last (the last of equally long ones; `max_by_key` keeps the last): unless whole entries go back, its
-    // IDs are matched against the running result straight from the bytes read, not copied out first.
-    let lens: Vec<usize> = datas.iter().map(|d| d.len() / s as usize).collect();
+    let lens: Vec<usize> = sizes.iter().map(|b| (*b / s as u64) as usize).collect();
+    // SvS takes the longest list last (the last of equally long ones; `max_by_key` keeps the last): unless
+    // whole entries go back, its IDs are matched against the running result as its bytes stream over the
+    // host link, a chunk at a time, not read whole first.
     let last = match output {
         Output::Entries => None,
         _ => lens.iter().enumerate().max_by_key(|(_, n)| **n).map(|(i, _)| i),
     };
-    let ids: Vec<Vec<u32>> = datas
-        .iter()
-        .enumerate()
-        .map(|(i, d)| match Some(i) == last {
+    let mut datas = Vec::new();
+    for (i, (name, dev)) in lists.iter().enumerate() {
+        datas.push(match Some(i) == last {
             true => Vec::new(),
-            false => d.chunks_exact(s as usize).map(le::u32_at).collect(),
-        })
-        .collect();
+            false => crate::table::store::read_range(array, *dev, name, 0, sizes[i])?,
+        });
+    }
+    let ids: Vec<Vec<u32>> =
+        datas.iter().map(|d| d.chunks_exact(s as usize).map(le::u32_at).collect()).collect();
     let refs: Vec<&[u32]> =
         ids.iter().enumerate().filter(|(i, _)| Some(*i) != last).map(|(_, v)| v.as_slice()).collect();
     let (result, steps) = match last {
@@ -236,8 +240,12 @@ fn on_host(
             if !acc.is_empty() {
                 steps.push((acc.len(), lens[i]));
             }
-            let mut found = Vec::new();
-            match_entries(&acc, &datas[i], s as usize, &mut 0, &mut found);
+            let (mut found, mut next) = (Vec::new(), 0);
+            let (name, dev) = &lists[i];
+            crate::table::store::read_entries(array, *dev, name, sizes[i], s as usize, |piece| {
+                match_entries(&acc, piece, s as usize, &mut next, &mut found);
+                Ok(())
+            })?;
             (found, steps)
         }
     };

@@ -72,6 +72,62 @@ pub fn read_range(array: &Array, dev: u32, name: &str, offset: u64, len: u64) ->
     array.device(dev)?.call(cmd).map_err(HostError::device(dev))
 }
 
+/// Hands bytes `0..size` of object `name` on device `dev` to `f(offset, bytes)` in order, in chunks of whole
+/// pages (about `CHUNK` bytes: the same pages one read of the object reads), each read into the same host
+/// buffer: a large object crosses the host link without the host holding all of it, or faulting in fresh
+/// memory for it.
+pub fn read_chunks(
+    array: &Array,
+    dev: u32,
+    name: &str,
+    size: u64,
+    mut f: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let d = array.device(dev)?;
+    let page = array.profile().nand.page_size.max(1) as u64;
+    let chunk = (CHUNK as u64).div_ceil(page) * page;
+    let (mut pos, mut buf) = (0u64, Vec::new());
+    loop {
+        let len = chunk.min(size - pos);
+        let cmd = Read { name: name.to_string(), offset: pos, len, buf: std::mem::take(&mut buf) };
+        buf = d.call(cmd).map_err(HostError::device(dev))?;
+        f(pos, &buf)?;
+        pos += len;
+        if pos == size {
+            return Ok(());
+        }
+    }
+}
+
+/// [`read_chunks`] of an object of `entry`-byte entries, handed to `f` as whole entries only (one that
+/// straddles two chunks is put together on the side).
+pub fn read_entries(
+    array: &Array,
+    dev: u32,
+    name: &str,
+    size: u64,
+    entry: usize,
+    mut f: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut carry = Vec::with_capacity(entry);
+    read_chunks(array, dev, name, size, |_, mut buf| {
+        if !carry.is_empty() {
+            let take = (entry - carry.len()).min(buf.len());
+            carry.extend_from_slice(&buf[..take]);
+            buf = &buf[take..];
+            if carry.len() < entry {
+                return Ok(());
+            }
+            f(&carry)?;
+            carry.clear();
+        }
+        let whole = buf.len() / entry * entry;
+        f(&buf[..whole])?;
+        carry.extend_from_slice(&buf[whole..]);
+        Ok(())
+    })
+}
+
 /// Deletes objects of device `dev`, ignoring failures (cleaning up after a failed write).
 pub fn delete_quietly(array: &Array, dev: u32, names: impl IntoIterator<Item = String>) {
     if let Ok(d) = array.device(dev) {
@@ -435,20 +491,13 @@ pub fn read_part(
         k => key_from_bits(&key_bits(table, info, k)?, ty)?,
     };
     let rows_obj = format!("{table}#rows");
-    let d = array.device(dev)?;
-    let size = d.call(Stat { name: rows_obj.clone() }).map_err(HostError::device(dev))?.size;
+    let size = array.device(dev)?.call(Stat { name: rows_obj.clone() }).map_err(HostError::device(dev))?.size;
     let offsets = row_offsets(array, dev, table, info, size)?;
     let mut rows = RowDecoder::new(schema, key, info.rows as usize);
-    let page = array.profile().nand.page_size.max(1) as u64;
-    let chunk = (CHUNK as u64).div_ceil(page) * page;
     // `next`: the next row to decode; `carry`: the bytes so far of a row that straddles chunks.
-    let (mut next, mut carry, mut buf) = (0usize, Vec::new(), Vec::new());
-    let mut pos = 0u64;
-    loop {
-        let len = chunk.min(size - pos);
-        let cmd = Read { name: rows_obj.clone(), offset: pos, len, buf: std::mem::take(&mut buf) };
-        buf = d.call(cmd).map_err(HostError::device(dev))?;
-        let end = pos + len;
+    let (mut next, mut carry) = (0usize, Vec::new());
+    read_chunks(array, dev, &rows_obj, size, |pos, buf| {
+        let end = pos + buf.len() as u64;
         let at = |o: u64| (o - pos) as usize;
         if !carry.is_empty() {
             let row_end = offsets[next + 1];
@@ -462,17 +511,14 @@ pub fn read_part(
         if carry.is_empty() {
             // The rows that end in this chunk, decoded where they lie.
             let whole = offsets[next + 1..].partition_point(|o| *o <= end);
-            rows.push_rows(&buf, &offsets[next..next + whole + 1], pos)?;
+            rows.push_rows(buf, &offsets[next..next + whole + 1], pos)?;
             next += whole;
             if next < info.rows as usize && offsets[next] < end {
                 carry.extend_from_slice(&buf[at(offsets[next])..]);
             }
         }
-        pos = end;
-        if pos == size {
-            break;
-        }
-    }
+        Ok(())
+    })?;
     debug_assert_eq!(next as u64, info.rows, "every row ends by the object's end");
     rows.finish(key_col)
 }

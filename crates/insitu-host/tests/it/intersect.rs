@@ -77,6 +77,33 @@ fn lists_larger_than_session_memory_are_split_on_id_ranges() {
 }
 
 #[test]
+fn a_long_list_streams_to_the_host_in_chunks_with_entries_across_their_edges() {
+    // 400,000 entries of 12 bytes (4.8 MB): the host placement reads the longest list in chunks of about
+    // 4 MiB, which no whole number of entries fills, so entries straddle every chunk's edge.
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), "tiny", 1);
+    let (p1, p2) = (dir.path().join("1.bin"), dir.path().join("2.bin"));
+    gen_lists(3_000, 400_000, 0.3, 5, &p1, &p2).unwrap();
+    put_list(&mut a, &p1, None, "short", 12, 0).unwrap();
+    put_list(&mut a, &p2, None, "long", 12, 0).unwrap();
+    let set: std::collections::HashSet<u32> = read_u32(&p2).into_iter().collect();
+    let want: Vec<u32> = read_u32(&p1).into_iter().filter(|x| set.contains(x)).collect();
+    assert!(want.len() >= 900, "the planted fraction is there");
+    let names = vec!["short".to_string(), "long".to_string()];
+    for placement in [IntersectPlacement::Host, IntersectPlacement::Device] {
+        let (_, ids) = intersect(&a, &names, placement, Output::Ids).unwrap();
+        assert_eq!(ids.ids, want, "{placement:?}");
+        let (_, c) = intersect(&a, &names, placement, Output::Count).unwrap();
+        assert_eq!(c.count, want.len() as u64, "{placement:?}");
+    }
+    // The long list against itself: every entry counts, those across the chunks' edges too.
+    put_list(&mut a, &p2, None, "again", 12, 0).unwrap();
+    let (_, all) =
+        intersect(&a, &["long".into(), "again".into()], IntersectPlacement::Host, Output::Ids).unwrap();
+    assert_eq!(all.ids, read_u32(&p2));
+}
+
+#[test]
 fn bad_lists_and_requests_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = array(dir.path(), "tiny", 2);
