@@ -86,8 +86,9 @@ pub struct Priced {
 }
 
 impl Priced {
+    /// The stages' seconds added up (0 for none: a float `sum` of nothing is -0, which reports print).
     pub fn seconds(&self) -> f64 {
-        self.stages.values().sum()
+        self.stages.values().fold(0.0, |a, b| a + b)
     }
 }
 
@@ -249,6 +250,13 @@ mod tests {
             },
             shuffle_sort: None,
         }
+    }
+
+    #[test]
+    fn no_work_costs_zero_seconds_not_minus_zero() {
+        let priced = fpga().price(&Ledger::new());
+        assert!(priced.stages.is_empty());
+        assert!(priced.seconds() == 0.0 && priced.seconds().is_sign_positive(), "{}", priced.seconds());
     }
 
     #[test]

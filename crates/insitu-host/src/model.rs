@@ -193,7 +193,7 @@ pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
     // Resident firmware's work at the firmware processor's cycles; programs' work on the kernels.
     let (firmware, programs): (Ledger, Ledger) =
         c.work.iter().map(|(k, v)| (k.clone(), *v)).partition(|(k, _)| p.firmware.cycles.contains_key(k));
-    let firmware_s: f64 = firmware.iter().map(|(w, n)| p.firmware.seconds(w, *n)).sum();
+    let firmware_s = firmware.iter().map(|(w, n)| p.firmware.seconds(w, *n)).fold(0.0, |a, b| a + b);
     let priced = p.kernels.price(&programs);
     let compute_s = priced.seconds() / parallel + firmware_s;
     let mut compute_stages = priced.stages;
