@@ -68,9 +68,11 @@ impl ScratchDir {
         Self::new_in(&std::env::temp_dir())
     }
 
-    /// A scratch directory inside `parent`.
+    /// A scratch directory inside `parent` (where those of insitu processes that are gone are removed
+    /// first: see [`sweep_scratch`]).
     pub(crate) fn new_in(parent: &Path) -> Result<ScratchDir> {
         use std::os::unix::fs::DirBuilderExt;
+        sweep_scratch(parent);
         let stamp =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let dir = parent.join(format!("insitu-{}-{stamp}", std::process::id()));
@@ -90,6 +92,28 @@ impl ScratchDir {
 impl Drop for ScratchDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes the scratch directories (`insitu-PID-STAMP`) in `parent` whose process no longer runs: one
+/// killed (a crash test's SIGKILL, an out-of-memory kill) cannot remove its own, and they piled up. A
+/// directory whose PID runs is kept, whatever process holds the PID now; without `/proc` nothing is removed.
+fn sweep_scratch(parent: &Path) {
+    let proc = Path::new("/proc");
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    if !proc.join("self").exists() {
+        return;
+    }
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some((pid, stamp)) = name.to_str().and_then(|n| n.strip_prefix("insitu-")?.split_once('-'))
+        else {
+            continue;
+        };
+        let numbers = pid.parse::<u32>().is_ok() && stamp.parse::<u128>().is_ok();
+        if numbers && !proc.join(pid).exists() && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -227,4 +251,25 @@ pub fn format_device(
 /// of [`DeviceTransport::Process`]; `insitu serve-device`).
 pub fn serve_device(opts: &ServeOptions) -> Result<()> {
     insitu_device::transport::serve(opts).map_err(HostError::DeviceSetup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_directories_of_processes_that_are_gone_are_swept() {
+        let parent = tempfile::tempdir().unwrap();
+        let gone = parent.path().join(format!("insitu-{}-17", u32::MAX));
+        let mine = parent.path().join(format!("insitu-{}-18", std::process::id()));
+        let other = parent.path().join(format!("insitu-{}-data", u32::MAX));
+        for d in [&gone, &mine, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(gone.join("dev0.sock"), b"").unwrap();
+        let scratch = ScratchDir::new_in(parent.path()).unwrap();
+        assert!(!gone.exists(), "a dead process's directory is removed");
+        assert!(mine.exists() && other.exists(), "a live process's, and names not of the pattern, are kept");
+        assert!(scratch.path().exists());
+    }
 }
