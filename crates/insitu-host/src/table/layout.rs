@@ -448,6 +448,8 @@ pub struct RowDecoder<'a> {
     out: Vec<Rebuild>,
     nulls: Vec<NullBufferBuilder>,
     rows: usize,
+    /// The rows the decoder was made for (what its columns are sized for).
+    expect: usize,
     /// Scratch of [`RowDecoder::push_rows`]: where each row of a batch is decoded to, and where it ends.
     cur: Vec<usize>,
     end: Vec<usize>,
@@ -483,7 +485,18 @@ impl<'a> RowDecoder<'a> {
         let bitmap = if has_bitmap(schema, key) { cols.len().div_ceil(8) } else { 0 };
         let out = cols.iter().map(|c| Rebuild::new(&schema.columns[*c].ty, rows)).collect();
         let nulls = cols.iter().map(|_| NullBufferBuilder::new(rows)).collect();
-        RowDecoder { schema, key, cols, bitmap, out, nulls, rows: 0, cur: Vec::new(), end: Vec::new() }
+        RowDecoder {
+            schema,
+            key,
+            cols,
+            bitmap,
+            out,
+            nulls,
+            rows: 0,
+            expect: rows,
+            cur: Vec::new(),
+            end: Vec::new(),
+        }
     }
 
     fn short() -> HostError {
@@ -518,10 +531,25 @@ impl<'a> RowDecoder<'a> {
                 self.end.push(e);
             }
             self.push_batch(data)?;
+            if self.rows + first == 0 {
+                self.size_var_columns(k);
+            }
             first += k;
         }
         self.rows += rows;
         Ok(())
+    }
+
+    /// Once the first `k` rows are in, gives each variable-length column room for the rows still to come
+    /// at the length its first values had (an eighth more), so a column grows in place rather than being
+    /// copied at every doubling (an allocator that does not remap large blocks copies them all).
+    fn size_var_columns(&mut self, k: usize) {
+        let rest = self.expect.saturating_sub(k);
+        for col in &mut self.out {
+            if let Rebuild::Var { values, .. } = col {
+                values.reserve(rest * values.len() / k.max(1) * 9 / 8);
+            }
+        }
     }
 
     /// Decodes the rows whose fields start at `self.cur` and end at `self.end`.
