@@ -62,6 +62,7 @@ fn parse_size(text: &str) -> PyResult<u64> {
 
 #[pymodule]
 fn _insitu(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    sys::keep_freed_memory();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<array::PyArray>()?;
     m.add_class::<stream::ArrowStream>()?;
