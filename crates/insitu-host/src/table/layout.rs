@@ -435,8 +435,8 @@ pub fn decode_part(
 }
 
 /// Rebuilds the columns of a part's rows as the rows come (a part can be decoded as its bytes stream from
-/// the device, a chunk at a time): one pass over each row, its fields appended to their columns in turn
-/// (the rows are read once, in order, rather than once a column).
+/// the device, a chunk at a time): rows a batch at a time, and within a batch a column at a time, each
+/// row's cursor moving on past the field just taken (the batch stays in cache while its columns are read).
 #[derive(Debug)]
 pub struct RowDecoder<'a> {
     schema: &'a TableSchema,
