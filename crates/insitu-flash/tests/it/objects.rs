@@ -131,7 +131,7 @@ fn the_block_view_cannot_overwrite_objects() {
     // Setting aside a range of free pages and block-view pages works; one that reaches an object is
     // refused at the object's first page in it.
     flash.set_aside(free_lba - 10, 11).unwrap();
-    let e = flash.stat("big").unwrap().extents[0].clone();
+    let e = flash.stat("big").unwrap().extents[0];
     let last = e.lpn + e.pages - 1;
     match flash.set_aside(last - 1, 4) {
         Err(FlashError::LbaOwned { lba, owner }) => assert_eq!((lba, owner.as_str()), (last - 1, "big")),
