@@ -516,18 +516,18 @@ impl Flash {
         Ok(())
     }
 
-    /// The first of logical pages `lba..lba + pages` that an object holds (neither free nor in the block
-    /// view), if any: a step per range of the two sets, not per page (firmware sets aside tens of thousands
-    /// of pages at every open).
-    fn first_owned(&self, lba: Lpn, pages: u64) -> Option<Lpn> {
+    /// Refuses, naming the first such page and its owner, a range of logical pages `lba..lba + pages` of
+    /// which an object holds any (pages neither free nor in the block view). A step per range of the two
+    /// sets, not per page: firmware sets aside tens of thousands of pages at every open.
+    fn check_unowned(&self, lba: Lpn, pages: u64) -> Result<()> {
         let (mut at, end) = (lba, lba + pages);
         while at < end {
             match self.raw.end_of_range_at(at).or_else(|| self.free.end_of_range_at(at)) {
                 Some(next) => at = next,
-                None => return Some(at),
+                None => return Err(FlashError::LbaOwned { lba: at, owner: self.owner_of(at) }),
             }
         }
-        None
+        Ok(())
     }
 
     fn owner_of(&self, lba: Lpn) -> String {
@@ -561,9 +561,7 @@ impl Flash {
         }
         let pages = (data.len() / ps) as u64;
         self.check_lba_range(lba, pages)?;
-        if let Some(l) = self.first_owned(lba, pages) {
-            return Err(FlashError::LbaOwned { lba: l, owner: self.owner_of(l) });
-        }
+        self.check_unowned(lba, pages)?;
         let moved = self.free.remove(lba, pages);
         self.raw.remove(lba, pages);
         self.raw.insert(lba, pages);
@@ -578,9 +576,7 @@ impl Flash {
     /// every open, before any object is created. Fails, naming the owner, if an object holds any of them.
     pub fn set_aside(&mut self, lba: Lpn, pages: u64) -> Result<()> {
         self.check_lba_range(lba, pages)?;
-        if let Some(l) = self.first_owned(lba, pages) {
-            return Err(FlashError::LbaOwned { lba: l, owner: self.owner_of(l) });
-        }
+        self.check_unowned(lba, pages)?;
         self.free.remove(lba, pages);
         self.raw.remove(lba, pages);
         self.raw.insert(lba, pages);
@@ -595,9 +591,7 @@ impl Flash {
     /// Trims logical blocks written through the block view.
     pub fn lba_trim(&mut self, lba: Lpn, pages: u64) -> Result<()> {
         self.check_lba_range(lba, pages)?;
-        if let Some(l) = self.first_owned(lba, pages) {
-            return Err(FlashError::LbaOwned { lba: l, owner: self.owner_of(l) });
-        }
+        self.check_unowned(lba, pages)?;
         self.raw.remove(lba, pages);
         self.free.remove(lba, pages);
         self.free.insert(lba, pages);
