@@ -12,7 +12,7 @@ use insitu_device::{transport, Device, DeviceClient, Profile};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{device, BOTH};
+use crate::{device, Via, BOTH};
 
 const PS: usize = 4096;
 
@@ -110,6 +110,34 @@ fn records_written_in_any_order_read_back_sorted_and_follow_rewrites() {
             report.notes
         );
     }
+}
+
+/// Records that divide the page: every page of the range starts at a record, so reads are served
+/// straight into the reply; the last page ends in zeros; a read that also covers pages outside the range
+/// gets them as stored.
+#[test]
+fn page_aligned_records_read_back_sorted_page_by_page_and_beside_stored_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = &device(dir.path(), Via::InProcess).dev;
+    let (n, size, off, ks) = (1000usize, 128usize, 0usize, 10usize);
+    let data = records(n, size, off, ks, 11);
+    let outside = vec![0xA5u8; 2 * PS];
+    dev.call(WriteLba { lba: 8, data: outside.clone() }).unwrap();
+    dev.call(ConfigureIndex { config: tree(1, 10, size as u32, off as u32, ks as u32, n as u64, true) })
+        .unwrap();
+    write(dev, 10, &data, 5);
+    let mut want = sorted(&data, size, off, ks);
+    want.resize(data.len().div_ceil(PS) * PS, 0);
+    let pages = want.len() / PS;
+    assert_eq!(read(dev, 10, want.len()), want);
+    for p in 0..pages {
+        let got = dev.call(ReadLba { lba: 10 + p as u64, blocks: 1 }).unwrap();
+        assert_eq!(got, want[p * PS..(p + 1) * PS], "page {p}");
+    }
+    let got = dev.call(ReadLba { lba: 8, blocks: pages as u64 + 3 }).unwrap();
+    assert_eq!(got[..2 * PS], outside[..]);
+    assert_eq!(got[2 * PS..2 * PS + want.len()], want[..]);
+    assert!(got[2 * PS + want.len()..].iter().all(|&b| b == 0), "the unwritten page after the range");
 }
 
 #[test]

@@ -85,7 +85,7 @@ pub(crate) fn write(st: &mut State, fw: &FirmwareContext<'_>, lba: u64, data: &[
             .filter(|&rid| ix.is_indexed(rid) && key_touched(c, ps, rid, from, to))
             .collect();
         let keys = records::keys(c, fw, &rids, None)?;
-        old.push((*id, rids.into_iter().zip(keys).collect()));
+        old.push((*id, rids.into_iter().zip(keys.chunks(c.key_size as usize).map(<[u8]>::to_vec)).collect()));
     }
     fw.write_lba(lba, data)?;
     let mut result = Ok(());
@@ -106,7 +106,7 @@ pub(crate) fn write(st: &mut State, fw: &FirmwareContext<'_>, lba: u64, data: &[
             })
             .collect();
         let keys = records::keys(&c, fw, &rids, Some((from, data)))?;
-        result = ix.insert_batch(fw, &keys.concat(), &rids);
+        result = ix.insert_batch(fw, &keys, &rids);
         ix.charge_work(fw);
         if result.is_err() {
             break;
@@ -132,8 +132,9 @@ pub(crate) fn trim(st: &mut State, fw: &FirmwareContext<'_>, lba: u64, blocks: u
     for id in &hit {
         let ix = &st.indexes[id];
         let rids: Vec<u64> = records_in(&ix.config, ps, from, to).filter(|&rid| ix.is_indexed(rid)).collect();
+        let ks = ix.config.key_size as usize;
         let keys = records::keys(&ix.config, fw, &rids, None)?;
-        old.push((*id, rids.into_iter().zip(keys).collect()));
+        old.push((*id, rids.into_iter().zip(keys.chunks(ks).map(<[u8]>::to_vec)).collect()));
     }
     fw.trim_lba(lba, blocks)?;
     // Trimmed pages go back to free space: keep them out of the object allocator.
@@ -167,6 +168,12 @@ pub(crate) fn read(st: &mut State, fw: &FirmwareContext<'_>, lba: u64, blocks: u
     let has_cmd = lba <= cmd && cmd < end;
     if active.is_empty() && !has_cmd {
         return Ok(Decision::Pass);
+    }
+    if let [(s, e, id)] = active[..] {
+        if !has_cmd && s <= lba && end <= e {
+            // All of it in key order (an active read's usual request).
+            return Ok(Decision::Done(read::serve(st.index(id)?, fw, lba, blocks)?));
+        }
     }
     // Compose the read: pieces in key order, the status page, and the rest as stored.
     let psz = ps as usize;

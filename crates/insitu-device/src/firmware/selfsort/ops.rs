@@ -470,8 +470,8 @@ impl State {
             let rids: Vec<u64> = entries.iter().map(|e| e.0).collect();
             for (chunk_rids, chunk) in rids.chunks(65_536).zip(entries.chunks(65_536)) {
                 let stored = records::keys(&cfg, fw, chunk_rids, None)?;
-                for ((rid, key), now) in chunk.iter().zip(stored) {
-                    if *key != now {
+                for ((rid, key), now) in chunk.iter().zip(stored.chunks(cfg.key_size as usize)) {
+                    if key[..] != *now {
                         wrong.push(*rid);
                     }
                 }

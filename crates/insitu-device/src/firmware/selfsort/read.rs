@@ -7,10 +7,14 @@
 
 use std::collections::HashMap;
 
+use insitu_kernels::arch::prefetch;
+
 use crate::error::Result;
 use crate::firmware::selfsort::index::{Index, RangeCache};
 use crate::firmware::{work, FirmwareContext};
 
+/// Records a gather from the range cache looks ahead to prefetch.
+const AHEAD: usize = 8;
 /// Pages read as one batch at most (a request's pages beyond this go in further batches).
 const MAX_BATCH_PAGES: usize = 1024;
 /// Bytes read at once when loading a range into device memory.
@@ -96,9 +100,14 @@ pub(crate) fn fetch(
     let start = out.len();
     out.resize(start + rids.len() * len, 0);
     if let Some(cache) = &ix.cache {
+        // Records in key order sit at random places in the range: the next ones are prefetched while one
+        // is copied (several misses in flight instead of one at a time).
+        let at = |rid: u64| (rid * r + field.start) as usize;
         for (i, &rid) in rids.iter().enumerate() {
-            let at = (rid * r + field.start) as usize;
-            out[start + i * len..start + (i + 1) * len].copy_from_slice(&cache.data[at..at + len]);
+            if let Some(&next) = rids.get(i + AHEAD) {
+                prefetch(&cache.data, at(next), len);
+            }
+            out[start + i * len..start + (i + 1) * len].copy_from_slice(&cache.data[at(rid)..at(rid) + len]);
         }
     } else {
         let mut lbas: Vec<u64> = Vec::with_capacity(rids.len() * 2);
@@ -134,7 +143,10 @@ pub(crate) fn serve(ix: &mut Index, fw: &FirmwareContext<'_>, lba: u64, pages: u
         return Err(ix.incomplete_error());
     }
     let (r0, r1) = (span.start / r, end.div_ceil(r));
-    let mut records = Vec::new();
+    // Records that start where the span starts go straight into the reply.
+    let direct = span.start == r0 * r;
+    let mut records = if direct { std::mem::take(&mut out) } else { Vec::new() };
+    records.clear();
     if ix.is_tree() {
         if r0 == 0 {
             maybe_load(ix, fw)?;
@@ -149,8 +161,13 @@ pub(crate) fn serve(ix: &mut Index, fw: &FirmwareContext<'_>, lba: u64, pages: u
     } else {
         crate::firmware::selfsort::runs::serve(ix, fw, r0, r1, &mut records)?;
     }
-    let from = (span.start - r0 * r) as usize;
     let n = (end - span.start) as usize;
+    if direct {
+        records.truncate(n);
+        records.resize((pages * ps) as usize, 0);
+        return Ok(records);
+    }
+    let from = (span.start - r0 * r) as usize;
     out[..n].copy_from_slice(&records[from..from + n]);
     Ok(out)
 }

@@ -27,14 +27,14 @@ pub(crate) fn stored(cfg: &IndexConfig, fw: &FirmwareContext<'_>, rid: u64) -> b
     pages_of(record_addr(cfg, ps, rid), cfg.record_size as u64, ps).all(|p| fw.is_mapped(p))
 }
 
-/// The key fields of records `rids`. Bytes inside `overlay` (absolute address, bytes) come from it (data
-/// being written); the rest from flash, each page read once.
+/// The key fields of records `rids`, one after another (`key_size` bytes each). Bytes inside `overlay`
+/// (absolute address, bytes) come from it (data being written); the rest from flash, each page read once.
 pub(crate) fn keys(
     cfg: &IndexConfig,
     fw: &FirmwareContext<'_>,
     rids: &[u64],
     overlay: Option<(u64, &[u8])>,
-) -> Result<Vec<Vec<u8>>> {
+) -> Result<Vec<u8>> {
     let ps = fw.page_size() as u64;
     let ks = cfg.key_size as u64;
     let inside = |a: u64| overlay.is_some_and(|(start, d)| a >= start && a < start + d.len() as u64);
@@ -53,16 +53,19 @@ pub(crate) fn keys(
     let mut data = vec![0u8; lbas.len() * ps as usize];
     fw.read_pages(&lbas, &mut data)?;
     let slot: HashMap<u64, usize> = lbas.iter().enumerate().map(|(i, l)| (*l, i)).collect();
-    let mut out = Vec::with_capacity(rids.len());
+    let mut out = Vec::with_capacity(rids.len() * ks as usize);
     for &rid in rids {
         let a = record_addr(cfg, ps, rid) + cfg.key_offset as u64;
-        let key = (a..a + ks)
-            .map(|b| match overlay {
+        match overlay {
+            // The whole key is in the data being written (a sort-on-write's records).
+            Some((start, d)) if inside(a) && inside(a + ks - 1) => {
+                out.extend_from_slice(&d[(a - start) as usize..(a - start + ks) as usize]);
+            }
+            _ => out.extend((a..a + ks).map(|b| match overlay {
                 Some((start, d)) if inside(b) => d[(b - start) as usize],
                 _ => data[slot[&(b / ps)] * ps as usize + (b % ps) as usize],
-            })
-            .collect();
-        out.push(key);
+            })),
+        }
     }
     fw.add_work(&[(work::INDEX_RECORD, rids.len() as u64)]);
     Ok(out)
