@@ -19,7 +19,7 @@
 //! program to overwrite (punching a hole per erase made the host's disk discard and refill the same
 //! space, waiting for the disk under the flash lock).
 //!
-//! A program starts its pages' write-back at once, and a thread syncs the image every `FLUSH_BYTES`
+//! Programs start their pages' write-back a few MiB at a time, and a thread syncs the image every `FLUSH_BYTES`
 //! programmed, so the host's disk writes while the device goes on and a commit's sync finds little left
 //! (the commit's own sync is still what makes data durable).
 
@@ -63,6 +63,39 @@ pub struct Nand {
     /// Syncs the image in the background every `FLUSH_BYTES` programmed (see [`sys::Flusher`]).
     flusher: sys::Flusher,
     since_flush: u64,
+    /// Programmed bytes whose write-back has not been started yet, and the span of the image they lie in.
+    writeback: Writeback,
+}
+
+/// Programmed bytes waiting for [`sys::start_writeback`]: started a few MiB at a time, over the span they
+/// lie in (the kernel submits only the dirty pages of a span), rather than page by page: on a virtual disk
+/// each start is a request and an exit to the hypervisor, and a page-by-page program (the raw interface
+/// of BlueDBM) would pay it for every 8 KB.
+#[derive(Debug, Default)]
+struct Writeback {
+    lo: u64,
+    hi: u64,
+    bytes: u64,
+}
+
+/// Bytes programmed between starts of their write-back.
+const WRITEBACK_BYTES: u64 = 4 << 20;
+
+impl Writeback {
+    /// Notes `len` bytes programmed at `offset` of `image`; starts the write-back of those noted once they
+    /// are [`WRITEBACK_BYTES`].
+    fn note(&mut self, image: &File, offset: u64, len: u64) {
+        if self.bytes == 0 {
+            (self.lo, self.hi) = (offset, offset + len);
+        } else {
+            (self.lo, self.hi) = (self.lo.min(offset), self.hi.max(offset + len));
+        }
+        self.bytes += len;
+        if self.bytes >= WRITEBACK_BYTES {
+            sys::start_writeback(image, self.lo, self.hi - self.lo);
+            *self = Writeback::default();
+        }
+    }
 }
 
 /// Bytes programmed between background syncs of the image: large enough that a sync is worth its
@@ -99,6 +132,7 @@ impl Nand {
             unsynced: std::sync::atomic::AtomicBool::new(false),
             flusher,
             since_flush: 0,
+            writeback: Writeback::default(),
         })
     }
 
@@ -163,7 +197,7 @@ impl RawFlash for Nand {
             Oob { lpn: *lpn, crc }.encode(&mut oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
         }
         self.image.write_all_at(data, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
-        sys::start_writeback(&self.image, ppn * ps as u64, data.len() as u64);
+        self.writeback.note(&self.image, ppn * ps as u64, data.len() as u64);
         self.since_flush += data.len() as u64;
         if self.since_flush >= FLUSH_BYTES {
             self.since_flush = 0;
