@@ -117,8 +117,15 @@ fn records_written_in_any_order_read_back_sorted_and_follow_rewrites() {
 /// gets them as stored.
 #[test]
 fn page_aligned_records_read_back_sorted_page_by_page_and_beside_stored_pages() {
+    for via in BOTH {
+        page_aligned_records_via(via);
+    }
+}
+
+fn page_aligned_records_via(via: Via) {
     let dir = tempfile::tempdir().unwrap();
-    let dev = &device(dir.path(), Via::InProcess).dev;
+    let s = device(dir.path(), via);
+    let dev = &s.dev;
     let (n, size, off, ks) = (1000usize, 128usize, 0usize, 10usize);
     let data = records(n, size, off, ks, 11);
     let outside = vec![0xA5u8; 2 * PS];
@@ -132,7 +139,7 @@ fn page_aligned_records_read_back_sorted_page_by_page_and_beside_stored_pages() 
     assert_eq!(read(dev, 10, want.len()), want);
     for p in 0..pages {
         let got = dev.call(ReadLba { lba: 10 + p as u64, blocks: 1 }).unwrap();
-        assert_eq!(got, want[p * PS..(p + 1) * PS], "page {p}");
+        assert_eq!(got, want[p * PS..(p + 1) * PS], "page {p} {via:?}");
     }
     let got = dev.call(ReadLba { lba: 8, blocks: pages as u64 + 3 }).unwrap();
     assert_eq!(got[..2 * PS], outside[..]);
