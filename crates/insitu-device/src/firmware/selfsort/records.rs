@@ -85,6 +85,7 @@ pub(crate) fn scan(
     let r = cfg.record_size as u64;
     let per_piece = (SCAN_BYTES / r).max(1);
     let k = cfg.key_field();
+    let mut buf = Vec::new();
     let mut rid = from;
     while rid < to {
         let end = (rid + per_piece).min(to);
@@ -92,15 +93,21 @@ pub(crate) fn scan(
         let pages: Vec<u64> = pages_of(a, (end - rid) * r, ps).collect();
         let mapped: Vec<bool> = pages.iter().map(|&p| fw.is_mapped(p)).collect();
         let want: Vec<u64> = pages.iter().zip(&mapped).filter(|(_, m)| **m).map(|(p, _)| *p).collect();
-        let mut data = vec![0u8; want.len() * ps as usize];
-        fw.read_pages(&want, &mut data)?;
-        let mut buf = vec![0u8; pages.len() * ps as usize];
-        let mut j = 0;
-        for (i, m) in mapped.iter().enumerate() {
-            if *m {
-                buf[i * ps as usize..(i + 1) * ps as usize]
-                    .copy_from_slice(&data[j * ps as usize..(j + 1) * ps as usize]);
-                j += 1;
+        buf.clear();
+        buf.resize(pages.len() * ps as usize, 0);
+        if want.len() == pages.len() {
+            // Every page stored (the usual case): read straight into place.
+            fw.read_pages(&want, &mut buf)?;
+        } else {
+            let mut data = vec![0u8; want.len() * ps as usize];
+            fw.read_pages(&want, &mut data)?;
+            let mut j = 0;
+            for (i, m) in mapped.iter().enumerate() {
+                if *m {
+                    buf[i * ps as usize..(i + 1) * ps as usize]
+                        .copy_from_slice(&data[j * ps as usize..(j + 1) * ps as usize]);
+                    j += 1;
+                }
             }
         }
         let first_page = pages[0];
