@@ -134,19 +134,16 @@ pub(crate) fn serve(ix: &mut Index, fw: &FirmwareContext<'_>, lba: u64, pages: u
     let ps = fw.page_size() as u64;
     let r = ix.config.record_size as u64;
     let span = (lba - ix.config.base_lba) * ps..(lba - ix.config.base_lba + pages) * ps;
-    let mut out = vec![0u8; (pages * ps) as usize];
     let end = span.end.min(ix.config.range_bytes());
     if span.start >= end {
-        return Ok(out);
+        return Ok(vec![0u8; (pages * ps) as usize]);
     }
     if !ix.complete() {
         return Err(ix.incomplete_error());
     }
     let (r0, r1) = (span.start / r, end.div_ceil(r));
-    // Records that start where the span starts go straight into the reply.
-    let direct = span.start == r0 * r;
-    let mut records = if direct { std::mem::take(&mut out) } else { Vec::new() };
-    records.clear();
+    // The records go straight into the reply: cut to the span, then zeros past the last record.
+    let mut records = Vec::with_capacity((((r1 - r0) * r).max(pages * ps)) as usize);
     if ix.is_tree() {
         if r0 == 0 {
             maybe_load(ix, fw)?;
@@ -161,13 +158,8 @@ pub(crate) fn serve(ix: &mut Index, fw: &FirmwareContext<'_>, lba: u64, pages: u
     } else {
         crate::firmware::selfsort::runs::serve(ix, fw, r0, r1, &mut records)?;
     }
-    let n = (end - span.start) as usize;
-    if direct {
-        records.truncate(n);
-        records.resize((pages * ps) as usize, 0);
-        return Ok(records);
-    }
-    let from = (span.start - r0 * r) as usize;
-    out[..n].copy_from_slice(&records[from..from + n]);
-    Ok(out)
+    records.drain(..(span.start - r0 * r) as usize);
+    records.truncate((end - span.start) as usize);
+    records.resize((pages * ps) as usize, 0);
+    Ok(records)
 }
