@@ -118,7 +118,10 @@ pub fn read(
         let reads: Vec<(FlashAddr, Ps)> = group.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
         let got = local(source, &reads)?;
         for (k, &i) in group.iter().enumerate() {
-            reply.data[i * ps..(i + 1) * ps].copy_from_slice(&got.data[k * ps..(k + 1) * ps]);
+            insitu_kernels::arch::copy(
+                &mut reply.data[i * ps..(i + 1) * ps],
+                &got.data[k * ps..(k + 1) * ps],
+            );
             reply.spares[i] = got.spares[k];
         }
         arrived.extend(got.slices.iter().map(|&(k, off, len, t)| {
@@ -327,7 +330,7 @@ fn through_host(
             *data = vec![0u8; n * ps];
         }
         for (j, &k) in group.iter().enumerate() {
-            data[k * ps..(k + 1) * ps].copy_from_slice(&got.data[j * ps..(j + 1) * ps]);
+            insitu_kernels::arch::copy(&mut data[k * ps..(k + 1) * ps], &got.data[j * ps..(j + 1) * ps]);
             spares[k] = got.spares[j];
         }
         Ok(got.slices.into_iter().map(|(j, off, len, t)| (group[j as usize] as u32, off, len, t)).collect())

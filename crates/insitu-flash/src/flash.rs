@@ -446,7 +446,7 @@ impl Flash {
     pub fn read(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
         let mut at = 0usize;
         self.read_with(name, offset, buf.len() as u64, |data| {
-            buf[at..at + data.len()].copy_from_slice(data);
+            insitu_kernels::arch::copy(&mut buf[at..at + data.len()], data);
             at += data.len();
             Ok(())
         })

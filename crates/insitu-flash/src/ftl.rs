@@ -341,7 +341,7 @@ impl<M: RawFlash> Ftl<M> {
         let ps = self.geometry().page_size as u64;
         let mut at = 0usize;
         self.read_with(lpn, buf.len() as u64 / ps, |data| {
-            buf[at..at + data.len()].copy_from_slice(data);
+            insitu_kernels::arch::copy(&mut buf[at..at + data.len()], data);
             at += data.len();
             Ok(())
         })

@@ -331,7 +331,7 @@ impl RawFlash for Nand {
         let count = buf.len() / ps;
         let tags: Vec<Lpn> =
             (0..count as u64).map(|i| self.read_oob(ppn + i).map_or(u64::MAX, |o| o.lpn)).collect();
-        self.with_pages(ppn, &tags, |data| buf[..count * ps].copy_from_slice(data))?;
+        self.with_pages(ppn, &tags, |data| insitu_kernels::arch::copy(&mut buf[..count * ps], data))?;
         Ok(tags)
     }
 }

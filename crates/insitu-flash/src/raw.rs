@@ -123,6 +123,6 @@ pub trait RawFlash {
 
     /// Reads pages expected to hold `tags` into `buf`.
     fn read(&self, ppn: Ppn, tags: &[Lpn], buf: &mut [u8]) -> Result<()> {
-        self.with_pages(ppn, tags, |data| buf.copy_from_slice(data))
+        self.with_pages(ppn, tags, |data| insitu_kernels::arch::copy(buf, data))
     }
 }

@@ -207,7 +207,7 @@ fn write_into(dev: &Inner, dst: u64, offset: u64, data: &[u8]) -> Result<()> {
     let buf = dev.memory.buffer(dst)?;
     let mut mem = buf.lock();
     let r = check_range(dst, mem.len(), offset, data.len() as u64)?;
-    mem[r].copy_from_slice(data);
+    insitu_kernels::arch::copy(&mut mem[r], data);
     Ok(())
 }
 

@@ -201,6 +201,8 @@ fn the_host_stays_above_the_command_set() {
         text[start..end].to_string()
     };
     for (manifest, below) in [
+        ("insitu-kernels/Cargo.toml", &["insitu-flash", "insitu-device", "insitu-host"][..]),
+        ("insitu-flash/Cargo.toml", &["insitu-device", "insitu-host"][..]),
         ("insitu-host/Cargo.toml", &["insitu-flash"][..]),
         ("insitu-cli/Cargo.toml", &["insitu-flash", "insitu-device", "insitu-kernels"][..]),
         ("insitu-py/Cargo.toml", &["insitu-flash", "insitu-device", "insitu-kernels"][..]),

@@ -11,6 +11,31 @@ pub fn prefetch(byte: &u8) {
     unsafe { _mm_prefetch(byte as *const u8 as *const i8, _MM_HINT_T0) };
 }
 
+/// Copies `src` into `dst` (equal lengths) 64 bytes a step with unaligned 16-byte loads and stores, the
+/// last partial step by the standard copy (see [`super::copy`] for why not `memcpy` alone).
+pub fn copy(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
+    let whole = src.len() / 64 * 64;
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 64 <= whole <= len of both slices, so every 16-byte load reads inside `src` and every
+        // store writes inside `dst`; `&mut dst` and `&src` cannot overlap. SSE2 is part of the x86_64 baseline.
+        unsafe {
+            let a = _mm_loadu_si128(s.add(i) as *const __m128i);
+            let b = _mm_loadu_si128(s.add(i + 16) as *const __m128i);
+            let c = _mm_loadu_si128(s.add(i + 32) as *const __m128i);
+            let e = _mm_loadu_si128(s.add(i + 48) as *const __m128i);
+            _mm_storeu_si128(d.add(i) as *mut __m128i, a);
+            _mm_storeu_si128(d.add(i + 16) as *mut __m128i, b);
+            _mm_storeu_si128(d.add(i + 32) as *mut __m128i, c);
+            _mm_storeu_si128(d.add(i + 48) as *mut __m128i, e);
+        }
+        i += 64;
+    }
+    dst[whole..].copy_from_slice(&src[whole..]);
+}
+
 /// Intersects sorted, duplicate-free `a` and `b` in blocks of 4, appending matches to `out`; returns how
 /// far it got in each list (the caller finishes the tails with the scalar merge).
 pub fn intersect_blocks(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> (usize, usize) {
