@@ -23,6 +23,14 @@ use crate::table::store::{begin_object, begin_object_with, write_object};
 /// Gather programs run at once per device (NASCENT instantiates several shuffle kernels, §3.2).
 const SHUFFLE_WORKERS: usize = 4;
 
+/// Bytes a gather writes into its output buffer at most. Tiles keep the flash path busy the whole shuffle
+/// (§3.5: the shuffle kernels use the SSD's bandwidth fully): a tile is stored while the next ones are
+/// gathered, where one range per worker (a quarter of the free memory: the whole part, for a part that
+/// fits) stored nothing until all of it was gathered. 8 MiB is about 3 ms of a SmartSSD's flash writes,
+/// against a command's few microseconds; and the emulator reuses the same hot buffers for them, where a
+/// part-sized buffer was fresh memory each time.
+const SHUFFLE_TILE_BYTES: u64 = 8 << 20;
+
 pub(crate) fn sort_on_devices(
     array: &Array,
     job: &SortJob<'_>,
@@ -112,10 +120,10 @@ fn object_size(d: &DeviceClient, name: &str) -> Result<u64> {
 }
 
 /// Gathers one column (or the rows) of a part in sorted order into a new object; returns the gathered
-/// offsets for variable-size items. The order is cut into ranges whose output fills a quarter of the
-/// device memory left (half the free memory, less the loaded part), and up to `SHUFFLE_WORKERS` gathers
-/// run at once, each into a buffer of its own; the oldest is stored while the others run, so the ranges
-/// reach the object in order.
+/// offsets for variable-size items. The order is cut into ranges whose output fills a tile of
+/// [`SHUFFLE_TILE_BYTES`], or a quarter of the device memory left (half the free memory, less the loaded
+/// part) when that is less, and up to `SHUFFLE_WORKERS` gathers run at once, each into a buffer of its
+/// own; the oldest is stored while the others run, so the ranges reach the object in order.
 fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Vec<u64>>> {
     let d = array.device(dev)?;
     let GatherJob { src, max_item, rows, order, dst, .. } = *job;
@@ -148,7 +156,8 @@ fn gather_into(array: &Array, dev: u32, job: &GatherJob<'_>) -> Result<Option<Ve
             }
             budget -= total_bytes + off_size;
         }
-        let per_worker = (budget / SHUFFLE_WORKERS as u64 / item).clamp(1, rows.max(1));
+        let tile = (SHUFFLE_TILE_BYTES / item).max(1);
+        let per_worker = (budget / SHUFFLE_WORKERS as u64 / item).min(tile).clamp(1, rows.max(1));
         array.progress().add_total(rows.div_ceil(per_worker));
         let mut offsets = offsets_obj.map(|_| vec![0u64]);
         let mut start = 0u64;

@@ -345,6 +345,43 @@ fn sorting_by_a_column_stored_row_wise_agrees_with_arrow_in_every_placement() {
 }
 
 #[test]
+fn a_part_larger_than_a_gather_tile_is_gathered_tile_by_tile_and_matches_the_host() {
+    // One smartssd (4 GB of device memory, so memory does not cut the gather) and a part of about 12 MiB:
+    // its long string column spans two 8 MiB gather tiles, whose offsets are stitched together.
+    let dir = tempfile::tempdir().unwrap();
+    InsituArray::init(&dir.path().join("a"), 1, Profile::load("smartssd").unwrap(), Some(256 << 20), None)
+        .unwrap();
+    let mut a = InsituArray::open(&dir.path().join("a"), OpenOptions::default()).unwrap();
+    let mut r = SmallRng::seed_from_u64(4);
+    let n = 12_000;
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("text", DataType::Utf8, false),
+        ])),
+        vec![
+            Arc::new(Int64Array::from((0..n).map(|_| r.gen_range(0..5000i64)).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(
+                (0..n).map(|i| format!("{i}:{}", "y".repeat(900 + i % 200))).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+    .unwrap();
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &batch);
+    put(&mut a, &src, "t", "k", false);
+    sort(&mut a, "t", "k", SortPlacement::Device, SortAlgo::Fast, "t.dev");
+    // Two gathers (one a column), of which the text column's takes two tiles at least.
+    let (stage, done, total) = a.progress().get();
+    assert!(stage == "shuffle" && Some(done) == total && done >= 3, "{stage} {done} {total:?}");
+    sort(&mut a, "t", "k", SortPlacement::Host, SortAlgo::Fast, "t.host");
+    let (dev, host) = (parts_of(&a, "t.dev"), parts_of(&a, "t.host"));
+    assert_eq!(dev, host, "device and host agree");
+    assert_eq!(dev[0], stable_sort_by(&batch, 0));
+    assert!(a.fsck().unwrap().is_empty());
+}
+
+#[test]
 fn long_rows_are_pulled_out_in_blocks_that_fit_device_memory() {
     // 600 rows of ~30 KB over 3 devices of 8 MiB memory: each device's rows are several blocks.
     let dir = tempfile::tempdir().unwrap();
