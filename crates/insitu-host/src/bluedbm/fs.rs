@@ -611,6 +611,24 @@ impl<'a> Fs<'a> {
         access: Access,
         misses: &[bool],
     ) -> Result<(Vec<u8>, ViaReport)> {
+        let mut out = Vec::with_capacity(indices.len() * self.page_size());
+        let report = self.for_each_page(name, indices, (origin, access), misses, |_, page| {
+            out.extend_from_slice(page);
+            Ok(())
+        })?;
+        Ok((out, report))
+    }
+
+    /// [`Fs::read_pages_missing`] without holding the pages: `each(k, page)` gets page `indices[k]`, a batch
+    /// of reads at a time, in order, so a traversal's memory is a batch's whatever its round (§7.2).
+    pub fn for_each_page(
+        &self,
+        name: &str,
+        indices: &[usize],
+        (origin, access): (u32, Access),
+        misses: &[bool],
+        mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<ViaReport> {
         let f = self.file(name)?;
         if !misses.is_empty() && misses.len() != indices.len() {
             return Err(HostError::InvalidArgument(format!(
@@ -625,16 +643,19 @@ impl<'a> Fs<'a> {
                 f.pages.len()
             )));
         }
+        let ps = self.page_size();
         let mut report = ViaReport { origin, access, ..Default::default() };
         let started = std::time::Instant::now();
-        let mut out = Vec::with_capacity(indices.len() * self.page_size());
         for (k, idx) in indices.chunks(GLOBAL_BATCH_PAGES).enumerate() {
             let m = if misses.is_empty() { &[][..] } else { &misses[k * GLOBAL_BATCH_PAGES..][..idx.len()] };
-            out.extend_from_slice(&self.via_batch(f, idx, (origin, access), m, &mut report)?);
+            let data = self.via_batch(f, idx, (origin, access), m, &mut report)?;
+            for (j, page) in data.chunks_exact(ps).enumerate() {
+                each(k * GLOBAL_BATCH_PAGES + j, page)?;
+            }
+            report.bytes += data.len() as u64;
         }
-        report.bytes = out.len() as u64;
         report.wall_s = started.elapsed().as_secs_f64();
-        Ok((out, report))
+        Ok(report)
     }
 
     /// One `GlobalRead` of pages `idx` of `f`, checked, its cost added to `report`.

@@ -519,24 +519,25 @@ fn read_round(
     if let Some(i) = idx.iter().find(|i| **i >= pages) {
         return Err(damaged(format!("a page points to page {i}, past the graph's {pages}")));
     }
-    let ps = fs.page_size();
     // DRAM + x% F: the round's misses are read from the pages' flash by their hosts, in the same read.
     let seq = report.pages;
     let miss: Vec<bool> = (0..idx.len()).map(|k| by.misses_dram(seq + k as u64)).collect();
-    let (data, r) = fs.read_pages_missing(name, &idx, by.origin, by.placement.access(), &miss)?;
-    report.add(&r);
+    // Each page is decoded as its batch arrives: a round's memory is its neighbour lists, not its pages.
     let mut out = Vec::with_capacity(want.len());
-    for (k, (page, v, own)) in want.iter().enumerate() {
-        let (pv, degree, nb, more) = decode_page(&data[k * ps..(k + 1) * ps])?;
-        if pv != *v {
-            if *own && Some(*v) == start {
-                return Err(no_vertex(name, *v, pv));
+    let r = fs.for_each_page(name, &idx, (by.origin, by.placement.access()), &miss, |k, data| {
+        let (page, v, own) = want[k];
+        let (pv, degree, nb, more) = decode_page(data)?;
+        if pv != v {
+            if own && Some(v) == start {
+                return Err(no_vertex(name, v, pv));
             }
-            let what = if *own { "its vertex" } else { "a spill page of" };
+            let what = if own { "its vertex" } else { "a spill page of" };
             return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
         }
         out.push((degree, nb, more));
-    }
+        Ok(())
+    })?;
+    report.add(&r);
     Ok(out)
 }
 
