@@ -10,7 +10,8 @@
 //! 1. the requests cross the reader's PCIe link (a host's read) and the network to each remote node:
 //!    the time each reaches its node's splitter;
 //! 2. each node's device reads its pages with those arrival times, relative to the read's start, and
-//!    says when each slice left its cards (its own tags, buses and chips decide);
+//!    says when each slice left its cards (its own tags, buses and chips decide); the reader's own pages
+//!    are read meanwhile on the reader's thread, the remote ones on another (no read waits for another);
 //! 3. the slices cross the network back (and the reader's PCIe link for a host): when each byte arrived.
 //!
 //! Splitting requests (step 1) from answers (step 3) loses nothing: on routes of fewest hops the two never
@@ -50,14 +51,18 @@ fn refuse(detail: String) -> DeviceError {
 /// Carries out `req` at node `origin` on `cfg`'s figures, for pages of `page_size` bytes: `local` reads this node's pages (for `source`,
 /// with their arrival times at the splitter), `remote(node, request)` has another node's device read its
 /// pages. Returns what was read and its cost.
-pub fn read(
+pub fn read<L, R>(
     origin: NodeId,
     cfg: &ClusterConfig,
     page_size: usize,
     req: &GlobalRead,
-    mut local: impl FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
-    mut remote: impl FnMut(NodeId, PeerRawRead) -> Result<PeerPages>,
-) -> Result<GlobalReadReply> {
+    mut local: L,
+    mut remote: R,
+) -> Result<GlobalReadReply>
+where
+    L: FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
+    R: FnMut(NodeId, PeerRawRead) -> Result<PeerPages> + Send,
+{
     let host = req.access != Access::IspFlash;
     if !req.misses.is_empty() && req.access != Access::HostRemoteDram {
         return Err(refuse(format!(
@@ -103,31 +108,8 @@ pub fn read(
         })
         .collect();
 
-    // When each slice reaches the reader's device: (time, page, offset, length), and where its bytes are.
-    let mut arrived: Vec<(Ps, usize, usize, usize)> = Vec::new();
     let mine: Vec<usize> = (0..n).filter(|&i| req.pages[i].node == origin).collect();
     reply.local_pages = mine.len() as u64;
-    // Pages from this node's flash, then those in its host's memory, read apart: the second's bytes
-    // only (they are there at once; none of that read's times is used).
-    let (in_mem, from_flash): (Vec<usize>, Vec<usize>) = mine.iter().partition(|&&i| in_dram(i));
-    let source = if host { Source::Host } else { Source::Isp };
-    for (group, timed) in [(&from_flash, true), (&in_mem, false)] {
-        if group.is_empty() {
-            continue;
-        }
-        let reads: Vec<(FlashAddr, Ps)> = group.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
-        let got = local(source, &reads)?;
-        for (k, &i) in group.iter().enumerate() {
-            insitu_kernels::arch::copy(
-                &mut reply.data[i * ps..(i + 1) * ps],
-                &got.data[k * ps..(k + 1) * ps],
-            );
-            reply.spares[i] = got.spares[k];
-        }
-        arrived.extend(got.slices.iter().map(|&(k, off, len, t)| {
-            (if timed { t } else { 0 }, group[k as usize], off as usize, len as usize)
-        }));
-    }
 
     // Step 1: the requests over the network to each remote node.
     let mut net = Network::new(&req.topology, cfg.net.clone());
@@ -155,12 +137,60 @@ pub fn read(
         e.1.push(d.delivered_ps);
     }
 
-    // Step 2: each remote node reads its pages as they arrive.
+    // Step 2: each remote node reads its pages as they arrive, while this node reads its own (neither
+    // read depends on the other: each device's times start at the read's start): on a thread of their
+    // own when there are both, so the nodes' flash is emulated on two cores, as it works at once.
+    let ask = |remote: &mut R| -> Result<Vec<(NodeId, Vec<usize>, PeerPages)>> {
+        let mut got = Vec::new();
+        for (node, (idx, arrivals_ps)) in &by_node {
+            let addrs = idx.iter().map(|&i| req.pages[i].addr).collect();
+            let misses = (0..idx.len()).filter(|&k| missed[idx[k]]).map(|k| k as u32).collect();
+            let arrivals_ps = arrivals_ps.clone();
+            let pages =
+                remote(*node, PeerRawRead { origin, addrs, arrivals_ps, access: req.access, misses })?;
+            got.push((*node, idx.clone(), pages));
+        }
+        Ok(got)
+    };
+    let mut read_local = || -> Result<Vec<(Ps, usize, usize, usize)>> {
+        // When each slice reaches the reader's device: (time, page, offset, length), and where its bytes are.
+        let mut arrived: Vec<(Ps, usize, usize, usize)> = Vec::new();
+        // Pages from this node's flash, then those in its host's memory, read apart: the second's bytes
+        // only (they are there at once; none of that read's times is used).
+        let (in_mem, from_flash): (Vec<usize>, Vec<usize>) = mine.iter().partition(|&&i| in_dram(i));
+        let source = if host { Source::Host } else { Source::Isp };
+        for (group, timed) in [(&from_flash, true), (&in_mem, false)] {
+            if group.is_empty() {
+                continue;
+            }
+            let reads: Vec<(FlashAddr, Ps)> =
+                group.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
+            let got = local(source, &reads)?;
+            for (k, &i) in group.iter().enumerate() {
+                insitu_kernels::arch::copy(
+                    &mut reply.data[i * ps..(i + 1) * ps],
+                    &got.data[k * ps..(k + 1) * ps],
+                );
+                reply.spares[i] = got.spares[k];
+            }
+            arrived.extend(got.slices.iter().map(|&(k, off, len, t)| {
+                (if timed { t } else { 0 }, group[k as usize], off as usize, len as usize)
+            }));
+        }
+        Ok(arrived)
+    };
+    let (mut arrived, remote_pages) = if by_node.is_empty() || mine.is_empty() {
+        (read_local()?, ask(&mut remote)?)
+    } else {
+        std::thread::scope(|scope| {
+            let asked = scope.spawn(|| ask(&mut remote));
+            let here = read_local();
+            let there = asked.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Ok::<_, DeviceError>((here?, there?))
+        })?
+    };
     let mut answers = Vec::new();
-    for (node, (idx, arrivals_ps)) in by_node {
-        let addrs = idx.iter().map(|&i| req.pages[i].addr).collect();
-        let misses = (0..idx.len()).filter(|&k| missed[idx[k]]).map(|k| k as u32).collect();
-        let got = remote(node, PeerRawRead { origin, addrs, arrivals_ps, access: req.access, misses })?;
+    for (node, idx, got) in remote_pages {
         if got.data.len() != idx.len() * ps || got.spares.len() != idx.len() {
             return Err(refuse(format!(
                 "node {node} answered {} bytes and {} spare areas for {} pages",
