@@ -46,6 +46,34 @@ pub fn copy(dst: &mut [u8], src: &[u8]) {
     dst.copy_from_slice(src);
 }
 
+/// Bits that differ between `a` and `b`, which must be the same length: AVX2 where the CPU has it (about
+/// 2.5x POPCNT on 8 KB items), else POPCNT, else the portable count (x86_64's baseline has no POPCNT, so a
+/// build for any x86_64 counts bits with shifts and masks unless told otherwise at run time).
+#[inline]
+pub fn hamming(a: &[u8], b: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(d) = x86::hamming(a, b) {
+        return d;
+    }
+    hamming_portable(a, b)
+}
+
+/// [`hamming`] in portable code, 8 bytes a step.
+pub fn hamming_portable(a: &[u8], b: &[u8]) -> u32 {
+    assert_eq!(a.len(), b.len(), "Hamming distance of items of different sizes");
+    let (wa, wb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ta, tb) = (wa.remainder(), wb.remainder());
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    let mut d = 0u32;
+    for (x, y) in wa.zip(wb) {
+        d += (word(x) ^ word(y)).count_ones();
+    }
+    for (x, y) in ta.iter().zip(tb) {
+        d += (x ^ y).count_ones();
+    }
+    d
+}
+
 /// A vector with room for `capacity` items whose memory is advised to be backed by transparent huge pages
 /// (where the kernel allows it only on request, as here). Large ID lists searched at random positions then
 /// cost far fewer TLB misses; numpy asks the same for its large arrays. Must be called before the memory is
@@ -101,6 +129,26 @@ mod tests {
             copy(&mut got[to..to + len], &src[from..]);
             want[to..to + len].copy_from_slice(&src[from..]);
             proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    proptest::proptest! {
+        /// Every Hamming path (the one this CPU takes, POPCNT, the portable count) equals a bit-by-bit
+        /// count, at any length and alignment.
+        #[test]
+        fn hamming_agrees_with_counting_bits(len in 0usize..700, from in 0usize..40, seed in 0u64..1000) {
+            let bytes = |salt: u64| -> Vec<u8> {
+                (0..len + from).map(|i| ((i as u64 * 2654435761 + seed * 97 + salt) >> 7) as u8).collect()
+            };
+            let (a, b) = (bytes(1), bytes(2));
+            let (a, b) = (&a[from..], &b[from..]);
+            let want: u32 = a.iter().zip(b).map(|(x, y)| (0..8).map(|k| u32::from((x ^ y) >> k & 1)).sum::<u32>()).sum();
+            proptest::prop_assert_eq!(hamming(a, b), want);
+            proptest::prop_assert_eq!(hamming_portable(a, b), want);
+            #[cfg(target_arch = "x86_64")]
+            if let Some(d) = x86::hamming_by_popcnt(a, b) {
+                proptest::prop_assert_eq!(d, want);
+            }
         }
     }
 

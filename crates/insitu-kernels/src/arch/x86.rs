@@ -1,4 +1,5 @@
-//! SSE2 kernels (baseline on every x86_64 CPU, so no runtime detection is needed).
+//! SSE2 kernels (baseline on every x86_64 CPU, so no runtime detection is needed), and the Hamming distance
+//! with AVX2 or POPCNT, which [`super::hamming`] calls only where the CPU has them.
 #![allow(unsafe_code)]
 
 use std::arch::x86_64::*;
@@ -77,4 +78,81 @@ pub fn intersect_blocks(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> (usize, usi
         }
     }
     (i, j)
+}
+
+/// Bits that differ between `a` and `b` (equal lengths) with the best of AVX2 and POPCNT this CPU has;
+/// `None` where it has neither.
+pub fn hamming(a: &[u8], b: &[u8]) -> Option<u32> {
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has both features, checked just above.
+        return Some(unsafe { hamming_avx2(a, b) });
+    }
+    hamming_by_popcnt(a, b)
+}
+
+/// [`hamming`] by POPCNT alone (`None` without it): the AVX2 path's tail, and a check of it in tests.
+pub fn hamming_by_popcnt(a: &[u8], b: &[u8]) -> Option<u32> {
+    // SAFETY: the CPU has POPCNT, checked first.
+    is_x86_feature_detected!("popcnt").then(|| unsafe { hamming_popcnt(a, b) })
+}
+
+/// Bits that differ between `a` and `b` (equal lengths), 32 bytes a step: each byte's bits counted by a
+/// 16-entry table lookup of its two halves (`vpshufb`), the counts summed per 8 bytes (`vpsadbw`); the
+/// last partial step by POPCNT.
+///
+/// # Safety
+/// The CPU must have AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn hamming_avx2(a: &[u8], b: &[u8]) -> u32 {
+    assert_eq!(a.len(), b.len(), "Hamming distance of items of different sizes");
+    let whole = a.len() / 32 * 32;
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let table = _mm256_setr_epi8(
+        0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+    );
+    let low = _mm256_set1_epi8(0x0f);
+    let mut sum = _mm256_setzero_si256();
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 32 <= whole <= the length of both slices, so each unaligned 32-byte load reads inside
+        // them; the caller guarantees AVX2.
+        let x = unsafe {
+            _mm256_xor_si256(
+                _mm256_loadu_si256(pa.add(i) as *const __m256i),
+                _mm256_loadu_si256(pb.add(i) as *const __m256i),
+            )
+        };
+        let lo = _mm256_and_si256(x, low);
+        let hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low);
+        let bytes = _mm256_add_epi8(_mm256_shuffle_epi8(table, lo), _mm256_shuffle_epi8(table, hi));
+        sum = _mm256_add_epi64(sum, _mm256_sad_epu8(bytes, _mm256_setzero_si256()));
+        i += 32;
+    }
+    let mut lanes = [0u64; 4];
+    // SAFETY: `lanes` is 32 writable bytes.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, sum) };
+    // SAFETY: the caller guarantees POPCNT.
+    let tail = unsafe { hamming_popcnt(&a[whole..], &b[whole..]) };
+    lanes.iter().sum::<u64>() as u32 + tail
+}
+
+/// Bits that differ between `a` and `b` (equal lengths), 8 bytes a step by POPCNT.
+///
+/// # Safety
+/// The CPU must have POPCNT.
+#[target_feature(enable = "popcnt")]
+unsafe fn hamming_popcnt(a: &[u8], b: &[u8]) -> u32 {
+    // The portable loop, compiled here with POPCNT.
+    assert_eq!(a.len(), b.len(), "Hamming distance of items of different sizes");
+    let (wa, wb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ta, tb) = (wa.remainder(), wb.remainder());
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    let mut d = 0u32;
+    for (x, y) in wa.zip(wb) {
+        d += (word(x) ^ word(y)).count_ones();
+    }
+    for (x, y) in ta.iter().zip(tb) {
+        d += (x ^ y).count_ones();
+    }
+    d
 }
