@@ -57,7 +57,7 @@ pub fn read<L, R>(
     page_size: usize,
     req: &GlobalRead,
     mut local: L,
-    mut remote: R,
+    remote: R,
 ) -> Result<GlobalReadReply>
 where
     L: FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
@@ -140,15 +140,14 @@ where
     // Step 2: each remote node reads its pages as they arrive, while this node reads its own (neither
     // read depends on the other: each device's times start at the read's start): on a thread of their
     // own when there are both, so the nodes' flash is emulated on two cores, as it works at once.
-    let ask = |remote: &mut R| -> Result<Vec<(NodeId, Vec<usize>, PeerPages)>> {
+    let remote_reads = !by_node.is_empty();
+    let ask = |mut remote: R| -> Result<Vec<(NodeId, Vec<usize>, PeerPages)>> {
         let mut got = Vec::new();
-        for (node, (idx, arrivals_ps)) in &by_node {
+        for (node, (idx, arrivals_ps)) in by_node {
             let addrs = idx.iter().map(|&i| req.pages[i].addr).collect();
             let misses = (0..idx.len()).filter(|&k| missed[idx[k]]).map(|k| k as u32).collect();
-            let arrivals_ps = arrivals_ps.clone();
-            let pages =
-                remote(*node, PeerRawRead { origin, addrs, arrivals_ps, access: req.access, misses })?;
-            got.push((*node, idx.clone(), pages));
+            let pages = remote(node, PeerRawRead { origin, addrs, arrivals_ps, access: req.access, misses })?;
+            got.push((node, idx, pages));
         }
         Ok(got)
     };
@@ -179,11 +178,11 @@ where
         }
         Ok(arrived)
     };
-    let (mut arrived, remote_pages) = if by_node.is_empty() || mine.is_empty() {
-        (read_local()?, ask(&mut remote)?)
+    let (mut arrived, remote_pages) = if !remote_reads || mine.is_empty() {
+        (read_local()?, ask(remote)?)
     } else {
         std::thread::scope(|scope| {
-            let asked = scope.spawn(|| ask(&mut remote));
+            let asked = scope.spawn(move || ask(remote));
             let here = read_local();
             let there = asked.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             Ok::<_, DeviceError>((here?, there?))
