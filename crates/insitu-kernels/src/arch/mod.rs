@@ -1,9 +1,11 @@
 //! Architecture-specific kernels. Each has a scalar reference beside it and a property test comparing them.
 
+mod portable;
 mod radix;
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
 
+pub use portable::hamming as hamming_portable;
 pub use radix::radix_pass;
 
 /// Asks the CPU to start loading bytes `at..at + len` of `buf` into its caches, so that a read of them a
@@ -56,22 +58,6 @@ pub fn hamming(a: &[u8], b: &[u8]) -> u32 {
         return d;
     }
     hamming_portable(a, b)
-}
-
-/// [`hamming`] in portable code, 8 bytes a step.
-pub fn hamming_portable(a: &[u8], b: &[u8]) -> u32 {
-    assert_eq!(a.len(), b.len(), "Hamming distance of items of different sizes");
-    let (wa, wb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ta, tb) = (wa.remainder(), wb.remainder());
-    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-    let mut d = 0u32;
-    for (x, y) in wa.zip(wb) {
-        d += (word(x) ^ word(y)).count_ones();
-    }
-    for (x, y) in ta.iter().zip(tb) {
-        d += (x ^ y).count_ones();
-    }
-    d
 }
 
 /// A vector with room for `capacity` items whose memory is advised to be backed by transparent huge pages

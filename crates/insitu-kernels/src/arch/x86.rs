@@ -143,16 +143,5 @@ unsafe fn hamming_avx2(a: &[u8], b: &[u8]) -> u32 {
 #[target_feature(enable = "popcnt")]
 unsafe fn hamming_popcnt(a: &[u8], b: &[u8]) -> u32 {
     // The portable loop, compiled here with POPCNT.
-    assert_eq!(a.len(), b.len(), "Hamming distance of items of different sizes");
-    let (wa, wb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ta, tb) = (wa.remainder(), wb.remainder());
-    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-    let mut d = 0u32;
-    for (x, y) in wa.zip(wb) {
-        d += (word(x) ^ word(y)).count_ones();
-    }
-    for (x, y) in ta.iter().zip(tb) {
-        d += (x ^ y).count_ones();
-    }
-    d
+    super::portable::hamming(a, b)
 }
