@@ -465,7 +465,10 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
             "{name} has no vertex {from} (it has {pages} pages)"
         )));
     }
-    let mut levels = std::collections::BTreeMap::from([(from, 0u32)]);
+    // Each vertex's level, `UNSEEN` until reached (a page a vertex, so the pages bound the vertex ids).
+    const UNSEEN: u32 = u32::MAX;
+    let mut level = vec![UNSEEN; pages];
+    level[from as usize] = 0;
     let access = by.placement.access();
     let mut report = crate::bluedbm::fs::ViaReport { origin: by.origin, access, ..Default::default() };
     let started = std::time::Instant::now();
@@ -487,14 +490,27 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
             }
             want = next;
         }
-        found.sort_unstable();
-        found.dedup();
-        frontier = found.into_iter().filter(|v| !levels.contains_key(v)).collect();
+        // The next level: vertices not reached before, in order. An id past the graph's pages stays in
+        // it, for the next round's read to refuse as damage.
+        frontier = Vec::new();
+        for v in found {
+            match level.get_mut(v as usize) {
+                Some(l) if *l == UNSEEN => {
+                    *l = depth + 1;
+                    frontier.push(v);
+                }
+                Some(_) => {}
+                None => frontier.push(v),
+            }
+        }
+        frontier.sort_unstable();
+        frontier.dedup();
         if !frontier.is_empty() {
             depth += 1;
-            levels.extend(frontier.iter().map(|v| (*v, depth)));
         }
     }
+    let levels: std::collections::BTreeMap<u32, u32> =
+        level.iter().enumerate().filter(|(_, l)| **l != UNSEEN).map(|(v, l)| (v as u32, *l)).collect();
     report.wall_s = started.elapsed().as_secs_f64();
     let software_s = software_s(fs, by.placement, &report);
     let modeled_s = report.modeled_s + software_s;
