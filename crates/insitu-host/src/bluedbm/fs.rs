@@ -589,7 +589,7 @@ impl<'a> Fs<'a> {
 
     /// Reads pages `indices` of file `name`, in that order, as node `origin`'s in-store processor or host
     /// does (see [`Fs::get_via`]): every page checked. Returns the pages, a page after another, and what
-    /// the read cost; a traversal reads the pages its last ones point to this way (§7.2).
+    /// the read cost.
     pub fn read_pages_via(
         &self,
         name: &str,
@@ -597,30 +597,18 @@ impl<'a> Fs<'a> {
         origin: u32,
         access: Access,
     ) -> Result<(Vec<u8>, ViaReport)> {
-        self.read_pages_missing(name, indices, origin, access, &[])
-    }
-
-    /// [`Fs::read_pages_via`] from the pages' hosts' memory (`Access::HostRemoteDram`) where `misses[i]`
-    /// says page `indices[i]` is not there: its host reads it from its flash first (Fig. 20's "DRAM + x%
-    /// F"). `misses` is empty, or one flag a page.
-    pub fn read_pages_missing(
-        &self,
-        name: &str,
-        indices: &[usize],
-        origin: u32,
-        access: Access,
-        misses: &[bool],
-    ) -> Result<(Vec<u8>, ViaReport)> {
         let mut out = Vec::with_capacity(indices.len() * self.page_size());
-        let report = self.for_each_page(name, indices, (origin, access), misses, |_, page| {
+        let report = self.for_each_page(name, indices, (origin, access), &[], |_, page| {
             out.extend_from_slice(page);
             Ok(())
         })?;
         Ok((out, report))
     }
 
-    /// [`Fs::read_pages_missing`] without holding the pages: `each(k, page)` gets page `indices[k]`, a batch
+    /// [`Fs::read_pages_via`] without holding the pages: `each(k, page)` gets page `indices[k]`, a batch
     /// of reads at a time, in order, so a traversal's memory is a batch's whatever its round (§7.2).
+    /// `misses` is empty, or one flag a page: with `Access::HostRemoteDram`, a flagged page is not in its
+    /// host's memory, and its host reads it from its flash first (Fig. 20's "DRAM + x% F").
     pub fn for_each_page(
         &self,
         name: &str,
