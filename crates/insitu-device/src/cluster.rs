@@ -356,13 +356,19 @@ pub struct Cluster {
     cfg: ClusterConfig,
     page_size: usize,
     nodes: Vec<Splitter<Nand>>,
-    /// Each node's next event time, as of the last time the cluster touched it.
+    /// The earliest time each node's device can next tell the cluster anything, as of the last time
+    /// the cluster touched it (the device runs its own steps up to that time when polled).
     node_next: Vec<Option<Ps>>,
     pcie: Vec<Pcie>,
     /// Pages each node's host holds in memory (H-D).
     dram: Vec<HashMap<FlashAddr, Arc<Vec<u8>>>>,
     net: Network,
     acts: BinaryHeap<Reverse<(Ps, u64, usize)>>,
+    /// Acts due when bytes have crossed a PCIe link (index [`Cluster::up`] or [`Cluster::down`]), in the
+    /// order made. A link's times never go back, so each queue is in (time, order) order and merging
+    /// the queues with the heap hands out acts as the heap alone would, without a heap's work for each
+    /// of the thousands a congested link can have waiting.
+    link_acts: Vec<VecDeque<(Ps, u64, Act)>>,
     /// Acts due at the time they were made, in the order made. They come after the heap's acts of the
     /// same time, which were all made earlier (time never goes back): the heap's order, without it.
     acts_now: VecDeque<(Ps, Act)>,
@@ -401,6 +407,7 @@ impl Cluster {
             pcie,
             dram: vec![HashMap::new(); n],
             acts: BinaryHeap::new(),
+            link_acts: (0..2 * n).map(|_| VecDeque::new()).collect(),
             acts_now: VecDeque::new(),
             act_slots: Vec::new(),
             free_acts: Vec::new(),
@@ -498,7 +505,7 @@ impl Cluster {
             }
         }
         self.now = self.now.max(sp.now());
-        self.node_next[node as usize] = sp.next_time();
+        self.node_next[node as usize] = sp.next_tell_bound();
         Ok(())
     }
 
@@ -516,7 +523,7 @@ impl Cluster {
             }
         }
         self.now = self.now.max(sp.now());
-        self.node_next[node as usize] = sp.next_time();
+        self.node_next[node as usize] = sp.next_tell_bound();
         Ok(())
     }
 
@@ -544,7 +551,13 @@ impl Cluster {
         let host = read.access != Access::IspFlash;
         // A page in the reader's own host's memory (H-D at its own node) needs no device.
         let own_dram = read.node == read.origin && read.access == Access::HostRemoteDram;
-        let at_device = if host && !own_dram { self.pcie_down(read.origin, t, DESCRIPTOR_BYTES) } else { t };
+        // The descriptor goes down the reader's PCIe (none for the in-store processor or the host's own
+        // memory): then the acts below wait for that link.
+        let (at_device, via) = if host && !own_dram {
+            (self.pcie_down(read.origin, t, DESCRIPTOR_BYTES), Some(Self::down(read.origin)))
+        } else {
+            (t, None)
+        };
         self.pending.push(
             id,
             Pending {
@@ -565,19 +578,15 @@ impl Cluster {
             if own_dram {
                 let page = Arc::clone(&self.dram[read.node as usize][&read.addr]);
                 self.pending.get_mut(id).first_out = Some(t);
-                let slice = self.cfg.raw.slice_bytes as usize;
-                for off in (0..self.page_size).step_by(slice) {
-                    let bytes = Bytes::Page(Arc::clone(&page), off..(off + slice).min(self.page_size));
-                    self.act(t, Act::Deliver { id, offset: off, bytes });
-                }
+                self.act(t, Act::Deliver { id, offset: 0, bytes: Bytes::Page(page, 0..self.page_size) });
             } else {
-                self.act(at_device, Act::Issue { node: read.node, source, id });
+                self.act_via(via, at_device, Act::Issue { node: read.node, source, id });
             }
         } else {
             let mut msg = vec![0u8; REQUEST_BYTES];
             msg[0] = KIND_REQUEST;
             msg[1..9].copy_from_slice(&id.to_le_bytes());
-            self.act(at_device, Act::Send { from: read.origin, to: read.node, msg });
+            self.act_via(via, at_device, Act::Send { from: read.origin, to: read.node, msg });
         }
         Ok(id)
     }
@@ -595,7 +604,8 @@ impl Cluster {
                 return Some(d);
             }
             // Ps::MAX stands for "nothing due".
-            let t_heap = self.acts.peek().map_or(Ps::MAX, |r| r.0 .0);
+            let next_timed = self.next_timed();
+            let t_heap = next_timed.map_or(Ps::MAX, |(at, _, _)| at);
             let t_act = t_heap.min(self.acts_now.front().map_or(Ps::MAX, |a| a.0));
             let t_net = self.net.next_event().unwrap_or(Ps::MAX);
             let (mut t_node, mut node) = (Ps::MAX, 0);
@@ -615,9 +625,14 @@ impl Cluster {
             }
             self.now = self.now.max(t);
             if t_heap == t {
-                let Reverse((_, _, slot)) = self.acts.pop().expect("peeked");
-                let act = self.act_slots[slot].take().expect("a due act");
-                self.free_acts.push(slot);
+                let act = match next_timed.and_then(|(_, _, link)| link) {
+                    Some(link) => self.link_acts[link].pop_front().expect("peeked").2,
+                    None => {
+                        let Reverse((_, _, slot)) = self.acts.pop().expect("peeked");
+                        self.free_acts.push(slot);
+                        self.act_slots[slot].take().expect("a due act")
+                    }
+                };
                 self.perform(t, act);
             } else if t_act == t {
                 let (_, act) = self.acts_now.pop_front().expect("due now");
@@ -628,6 +643,43 @@ impl Cluster {
                 self.run_node(node, t);
             }
         }
+    }
+
+    /// The next act due after the present (not in `acts_now`): (time, order, the link whose queue holds
+    /// it, or `None` for the heap).
+    fn next_timed(&self) -> Option<(Ps, u64, Option<usize>)> {
+        let mut next = self.acts.peek().map(|r| (r.0 .0, r.0 .1, None));
+        for (i, q) in self.link_acts.iter().enumerate() {
+            if let Some(&(at, order, _)) = q.front() {
+                if next.is_none_or(|(t, o, _)| (at, order) < (t, o)) {
+                    next = Some((at, order, Some(i)));
+                }
+            }
+        }
+        next
+    }
+
+    /// The queue of acts that wait for bytes to cross `node`'s PCIe to its host.
+    fn up(node: NodeId) -> usize {
+        2 * node as usize
+    }
+
+    /// The queue of acts that wait for bytes to cross `node`'s PCIe from its host.
+    fn down(node: NodeId) -> usize {
+        2 * node as usize + 1
+    }
+
+    /// Like [`Cluster::act`], for an act whose time `at` a PCIe link gave (`via`, see [`Cluster::up`]).
+    fn act_via(&mut self, via: Option<usize>, at: Ps, act: Act) {
+        let Some(link) = via else { return self.act(at, act) };
+        if at == self.now {
+            self.acts_now.push_back((at, act));
+            return;
+        }
+        self.order += 1;
+        let q = &mut self.link_acts[link];
+        debug_assert!(q.back().is_none_or(|b| b.0 <= at), "a link's times never go back");
+        q.push_back((at, self.order, act));
     }
 
     fn act(&mut self, at: Ps, act: Act) {
@@ -666,10 +718,16 @@ impl Cluster {
                 let addr = self.pending.get(id).read.addr;
                 // Request ids name commands: unique among a source's commands in flight.
                 let tag = id as u32;
-                if let Err(e) = self.nodes[node as usize].issue(source, FlashCommand::read(addr, tag)) {
+                // The local in-store processor takes the page whole (nothing happens per slice but its
+                // arrival); the host and remote nodes move each slice on as it comes.
+                let cmd = match source {
+                    Source::Isp => FlashCommand::read_page(addr, tag),
+                    Source::Host | Source::Remote(_) => FlashCommand::read(addr, tag),
+                };
+                if let Err(e) = self.nodes[node as usize].issue(source, cmd) {
                     panic!("a checked read was refused: {e}");
                 }
-                self.node_next[node as usize] = self.nodes[node as usize].next_time();
+                self.node_next[node as usize] = self.nodes[node as usize].next_tell_bound();
             }
             Act::Send { from, to, msg } => {
                 self.run_network(t);
@@ -706,9 +764,10 @@ impl Cluster {
                 match read.access {
                     Access::HostRemoteHost => {
                         let at_dev = self.pcie_down(read.node, at_host, DESCRIPTOR_BYTES);
-                        self.act(at_dev, Act::Issue { node: read.node, source: Source::Host, id });
+                        let issue = Act::Issue { node: read.node, source: Source::Host, id };
+                        self.act_via(Some(Self::down(read.node)), at_dev, issue);
                     }
-                    _ => self.act(at_host, Act::HostSend { id }),
+                    _ => self.act_via(Some(Self::up(read.node)), at_host, Act::HostSend { id }),
                 }
             }
             Act::HostSend { id } => {
@@ -728,13 +787,14 @@ impl Cluster {
                 for off in (0..self.page_size).step_by(slice) {
                     let len = slice.min(self.page_size - off);
                     let at = self.pcie_down(read.node, t, len as u64);
-                    let msg = data_message(id, off, &page[off..off + len]);
-                    if read.node == read.origin {
+                    let act = if read.node == read.origin {
                         let bytes = Bytes::Page(Arc::clone(&page), off..off + len);
-                        self.act(at, Act::Deliver { id, offset: off, bytes });
+                        Act::Deliver { id, offset: off, bytes }
                     } else {
-                        self.act(at, Act::Send { from: read.node, to: read.origin, msg });
-                    }
+                        let msg = data_message(id, off, &page[off..off + len]);
+                        Act::Send { from: read.node, to: read.origin, msg }
+                    };
+                    self.act_via(Some(Self::down(read.node)), at, act);
                 }
             }
         }
@@ -769,12 +829,13 @@ impl Cluster {
                     let offset = u32::from_le_bytes(d.data[9..13].try_into().expect("4 bytes")) as usize;
                     let len = (d.data.len() - DATA_HEADER) as u64;
                     let origin = self.pending.get(id).read.origin;
-                    let at = if self.pending.get(id).read.access == Access::IspFlash {
-                        d.delivered_ps
+                    let act = Act::Deliver { id, offset, bytes: Bytes::Message(d.data) };
+                    if self.pending.get(id).read.access == Access::IspFlash {
+                        self.act(d.delivered_ps, act);
                     } else {
-                        self.pcie_up(origin, d.delivered_ps, len)
-                    };
-                    self.act(at, Act::Deliver { id, offset, bytes: Bytes::Message(d.data) });
+                        let at = self.pcie_up(origin, d.delivered_ps, len);
+                        self.act_via(Some(Self::up(origin)), at, act);
+                    }
                 }
             }
         }
@@ -799,7 +860,7 @@ impl Cluster {
             let bytes = slice.bytes();
             match source {
                 Source::Isp => {
-                    p.first_out.get_or_insert(c.at_ps);
+                    p.first_out.get_or_insert(slice.first_at_ps);
                     let (offset, bytes) = (slice.offset(), Bytes::Page(slice.page, slice.range));
                     self.act(c.at_ps, Act::Deliver { id, offset, bytes });
                 }
@@ -815,7 +876,8 @@ impl Cluster {
                     p.first_out.get_or_insert(c.at_ps);
                     let (offset, len) = (slice.offset(), bytes.len() as u64);
                     let at = self.pcie_up(node as NodeId, c.at_ps, len);
-                    self.act(at, Act::Deliver { id, offset, bytes: Bytes::Page(slice.page, slice.range) });
+                    let act = Act::Deliver { id, offset, bytes: Bytes::Page(slice.page, slice.range) };
+                    self.act_via(Some(Self::up(node as NodeId)), at, act);
                 }
                 Source::Host => {
                     // H-RH-F: the page's host reads its flash into its memory, then sends it on.
@@ -828,12 +890,12 @@ impl Cluster {
                     let at = self.pcie_up(node as NodeId, c.at_ps, bytes.len() as u64);
                     if whole {
                         self.pending.get_mut(id).first_out = Some(at);
-                        self.act(at, Act::HostSend { id });
+                        self.act_via(Some(Self::up(node as NodeId)), at, Act::HostSend { id });
                     }
                 }
             }
         }
-        self.node_next[node] = self.nodes[node].next_time();
+        self.node_next[node] = self.nodes[node].next_tell_bound();
     }
 
     /// A command's tag is its request id's low 32 bits: the newest id with those bits (fewer than 2^32

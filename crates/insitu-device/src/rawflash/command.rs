@@ -41,6 +41,19 @@ pub enum FlashOp {
     Erase,
 }
 
+/// How a read's page comes back to its user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Delivery {
+    /// Slice by slice, each as it crosses the card (§3.1's bursts, interleaved across tags): for a user
+    /// that acts on each, such as a node forwarding a remote read's slices onto the network.
+    Slices,
+    /// Once, when the last slice has crossed the card: one [`Event::ReadData`] of the whole page at that
+    /// time, with when its first slice came ([`PageSlice::first_at_ps`]). The slices move on the card
+    /// exactly as with [`Delivery::Slices`] (same times for every command); only the user is not told of
+    /// each, as an in-store processor's page buffer signals a whole page.
+    Page,
+}
+
 /// One command of the raw interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlashCommand {
@@ -51,19 +64,27 @@ pub struct FlashCommand {
     /// What a write records in the page's spare area (whoever manages the flash decides: the FTL puts
     /// the logical page there, a file system its own back-pointer).
     pub spare: u64,
+    /// How a read's page comes back (ignored by writes and erases).
+    pub delivery: Delivery,
 }
 
 impl FlashCommand {
+    /// A read whose page comes back slice by slice.
     pub fn read(addr: FlashAddr, tag: Tag) -> Self {
-        FlashCommand { op: FlashOp::Read, addr, tag, spare: 0 }
+        FlashCommand { op: FlashOp::Read, addr, tag, spare: 0, delivery: Delivery::Slices }
+    }
+
+    /// A read whose page comes back in one event, once all of it has crossed the card.
+    pub fn read_page(addr: FlashAddr, tag: Tag) -> Self {
+        FlashCommand { delivery: Delivery::Page, ..Self::read(addr, tag) }
     }
 
     pub fn write(addr: FlashAddr, tag: Tag, spare: u64) -> Self {
-        FlashCommand { op: FlashOp::Write, addr, tag, spare }
+        FlashCommand { op: FlashOp::Write, addr, tag, spare, delivery: Delivery::Slices }
     }
 
     pub fn erase(addr: FlashAddr, tag: Tag) -> Self {
-        FlashCommand { op: FlashOp::Erase, addr, tag, spare: 0 }
+        FlashCommand { op: FlashOp::Erase, addr, tag, spare: 0, delivery: Delivery::Slices }
     }
 }
 
@@ -77,6 +98,9 @@ pub struct PageSlice {
     pub spare: u64,
     /// Whether this is the page's last slice (its tag is free again).
     pub last: bool,
+    /// When the page's first slice reached the user (for a [`Delivery::Page`] read, whose one event
+    /// comes at its last slice's time).
+    pub first_at_ps: Ps,
 }
 
 impl PageSlice {

@@ -22,7 +22,9 @@ use insitu_flash::raw::RawFlash;
 use insitu_flash::FlashError;
 use serde::{Deserialize, Serialize};
 
-use super::command::{Completion, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, RawFlashError, Tag};
+use super::command::{
+    Completion, Delivery, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, RawFlashError, Tag,
+};
 use crate::error::DeviceError;
 use crate::network::Ps;
 use crate::profile::Profile;
@@ -83,6 +85,8 @@ struct Slot {
     /// A read's page: when its bus transfer began, and its first slice's order number.
     bus_start: Ps,
     first_order: u64,
+    /// When the read's first slice reaches the user.
+    first_at: Ps,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +98,10 @@ struct Card {
     in_free: Ps,
     /// Read slices waiting for the card's path: (ready at, order, tag, slice).
     slices: BinaryHeap<Reverse<(Ps, u64, Tag, u32)>>,
+    /// Read slices on their way to the user, in the order they left the card (which is the order of
+    /// (time, order) too: the path is first come first served and the order numbers grow). Kept apart from
+    /// [`Sim::user`] because a congested path can have thousands in flight, a heap's worth of work each.
+    told: VecDeque<Told>,
 }
 
 #[derive(Debug, Default)]
@@ -204,8 +212,34 @@ impl Sim {
     pub(crate) fn next_time(&self) -> Option<Ps> {
         let step = self.steps.peek().map(|r| r.0 .0);
         let slice = self.cards.iter().filter_map(|c| c.slices.peek().map(|r| r.0 .0)).min();
-        let told = self.user.peek().map(|r| r.0.at);
+        let told = self.next_told().map(|(at, _, _)| at);
         [step, slice, told].into_iter().flatten().min()
+    }
+
+    /// The earliest time the user can next be told anything: an event already waiting for it, or one
+    /// card latency after the next step inside (everything told reaches the user at least a card latency
+    /// after what caused it). A co-simulation that only reacts to what it is told need not poll before
+    /// then: polling later runs the same steps in the same order.
+    pub(crate) fn next_tell_bound(&self) -> Option<Ps> {
+        let step = self.steps.peek().map(|r| r.0 .0);
+        let slice = self.cards.iter().filter_map(|c| c.slices.peek().map(|r| r.0 .0)).min();
+        let inside = step.into_iter().chain(slice).min().map(|t| t.saturating_add(self.cfg.latency_ps));
+        let told = self.next_told().map(|(at, _, _)| at);
+        inside.into_iter().chain(told).min()
+    }
+
+    /// The next event due for the user: (time, order, the card whose read slice it is, or `None` for
+    /// [`Sim::user`]'s). Merges the cards' queues with the heap by (time, order), as one heap would.
+    fn next_told(&self) -> Option<(Ps, u64, Option<usize>)> {
+        let mut next = self.user.peek().map(|r| (r.0.at, r.0.order, None));
+        for (i, c) in self.cards.iter().enumerate() {
+            if let Some(t) = c.told.front() {
+                if next.is_none_or(|(at, order, _)| (t.at, t.order) < (at, order)) {
+                    next = Some((t.at, t.order, Some(i)));
+                }
+            }
+        }
+        next
     }
 
     pub(crate) fn in_flight(&self, card: u32) -> u32 {
@@ -306,6 +340,7 @@ impl Sim {
             result: None,
             bus_start: 0,
             first_order: 0,
+            first_at: 0,
         };
         let c = &mut self.cards[card as usize];
         c.slots[tag as usize] = Some(slot);
@@ -355,7 +390,8 @@ impl Sim {
                 .filter_map(|(i, c)| c.slices.peek().map(|r| (r.0 .0, i)))
                 .min()
                 .unwrap_or((Ps::MAX, 0));
-            let told = self.user.peek().map_or(Ps::MAX, |r| r.0.at);
+            let next_told = self.next_told();
+            let told = next_told.map_or(Ps::MAX, |(at, _, _)| at);
             let t = step.min(slice).min(told);
             if t == Ps::MAX || t > limit {
                 if limit != Ps::MAX {
@@ -369,7 +405,10 @@ impl Sim {
                 let Reverse((at, _, step, card, tag)) = self.steps.pop().expect("peeked");
                 self.run_step(cells, at, step, card, tag);
             } else {
-                let c = self.user.pop().expect("peeked").0.completion;
+                let c = match next_told.and_then(|(_, _, card)| card) {
+                    Some(card) => self.cards[card].told.pop_front().expect("peeked").completion,
+                    None => self.user.pop().expect("peeked").0.completion,
+                };
                 self.now = c.at_ps;
                 if c.event.is_done() {
                     self.retire(c.card, c.tag);
@@ -418,14 +457,30 @@ impl Sim {
         c.out_free = start + ps;
         let at = c.out_free + self.cfg.latency_ps;
         self.stats.bytes_out += range.len() as u64;
+        let order = self.next_order();
+        let last = k + 1 == n;
         let slot = self.slot(card as u32, tag);
+        if k == 0 {
+            slot.first_at = at;
+        }
+        let range = match slot.cmd.delivery {
+            Delivery::Slices => range,
+            Delivery::Page if last => 0..page_size,
+            // The user hears of the page at its last slice; this one's order number is spent all the
+            // same, so that ties among other events break as they do for a read told slice by slice.
+            Delivery::Page => return,
+        };
         let slice = PageSlice {
             page: Arc::clone(slot.page.as_ref().expect("a read on the bus has its page")),
             range,
             spare: slot.spare,
-            last: k + 1 == n,
+            last,
+            first_at_ps: slot.first_at,
         };
-        self.tell(at, card as u32, tag, Event::ReadData(slice));
+        let completion = Completion { card: card as u32, tag, at_ps: at, event: Event::ReadData(slice) };
+        let told = &mut self.cards[card].told;
+        debug_assert!(told.back().is_none_or(|t| (t.at, t.order) < (at, order)), "a card's slices in order");
+        told.push_back(Told { at, order, completion });
     }
 
     fn run_step(&mut self, cells: &mut impl Cells, t: Ps, step: Step, card: u32, tag: Tag) {
@@ -591,6 +646,13 @@ impl<M: RawFlash> FlashController<M> {
     /// advance the component whose next time is earliest.
     pub fn next_time(&self) -> Option<Ps> {
         self.sim.next_time()
+    }
+
+    /// The earliest time this controller can next tell its user anything (`None`: nothing is in flight).
+    /// A co-simulation that acts only on what it is told may poll then rather than at
+    /// [`FlashController::next_time`]: the steps inside run the same either way.
+    pub fn next_tell_bound(&self) -> Option<Ps> {
+        self.sim.next_tell_bound()
     }
 
     pub fn config(&self) -> &RawConfig {

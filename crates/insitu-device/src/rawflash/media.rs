@@ -85,7 +85,7 @@ impl<M: RawFlash> TaggedMedia<M> {
             let n = window.min(count - base);
             for i in 0..n {
                 let addr = sim.addr_of(ppn + (base + i) as u64);
-                sim.issue(&cells, FlashCommand::read(addr, i as Tag)).map_err(|e| to_flash(e, ppn))?;
+                sim.issue(&cells, FlashCommand::read_page(addr, i as Tag)).map_err(|e| to_flash(e, ppn))?;
             }
             let mut first_error = None;
             while let Some(c) = sim.poll_until(&mut cells, Ps::MAX) {

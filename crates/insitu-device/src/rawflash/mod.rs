@@ -51,7 +51,9 @@ pub mod partition;
 pub mod server;
 pub mod splitter;
 
-pub use command::{Completion, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, RawFlashError, Tag};
+pub use command::{
+    Completion, Delivery, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, RawFlashError, Tag,
+};
 pub use controller::{FlashController, RawConfig, RawStats, SLICES_PER_PAGE};
 pub use media::TaggedMedia;
 pub use partition::{RawInfo, RawPartition, TimedPages};

@@ -189,7 +189,7 @@ impl RawPartition {
             self.ctrl().ppn_of(a)?;
         }
         let mut out = vec![0u8; addrs.len() * (ps + 8)];
-        let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::read(*a, 0)).collect();
+        let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::read_page(*a, 0)).collect();
         let (data, spares) = out.split_at_mut(addrs.len() * ps);
         self.run(
             &cmds,
@@ -337,7 +337,6 @@ impl RawPartition {
     ) -> std::result::Result<Ps, RawFlashError> {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
-        let ps = self.ctrl().geometry().page_size as usize;
         for a in engines.iter().flatten() {
             self.ctrl().ppn_of(a)?;
         }
@@ -351,7 +350,8 @@ impl RawPartition {
         }
         let mut next = vec![0usize; engines.len()];
         let mut free_at = vec![0 as Ps; engines.len()];
-        let mut reading: HashMap<Tag, (usize, usize, Vec<u8>)> = HashMap::new();
+        // Which engine's which page each tag reads.
+        let mut reading: HashMap<Tag, (usize, usize)> = HashMap::new();
         let mut tag: Tag = 0;
         let mut first_error = None;
         // When the throttle lets the next read go.
@@ -365,17 +365,11 @@ impl RawPartition {
             match event {
                 Some((_, c)) => match c.event {
                     Event::ReadData(slice) => {
-                        let Some((e, i, page)) = reading.get_mut(&c.tag) else { continue };
-                        let off = slice.offset();
-                        page[off..off + slice.bytes().len()].copy_from_slice(slice.bytes());
-                        if slice.last {
-                            let (e, i) = (*e, *i);
-                            let (_, _, page) = reading.remove(&c.tag).expect("present");
-                            on_page(e, i, &page, slice.spare);
-                            let start = (c.at_ps - base).max(free_at[e]);
-                            free_at[e] = start.saturating_add(work(e, i));
-                            asks.push(Reverse((start, e)));
-                        }
+                        let Some((e, i)) = reading.remove(&c.tag) else { continue };
+                        on_page(e, i, slice.bytes(), slice.spare);
+                        let start = (c.at_ps - base).max(free_at[e]);
+                        free_at[e] = start.saturating_add(work(e, i));
+                        asks.push(Reverse((start, e)));
                     }
                     Event::Ack(Err(err)) => {
                         reading.remove(&c.tag);
@@ -398,8 +392,9 @@ impl RawPartition {
                     next_slot = at.saturating_add(gap_ps);
                     next[e] += 1;
                     tag = tag.wrapping_add(1);
-                    reading.insert(tag, (e, i, vec![0u8; ps]));
-                    if let Err(err) = self.sp.issue(Source::Isp, FlashCommand::read(engines[e][i], tag)) {
+                    reading.insert(tag, (e, i));
+                    if let Err(err) = self.sp.issue(Source::Isp, FlashCommand::read_page(engines[e][i], tag))
+                    {
                         reading.remove(&tag);
                         first_error.get_or_insert(err);
                     }

@@ -135,7 +135,7 @@ impl FlashServer {
         while !self.free.is_empty() {
             let Some((addr, keep)) = self.queued.pop_front() else { break };
             let tag = self.free.pop().expect("checked");
-            if let Err(e) = splitter.issue(self.source, FlashCommand::read(addr, tag)) {
+            if let Err(e) = splitter.issue(self.source, FlashCommand::read_page(addr, tag)) {
                 self.free.push(tag);
                 return Err(e);
             }

@@ -178,4 +178,13 @@ impl<M: RawFlash> Splitter<M> {
             Some(self.ctrl.now())
         }
     }
+
+    /// The earliest time a source can next be told anything (see [`FlashController::next_tell_bound`]).
+    pub fn next_tell_bound(&self) -> Option<Ps> {
+        if self.failed.is_empty() {
+            self.ctrl.next_tell_bound()
+        } else {
+            Some(self.ctrl.now())
+        }
+    }
 }

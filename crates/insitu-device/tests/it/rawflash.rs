@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use insitu_device::rawflash::{
-    AddressTranslation, Event, FlashAddr, FlashCommand, FlashController, FlashServer, RawConfig,
-    RawFlashError, Source, Splitter, TaggedMedia,
+    AddressTranslation, Delivery, Event, FlashAddr, FlashCommand, FlashController, FlashServer, Ps,
+    RawConfig, RawFlashError, Source, Splitter, TaggedMedia,
 };
 use insitu_device::Profile;
 use insitu_flash::ftl::Ftl;
@@ -97,6 +97,77 @@ fn reads_come_back_exact_out_of_order_and_interleaved() {
     // Slices of different reads interleave on the card's path.
     let switches = slices.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(switches > 8 * 4, "slices of concurrent reads interleave ({switches} switches)");
+}
+
+/// Per read (by tag): its page as assembled, when its first byte and its last came, and how many
+/// events it took.
+type Seen = HashMap<u32, (Vec<u8>, Ps, Ps, usize)>;
+
+/// Runs `reads` (address, delivery), up to 128 in flight per card, on `ctrl`: what each read saw, and
+/// the order reads ended in.
+fn run_reads(ctrl: &mut FlashController<Nand>, reads: &[(FlashAddr, Delivery)]) -> (Seen, Vec<u32>) {
+    let (mut next, mut free) = (0, vec![(0..128u32).rev().collect::<Vec<_>>(); 2]);
+    let mut by_tag: HashMap<u32, u32> = HashMap::new();
+    let (mut seen, mut ended) = (Seen::new(), Vec::new());
+    loop {
+        while next < reads.len() {
+            let (a, delivery) = reads[next];
+            let Some(tag) = free[a.card as usize].pop() else { break };
+            ctrl.issue(FlashCommand { delivery, ..FlashCommand::read(a, tag) }).unwrap();
+            by_tag.insert(a.card * 1000 + tag, next as u32);
+            next += 1;
+        }
+        let Some(c) = ctrl.poll() else { break };
+        let Event::ReadData(s) = &c.event else { panic!("a read failed: {:?}", c.event) };
+        let i = by_tag[&(c.card * 1000 + c.tag)];
+        let e = seen.entry(i).or_insert_with(|| (vec![0; 8192], c.at_ps, 0, 0));
+        e.0[s.offset()..s.offset() + s.bytes().len()].copy_from_slice(s.bytes());
+        e.1 = e.1.min(s.first_at_ps);
+        (e.2, e.3) = (c.at_ps, e.3 + 1);
+        if s.last {
+            free[c.card as usize].push(c.tag);
+            ended.push(i);
+        }
+    }
+    (seen, ended)
+}
+
+#[test]
+fn a_whole_page_read_ends_when_its_slices_would_with_the_same_bytes() {
+    let mut addrs = Vec::new();
+    for card in 0..2 {
+        for bus in 0..8 {
+            for page in 0..4 {
+                addrs.push(FlashAddr { card, bus, chip: bus % 2, block: 0, page });
+            }
+        }
+    }
+    let mut rng = SmallRng::seed_from_u64(11);
+    let picks: Vec<FlashAddr> = (0..1500).map(|_| addrs[rng.gen_range(0..addrs.len())]).collect();
+    let mixed: Vec<(FlashAddr, Delivery)> = picks
+        .iter()
+        .map(|a| (*a, if rng.gen_bool(0.5) { Delivery::Page } else { Delivery::Slices }))
+        .collect();
+    let sliced: Vec<(FlashAddr, Delivery)> = picks.iter().map(|a| (*a, Delivery::Slices)).collect();
+    let run = |reads: &[(FlashAddr, Delivery)]| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctrl = controller(dir.path(), 1);
+        write_all(&mut ctrl, &addrs);
+        let out = run_reads(&mut ctrl, reads);
+        (out, ctrl.now(), ctrl.stats())
+    };
+    let ((want, want_order), want_now, want_stats) = run(&sliced);
+    let ((got, got_order), got_now, got_stats) = run(&mixed);
+    assert_eq!(got_order, want_order, "reads end in the same order");
+    assert_eq!((got_now, got_stats), (want_now, want_stats));
+    let slices = cfg().slice_bytes as usize;
+    for (i, (a, delivery)) in mixed.iter().enumerate() {
+        let (g, w) = (&got[&(i as u32)], &want[&(i as u32)]);
+        assert_eq!(g.0, page_of(a, 0), "read {i}: the page as written");
+        assert_eq!((g.1, g.2), (w.1, w.2), "read {i}: first and last byte at the same times");
+        let events = if *delivery == Delivery::Page { 1 } else { 8192 / slices };
+        assert_eq!(g.3, events, "read {i} ({delivery:?}): events told");
+    }
 }
 
 #[test]
