@@ -69,7 +69,8 @@ pub struct TimedPages {
     /// Each page's spare-area value.
     pub spares: Vec<u64>,
     /// (page index, offset in the page, length, time out of the card relative to the batch's start), in
-    /// the order the slices came out.
+    /// the order the slices came out. For the local in-store processor, which needs only when each page
+    /// is whole, one entry a page: all of it, at its last slice's time.
     pub slices: Vec<(u32, u32, u32, Ps)>,
 }
 
@@ -304,8 +305,14 @@ impl RawPartition {
                     first_error.get_or_insert(e);
                 }
             }
+            // The local in-store processor takes each page whole; a host's slices cross its PCIe and
+            // a remote node's the network one by one, so they come slice by slice.
+            let cmd = match source {
+                Source::Isp => FlashCommand::read_page(addr, i as Tag),
+                Source::Host | Source::Remote(_) => FlashCommand::read(addr, i as Tag),
+            };
             // A refused read is reported after the ones in flight have ended (none is left behind).
-            if let Err(e) = self.sp.issue(source, FlashCommand::read(addr, i as Tag)) {
+            if let Err(e) = self.sp.issue(source, cmd) {
                 first_error.get_or_insert(e);
             }
         }
