@@ -293,20 +293,30 @@ impl Outbox {
 
     /// Sends the waiting messages that fit now, each endpoint's in order.
     pub(crate) fn retry(&mut self, net: &mut Network) -> Result<(), NetError> {
-        // Nothing refused can go while no send queue has had room freed since the last look.
+        // Nothing refused can go while no send queue has had room freed since the last look; and of the
+        // endpoints waiting, only one whose queue got room back since then (here or during this pass, as
+        // sends free room on others) can send: each one's first message did not fit when last tried.
         if self.blocked.is_empty() || net.room_freed() == self.room_seen {
             return Ok(());
         }
+        let seen = self.room_seen;
         self.room_seen = net.room_freed();
-        let mut blocked = std::mem::take(&mut self.blocked);
-        for (&(from, ep), queue) in blocked.iter_mut() {
+        let mut emptied = false;
+        for (&(from, ep), queue) in self.blocked.iter_mut() {
+            if net.room_freed_at(from, ep) <= seen {
+                continue;
+            }
             while queue.front().is_some_and(|(_, msg)| net.can_send(from, ep, msg.len())) {
                 let (to, msg) = queue.pop_front().expect("a front");
-                self.out(net, from, ep, to, msg)?;
+                self.messages += 1;
+                self.bytes += msg.len() as u64;
+                net.send(from, ep, to, msg)?;
             }
+            emptied |= queue.is_empty();
         }
-        blocked.retain(|_, q| !q.is_empty());
-        self.blocked = blocked;
+        if emptied {
+            self.blocked.retain(|_, q| !q.is_empty());
+        }
         Ok(())
     }
 

@@ -172,6 +172,8 @@ struct EndpointState {
     queued: VecDeque<UnitId>,
     paused: bool,
     ready: VecDeque<Delivery>,
+    /// [`Network::room_freed`] when this endpoint's send queue last got room back.
+    room_freed_at: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -195,6 +197,10 @@ pub struct Network {
     routes: Routes,
     now: Ps,
     events: BinaryHeap<Reverse<(Ps, u64, Event)>>,
+    /// Events due one hop latency after they were scheduled (a unit's head reaching the next node,
+    /// credits going back): most of them. Time never goes back, so this queue is in (time, order) order
+    /// and merging it with the heap gives the heap's order, without a heap's work for each.
+    hop_events: VecDeque<(Ps, u64, Event)>,
     event_seq: u64,
     channels: Vec<ChannelState>,
     endpoints: Vec<EndpointState>,
@@ -242,6 +248,7 @@ impl Network {
             routes,
             now: 0,
             events: BinaryHeap::new(),
+            hop_events: VecDeque::new(),
             event_seq: 0,
             channels,
             endpoints,
@@ -330,6 +337,15 @@ impl Network {
         self.room_freed
     }
 
+    /// [`Network::room_freed`] when endpoint `ep` of `src` last got room back in its send queue (0: never).
+    /// A send it refused since then is refused again.
+    pub fn room_freed_at(&self, src: NodeId, ep: EndpointId) -> u64 {
+        if src >= self.routes.nodes() || ep >= self.cfg.endpoints {
+            return 0;
+        }
+        self.endpoints[self.ep_index(src, ep)].room_freed_at
+    }
+
     /// Whether `send` would take a message of `bytes` from endpoint `ep` of `src` now (its send queue has
     /// room), so a caller can keep the message rather than hand it over and get it refused.
     pub fn can_send(&self, src: NodeId, ep: EndpointId, bytes: usize) -> bool {
@@ -381,16 +397,16 @@ impl Network {
 
     /// When the next event happens (`None`: the network is idle).
     pub fn next_event(&self) -> Option<Ps> {
-        self.events.peek().map(|Reverse((t, _, _))| *t)
+        self.next().map(|(t, _, _)| t)
     }
 
     /// Runs every event up to and including time `t`, then sets the clock to `t` (never backwards).
     pub fn run_until(&mut self, t: Ps) {
-        while let Some(&Reverse((when, _, event))) = self.events.peek() {
+        while let Some((when, _, from_hops)) = self.next() {
             if when > t {
                 break;
             }
-            self.events.pop();
+            let event = self.pop(from_hops);
             self.now = when;
             self.handle(event);
         }
@@ -399,11 +415,30 @@ impl Network {
 
     /// Runs until nothing is left to happen; returns the time then.
     pub fn run(&mut self) -> Ps {
-        while let Some(Reverse((when, _, event))) = self.events.pop() {
+        while let Some((when, _, from_hops)) = self.next() {
+            let event = self.pop(from_hops);
             self.now = when;
             self.handle(event);
         }
         self.now
+    }
+
+    /// The next event's (time, order, whether it is in `hop_events`).
+    fn next(&self) -> Option<(Ps, u64, bool)> {
+        let heap = self.events.peek().map(|Reverse((t, o, _))| (*t, *o, false));
+        let hops = self.hop_events.front().map(|(t, o, _)| (*t, *o, true));
+        match (heap, hops) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn pop(&mut self, from_hops: bool) -> Event {
+        if from_hops {
+            self.hop_events.pop_front().expect("peeked").2
+        } else {
+            self.events.pop().expect("peeked").0 .2
+        }
     }
 
     /// Units waiting at some channel (none once the network has run to idle: it cannot deadlock).
@@ -461,6 +496,7 @@ impl Network {
                     // A message to its own node goes through the internal switch only.
                     self.endpoints[e].send_flits -= flits as u64;
                     self.room_freed += 1;
+                    self.endpoints[e].room_freed_at = self.room_freed;
                     if let Some(unit) = self.units[u as usize].as_mut() {
                         unit.head_ps = self.now;
                     }
@@ -509,6 +545,7 @@ impl Network {
                 let e = self.ep_index(src, ep);
                 self.endpoints[e].send_flits -= flits as u64;
                 self.room_freed += 1;
+                self.endpoints[e].room_freed_at = self.room_freed;
                 self.pump_source(src, ep);
             }
         }
@@ -609,7 +646,12 @@ impl Network {
     }
 
     fn schedule(&mut self, t: Ps, event: Event) {
-        self.events.push(Reverse((t, self.event_seq, event)));
+        if t == self.now + self.cfg.hop_latency_ps {
+            debug_assert!(self.hop_events.back().is_none_or(|b| b.0 <= t), "time never goes back");
+            self.hop_events.push_back((t, self.event_seq, event));
+        } else {
+            self.events.push(Reverse((t, self.event_seq, event)));
+        }
         self.event_seq += 1;
     }
 
