@@ -7,23 +7,25 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use insitu_flash::raw::RawFlash;
 use insitu_flash::Flash;
 
+use crate::rawflash::FtlMedia;
+
 use crate::meters::DeviceCounters;
 
 #[derive(Debug)]
 pub(crate) struct Media {
-    flash: RwLock<Flash>,
+    flash: RwLock<Flash<FtlMedia>>,
 }
 
 impl Media {
-    pub(crate) fn new(flash: Flash) -> Media {
+    pub(crate) fn new(flash: Flash<FtlMedia>) -> Media {
         Media { flash: RwLock::new(flash) }
     }
 
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Flash> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Flash<FtlMedia>> {
         self.flash.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Flash> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Flash<FtlMedia>> {
         self.flash.write().unwrap_or_else(|p| p.into_inner())
     }
 

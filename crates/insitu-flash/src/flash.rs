@@ -65,12 +65,13 @@ pub struct FsckReport {
     pub notes: Vec<String>,
 }
 
-/// One device's flash.
+/// One device's flash: the FTL on media `M`, by default the NAND image itself (a device with a raw
+/// flash interface puts its controller between them: [`Flash::open_on`]).
 #[derive(Debug)]
-pub struct Flash {
+pub struct Flash<M = Nand> {
     dir: PathBuf,
     sb: Superblock,
-    ftl: Ftl,
+    ftl: Ftl<M>,
     objects: BTreeMap<String, ObjectMeta>,
     txns: HashMap<TxnId, Txn>,
     next_txn: TxnId,
@@ -85,17 +86,7 @@ pub struct Flash {
 impl Flash {
     /// Formats a new device in `dir` (which must not hold one) with `geometry` sized for `capacity_bytes`.
     pub fn format(dir: &Path, geometry: Geometry, capacity_bytes: u64) -> Result<Flash> {
-        let geometry = geometry.for_capacity(capacity_bytes)?;
-        std::fs::create_dir_all(dir).map_err(|e| FlashError::io(dir, e))?;
-        if dir.join("superblock").exists() || dir.join("superblock.b").exists() {
-            return Err(FlashError::AlreadyExists(dir.display().to_string()));
-        }
-        let sb = Superblock { version: FORMAT_VERSION, geometry, capacity_bytes };
-        Nand::open(dir, geometry)?;
-        persist::write_checkpoint(dir, &CheckpointState::default())?;
-        Journal::create(dir, 0)?;
-        persist::write_superblock(dir, &sb)?;
-        Self::open(dir)
+        Self::format_on(dir, geometry, capacity_bytes, Ok)
     }
 
     /// With the user's consent (`fsck --repair`), makes a device whose journal is damaged inside open
@@ -114,6 +105,34 @@ impl Flash {
 
     /// Opens the device in `dir`, replaying the journal and rolling back unfinished object creations.
     pub fn open(dir: &Path) -> Result<Flash> {
+        Self::open_on(dir, Ok)
+    }
+}
+
+impl<M: RawFlash> Flash<M> {
+    /// [`Flash::format`], with the FTL on what `media` makes of the new NAND image (see [`Flash::open_on`]).
+    pub fn format_on(
+        dir: &Path,
+        geometry: Geometry,
+        capacity_bytes: u64,
+        media: impl FnOnce(Nand) -> Result<M>,
+    ) -> Result<Flash<M>> {
+        let geometry = geometry.for_capacity(capacity_bytes)?;
+        std::fs::create_dir_all(dir).map_err(|e| FlashError::io(dir, e))?;
+        if dir.join("superblock").exists() || dir.join("superblock.b").exists() {
+            return Err(FlashError::AlreadyExists(dir.display().to_string()));
+        }
+        let sb = Superblock { version: FORMAT_VERSION, geometry, capacity_bytes };
+        Nand::open(dir, geometry)?;
+        persist::write_checkpoint(dir, &CheckpointState::default())?;
+        Journal::create(dir, 0)?;
+        persist::write_superblock(dir, &sb)?;
+        Self::open_on(dir, media)
+    }
+
+    /// [`Flash::open`], with the FTL on what `media` makes of the device's NAND image (its block states
+    /// already restored from the checkpoint; the journal is replayed through `M`).
+    pub fn open_on(dir: &Path, media: impl FnOnce(Nand) -> Result<M>) -> Result<Flash<M>> {
         let sb_copies = persist::read_superblock_copies(dir)?;
         let sb = sb_copies.state;
         sb.geometry.validate()?;
@@ -135,7 +154,7 @@ impl Flash {
         };
         let mut nand = Nand::open(dir, sb.geometry)?;
         nand.restore(ckpt.blocks.iter().copied().collect());
-        let mut ftl = Ftl::new(nand, journal);
+        let mut ftl = Ftl::new(media(nand)?, journal);
         ftl.restore_map(&ckpt.map);
         let mut flash = Flash {
             dir: dir.to_path_buf(),
@@ -266,7 +285,7 @@ impl Flash {
     }
 
     /// The FTL (read-only access for stats, tests and fsck).
-    pub fn ftl(&self) -> &Ftl {
+    pub fn ftl(&self) -> &Ftl<M> {
         &self.ftl
     }
 

@@ -141,6 +141,7 @@ impl Handle for Identify {
             lba_blocks: dev.host_lbas(),
             lba_block_size: dev.media.read().page_size(),
             flash: dev.media.read().stats(),
+            ftl_raw: dev.media.read().ftl().nand().controller_stats(),
             next_txn: dev.media.read().next_txn(),
             array_generation: dev.media.read().array_generation(),
         })

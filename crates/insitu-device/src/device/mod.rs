@@ -17,6 +17,8 @@ use std::thread::JoinHandle;
 
 use insitu_flash::Flash;
 
+use crate::rawflash::FtlMedia;
+
 use crate::completion::{CommandId, Completions, Reply, ReplyTo};
 use crate::device::config::DeviceConfig;
 use crate::device::handlers::dispatch;
@@ -72,7 +74,9 @@ impl Device {
     pub fn format(dir: &Path, id: u32, profile: Profile, capacity_bytes: u64) -> Result<Device> {
         std::fs::create_dir_all(dir).map_err(|e| DeviceError::io(dir, e))?;
         let lock = lock(dir)?;
-        let flash = Flash::format(dir, profile.base_geometry(), capacity_bytes)?;
+        let flash = Flash::format_on(dir, profile.base_geometry(), capacity_bytes, |nand| {
+            FtlMedia::for_profile(nand, &profile)
+        })?;
         // A raw flash interface gets a raw partition as large as the FTL's (BlueDBM §4: the file system's).
         let raw = match profile.nand.interface {
             Some(_) => Some(RawPartition::create(dir, &profile, capacity_bytes)?),
@@ -87,7 +91,7 @@ impl Device {
     pub fn open(dir: &Path) -> Result<Device> {
         let lock = lock(dir)?;
         let config = DeviceConfig::load(dir)?;
-        let flash = Flash::open(dir)?;
+        let flash = Flash::open_on(dir, |nand| FtlMedia::for_profile(nand, &config.profile))?;
         let raw = match RawPartition::exists(dir) {
             true => Some(RawPartition::open(dir, &config.profile)?),
             false => None,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::meters::DeviceCounters;
 use crate::protocol::request::request;
+use crate::rawflash::RawStats;
 
 /// Identify: the device's properties.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,6 +51,10 @@ pub struct Properties {
     #[serde(default)]
     pub lba_block_size: u32,
     pub flash: FlashStats,
+    /// What the FTL sent through the raw flash interface, on a profile with one (BlueDBM §4: the FTL is
+    /// one user of it); `None` where the FTL works on the NAND image directly.
+    #[serde(default)]
+    pub ftl_raw: Option<RawStats>,
     /// The transaction id the next object creation gets: every object here has a smaller one.
     pub next_txn: u64,
     /// The array catalog's generation this device last recorded ([`SetArrayGeneration`]).

@@ -3,22 +3,25 @@
 //! interface unchanged (BlueDBM §4: the block device with a full FTL is one user of the raw interface),
 //! and its operations get the controller's simulated time.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 
 use insitu_flash::geometry::{BlockId, Geometry, Lpn, Ppn};
+use insitu_flash::nand::Nand;
 use insitu_flash::raw::{BlockState, NandStats, Oob, RawFlash};
 use insitu_flash::FlashError;
 
 use super::command::{Event, FlashCommand, RawFlashError, Tag};
 use super::controller::{Cells, RawConfig, RawStats, Sim};
 use crate::network::Ps;
+use crate::profile::Profile;
 
 /// Raw media `M` behind a simulated flash controller (see the [module](self) documentation).
 #[derive(Debug)]
 pub struct TaggedMedia<M> {
     media: M,
-    sim: RefCell<Sim>,
+    /// Behind a lock, as reads take `&self` and a device's readers run on several threads at once.
+    sim: Mutex<Sim>,
 }
 
 /// Reads through a shared borrow of the media (`RawFlash` reads take `&self`).
@@ -54,16 +57,22 @@ fn to_flash(e: RawFlashError, ppn: Ppn) -> FlashError {
 impl<M: RawFlash> TaggedMedia<M> {
     pub fn new(media: M, cfg: RawConfig) -> Result<Self, RawFlashError> {
         let sim = Sim::new(*media.geometry(), cfg)?;
-        Ok(TaggedMedia { media, sim: RefCell::new(sim) })
+        Ok(TaggedMedia { media, sim: Mutex::new(sim) })
+    }
+
+    /// The simulation. A lock a panic poisoned is taken over: commands the panicking operation left in
+    /// flight make later ones fail by name (a tag in use), never return wrong pages.
+    fn sim(&self) -> MutexGuard<'_, Sim> {
+        self.sim.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Simulated time the operations so far took, one after another.
     pub fn now(&self) -> Ps {
-        self.sim.borrow().now()
+        self.sim().now()
     }
 
     pub fn raw_stats(&self) -> RawStats {
-        self.sim.borrow().stats()
+        self.sim().stats()
     }
 
     pub fn into_inner(self) -> M {
@@ -77,7 +86,7 @@ impl<M: RawFlash> TaggedMedia<M> {
         if end.is_none() {
             return Err(FlashError::NandViolation(format!("read of pages {ppn}+{count} past the array")));
         }
-        let mut sim = self.sim.borrow_mut();
+        let mut sim = self.sim();
         let mut cells = ReadOnly(&self.media);
         let window = sim.config().tags_per_card as usize;
         let mut spares = vec![0u64; count];
@@ -111,7 +120,7 @@ impl<M: RawFlash> TaggedMedia<M> {
 
     /// Runs one write or erase to its acknowledgement.
     fn run_one(&mut self, cmd: FlashCommand, data: Option<&[u8]>, ppn: Ppn) -> Result<(), FlashError> {
-        let sim = self.sim.get_mut();
+        let sim = self.sim.get_mut().unwrap_or_else(|p| p.into_inner());
         sim.issue(&self.media, cmd).map_err(|e| to_flash(e, ppn))?;
         while let Some(c) = sim.poll_until(&mut self.media, Ps::MAX) {
             match c.event {
@@ -155,7 +164,7 @@ impl<M: RawFlash> RawFlash for TaggedMedia<M> {
             if p >= self.media.geometry().total_pages() {
                 return Err(FlashError::NandViolation(format!("program of page {p} past the array")));
             }
-            let addr = self.sim.get_mut().addr_of(p);
+            let addr = self.sim.get_mut().unwrap_or_else(|p| p.into_inner()).addr_of(p);
             self.run_one(FlashCommand::write(addr, 0, *tag), Some(&data[i * ps..(i + 1) * ps]), p)?;
         }
         Ok(())
@@ -192,7 +201,7 @@ impl<M: RawFlash> RawFlash for TaggedMedia<M> {
             return Err(FlashError::NandViolation(format!("erase of block {block} past the array")));
         }
         let ppn = self.media.geometry().first_ppn(block);
-        let addr = self.sim.get_mut().addr_of(ppn);
+        let addr = self.sim.get_mut().unwrap_or_else(|p| p.into_inner()).addr_of(ppn);
         self.run_one(FlashCommand::erase(addr, 0), None, ppn)
     }
 
@@ -214,5 +223,112 @@ impl<M: RawFlash> RawFlash for TaggedMedia<M> {
 
     fn replay_erase(&mut self, block: BlockId) {
         self.media.replay_erase(block)
+    }
+}
+
+/// What a device's FTL runs on: its NAND image, or, on a profile with BlueDBM's raw flash interface, that
+/// image behind the simulated flash controller, every FTL read, program and erase a tagged command, so
+/// that the FTL is one user of the raw interface (§4: the block device with a full FTL) with the same
+/// pages, data and wear as on the image alone.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per device, for its lifetime: a box would only add a pointer chase
+pub enum FtlMedia {
+    Image(Nand),
+    Controller(TaggedMedia<Nand>),
+}
+
+impl FtlMedia {
+    /// The media for a device of `profile` on its image `nand`.
+    pub fn for_profile(nand: Nand, profile: &Profile) -> insitu_flash::Result<FtlMedia> {
+        if profile.nand.interface.is_none() {
+            return Ok(FtlMedia::Image(nand));
+        }
+        let cfg = RawConfig::from_profile(profile).map_err(|e| FlashError::InvalidGeometry(e.to_string()))?;
+        let tagged = TaggedMedia::new(nand, cfg).map_err(|e| FlashError::InvalidGeometry(e.to_string()))?;
+        Ok(FtlMedia::Controller(tagged))
+    }
+
+    /// The controller's figures, when the FTL goes through one.
+    pub fn controller_stats(&self) -> Option<RawStats> {
+        match self {
+            FtlMedia::Image(_) => None,
+            FtlMedia::Controller(t) => Some(t.raw_stats()),
+        }
+    }
+}
+
+/// `$body` with `$m` bound to the media inside, whichever it is.
+macro_rules! on_media {
+    ($self:expr, $m:ident => $body:expr) => {
+        match $self {
+            FtlMedia::Image($m) => $body,
+            FtlMedia::Controller($m) => $body,
+        }
+    };
+}
+
+impl RawFlash for FtlMedia {
+    fn geometry(&self) -> &Geometry {
+        on_media!(self, m => m.geometry())
+    }
+
+    fn block(&self, block: BlockId) -> BlockState {
+        on_media!(self, m => m.block(block))
+    }
+
+    fn blocks(&self) -> &HashMap<BlockId, BlockState> {
+        on_media!(self, m => m.blocks())
+    }
+
+    fn frontier(&self) -> BlockId {
+        on_media!(self, m => m.frontier())
+    }
+
+    fn program(&mut self, ppn: Ppn, tags: &[Lpn], data: &[u8]) -> insitu_flash::Result<()> {
+        on_media!(self, m => RawFlash::program(m, ppn, tags, data))
+    }
+
+    fn with_pages<R>(&self, ppn: Ppn, tags: &[Lpn], f: impl FnOnce(&[u8]) -> R) -> insitu_flash::Result<R> {
+        on_media!(self, m => m.with_pages(ppn, tags, f))
+    }
+
+    fn read_tagged(&self, ppn: Ppn, buf: &mut [u8]) -> insitu_flash::Result<Vec<Lpn>> {
+        on_media!(self, m => m.read_tagged(ppn, buf))
+    }
+
+    fn read_oob(&self, ppn: Ppn) -> Option<Oob> {
+        on_media!(self, m => m.read_oob(ppn))
+    }
+
+    fn erase(&mut self, block: BlockId) -> insitu_flash::Result<()> {
+        on_media!(self, m => RawFlash::erase(m, block))
+    }
+
+    fn sync(&self) -> insitu_flash::Result<()> {
+        on_media!(self, m => m.sync())
+    }
+
+    fn unsynced(&self) -> bool {
+        on_media!(self, m => m.unsynced())
+    }
+
+    fn stats(&self) -> NandStats {
+        on_media!(self, m => m.stats())
+    }
+
+    fn restore(&mut self, blocks: HashMap<BlockId, BlockState>) {
+        on_media!(self, m => m.restore(blocks))
+    }
+
+    fn replay_program(&mut self, ppn: Ppn, count: u32) {
+        on_media!(self, m => m.replay_program(ppn, count))
+    }
+
+    fn replay_erase(&mut self, block: BlockId) {
+        on_media!(self, m => m.replay_erase(block))
+    }
+
+    fn read(&self, ppn: Ppn, tags: &[Lpn], buf: &mut [u8]) -> insitu_flash::Result<()> {
+        on_media!(self, m => m.read(ppn, tags, buf))
     }
 }

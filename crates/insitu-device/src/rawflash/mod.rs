@@ -55,7 +55,7 @@ pub use command::{
     Completion, Delivery, Event, FlashAddr, FlashCommand, FlashOp, PageSlice, RawFlashError, Tag,
 };
 pub use controller::{FlashController, RawConfig, RawStats, SLICES_PER_PAGE};
-pub use media::TaggedMedia;
+pub use media::{FtlMedia, TaggedMedia};
 pub use partition::{RawInfo, RawPartition, TimedPages};
 pub use server::{AddressTranslation, FileHandle, FlashServer};
 pub use splitter::{Source, Splitter};

@@ -453,6 +453,38 @@ fn the_ftl_over_the_raw_interface_behaves_as_over_the_nand_image() {
 }
 
 #[test]
+fn a_bluedbm_devices_ftl_is_a_user_of_the_raw_interface() {
+    use insitu_device::protocol::Identify;
+    use insitu_device::{transport, Device};
+    for via in crate::BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let dev_dir = dir.path().join("dev");
+        drop(Device::format(&dev_dir, 0, profile(), 64 << 20).unwrap());
+        let served = crate::serve(&dev_dir, dir.path(), via);
+        let dev = &served.dev;
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        crate::put(dev, "obj", &data);
+        assert_eq!(crate::read_all(dev, "obj"), data, "{via:?}");
+        let p = dev.call(Identify).unwrap();
+        let raw = p.ftl_raw.expect("the bluedbm profile has a raw interface");
+        // Every page the FTL programmed and read went through the controller as a tagged command.
+        assert_eq!(raw.writes, p.flash.nand.pages_programmed, "{via:?}");
+        assert_eq!(raw.reads, p.flash.nand.pages_read, "{via:?}");
+        assert!(raw.writes >= data.len().div_ceil(8192) as u64 && raw.failed == 0, "{raw:?}");
+        drop(served);
+        // Reopened through the controller again: the journal replays, the object reads back.
+        let dev = transport::in_process(Device::open(&dev_dir).unwrap());
+        assert_eq!(crate::read_all(&dev, "obj"), data, "{via:?}");
+        assert!(dev.call(Identify).unwrap().ftl_raw.is_some_and(|r| r.reads > 0));
+        dev.close().unwrap();
+    }
+    // A profile without one keeps its FTL on the image.
+    let dir = tempfile::tempdir().unwrap();
+    let dev = crate::tiny(dir.path(), 0);
+    assert!(dev.call(insitu_device::protocol::Identify).unwrap().ftl_raw.is_none());
+}
+
+#[test]
 fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening() {
     use insitu_device::protocol::{RawErase, RawIdentify, RawRead, RawSync, RawWrite};
     use insitu_device::{transport, Device, DeviceError};
