@@ -123,6 +123,10 @@ fn host_read(dev: &Inner, io: Io<'_>, len: u64, ftl: impl FnOnce() -> Result<Vec
 
 impl Handle for Identify {
     fn handle(self, dev: &Inner) -> Result<Properties> {
+        // One read guard for every figure (taken after `host_lbas`, which takes its own): a second read
+        // of the lock while a writer waits would deadlock.
+        let lba_blocks = dev.host_lbas();
+        let flash = dev.media.read();
         Ok(Properties {
             device_id: dev.id,
             profile: dev.profile.name.clone(),
@@ -138,12 +142,12 @@ impl Handle for Identify {
                 })
                 .collect(),
             firmware: dev.io_path.names(),
-            lba_blocks: dev.host_lbas(),
-            lba_block_size: dev.media.read().page_size(),
-            flash: dev.media.read().stats(),
-            ftl_raw: dev.media.read().ftl().nand().controller_stats(),
-            next_txn: dev.media.read().next_txn(),
-            array_generation: dev.media.read().array_generation(),
+            lba_blocks,
+            lba_block_size: flash.page_size(),
+            flash: flash.stats(),
+            next_txn: flash.next_txn(),
+            array_generation: flash.array_generation(),
+            ftl_raw: flash.ftl().nand().controller_stats(),
         })
     }
 }

@@ -51,14 +51,15 @@ pub struct Properties {
     #[serde(default)]
     pub lba_block_size: u32,
     pub flash: FlashStats,
-    /// What the FTL sent through the raw flash interface, on a profile with one (BlueDBM §4: the FTL is
-    /// one user of it); `None` where the FTL works on the NAND image directly.
-    #[serde(default)]
-    pub ftl_raw: Option<RawStats>,
     /// The transaction id the next object creation gets: every object here has a smaller one.
     pub next_txn: u64,
     /// The array catalog's generation this device last recorded ([`SetArrayGeneration`]).
     pub array_generation: u64,
+    /// What the FTL sent through the raw flash interface, on a profile with one (BlueDBM §4: the FTL is
+    /// one user of it); `None` where the FTL works on the NAND image directly. Last, so that a reader
+    /// that does not know it still decodes the rest.
+    #[serde(default)]
+    pub ftl_raw: Option<RawStats>,
 }
 
 /// A program the device can execute.

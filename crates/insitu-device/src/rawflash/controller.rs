@@ -47,8 +47,8 @@ pub struct RawStats {
 /// [`RawFlash`]; [`super::TaggedMedia`] also runs the controller over a shared borrow for reads.
 pub(crate) trait Cells {
     fn write_ptr(&self, block: BlockId) -> u32;
-    /// Reads one page into `buf`, returning its spare-area record.
-    fn read_page(&self, ppn: Ppn, buf: &mut [u8]) -> Result<u64, FlashError>;
+    /// Reads one page into a buffer of its own, with its spare-area record.
+    fn read_page(&self, ppn: Ppn) -> Result<(Vec<u8>, u64), FlashError>;
     fn program(&mut self, ppn: Ppn, spare: u64, data: &[u8]) -> Result<(), FlashError>;
     fn erase(&mut self, block: BlockId) -> Result<(), FlashError>;
 }
@@ -58,8 +58,8 @@ impl<M: RawFlash> Cells for M {
         self.block(block).write_ptr
     }
 
-    fn read_page(&self, ppn: Ppn, buf: &mut [u8]) -> Result<u64, FlashError> {
-        Ok(self.read_tagged(ppn, buf)?[0])
+    fn read_page(&self, ppn: Ppn) -> Result<(Vec<u8>, u64), FlashError> {
+        read_page(self, ppn)
     }
 
     fn program(&mut self, ppn: Ppn, spare: u64, data: &[u8]) -> Result<(), FlashError> {
@@ -69,6 +69,13 @@ impl<M: RawFlash> Cells for M {
     fn erase(&mut self, block: BlockId) -> Result<(), FlashError> {
         RawFlash::erase(self, block)
     }
+}
+
+/// Page `ppn` of `media` in a buffer of its own (not zeroed first: it is copied whole), checked against
+/// its checksum whatever its spare area says, and that spare-area record (as [`RawFlash::read_tagged`]).
+pub(crate) fn read_page<M: RawFlash>(media: &M, ppn: Ppn) -> Result<(Vec<u8>, u64), FlashError> {
+    let spare = media.read_oob(ppn).map_or(u64::MAX, |o| o.lpn);
+    Ok((media.with_pages(ppn, &[spare], insitu_kernels::arch::to_vec)?, spare))
 }
 
 #[derive(Debug)]
@@ -546,7 +553,6 @@ impl Sim {
         }
         let Some((card, tag)) = self.chips[chip].queue.pop_front() else { return };
         self.chips[chip].busy = true;
-        let page_size = self.geo.page_size as usize;
         let s = self.slot(card, tag);
         let (op, ppn, addr) = (s.cmd.op, s.ppn, s.cmd.addr);
         let block = self.geo.block_of(ppn);
@@ -555,11 +561,10 @@ impl Sim {
                 if addr.page >= cells.write_ptr(block) {
                     self.slot(card, tag).result = Some(Err(RawFlashError::ErasedPage { addr }));
                 } else {
-                    let mut buf = vec![0u8; page_size];
-                    match cells.read_page(ppn, &mut buf) {
-                        Ok(spare) => {
+                    match cells.read_page(ppn) {
+                        Ok((page, spare)) => {
                             let s = self.slot(card, tag);
-                            s.page = Some(Arc::new(buf));
+                            s.page = Some(Arc::new(page));
                             s.spare = spare;
                             self.stats.reads += 1;
                         }

@@ -32,8 +32,8 @@ impl<M: RawFlash> Cells for ReadOnly<'_, M> {
         self.0.block(block).write_ptr
     }
 
-    fn read_page(&self, ppn: Ppn, buf: &mut [u8]) -> Result<u64, FlashError> {
-        Ok(self.0.read_tagged(ppn, buf)?[0])
+    fn read_page(&self, ppn: Ppn) -> Result<(Vec<u8>, u64), FlashError> {
+        super::controller::read_page(self.0, ppn)
     }
 
     fn program(&mut self, _: Ppn, _: u64, _: &[u8]) -> Result<(), FlashError> {
@@ -90,13 +90,23 @@ impl<M: RawFlash> TaggedMedia<M> {
         let mut cells = ReadOnly(&self.media);
         let window = sim.config().tags_per_card as usize;
         let mut spares = vec![0u64; count];
+        // The failure of the lowest page is reported (as the image alone would), once every command in
+        // flight has ended: none is left holding its tag.
+        let mut first_error: Option<(usize, FlashError)> = None;
+        let fail = |first: &mut Option<(usize, FlashError)>, i: usize, e: RawFlashError| {
+            if first.as_ref().is_none_or(|(j, _)| i < *j) {
+                *first = Some((i, to_flash(e, ppn + i as u64)));
+            }
+        };
         for base in (0..count).step_by(window) {
             let n = window.min(count - base);
             for i in 0..n {
                 let addr = sim.addr_of(ppn + (base + i) as u64);
-                sim.issue(&cells, FlashCommand::read_page(addr, i as Tag)).map_err(|e| to_flash(e, ppn))?;
+                if let Err(e) = sim.issue(&cells, FlashCommand::read_page(addr, i as Tag)) {
+                    fail(&mut first_error, base + i, e);
+                    break;
+                }
             }
-            let mut first_error = None;
             while let Some(c) = sim.poll_until(&mut cells, Ps::MAX) {
                 let i = base + c.tag as usize;
                 match c.event {
@@ -105,15 +115,16 @@ impl<M: RawFlash> TaggedMedia<M> {
                         buf[at..at + s.bytes().len()].copy_from_slice(s.bytes());
                         spares[i] = s.spare;
                     }
-                    Event::Ack(Err(e)) => {
-                        first_error.get_or_insert(to_flash(e, ppn + i as u64));
-                    }
+                    Event::Ack(Err(e)) => fail(&mut first_error, i, e),
                     Event::Ack(Ok(_)) | Event::WriteDataRequest => {}
                 }
             }
-            if let Some(e) = first_error {
-                return Err(e);
+            if first_error.is_some() {
+                break;
             }
+        }
+        if let Some((_, e)) = first_error {
+            return Err(e);
         }
         Ok(spares)
     }

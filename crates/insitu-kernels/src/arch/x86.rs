@@ -17,11 +17,34 @@ pub fn prefetch(byte: &u8) {
 pub fn copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
     let whole = src.len() / 64 * 64;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    // SAFETY: `dst` has room for `whole <= src.len()` bytes, and `&mut dst` and `&src` cannot overlap.
+    unsafe { copy_64s(dst.as_mut_ptr(), src.as_ptr(), whole) };
+    dst[whole..].copy_from_slice(&src[whole..]);
+}
+
+/// A new vector holding `src`, copied as [`copy`] does, into memory not zeroed first.
+pub fn to_vec(src: &[u8]) -> Vec<u8> {
+    let mut v: Vec<u8> = Vec::with_capacity(src.len());
+    let (len, whole) = (src.len(), src.len() / 64 * 64);
+    // SAFETY: the capacity holds `len` bytes, so both copies write inside it; a fresh allocation cannot
+    // overlap `src`. Every byte of `0..len` is written before `set_len` makes it part of the vector.
+    unsafe {
+        copy_64s(v.as_mut_ptr(), src.as_ptr(), whole);
+        std::ptr::copy_nonoverlapping(src.as_ptr().add(whole), v.as_mut_ptr().add(whole), len - whole);
+        v.set_len(len);
+    }
+    v
+}
+
+/// Copies the first `whole` bytes (a multiple of 64) from `s` to `d`, 64 a step.
+///
+/// # Safety
+/// `s` must be readable and `d` writable for `whole` bytes, and the two ranges must not overlap.
+unsafe fn copy_64s(d: *mut u8, s: *const u8, whole: usize) {
     let mut i = 0;
     while i < whole {
-        // SAFETY: i + 64 <= whole <= len of both slices, so every 16-byte load reads inside `src` and every
-        // store writes inside `dst`; `&mut dst` and `&src` cannot overlap. SSE2 is part of the x86_64 baseline.
+        // SAFETY: i + 64 <= whole, inside both ranges (the caller's promise). SSE2 is part of the x86_64
+        // baseline.
         unsafe {
             let a = _mm_loadu_si128(s.add(i) as *const __m128i);
             let b = _mm_loadu_si128(s.add(i + 16) as *const __m128i);
@@ -34,7 +57,6 @@ pub fn copy(dst: &mut [u8], src: &[u8]) {
         }
         i += 64;
     }
-    dst[whole..].copy_from_slice(&src[whole..]);
 }
 
 /// Intersects sorted, duplicate-free `a` and `b` in blocks of 4, appending matches to `out`; returns how
