@@ -301,22 +301,22 @@ impl Outbox {
         }
         let seen = self.room_seen;
         self.room_seen = net.room_freed();
+        let mut blocked = std::mem::take(&mut self.blocked);
         let mut emptied = false;
-        for (&(from, ep), queue) in self.blocked.iter_mut() {
+        for (&(from, ep), queue) in blocked.iter_mut() {
             if net.room_freed_at(from, ep) <= seen {
                 continue;
             }
             while queue.front().is_some_and(|(_, msg)| net.can_send(from, ep, msg.len())) {
                 let (to, msg) = queue.pop_front().expect("a front");
-                self.messages += 1;
-                self.bytes += msg.len() as u64;
-                net.send(from, ep, to, msg)?;
+                self.out(net, from, ep, to, msg)?;
             }
             emptied |= queue.is_empty();
         }
         if emptied {
-            self.blocked.retain(|_, q| !q.is_empty());
+            blocked.retain(|_, q| !q.is_empty());
         }
+        self.blocked = blocked;
         Ok(())
     }
 
