@@ -452,15 +452,21 @@ fn the_ftl_over_the_raw_interface_behaves_as_over_the_nand_image() {
     assert!(raw.nand().now() > 0, "the raw interface timed the FTL's work");
 }
 
+/// A new `bluedbm` device of 64 MiB in `tmp`, served over `via`; its directory too, to reopen it.
+fn bluedbm_device(tmp: &std::path::Path, via: crate::Via) -> (std::path::PathBuf, crate::Served) {
+    let dev_dir = tmp.join("dev");
+    drop(insitu_device::Device::format(&dev_dir, 0, profile(), 64 << 20).unwrap());
+    let served = crate::serve(&dev_dir, tmp, via);
+    (dev_dir, served)
+}
+
 #[test]
 fn a_bluedbm_devices_ftl_is_a_user_of_the_raw_interface() {
     use insitu_device::protocol::Identify;
     use insitu_device::{transport, Device};
     for via in crate::BOTH {
         let dir = tempfile::tempdir().unwrap();
-        let dev_dir = dir.path().join("dev");
-        drop(Device::format(&dev_dir, 0, profile(), 64 << 20).unwrap());
-        let served = crate::serve(&dev_dir, dir.path(), via);
+        let (dev_dir, served) = bluedbm_device(dir.path(), via);
         let dev = &served.dev;
         let data: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
         crate::put(dev, "obj", &data);
@@ -490,9 +496,7 @@ fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening()
     use insitu_device::{transport, Device, DeviceError};
     for via in crate::BOTH {
         let dir = tempfile::tempdir().unwrap();
-        let dev_dir = dir.path().join("dev");
-        drop(Device::format(&dev_dir, 0, profile(), 64 << 20).unwrap());
-        let served = crate::serve(&dev_dir, dir.path(), via);
+        let (dev_dir, served) = bluedbm_device(dir.path(), via);
         let dev = &served.dev;
         let info = dev.call(RawIdentify).unwrap();
         assert_eq!((info.cards, info.buses_per_card, info.chips_per_bus), (2, 8, 8));
