@@ -20,6 +20,7 @@ fn main() {
         tree.insert(k, i as u64);
     }
     let insert_s = t0.elapsed().as_secs_f64();
+    let work = tree.take_work();
     // The same keys in batches of 8,192 (a 1 MiB write of 128-byte records), each sorted first.
     let t3 = Instant::now();
     let mut batched = BTree::new(10, PAPER_FANOUT);
@@ -33,6 +34,7 @@ fn main() {
         }
     }
     let batched_s = t3.elapsed().as_secs_f64();
+    let batched_work = batched.take_work();
     let t1 = Instant::now();
     let walked = tree.iter_from(0).fold(0u64, |acc, (_, id)| acc.wrapping_add(id));
     let walk_s = t1.elapsed().as_secs_f64();
@@ -44,10 +46,11 @@ fn main() {
     let nth_s = t2.elapsed().as_secs_f64();
     let (leaves, internals) = tree.nodes();
     println!(
-        "{{\"n\": {n}, \"insert_s\": {insert_s:.4}, \"batched_insert_s\": {batched_s:.4}, \"walk_s\": {walk_s:.4}, \"random_nth_s\": {nth_s:.4}, \"ns_per_insert\": {:.1}, \"height\": {}, \"leaves\": {leaves}, \"internals\": {internals}, \"footprint_bytes\": {}, \"check\": {}}}",
+        "{{\"n\": {n}, \"insert_s\": {insert_s:.4}, \"batched_insert_s\": {batched_s:.4}, \"walk_s\": {walk_s:.4}, \"random_nth_s\": {nth_s:.4}, \"ns_per_insert\": {:.1}, \"height\": {}, \"leaves\": {leaves}, \"internals\": {internals}, \"footprint_bytes\": {}, \"work\": \"{work:?}\", \"batched_work\": \"{batched_work:?}\", \"batched_nodes\": \"{:?}\", \"check\": {}}}",
         insert_s * 1e9 / n as f64,
         tree.height(),
         tree.footprint_bytes(),
+        batched.nodes(),
         walked.wrapping_add(probe) % 7
     );
 }

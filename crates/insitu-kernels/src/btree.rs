@@ -307,11 +307,15 @@ impl BTree {
 
     fn target(&self, key: &[u8], id: u64) -> Target {
         let mut words = [0u64; MAX_KW];
-        for (j, w) in words.iter_mut().enumerate().take(self.layout.kw) {
-            let mut b = [0u8; 8];
-            let part = &key[(j * 8).min(key.len())..((j + 1) * 8).min(key.len())];
-            b[..part.len()].copy_from_slice(part);
-            *w = u64::from_be_bytes(b);
+        let mut chunks = key.chunks_exact(8);
+        for (w, c) in words.iter_mut().zip(&mut chunks) {
+            *w = u64::from_be_bytes(c.try_into().expect("8 bytes"));
+        }
+        // The last bytes, zero-padded, shifted in one by one (a copy of a length unknown here is a call).
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            let w = tail.iter().fold(0u64, |w, &b| (w << 8) | b as u64);
+            words[key.len() / 8] = w << (8 * (8 - tail.len()));
         }
         Target { words, id }
     }
