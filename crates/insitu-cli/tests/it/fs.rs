@@ -444,6 +444,12 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
     );
     let err = env.fails(&["bluedbm", "bfs", "g", "--from", "500"]);
     assert!(err.contains("no vertex 500"), "{err}");
+    // A file that is not a stored graph (here the edge list itself) is refused as such, by name.
+    env.ok(&["fs", "put", s(&edges), "--name", "edges"]);
+    for what in ["bfs", "walk"] {
+        let err = env.fails(&["bluedbm", what, "edges", "--from", "0"]);
+        assert!(err.contains("edges is not a graph stored by `insitu bluedbm put-graph`"), "{what}: {err}");
+    }
     // Ids past --vertices are refused by name, and nothing is stored.
     let err = env.fails(&["bluedbm", "put-graph", s(&edges), "--name", "g2", "--vertices", "100"]);
     assert!(err.contains("past the graph's 100 vertices"), "{err}");

@@ -542,10 +542,17 @@ fn read_round(
     let mut out = Vec::with_capacity(want.len());
     let r = fs.for_each_page(name, &idx, (by.origin, by.placement.access()), &miss, |k, data| {
         let (page, v, own) = want[k];
-        let (pv, degree, nb, more) = decode_page(data)?;
+        let the_start = own && Some(v) == start;
+        let (pv, degree, nb, more) = decode_page(data).map_err(|why| match the_start {
+            true => not_a_graph(name, page, &why),
+            false => damaged(format!("page {page} {why}")),
+        })?;
         if pv != v {
-            if own && Some(v) == start {
-                return Err(no_vertex(name, v, pv));
+            if the_start {
+                return Err(match (pv as usize) < pages {
+                    true => no_vertex(name, v, pv),
+                    false => not_a_graph(name, page, &format!("names vertex {pv}, past its {pages} pages")),
+                });
             }
             let what = if own { "its vertex" } else { "a spill page of" };
             return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
@@ -555,6 +562,13 @@ fn read_round(
     })?;
     report.add(&r);
     Ok(out)
+}
+
+/// The error for a traversal of a file whose start page is not a vertex page at all (`why`): not a graph.
+fn not_a_graph(name: &str, page: usize, why: &str) -> HostError {
+    HostError::InvalidArgument(format!(
+        "{name} is not a graph stored by `insitu bluedbm put-graph`: its page {page} {why}"
+    ))
 }
 
 /// The error for a start vertex whose page is a spill page (of vertex `owner`): past the graph's vertices.
@@ -663,16 +677,16 @@ pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Rea
     Ok(Walks { walks: paths, steps, rounds, read: report, software_s, modeled_s })
 }
 
-/// One stored page, decoded: (vertex, degree, neighbours here, next page).
-pub fn decode_page(page: &[u8]) -> Result<(u32, u32, Vec<u32>, u32)> {
-    let bad = |d: &str| HostError::Damaged { name: "graph page".into(), detail: d.into() };
+/// One stored page, decoded: (vertex, degree, neighbours here, next page); or why it is not a vertex
+/// page (for the caller to name the file and page).
+pub fn decode_page(page: &[u8]) -> std::result::Result<(u32, u32, Vec<u32>, u32), String> {
     if page.len() < PAGE_HEADER {
-        return Err(bad("shorter than its header"));
+        return Err(format!("is {} bytes, shorter than a vertex page's header", page.len()));
     }
     let w = |i: usize| u32::from_le_bytes(page[4 * i..4 * i + 4].try_into().expect("4 bytes"));
     let here = w(2) as usize;
     if PAGE_HEADER + 4 * here > page.len() {
-        return Err(bad("more neighbours than the page holds"));
+        return Err(format!("says it holds {here} neighbours, more than a page holds"));
     }
     let nb = (0..here).map(|i| w(4 + i)).collect();
     Ok((w(0), w(1), nb, w(3)))
