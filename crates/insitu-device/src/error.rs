@@ -53,8 +53,10 @@ pub enum DeviceError {
     Firmware { firmware: String, detail: String },
     #[error("raw flash: {0}")]
     RawFlash(#[from] crate::rawflash::command::RawFlashError),
+    /// The device's profile has no raw flash interface (the host names the device).
     #[error(
-        "device {0} has no raw flash partition (its profile has no raw flash interface, [nand.interface])"
+        "no raw flash partition: the device's profile has no raw flash interface ([nand.interface]); BlueDBM's \
+         file system and applications need an appliance of a profile that has one, such as `bluedbm`"
     )]
     NoRawFlash(u32),
     /// A read across the storage network that cannot be done as asked (BlueDBM §3).
