@@ -43,7 +43,10 @@ impl OutFile {
         Ok(())
     }
 
+    /// Starts writing `path` (beside it until [`OutFile::commit`]); a path that cannot be written is
+    /// refused as [`OutFile::check_path`] says, naming the path given, not the file beside it.
     pub fn create(path: &Path) -> Result<OutFile> {
+        Self::check_path(path)?;
         let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
         let tmp = if special {
             None

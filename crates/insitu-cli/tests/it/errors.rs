@@ -415,3 +415,19 @@ fn repro_checks_its_inputs_first_and_leaves_no_empty_work_directory() {
     );
     assert!(!env.path("repro-out").exists(), "a failed repro writes no report");
 }
+
+#[test]
+fn an_output_that_cannot_be_written_is_named_as_given() {
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "tiny"]);
+    let f = env.write("small", b"some bytes");
+    env.ok(&["put", s(&f)]);
+    let missing = env.path("no/such/dir/out");
+    let err = env.fails(&["get", "small", "-o", s(&missing)]);
+    assert!(
+        err.contains(&format!("cannot write {}", missing.display())) && !err.contains("partial"),
+        "{err}"
+    );
+    let err = env.fails(&["get", "small", "-o", s(&env.dir.path().to_path_buf())]);
+    assert!(err.contains("it is a directory"), "{err}");
+}
