@@ -428,6 +428,6 @@ fn an_output_that_cannot_be_written_is_named_as_given() {
         err.contains(&format!("cannot write {}", missing.display())) && !err.contains("partial"),
         "{err}"
     );
-    let err = env.fails(&["get", "small", "-o", s(&env.dir.path().to_path_buf())]);
+    let err = env.fails(&["get", "small", "-o", s(env.dir.path())]);
     assert!(err.contains("it is a directory"), "{err}");
 }
