@@ -543,16 +543,19 @@ fn read_round(
     let r = fs.for_each_page(name, &idx, (by.origin, by.placement.access()), &miss, |k, data| {
         let (page, v, own) = want[k];
         let the_start = own && Some(v) == start;
-        let (pv, degree, nb, more) = decode_page(data).map_err(|why| match the_start {
-            true => not_a_graph(name, page, &why),
-            false => damaged(format!("page {page} {why}")),
+        let (pv, degree, nb, more) = decode_page(data).map_err(|why| {
+            if the_start {
+                not_a_graph(name, page, &why)
+            } else {
+                damaged(format!("page {page} {why}"))
+            }
         })?;
         if pv != v {
+            if the_start && (pv as usize) < pages {
+                return Err(no_vertex(name, v, pv));
+            }
             if the_start {
-                return Err(match (pv as usize) < pages {
-                    true => no_vertex(name, v, pv),
-                    false => not_a_graph(name, page, &format!("names vertex {pv}, past its {pages} pages")),
-                });
+                return Err(not_a_graph(name, page, &format!("names vertex {pv}, past its {pages} pages")));
             }
             let what = if own { "its vertex" } else { "a spill page of" };
             return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
