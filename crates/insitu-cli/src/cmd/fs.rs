@@ -42,13 +42,14 @@ pub enum FsCmd {
         #[arg(long)]
         node: Option<u32>,
     },
-    /// Write a file out (`-o -` for stdout). By default each node's host reads its pages; with `--via`,
-    /// one node reads them all over the storage network (BlueDBM §3, §6.4) and the read is modeled.
+    /// Write a file out (to stdout unless -o is given, as `insitu get`). By default each node's host reads
+    /// its pages; with `--via`, one node reads them all over the storage network (BlueDBM §3, §6.4) and the
+    /// read is modeled.
     Get {
         /// The file's name in the file system.
         name: String,
         /// Where to write the file (- for standard output).
-        #[arg(short, long)]
+        #[arg(short, long, default_value = "-")]
         output: PathBuf,
         /// Who reads: node `--from`'s in-store processor (`isp`: ISP-Local and ISP-F) or its host
         /// through its device (`host`: Host-Local and H-F); remote pages come through their nodes'

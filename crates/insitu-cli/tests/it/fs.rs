@@ -51,6 +51,8 @@ fn files_round_trip_and_their_pages_spread_over_nodes_and_buses() {
     for (i, n) in sizes.iter().enumerate() {
         assert_eq!(get(&env, &format!("f{i}")), text(*n, i as u64, b"abcdefgh"), "f{i}");
     }
+    // Without -o the bytes go to standard output, as `insitu get`'s do.
+    assert_eq!(env.run(&["fs", "get", "f3"]).stdout, text(sizes[3], 3, b"abcdefgh"));
     // One physical address per line: node card bus chip block page; a striped file uses every node and
     // every bus.
     let pages = env.ok(&["fs", "pages", "f4"]);
