@@ -94,9 +94,14 @@ fn bad_input_is_refused_by_name_and_changes_nothing() {
     env.ok(&["fs", "put", s(&f)]);
     let before = env.json(&["fs", "ls"])["result"].clone();
     let (missing, out) = (env.path("missing"), env.path("out"));
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["fs", "put", s(&f)], "already exists"),
-        (&["fs", "put", s(&f), "--name", "b", "--node", "7"], "no device 7"),
+        (&["fs", "put", s(&f), "--name", "b", "--node", "7"], "no node 7: the appliance has"),
+        (&["fs", "get", "a", "--via", "isp", "--from", "7"], "no node 7"),
+        // A node past the appliance is refused whatever the placement, even one that does not use it.
+        (&["bluedbm", "search", "a", "ab", "--node", "7"], "no node 7"),
+        (&["bluedbm", "search", "a", "ab", "--node", "7", "--placement", "host"], "no node 7"),
+        (&["bluedbm", "bfs", "a", "--from", "0", "--node", "7"], "no node 7"),
         (&["fs", "put", s(&f), "--name", "../up"], "invalid"),
         (&["fs", "put", s(&missing)], "cannot open"),
         (&["fs", "get", "nope", "-o", s(&out)], "no object named \"nope\""),

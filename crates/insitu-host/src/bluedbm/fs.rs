@@ -343,6 +343,19 @@ impl<'a> Fs<'a> {
         Ok(fs)
     }
 
+    /// Refuses a node the appliance does not have, by name (a node is a device of the array, but a user of
+    /// the appliance names nodes).
+    pub fn check_node(&self, node: u32) -> Result<()> {
+        let n = self.nodes.len();
+        if (node as usize) < n {
+            return Ok(());
+        }
+        Err(HostError::InvalidArgument(format!(
+            "no node {node}: the appliance has {n} node(s), numbered from 0 to {}",
+            n.saturating_sub(1)
+        )))
+    }
+
     /// What opening found.
     pub fn report(&self) -> &FsReport {
         &self.report
@@ -497,10 +510,10 @@ impl<'a> Fs<'a> {
             return Err(HostError::AlreadyExists(name.to_string()));
         }
         let nodes: Vec<u32> = match node {
-            Some(n) if n as usize >= self.nodes.len() => {
-                return Err(HostError::NoSuchDevice { device: n, count: self.nodes.len() as u32 })
+            Some(n) => {
+                self.check_node(n)?;
+                vec![n]
             }
-            Some(n) => vec![n],
             None => (0..self.nodes.len() as u32).collect(),
         };
         let ps = self.page_size();
@@ -644,6 +657,7 @@ impl<'a> Fs<'a> {
     /// Every page is checked against its spare area. Returns the read's cost, modeled on the profile's
     /// devices and network and measured here.
     pub fn get_via(&self, name: &str, origin: u32, access: Access, out: &mut dyn Write) -> Result<ViaReport> {
+        self.check_node(origin)?;
         let f = self.file(name)?;
         let ps = self.page_size();
         let mut left = f.size;

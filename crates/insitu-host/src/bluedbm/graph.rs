@@ -459,6 +459,7 @@ fn software_s(
 /// before (§7.2). Every page is checked to be the vertex it should be.
 pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -> Result<Bfs> {
     by.check()?;
+    fs.check_node(by.origin)?;
     let pages = fs.file(name)?.pages.len();
     if from as usize >= pages {
         return Err(HostError::InvalidArgument(format!(
@@ -619,6 +620,7 @@ pub struct WalkSpec {
 /// together, each round depending on the one before. Every page is checked to be the vertex it should be.
 pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Reader) -> Result<Walks> {
     by.check()?;
+    fs.check_node(by.origin)?;
     let WalkSpec { from, walks, length, seed } = spec;
     let pages = fs.file(name)?.pages.len();
     if from as usize >= pages {

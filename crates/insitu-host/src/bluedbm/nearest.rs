@@ -100,6 +100,7 @@ pub struct NearestResult {
 /// Finds the `k` nearest items of file `name` to each query of `queries` (page-sized items one after
 /// another) as `opts` says.
 pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Result<NearestResult> {
+    fs.check_node(opts.node)?;
     let f = fs.file(name)?;
     let ps = fs.page_size();
     if f.size == 0 || f.size % ps as u64 != 0 {
