@@ -118,14 +118,13 @@ impl State {
             .values()
             .filter(|ix| ix.is_tree())
             .map(|ix| {
-                let mut img = persist::IndexImage { id: ix.config.id, ..Default::default() };
-                img.keys.reserve((ix.tree.len() * ix.config.key_size as u64) as usize);
-                img.ids.reserve(ix.tree.len() as usize);
+                let mut keys = Vec::with_capacity((ix.tree.len() * ix.config.key_size as u64) as usize);
+                let mut ids = Vec::with_capacity(ix.tree.len() as usize);
                 for (k, id) in ix.tree.iter_from(0) {
-                    img.keys.extend_from_slice(&k);
-                    img.ids.push(id);
+                    keys.extend_from_slice(&k);
+                    ids.push(id);
                 }
-                img
+                persist::IndexImage { id: ix.config.id, keys: keys.into(), ids }
             })
             .collect();
         let old = self.image_slot;
@@ -194,7 +193,8 @@ impl SelfSort {
             ops::set_aside_ranges(fw, &ix.config)?;
             st.indexes.insert(saved.config.id, ix);
         }
-        let images = if h.clean { persist::read_image(fw, &area, &h)? } else { None };
+        let raw = if h.clean { persist::read_image(fw, &area, &h)? } else { None };
+        let images = raw.as_deref().and_then(persist::decode_image);
         st.saved_clean = h.clean && images.is_some();
         st.changed = !st.saved_clean;
         let why = if !h.clean {
