@@ -224,8 +224,14 @@ const GLOBAL_BATCH_PAGES: usize = 4096;
 const MAX_FILE_PAGES: u64 = 1 << 24;
 /// Pages read or written per device command.
 const BATCH_PAGES: usize = 256;
-/// A checkpoint is taken once the journal is this long.
+/// A checkpoint is taken once the journal is this long, and at least as long as the last checkpoint over
+/// [`JOURNAL_SHARE`]: so rewriting the checkpoint costs a bounded share of what was journaled (a put of a
+/// GiB journals 1.8 MB; with a checkpoint twice the journal, a hundred such files cost a few hundred MB of
+/// checkpoints, not the 9 GB of one full checkpoint per put), and an open replays at most half a
+/// checkpoint's worth of journal.
 const CHECKPOINT_AFTER: u64 = 1 << 20;
+/// See [`CHECKPOINT_AFTER`].
+const JOURNAL_SHARE: u64 = 2;
 
 /// The spare-area record of page `index` of file `id`.
 pub(crate) fn spare(id: u64, index: u64) -> u64 {
@@ -291,8 +297,11 @@ pub struct Fs<'a> {
     pending: Option<FsFile>,
     /// A journal write failed in a way that leaves its durability unknown: no more changes.
     poisoned: bool,
-    /// Journal bytes past which a checkpoint is taken.
+    /// Journal bytes past which a checkpoint is taken, at the least ([`CHECKPOINT_AFTER`]).
     checkpoint_after: u64,
+    /// The checkpoint's size, and the share of it the journal may reach before the next ([`JOURNAL_SHARE`]).
+    checkpoint_bytes: u64,
+    journal_share: u64,
 }
 
 fn corrupt(path: &Path, detail: String) -> HostError {
@@ -306,9 +315,12 @@ impl<'a> Fs<'a> {
         let dir = array.dir().join("fs");
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
         let index_path = dir.join("index.json");
-        let mut index: Index = match std::fs::read(&index_path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| corrupt(&index_path, e.to_string()))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Index::default(),
+        let (mut index, checkpoint_bytes): (Index, u64) = match std::fs::read(&index_path) {
+            Ok(bytes) => (
+                serde_json::from_slice(&bytes).map_err(|e| corrupt(&index_path, e.to_string()))?,
+                bytes.len() as u64,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Index::default(), 0),
             Err(e) => return Err(HostError::io(&index_path, e)),
         };
         let mut report = FsReport::default();
@@ -342,6 +354,8 @@ impl<'a> Fs<'a> {
             pending: None,
             poisoned: false,
             checkpoint_after: CHECKPOINT_AFTER,
+            checkpoint_bytes,
+            journal_share: JOURNAL_SHARE,
         };
         fs.count_live()?;
         Ok(fs)
@@ -464,13 +478,14 @@ impl<'a> Fs<'a> {
     /// after the map holds every record's change. A checkpoint that fails leaves the journal as it was
     /// (its records are replayed onto the older checkpoint), so it does not fail the change before it.
     fn maybe_checkpoint(&mut self) {
-        if self.journal_len < self.checkpoint_after {
+        if self.journal_len < self.checkpoint_after.max(self.checkpoint_bytes / self.journal_share) {
             return;
         }
         let body = serde_json::to_vec(&self.index).expect("plain data serializes");
         if insitu_device::write_atomic(&self.dir.join("index.json"), &body).is_err() {
             return;
         }
+        self.checkpoint_bytes = body.len() as u64;
         // Replaying records already in the checkpoint is harmless (each is idempotent), so a journal
         // that cannot be emptied now is emptied by a later checkpoint.
         let emptied = self
@@ -1135,7 +1150,8 @@ mod tests {
         let array = appliance(dir.path());
         {
             let mut fs = Fs::open(&array).unwrap();
-            fs.checkpoint_after = 1; // every change ends with a checkpoint
+            // Every change ends with a checkpoint.
+            (fs.checkpoint_after, fs.journal_share) = (1, u64::MAX);
             fs.put("a", &mut &bytes(30_000, 1)[..], None).unwrap();
             fs.put("b", &mut &bytes(70_000, 2)[..], None).unwrap();
             fs.remove("a").unwrap();
@@ -1153,6 +1169,41 @@ mod tests {
         let ids: Vec<u64> = fs.files().map(|f| f.id).collect();
         assert!(ids.iter().all(|id| *id < fs.index.next_id), "ids are never given out twice: {ids:?}");
         assert!(fs.report().damaged.is_empty());
+    }
+
+    #[test]
+    fn the_journal_grows_to_half_the_checkpoint_before_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        let mut names = vec!["big".to_string(), "s".to_string()];
+        {
+            let mut fs = Fs::open(&array).unwrap();
+            fs.checkpoint_after = 1;
+            fs.put("big", &mut &bytes(400_000, 1)[..], None).unwrap();
+            assert_eq!(fs.journal_len, 0, "the first change is checkpointed");
+            let first = fs.checkpoint_bytes;
+            fs.put("s", &mut &bytes(10, 2)[..], None).unwrap();
+            assert!(fs.journal_len > 0 && fs.journal_len < first / 2, "{} of {first}", fs.journal_len);
+            // Small changes pile up in the journal until it reaches half the checkpoint.
+            while fs.journal_len > 0 {
+                assert!(fs.journal_len < first / 2, "{} of {first}", fs.journal_len);
+                let name = format!("t{}", names.len());
+                fs.put(&name, &mut &bytes(10, 3)[..], None).unwrap();
+                names.push(name);
+                assert!(names.len() < 100);
+            }
+            assert!(names.len() > 3 && fs.checkpoint_bytes > first, "{names:?}");
+            fs.put("last", &mut &bytes(10, 4)[..], None).unwrap();
+            names.push("last".into());
+        }
+        array.close().unwrap();
+        // Checkpoint and journal together hold every file.
+        let array = Array::open(dir.path(), OpenOptions::default()).unwrap();
+        let fs = Fs::open(&array).unwrap();
+        let mut got: Vec<String> = fs.files().map(|f| f.name.clone()).collect();
+        got.sort();
+        names.sort();
+        assert_eq!(got, names);
     }
 
     #[test]
