@@ -80,7 +80,7 @@ pub(crate) struct SavedIndex {
 
 /// A saved index: its entries in key order. Read back, the keys stay in the image's bytes (`Cow::Borrowed`):
 /// an index of 8 M 10-byte keys is 80 MB that opening a device need not copy.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct IndexImage<'a> {
     pub id: u32,
     /// Written as one byte string, which postcard lays out exactly as the sequence of bytes it was
