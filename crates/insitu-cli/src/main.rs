@@ -125,6 +125,7 @@ enum Cmd {
 
 fn main() -> ExitCode {
     sys::default_sigpipe();
+    sys::keep_freed_buffers();
     let cli = Cli::parse();
     let json = cli.json;
     match run(cli) {

@@ -705,9 +705,15 @@ impl<'a> Fs<'a> {
         origin: u32,
         access: Access,
     ) -> Result<(Vec<u8>, ViaReport)> {
-        let mut out = Vec::with_capacity(indices.len() * self.page_size());
-        let report = self.for_each_page(name, indices, (origin, access), &[], |_, page| {
-            out.extend_from_slice(page);
+        let mut out = Vec::new();
+        let report = self.for_each_batch(name, indices, (origin, access), &[], |_, data| {
+            // A single batch (the usual request) is the device's buffer itself, not a copy of it.
+            if out.is_empty() {
+                out = data;
+                out.reserve_exact(indices.len() * self.page_size() - out.len());
+            } else {
+                out.extend_from_slice(&data);
+            }
             Ok(())
         })?;
         Ok((out, report))
@@ -725,6 +731,25 @@ impl<'a> Fs<'a> {
         misses: &[bool],
         mut each: impl FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<ViaReport> {
+        let ps = self.page_size();
+        self.for_each_batch(name, indices, (origin, access), misses, |first, data| {
+            for (j, page) in data.chunks_exact(ps).enumerate() {
+                each(first + j, page)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// [`Fs::for_each_page`] a batch of pages at a time: `each(k, pages)` gets pages `indices[k..]`, as
+    /// many as one `GlobalRead` returns, one after another in one buffer.
+    fn for_each_batch(
+        &self,
+        name: &str,
+        indices: &[usize],
+        (origin, access): (u32, Access),
+        misses: &[bool],
+        mut each: impl FnMut(usize, Vec<u8>) -> Result<()>,
+    ) -> Result<ViaReport> {
         let f = self.file(name)?;
         if !misses.is_empty() && misses.len() != indices.len() {
             return Err(HostError::InvalidArgument(format!(
@@ -739,16 +764,13 @@ impl<'a> Fs<'a> {
                 f.pages.len()
             )));
         }
-        let ps = self.page_size();
         let mut report = ViaReport { origin, access, ..Default::default() };
         let started = std::time::Instant::now();
         for (k, idx) in indices.chunks(GLOBAL_BATCH_PAGES).enumerate() {
             let m = if misses.is_empty() { &[][..] } else { &misses[k * GLOBAL_BATCH_PAGES..][..idx.len()] };
             let data = self.via_batch(f, idx, (origin, access), m, &mut report)?;
-            for (j, page) in data.chunks_exact(ps).enumerate() {
-                each(k * GLOBAL_BATCH_PAGES + j, page)?;
-            }
             report.bytes += data.len() as u64;
+            each(k * GLOBAL_BATCH_PAGES, data)?;
         }
         report.wall_s = started.elapsed().as_secs_f64();
         Ok(report)
