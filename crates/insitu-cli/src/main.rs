@@ -123,9 +123,12 @@ enum Cmd {
     ServeDevice(array::ServeDevice),
 }
 
+/// Every allocation of the process goes through mimalloc: see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     sys::default_sigpipe();
-    sys::keep_freed_buffers();
     let cli = Cli::parse();
     let json = cli.json;
     match run(cli) {
