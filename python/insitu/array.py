@@ -2,10 +2,12 @@
 
 Conventions, the same for every method:
 
-- storing (``put``, ``put_table``, ``put_list``, ``rm``) returns its :class:`~insitu.Report`;
-- an operator (``sort``, ``shuffle``, ``intersect``, ``search``) returns ``(result, report)``;
-- reading (``get``, ``get_table``, ``shuffle_read``) returns the data, as its signature says, and keeps
-  its report in :attr:`Array.last_report`.
+- storing and commanding (``put``, ``put_table``, ``put_list``, ``rm``, ``selfsort_config``,
+  ``selfsort_write``, ``selfsort_generate``...) returns its :class:`~insitu.Report`;
+- an operator (``sort``, ``shuffle``, ``intersect``, ``search``, ``selfsort_sort``, the Self-Sort
+  queries) returns ``(result, report)``;
+- reading (``get``, ``get_table``, ``shuffle_read``, ``selfsort_read``) returns the data, as its
+  signature says, and keeps its report in :attr:`Array.last_report`.
 
 Every operator releases the GIL while it runs. Errors are :mod:`insitu.errors` classes with the CLI's
 messages.
@@ -33,6 +35,19 @@ def _size(value: Optional[Size]) -> Optional[str]:
 
         raise InvalidArgumentError(f"a size is a number of bytes or a string such as '64MiB', got {value!r}")
     return str(value)
+
+
+def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
+    """A Self-Sort key: bytes as they are, a ``str`` as its UTF-8 bytes (the CLI's ``--text``)."""
+    if key is None or isinstance(key, bytes):
+        return key
+    if isinstance(key, str):
+        return key.encode()
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    from .errors import InvalidArgumentError
+
+    raise InvalidArgumentError(f"a key is bytes or str, got {type(key).__name__}")
 
 
 Progress = Union[bool, Callable[[int, int], None]]
@@ -447,6 +462,175 @@ class Array:
         walks; placements as :meth:`bfs`). Returns the walks' vertices and the whole result."""
         r = json.loads(self._inner.walk(graph, start, walks, length, seed, placement, node, flash_share))
         return r["walks"], r
+
+    # --- the Self-Sorting SSD (Cavazos Quero, Lee, Kim, §III) ---
+
+    def selfsort_config(
+        self,
+        record_size: int,
+        key_size: int,
+        *,
+        key_offset: int = 0,
+        sort_on_write: bool = False,
+        base_lba: int = 0,
+        records: int = 0,
+        active_read: bool = True,
+        fanout: int = 128,
+        device: int = 0,
+        index: int = 1,
+        via: str = "block",
+    ) -> Report:
+        """Configures (or replaces) index ``index`` of ``device`` over records of ``record_size`` bytes
+        packed from LBA ``base_lba``, keyed by ``key_size`` bytes at ``key_offset`` (memcmp order).
+        ``sort_on_write`` inserts every record as it is written (otherwise :meth:`selfsort_generate`
+        builds the tree on command); ``active_read`` makes reads of the range return the records in key
+        order. ``via`` is ``block`` (the command block at the command LBA, §III-E) or ``vendor`` (the
+        protocol's typed commands): both configure the same index."""
+        return Report.from_json(
+            self._inner.selfsort_config(
+                device, index, record_size, key_size, key_offset, sort_on_write, base_lba, records,
+                active_read, fanout, via,
+            )
+        )
+
+    def selfsort_write(
+        self,
+        records: Union[bytes, bytearray, memoryview, PathLike],
+        *,
+        at_record: int = 0,
+        device: int = 0,
+        index: int = 1,
+        via: str = "block",
+        progress: Progress = False,
+    ) -> Report:
+        """Writes ``records`` (bytes, or the path of a file of records) into the index's range through
+        the block interface, from record ``at_record``; the range grows to hold them."""
+        update, close = _progress(progress, "selfsort write")
+        try:
+            if isinstance(records, (bytes, bytearray, memoryview)):
+                r = self._inner.selfsort_write(device, index, bytes(records), None, at_record, via, update)
+            else:
+                r = self._inner.selfsort_write(device, index, None, os.fspath(records), at_record, via, update)
+        finally:
+            close()
+        return Report.from_json(r)
+
+    def selfsort_generate(
+        self, *, chunk: int = 0, device: int = 0, index: int = 1, via: str = "block", progress: Progress = False
+    ) -> Report:
+        """Sort-on-command: repeats the generate command, ``chunk`` records each (0: the firmware's
+        default), until every record of the range is in the index. ``progress`` counts records."""
+        update, close = _progress(progress, "generate")
+        try:
+            return Report.from_json(self._inner.selfsort_generate(device, index, chunk, via, update))
+        finally:
+            close()
+
+    def selfsort_read(
+        self, *, out: Optional[PathLike] = None, device: int = 0, index: int = 1, progress: Progress = False
+    ) -> Optional[bytes]:
+        """The index's whole range in key order, by active reads: the bytes, or ``None`` when written to
+        the file ``out`` (complete, or not there at all). The report is in :attr:`last_report`."""
+        update, close = _progress(progress, "selfsort read")
+        try:
+            data, report = self._inner.selfsort_read(
+                device, index, None if out is None else os.fspath(out), update
+            )
+        finally:
+            close()
+        self.last_report = Report.from_json(report)
+        return data
+
+    def _selfsort_query(
+        self, kind: str, lo: Any, hi: Any, count: bool, out: Optional[PathLike], device: int, index: int
+    ) -> Tuple[Any, Report]:
+        data, report = self._inner.selfsort_query(
+            device, index, kind, _key(lo), _key(hi), count, None if out is None else os.fspath(out)
+        )
+        r = Report.from_json(report)
+        return (r.result["count"] if count else data), r
+
+    def selfsort_min(
+        self, *, out: Optional[PathLike] = None, device: int = 0, index: int = 1
+    ) -> Tuple[Optional[bytes], Report]:
+        """The records with the smallest key (``None`` when written to ``out``), and the report."""
+        return self._selfsort_query("min", None, None, False, out, device, index)
+
+    def selfsort_max(
+        self, *, out: Optional[PathLike] = None, device: int = 0, index: int = 1
+    ) -> Tuple[Optional[bytes], Report]:
+        """The records with the largest key (``None`` when written to ``out``), and the report."""
+        return self._selfsort_query("max", None, None, False, out, device, index)
+
+    def selfsort_range(
+        self,
+        lo: Union[bytes, str],
+        hi: Union[bytes, str],
+        *,
+        count: bool = False,
+        out: Optional[PathLike] = None,
+        device: int = 0,
+        index: int = 1,
+    ) -> Tuple[Any, Report]:
+        """The records whose key lies between ``lo`` and ``hi``, both inclusive, in key order (a bound
+        shorter than the key is a prefix; ``str`` keys are their UTF-8 bytes: ``bytes.fromhex`` for hex):
+        their bytes, their number with ``count``, or ``None`` when written to ``out``; and the report."""
+        return self._selfsort_query("range", lo, hi, count, out, device, index)
+
+    def selfsort_select(
+        self,
+        key: Union[bytes, str],
+        *,
+        count: bool = False,
+        out: Optional[PathLike] = None,
+        device: int = 0,
+        index: int = 1,
+    ) -> Tuple[Any, Report]:
+        """The records with key ``key`` (or starting with it), as :meth:`selfsort_range` returns them."""
+        return self._selfsort_query("select", key, None, count, out, device, index)
+
+    def selfsort_flush(self, *, device: int = 0, via: str = "block") -> Report:
+        """Saves the device's indexes to its flash now (also done when the array closes)."""
+        return Report.from_json(self._inner.selfsort_flush(device, via))
+
+    def selfsort_drop(self, *, device: int = 0, index: int = 1, via: str = "block") -> Report:
+        """Forgets an index (its records stay)."""
+        return Report.from_json(self._inner.selfsort_drop(device, index, via))
+
+    def selfsort_stats(self, device: int = 0) -> Dict[str, Any]:
+        """The firmware's state: command LBA, device memory, every index (configuration, records
+        indexed, B+tree height and memory)."""
+        return Report.from_json(self._inner.selfsort_stats(device)).result
+
+    def selfsort_sort(
+        self,
+        records: Union[bytes, bytearray, memoryview, PathLike],
+        *,
+        method: str = "self-sort-write",
+        format: str = "gensort",
+        record_size: int = 0,
+        key_size: int = 0,
+        key_offset: int = 0,
+        out: Optional[PathLike] = None,
+        device: int = 0,
+        index: int = 1,
+        base_lba: int = 0,
+        runs: int = 8,
+    ) -> Tuple[Optional[bytes], Report]:
+        """Sorts ``records`` (bytes, or a file's path) end to end on ``device`` with one of the paper's
+        four methods (``self-sort-write``, ``self-sort-command``, ``merge-sort``, ``active-sort``), as
+        ``insitu selfsort sort`` does. ``format``: ``gensort`` (100-byte records, 10-byte keys),
+        ``paper`` (16 KB, 10-byte keys) or ``fixed`` (``record_size``, ``key_size``, ``key_offset``).
+        Returns the records in key order (``None`` when written to ``out``) and the report."""
+        if isinstance(records, (bytes, bytearray, memoryview)):
+            data, path = bytes(records), None
+        else:
+            data, path = None, os.fspath(records)
+        sorted_, report = self._inner.selfsort_sort(
+            data, path, None if out is None else os.fspath(out), method, format, record_size, key_size,
+            key_offset, device, index, base_lba, runs,
+        )
+        return sorted_, Report.from_json(report)
 
     # --- the array ---
 

@@ -555,6 +555,179 @@ impl PyArray {
         })
     }
 
+    /// Configures (or replaces) a Self-Sort index (§III-E); its report as JSON.
+    #[pyo3(signature = (device, index, record_size, key_size, key_offset=0, sort_on_write=false, base_lba=0, records=0, active_read=true, fanout=128, via="block"))]
+    #[allow(clippy::too_many_arguments)]
+    fn selfsort_config(
+        &self,
+        py: Python<'_>,
+        device: u32,
+        index: u32,
+        record_size: u32,
+        key_size: u32,
+        key_offset: u32,
+        sort_on_write: bool,
+        base_lba: u64,
+        records: u64,
+        active_read: bool,
+        fanout: u32,
+        via: &str,
+    ) -> PyResult<String> {
+        let c = crate::selfsort::Config {
+            index,
+            record_size,
+            key_size,
+            key_offset,
+            sort_on_write,
+            base_lba,
+            records,
+            active_read,
+            fanout,
+        };
+        let by = crate::selfsort::via(via).map_err(to_py)?;
+        self.with(py, |a| crate::selfsort::configure(a, device, c, by)).map(|r| json(&r))
+    }
+
+    /// Writes records (`data`, or the file at `path`) into an index's range from record `at_record`.
+    #[pyo3(signature = (device, index, data=None, path=None, at_record=0, via="block", progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn selfsort_write(
+        &self,
+        py: Python<'_>,
+        device: u32,
+        index: u32,
+        data: Option<&[u8]>,
+        path: Option<PathBuf>,
+        at_record: u64,
+        via: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let by = crate::selfsort::via(via).map_err(to_py)?;
+        let records = crate::selfsort::input(data, path.as_deref()).map_err(to_py)?;
+        let tell = progress_fn(progress);
+        self.with(py, |a| crate::selfsort::write(a, (device, index), records, at_record, by, &tell))
+            .map(|r| json(&r))
+    }
+
+    /// Sort-on-command: generate commands of `chunk` records (0: the firmware's) until the index is whole.
+    #[pyo3(signature = (device, index, chunk=0, via="block", progress=None))]
+    fn selfsort_generate(
+        &self,
+        py: Python<'_>,
+        device: u32,
+        index: u32,
+        chunk: u64,
+        via: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let by = crate::selfsort::via(via).map_err(to_py)?;
+        let tell = progress_fn(progress);
+        self.with(py, |a| insitu_host::selfsort::ops::generate(a, device, index, chunk, by, &tell))
+            .map(|r| json(&r))
+    }
+
+    /// The index's whole range in key order (active reads): the bytes, or `None` when written to `out`.
+    #[pyo3(signature = (device, index, out=None, progress=None))]
+    fn selfsort_read<'py>(
+        &self,
+        py: Python<'py>,
+        device: u32,
+        index: u32,
+        out: Option<PathBuf>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+        let tell = progress_fn(progress);
+        let (data, report) = self.with(py, |a| {
+            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| {
+                insitu_host::selfsort::ops::read_sorted(a, device, index, w, &tell)
+            })
+        })?;
+        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+    }
+
+    /// A query of an index (`min`, `max`, `range` from `lo` to `hi`, `select` of key `lo`): the matching
+    /// records (or `None`: with `count_only`, or written to `out`) and the report.
+    #[pyo3(signature = (device, index, kind, lo=None, hi=None, count_only=false, out=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn selfsort_query<'py>(
+        &self,
+        py: Python<'py>,
+        device: u32,
+        index: u32,
+        kind: &str,
+        lo: Option<Vec<u8>>,
+        hi: Option<Vec<u8>>,
+        count_only: bool,
+        out: Option<PathBuf>,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+        use insitu_host::selfsort::ops;
+        let q = crate::selfsort::query(kind, lo, hi).map_err(to_py)?;
+        let (data, report) = self.with(py, |a| {
+            if count_only {
+                return ops::query(a, device, index, &q, true, None).map(|r| (None, r));
+            }
+            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| {
+                ops::query(a, device, index, &q, false, Some(w))
+            })
+        })?;
+        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+    }
+
+    /// Saves the device's indexes to its flash now.
+    #[pyo3(signature = (device, via="block"))]
+    fn selfsort_flush(&self, py: Python<'_>, device: u32, via: &str) -> PyResult<String> {
+        let by = crate::selfsort::via(via).map_err(to_py)?;
+        self.with(py, |a| insitu_host::selfsort::ops::flush(a, device, by)).map(|r| json(&r))
+    }
+
+    /// Forgets an index (its records stay).
+    #[pyo3(signature = (device, index, via="block"))]
+    fn selfsort_drop(&self, py: Python<'_>, device: u32, index: u32, via: &str) -> PyResult<String> {
+        let by = crate::selfsort::via(via).map_err(to_py)?;
+        self.with(py, |a| insitu_host::selfsort::ops::drop_index(a, device, index, by)).map(|r| json(&r))
+    }
+
+    /// The firmware's state (command LBA, memory, every index); its report as JSON.
+    fn selfsort_stats(&self, py: Python<'_>, device: u32) -> PyResult<String> {
+        self.with(py, |a| insitu_host::selfsort::ops::stats(a, device)).map(|r| json(&r))
+    }
+
+    /// Sorts records (`data`, or the file at `path`) end to end with one of the paper's four methods: the
+    /// records in key order (or `None` when written to `out`) and the report.
+    #[pyo3(signature = (data=None, path=None, out=None, method="self-sort-write", format="gensort", record_size=0, key_size=0, key_offset=0, device=0, index=1, base_lba=0, runs=8))]
+    #[allow(clippy::too_many_arguments)]
+    fn selfsort_sort<'py>(
+        &self,
+        py: Python<'py>,
+        data: Option<&[u8]>,
+        path: Option<PathBuf>,
+        out: Option<PathBuf>,
+        method: &str,
+        format: &str,
+        record_size: u32,
+        key_size: u32,
+        key_offset: u32,
+        device: u32,
+        index: u32,
+        base_lba: u64,
+        runs: u32,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+        use insitu_host::selfsort::{Method, RecordFormat};
+        let records = crate::selfsort::input(data, path.as_deref()).map_err(to_py)?;
+        let s = crate::selfsort::Sort {
+            method: method.parse::<Method>().map_err(to_py)?,
+            format: RecordFormat::named(format, record_size, key_offset, key_size).map_err(to_py)?,
+            device,
+            index,
+            base_lba,
+            runs,
+        };
+        let (data, report) = self.with(py, |a| {
+            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| crate::selfsort::sort(a, &s, records, w))
+        })?;
+        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+    }
+
     /// Checks the array: `{"ok": ..., "problems": [...], "notes": [...]}` as JSON.
     fn fsck(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |a| {

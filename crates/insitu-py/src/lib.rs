@@ -12,6 +12,7 @@
 mod array;
 mod bluedbm;
 mod error;
+mod selfsort;
 mod served;
 mod stream;
 mod sys;

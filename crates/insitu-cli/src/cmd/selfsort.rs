@@ -300,7 +300,7 @@ impl SelfSortCmd {
                         a,
                         target.device,
                         target.index,
-                        &file,
+                        selfsort::Input::File(&file),
                         at_record,
                         via.into(),
                         &|d, _| bar.set_position(d),
@@ -373,8 +373,10 @@ impl SelfSortCmd {
                 let mut w = insitu_host::outfile::OutFile::create(&out)?;
                 let progress = ctx.progress();
                 let r = on_array(ctx, |a| {
-                    selfsort::sort(a, &job, method.into(), &file, &mut w, &|m| progress(m))
-                        .map(|run| run.report)
+                    selfsort::sort(a, &job, method.into(), selfsort::Input::File(&file), &mut w, &|m| {
+                        progress(m)
+                    })
+                    .map(|run| run.report)
                 })?;
                 w.commit()?;
                 r

@@ -15,9 +15,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 use std::time::Instant;
 
 use insitu_device::protocol::{IndexConfig, IndexKind, ReadLba, RunExtent, WriteLba};
@@ -32,7 +30,7 @@ use insitu_device::work::{self, Ledger, SortClass};
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
 use crate::selfsort::ops::{self, Interface};
-use crate::selfsort::records::RecordFormat;
+use crate::selfsort::records::{Input, RecordFormat};
 
 /// A method of §IV-C.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -156,20 +154,14 @@ pub fn sort(
     array: &Array,
     job: &SortJob,
     method: Method,
-    input: &Path,
+    input: Input<'_>,
     out: &mut dyn Write,
     progress: &dyn Fn(&str),
 ) -> Result<SortRun> {
     let fmt = job.format;
     let r = fmt.size as u64;
-    let size = std::fs::metadata(input).map_err(|e| HostError::io(input, e))?.len();
-    if size == 0 || size % r != 0 {
-        return Err(HostError::InvalidArgument(format!(
-            "{} holds {size} bytes: not a whole, non-zero number of {r}-byte records",
-            input.display()
-        )));
-    }
-    let n = size / r;
+    let n = input.records(r, "")?;
+    let size = n * r;
     let blocks = Blocks::of(array, job.device)?;
     let ps = blocks.size as u64;
     let input_pages = blocks.blocks_for(size);
@@ -207,10 +199,7 @@ pub fn sort(
     let quiet = |_: u64, _: u64| {};
     let mut ph = Phases::start(array, method.name())?;
     let write_input = |ph: &Phases<'_>| -> Result<()> {
-        let mut f = std::io::BufReader::with_capacity(
-            1 << 20,
-            File::open(input).map_err(|e| HostError::io(input, e))?,
-        );
+        let mut f = input.reader()?;
         lba::write_stream(ph.array, job.device, job.base_lba, &mut f, size, ops::RECORD_WRITE_BYTES, &quiet)
     };
     match method {

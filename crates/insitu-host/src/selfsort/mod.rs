@@ -14,4 +14,4 @@ pub mod table;
 pub use insitu_device::protocol::{IndexConfig, IndexInfo, IndexKind, RunExtent, SelfSortStatus};
 pub use methods::{sort, Method, SortJob, SortRun};
 pub use ops::{Interface, Query};
-pub use records::{KeyOrder, RecordFormat};
+pub use records::{Input, KeyOrder, RecordFormat};

@@ -3,9 +3,7 @@
 //! firmware's state. Configuration goes the paper's way by default, as a command block written to the
 //! command LBA with the status read back from it; the typed vendor commands do the same.
 
-use std::fs::File;
 use std::io::{Read, Write};
-use std::path::Path;
 
 use insitu_device::firmware::selfsort::block::{self, BlockCommand};
 use insitu_device::protocol::{
@@ -19,6 +17,7 @@ use crate::blob::Progress;
 use crate::error::{HostError, Result};
 use crate::lba;
 use crate::report::{Measure, Report};
+use crate::selfsort::records::Input;
 use crate::units::human_bytes;
 
 /// How the host talks to the firmware.
@@ -128,14 +127,14 @@ fn read_stored_block(array: &Array, device: u32, info: &IndexInfo, lba: u64) -> 
     r
 }
 
-/// Writes the records of `path` into an index's range through the block interface, from record
+/// Writes the records of `input` into an index's range through the block interface, from record
 /// `at_record` (the range grows to hold them). Records are packed back to back; a block that also
-/// holds records outside the file is read first and written back with them.
+/// holds records outside the input is read first and written back with them.
 pub fn write_records(
     array: &Array,
     device: u32,
     index: u32,
-    path: &Path,
+    input: Input<'_>,
     at_record: u64,
     via: Interface,
     progress: Progress<'_>,
@@ -143,14 +142,8 @@ pub fn write_records(
     let info = index_info(array, device, index)?;
     let c = info.config.clone();
     let r = c.record_size as u64;
-    let size = std::fs::metadata(path).map_err(|e| HostError::io(path, e))?.len();
-    if size == 0 || size % r != 0 {
-        return Err(HostError::InvalidArgument(format!(
-            "{} holds {size} bytes: not a whole, non-zero number of {r}-byte records (index {index})",
-            path.display()
-        )));
-    }
-    let n = size / r;
+    let n = input.records(r, &format!(" (index {index})"))?;
+    let size = n * r;
     let measure = Measure::start("selfsort-write", array)?;
     let end = at_record + n;
     if end > c.records {
@@ -172,10 +165,8 @@ pub fn write_records(
     } else {
         Vec::new()
     };
-    let f = File::open(path).map_err(|e| HostError::io(path, e))?;
-    let mut src = std::io::Cursor::new(head.clone())
-        .chain(std::io::BufReader::with_capacity(1 << 20, f))
-        .chain(std::io::Cursor::new(tail.clone()));
+    let mut src =
+        std::io::Cursor::new(head.clone()).chain(input.reader()?).chain(std::io::Cursor::new(tail.clone()));
     let total = head.len() as u64 + size + tail.len() as u64;
     lba::write_stream(array, device, first, &mut src, total, RECORD_WRITE_BYTES, progress)?;
     let info = index_info(array, device, index)?;

@@ -18,7 +18,7 @@ use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::figure::{Figure, PaperFigures, Plot, Row, Series, Source};
 use crate::selfsort::methods::{self, Method, SortJob, PARTIAL_READ, PARTIAL_WRITE};
-use crate::selfsort::records::{self, KeyOrder, RecordFormat};
+use crate::selfsort::records::{self, Input, KeyOrder, RecordFormat};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -233,7 +233,7 @@ fn run_one(
         out_of_order: 0,
     };
     let step = |m: &str| progress(&format!("  {m}"));
-    let run = methods::sort(&array, &job, method, input, &mut check, &step)?;
+    let run = methods::sort(&array, &job, method, Input::File(input), &mut check, &step)?;
     array.close()?;
     if check.records != opts.records || check.out_of_order > 0 {
         return Err(HostError::InvalidArgument(format!(
