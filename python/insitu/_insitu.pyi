@@ -117,6 +117,14 @@ class _Array:
         node: int = ...,
         flash_share: float = ...,
     ) -> str: ...
+    def lba_write(
+        self, device: int, lba: int, data: Optional[bytes] = None, path: Optional[str] = None,
+        progress: _Progress = None,
+    ) -> str: ...
+    def lba_read(
+        self, device: int, lba: int, length: int, out: Optional[str] = None, progress: _Progress = None
+    ) -> Tuple[Optional[bytes], str]: ...
+    def lba_trim(self, device: int, lba: int, length: int) -> str: ...
     def selfsort_config(
         self, device: int, index: int, record_size: int, key_size: int, key_offset: int = 0,
         sort_on_write: bool = False, base_lba: int = 0, records: int = 0, active_read: bool = True,

@@ -463,6 +463,52 @@ class Array:
         r = json.loads(self._inner.walk(graph, start, walks, length, seed, placement, node, flash_share))
         return r["walks"], r
 
+    # --- the block interface of one device (an LBA is a flash page of its profile) ---
+
+    def lba_write(
+        self,
+        data: Union[bytes, bytearray, memoryview, PathLike],
+        lba: int = 0,
+        *,
+        device: int = 0,
+        progress: Progress = False,
+    ) -> Report:
+        """Writes ``data`` (bytes, or a file's path) at block ``lba`` of ``device``, through the FTL; the
+        last block is padded with zeros."""
+        update, close = _progress(progress, "lba write")
+        try:
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                r = self._inner.lba_write(device, lba, bytes(data), None, update)
+            else:
+                r = self._inner.lba_write(device, lba, None, os.fspath(data), update)
+        finally:
+            close()
+        return Report.from_json(r)
+
+    def lba_read(
+        self,
+        lba: int,
+        length: int,
+        *,
+        out: Optional[PathLike] = None,
+        device: int = 0,
+        progress: Progress = False,
+    ) -> Optional[bytes]:
+        """``length`` bytes from block ``lba`` of ``device`` (``None`` when written to the file ``out``);
+        the report is in :attr:`last_report`. Blocks of an index's range configured for active reads
+        come back in key order (see :meth:`selfsort_config`)."""
+        update, close = _progress(progress, "lba read")
+        try:
+            data, report = self._inner.lba_read(device, lba, length, None if out is None else os.fspath(out), update)
+        finally:
+            close()
+        self.last_report = Report.from_json(report)
+        return data
+
+    def lba_trim(self, lba: int, length: int, *, device: int = 0) -> Report:
+        """Trims ``length`` bytes (whole blocks) from block ``lba`` of ``device``: they read as zeros."""
+        return Report.from_json(self._inner.lba_trim(device, lba, length))
+
     # --- the Self-Sorting SSD (Cavazos Quero, Lee, Kim, §III) ---
 
     def selfsort_config(

@@ -1,10 +1,9 @@
-//! The block interface of one device: write a file at an LBA, read bytes from an LBA, trim (NVMe write,
+//! The block interface of one device: write a file (or bytes) at an LBA, read bytes from an LBA, trim (NVMe write,
 //! read, dataset management). One LBA is one flash page of the device's profile. Writes and reads stream
 //! in pieces with a few commands in flight; the last block of a write is padded with zeros. Like a disk,
 //! a multi-block write that fails part way leaves the blocks before the failure written.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -145,20 +144,66 @@ pub fn read_stream_in(
     Ok(())
 }
 
-/// `insitu lba write`: the file's bytes at block `lba`.
-pub fn write(array: &Array, device: u32, lba: u64, path: &Path, progress: Progress<'_>) -> Result<Report> {
-    let size = std::fs::metadata(path).map_err(|e| HostError::io(path, e))?.len();
-    let mut f = File::open(path).map_err(|e| HostError::io(path, e))?;
+/// Bytes to write (records to sort): a file's, or bytes in memory (the Python front's).
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    File(&'a Path),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> Input<'a> {
+    /// Its size in bytes.
+    pub fn size(&self) -> Result<u64> {
+        match self {
+            Input::File(p) => Ok(std::fs::metadata(p).map_err(|e| HostError::io(p, e))?.len()),
+            Input::Bytes(b) => Ok(b.len() as u64),
+        }
+    }
+
+    /// Its bytes from the start.
+    pub fn reader(&self) -> Result<Box<dyn Read + 'a>> {
+        match *self {
+            Input::File(p) => Ok(Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                std::fs::File::open(p).map_err(|e| HostError::io(p, e))?,
+            ))),
+            Input::Bytes(b) => Ok(Box::new(b)),
+        }
+    }
+
+    /// How an error names it.
+    pub fn name(&self) -> String {
+        match self {
+            Input::File(p) => p.display().to_string(),
+            Input::Bytes(_) => "the data".into(),
+        }
+    }
+
+    /// Its number of `record`-byte records; refused unless whole and non-zero (`what` ends the message).
+    pub fn records(&self, record: u64, what: &str) -> Result<u64> {
+        let size = self.size()?;
+        if size == 0 || size % record != 0 {
+            return Err(HostError::InvalidArgument(format!(
+                "{} holds {size} bytes: not a whole, non-zero number of {record}-byte records{what}",
+                self.name()
+            )));
+        }
+        Ok(size / record)
+    }
+}
+
+/// `insitu lba write`: the input's bytes at block `lba`.
+pub fn write(
+    array: &Array,
+    device: u32,
+    lba: u64,
+    input: Input<'_>,
+    progress: Progress<'_>,
+) -> Result<Report> {
+    let size = input.size()?;
+    let mut src = input.reader()?;
     let measure = Measure::start("lba-write", array)?;
-    write_stream(
-        array,
-        device,
-        lba,
-        &mut std::io::BufReader::with_capacity(1 << 20, &mut f),
-        size,
-        PIECE_BYTES,
-        progress,
-    )?;
+    write_stream(array, device, lba, &mut src, size, PIECE_BYTES, progress)?;
     let blocks = Blocks::of(array, device)?;
     let n = blocks.blocks_for(size);
     let headline = format!("wrote {} to device {device} at LBA {lba} ({n} blocks)", human_bytes(size));

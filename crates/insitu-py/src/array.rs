@@ -555,6 +555,48 @@ impl PyArray {
         })
     }
 
+    /// Writes bytes (`data`, or the file at `path`) at block `lba` of `device` (the last block padded
+    /// with zeros).
+    #[pyo3(signature = (device, lba, data=None, path=None, progress=None))]
+    fn lba_write(
+        &self,
+        py: Python<'_>,
+        device: u32,
+        lba: u64,
+        data: Option<&[u8]>,
+        path: Option<PathBuf>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let input = crate::selfsort::input(data, path.as_deref()).map_err(to_py)?;
+        let tell = progress_fn(progress);
+        self.with(py, |a| insitu_host::lba::write(a, device, lba, input, &tell)).map(|r| json(&r))
+    }
+
+    /// `length` bytes from block `lba` of `device`: the bytes, or `None` when written to `out`.
+    #[pyo3(signature = (device, lba, length, out=None, progress=None))]
+    fn lba_read<'py>(
+        &self,
+        py: Python<'py>,
+        device: u32,
+        lba: u64,
+        length: u64,
+        out: Option<PathBuf>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+        let tell = progress_fn(progress);
+        let (data, report) = self.with(py, |a| {
+            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| {
+                insitu_host::lba::read(a, device, lba, length, w, &tell)
+            })
+        })?;
+        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+    }
+
+    /// Trims `length` bytes (whole blocks) from block `lba` of `device`: they read as zeros from now on.
+    fn lba_trim(&self, py: Python<'_>, device: u32, lba: u64, length: u64) -> PyResult<String> {
+        self.with(py, |a| insitu_host::lba::trim(a, device, lba, length)).map(|r| json(&r))
+    }
+
     /// Configures (or replaces) a Self-Sort index (§III-E); its report as JSON.
     #[pyo3(signature = (device, index, record_size, key_size, key_offset=0, sort_on_write=false, base_lba=0, records=0, active_read=true, fanout=128, via="block"))]
     #[allow(clippy::too_many_arguments)]

@@ -27,10 +27,11 @@ use crate::error::{HostError, Result};
 use crate::lba::{self, Blocks};
 use insitu_device::work::{self, Ledger, SortClass};
 
+use crate::lba::Input;
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
 use crate::selfsort::ops::{self, Interface};
-use crate::selfsort::records::{Input, RecordFormat};
+use crate::selfsort::records::RecordFormat;
 
 /// A method of §IV-C.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

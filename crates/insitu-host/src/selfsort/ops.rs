@@ -16,8 +16,8 @@ use crate::array::Array;
 use crate::blob::Progress;
 use crate::error::{HostError, Result};
 use crate::lba;
+use crate::lba::Input;
 use crate::report::{Measure, Report};
-use crate::selfsort::records::Input;
 use crate::units::human_bytes;
 
 /// How the host talks to the firmware.
