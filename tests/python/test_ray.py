@@ -48,6 +48,7 @@ def test_every_operator_answers_as_embedded(cluster, tmp_path):
         np.uint32
     )
     log = b"".join(b"req %d ok\n" % i if i % 17 else b"req %d FAIL\n" % i for i in range(40_000))
+    selfsort_records = np.random.default_rng(3).integers(0, 256, (900, 64), dtype=np.uint8)
     answers = []
     embedded = insitu.Array.create(tmp_path / "embedded", devices=4, profile="tiny", capacity="64MiB")
     served = make(tmp_path / "ray")
@@ -68,6 +69,14 @@ def test_every_operator_answers_as_embedded(cluster, tmp_path):
         got["search"] = arr.search("log", "FAIL", offsets=True)[0]
         got["get"] = arr.get("log")
         got["ls"] = arr.ls()
+        # The Self-Sorting SSD's firmware answers through the actor as in process (device 3: on node_b),
+        # its records in blocks below its command LBA that no object holds.
+        base = arr.selfsort_stats(3)["command_lba"] - 64
+        recs, r = arr.selfsort_sort(
+            selfsort_records.tobytes(), method="self-sort-command", format="fixed", record_size=64, key_size=8,
+            device=3, base_lba=base,
+        )
+        got["selfsort"] = (recs, r.modeled_time_s)
         answers.append(got)
     e, r = answers
     assert r["sort device"].equals(t.sort_by("id")) and r["sort host"].equals(e["sort host"])
@@ -78,6 +87,8 @@ def test_every_operator_answers_as_embedded(cluster, tmp_path):
     np.testing.assert_array_equal(r["ids"], np.intersect1d(a, b))
     assert r["search"] == e["search"] and len(r["search"]) == log.count(b"FAIL")
     assert r["get"] == log and r["ls"] == e["ls"]
+    want = b"".join(sorted((rec.tobytes() for rec in selfsort_records), key=lambda rec: rec[:8]))
+    assert r["selfsort"][0] == want and r["selfsort"] == e["selfsort"]
     embedded.close()
     served.close()
 
