@@ -338,16 +338,17 @@ class Array:
     # --- BlueDBM: the appliance's file system and applications (ISCA '15 §4, §7) ---
 
     def fs_put(self, name: str, data: Union[bytes, PathLike], *, node: Optional[int] = None) -> Dict[str, Any]:
-        """Stores ``data`` (bytes, or a file's path) as file ``name`` of the appliance's file system, its
-        pages striped over the nodes or kept on ``node``. Returns ``{"name", "size", "pages", "nodes"}``."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            with open(os.fspath(data), "rb") as f:
-                data = f.read()
-        return json.loads(self._inner.fs_put(name, bytes(data), node))
+        """Stores ``data`` (bytes, or a file's path: streamed, never whole in memory) as file ``name`` of
+        the appliance's file system, its pages striped over the nodes or kept on ``node``. Returns
+        ``{"name", "size", "pages", "nodes"}``."""
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            return json.loads(self._inner.fs_put(name, bytes(data), None, node))
+        return json.loads(self._inner.fs_put(name, None, os.fspath(data), node))
 
-    def fs_get(self, name: str) -> bytes:
-        """File ``name`` of the appliance's file system, every page checked."""
-        return self._inner.fs_get(name)
+    def fs_get(self, name: str, *, out: Optional[PathLike] = None) -> Optional[bytes]:
+        """File ``name`` of the appliance's file system, every page checked: its bytes, or ``None`` when
+        written to the file ``out`` (complete, or not there at all)."""
+        return self._inner.fs_get(name, None if out is None else os.fspath(out))
 
     def fs_ls(self) -> List[Dict[str, Any]]:
         """The appliance's files: ``[{"name", "size", "pages"}]``."""

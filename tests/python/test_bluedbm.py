@@ -30,12 +30,20 @@ def overlapping(hay: bytes, needle: bytes) -> list:
     return out
 
 
-def test_string_search_agrees_on_every_placement(appliance):
+def test_string_search_agrees_on_every_placement(appliance, tmp_path):
     rng = random.Random(3)
     hay = bytes(rng.choice(b"ab\n") for _ in range(200_000))
     info = appliance.fs_put("hay", hay)
     assert info["size"] == len(hay) and info["nodes"] == [0, 1]
     assert appliance.fs_get("hay") == hay
+    # From a file and to a file, streamed: the same bytes.
+    (tmp_path / "hay").write_bytes(hay)
+    assert appliance.fs_put("hay2", tmp_path / "hay", node=1) == {**info, "name": "hay2", "nodes": [1]}
+    assert appliance.fs_get("hay2", out=tmp_path / "back") is None and (tmp_path / "back").read_bytes() == hay
+    with pytest.raises(insitu.errors.NotFoundError):
+        appliance.fs_get("nope", out=tmp_path / "none")
+    assert not (tmp_path / "none").exists()
+    appliance.fs_rm("hay2")
     assert [f["name"] for f in appliance.fs_ls()] == ["hay"]
     want = overlapping(hay, b"abba")
     for placement in ["isp", "host", "remote-host", "host-dram"]:

@@ -442,17 +442,31 @@ impl PyArray {
         self.with(py, |a| search(a, name, pattern, placement, offsets)).map(|r| json(&r))
     }
 
-    /// Stores `data` in the appliance's file system (BlueDBM §4) as file `name`, striped over the nodes
-    /// or kept on `node`.
-    #[pyo3(signature = (name, data, node=None))]
-    fn fs_put(&self, py: Python<'_>, name: &str, data: &[u8], node: Option<u32>) -> PyResult<String> {
-        self.with(py, |a| crate::bluedbm::fs_put(a, name, data, node))
+    /// Stores `data`, or the file at `path` (streamed, never whole in memory), as file `name` of the
+    /// appliance's file system; what was stored as JSON.
+    #[pyo3(signature = (name, data=None, path=None, node=None))]
+    fn fs_put(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        data: Option<&[u8]>,
+        path: Option<PathBuf>,
+        node: Option<u32>,
+    ) -> PyResult<String> {
+        let input = crate::input(data, path.as_deref()).map_err(to_py)?;
+        self.with(py, |a| crate::bluedbm::fs_put(a, name, input, node))
     }
 
-    /// File `name` of the appliance's file system.
-    fn fs_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let data = self.with(py, |a| crate::bluedbm::fs_get(a, name))?;
-        Ok(PyBytes::new(py, &data))
+    /// File `name` of the appliance's file system: its bytes, or `None` when written to `out`.
+    #[pyo3(signature = (name, out=None))]
+    fn fs_get<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        out: Option<PathBuf>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let data = self.with(py, |a| crate::bluedbm::fs_get(a, name, out.as_ref()))?;
+        Ok(data.map(|d| PyBytes::new(py, &d)))
     }
 
     /// The appliance's files, as JSON.
@@ -567,7 +581,7 @@ impl PyArray {
         path: Option<PathBuf>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        let input = crate::selfsort::input(data, path.as_deref()).map_err(to_py)?;
+        let input = crate::input(data, path.as_deref()).map_err(to_py)?;
         let tell = progress_fn(progress);
         self.with(py, |a| insitu_host::lba::write(a, device, lba, input, &tell)).map(|r| json(&r))
     }
@@ -585,7 +599,7 @@ impl PyArray {
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
         let tell = progress_fn(progress);
         let (data, report) = self.with(py, |a| {
-            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| {
+            crate::to_bytes_or_file(out.as_ref(), |w| {
                 insitu_host::lba::read(a, device, lba, length, w, &tell)
             })
         })?;
@@ -645,7 +659,7 @@ impl PyArray {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let by = crate::selfsort::via(via).map_err(to_py)?;
-        let records = crate::selfsort::input(data, path.as_deref()).map_err(to_py)?;
+        let records = crate::input(data, path.as_deref()).map_err(to_py)?;
         let tell = progress_fn(progress);
         self.with(py, |a| crate::selfsort::write(a, (device, index), records, at_record, by, &tell))
             .map(|r| json(&r))
@@ -680,7 +694,7 @@ impl PyArray {
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
         let tell = progress_fn(progress);
         let (data, report) = self.with(py, |a| {
-            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| {
+            crate::to_bytes_or_file(out.as_ref(), |w| {
                 insitu_host::selfsort::ops::read_sorted(a, device, index, w, &tell)
             })
         })?;
@@ -708,9 +722,7 @@ impl PyArray {
             if count_only {
                 return ops::query(a, device, index, &q, true, None).map(|r| (None, r));
             }
-            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| {
-                ops::query(a, device, index, &q, false, Some(w))
-            })
+            crate::to_bytes_or_file(out.as_ref(), |w| ops::query(a, device, index, &q, false, Some(w)))
         })?;
         Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
     }
@@ -755,7 +767,7 @@ impl PyArray {
         runs: u32,
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
         use insitu_host::selfsort::{Method, RecordFormat};
-        let records = crate::selfsort::input(data, path.as_deref()).map_err(to_py)?;
+        let records = crate::input(data, path.as_deref()).map_err(to_py)?;
         let s = crate::selfsort::Sort {
             method: method.parse::<Method>().map_err(to_py)?,
             format: RecordFormat::named(format, record_size, key_offset, key_size).map_err(to_py)?,
@@ -765,7 +777,7 @@ impl PyArray {
             runs,
         };
         let (data, report) = self.with(py, |a| {
-            crate::selfsort::to_bytes_or_file(out.as_ref(), |w| crate::selfsort::sort(a, &s, records, w))
+            crate::to_bytes_or_file(out.as_ref(), |w| crate::selfsort::sort(a, &s, records, w))
         })?;
         Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
     }

@@ -7,8 +7,10 @@ use insitu_host::bluedbm::graph::{bfs, put_graph, walk, Adjacency, Reader, WalkS
 use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
+use insitu_host::lba::Input;
 use insitu_host::{Array, HostError, Result};
 use serde_json::json;
+use std::path::PathBuf;
 
 fn bad(detail: String) -> HostError {
     HostError::InvalidArgument(detail)
@@ -19,17 +21,17 @@ pub fn placement(text: &str) -> Result<Placement> {
     Placement::parse(text)
 }
 
-pub fn fs_put(a: &Array, name: &str, data: &[u8], node: Option<u32>) -> Result<String> {
+pub fn fs_put(a: &Array, name: &str, data: Input<'_>, node: Option<u32>) -> Result<String> {
     let mut fs = Fs::open(a)?;
-    let f = fs.put(name, &mut &data[..], node)?;
+    let f = fs.put(name, &mut data.reader()?, node)?;
     let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
     Ok(json!({ "name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes }).to_string())
 }
 
-pub fn fs_get(a: &Array, name: &str) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    Fs::open(a)?.get(name, &mut out)?;
-    Ok(out)
+/// File `name`, into memory (returned) or into the file `out`.
+pub fn fs_get(a: &Array, name: &str, out: Option<&PathBuf>) -> Result<Option<Vec<u8>>> {
+    let fs = Fs::open(a)?;
+    crate::to_bytes_or_file(out, |w| fs.get(name, w)).map(|(data, _)| data)
 }
 
 pub fn fs_ls(a: &Array) -> Result<String> {

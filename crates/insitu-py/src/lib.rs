@@ -17,12 +17,48 @@ mod served;
 mod stream;
 mod sys;
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use insitu_host::lba::Input;
+
 use pyo3::prelude::*;
 
 /// Every allocation of the module's Rust side (Arrow buffers handed to Python included: they come back
 /// here to be freed) goes through mimalloc: see Cargo.toml.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Bytes given in memory or as a file's path: exactly one of them.
+pub(crate) fn input<'a>(data: Option<&'a [u8]>, path: Option<&'a Path>) -> insitu_host::Result<Input<'a>> {
+    match (data, path) {
+        (Some(d), None) => Ok(Input::Bytes(d)),
+        (None, Some(p)) => Ok(Input::File(p)),
+        _ => Err(insitu_host::HostError::InvalidArgument(
+            "give the data as bytes or as a file's path, one of them".into(),
+        )),
+    }
+}
+
+/// Runs `f` writing into `out` (a file, complete or absent) or into memory (returned).
+pub(crate) fn to_bytes_or_file<T>(
+    out: Option<&PathBuf>,
+    f: impl FnOnce(&mut dyn Write) -> insitu_host::Result<T>,
+) -> insitu_host::Result<(Option<Vec<u8>>, T)> {
+    match out {
+        Some(p) => {
+            let mut w = insitu_host::outfile::OutFile::create(p)?;
+            let r = f(&mut w)?;
+            w.commit()?;
+            Ok((None, r))
+        }
+        None => {
+            let mut buf = Vec::new();
+            let r = f(&mut buf)?;
+            Ok((Some(buf), r))
+        }
+    }
+}
 
 /// The built-in hardware profiles, as JSON: `[{"name": ..., "description": ..., "host": ...}, ...]`.
 #[pyfunction]

@@ -3,10 +3,8 @@
 //! or as files (written beside the destination and renamed into place when complete).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use insitu_host::blob::Progress;
-use insitu_host::outfile::OutFile;
 use insitu_host::selfsort::{self, ops, IndexConfig, Input, Interface, Method, Query, RecordFormat, SortJob};
 use insitu_host::{Array, HostError, Report, Result};
 
@@ -20,15 +18,6 @@ pub fn via(text: &str) -> Result<Interface> {
         "block" => Ok(Interface::CommandBlock),
         "vendor" => Ok(Interface::Vendor),
         other => Err(bad(format!("via {other:?}: expected block (the command block) or vendor"))),
-    }
-}
-
-/// Records given as bytes or as a file's path: exactly one of them.
-pub fn input<'a>(data: Option<&'a [u8]>, path: Option<&'a Path>) -> Result<Input<'a>> {
-    match (data, path) {
-        (Some(d), None) => Ok(Input::Bytes(d)),
-        (None, Some(p)) => Ok(Input::File(p)),
-        _ => Err(bad("give the records as bytes or as a file's path, one of them".into())),
     }
 }
 
@@ -54,26 +43,6 @@ pub fn configure(a: &Array, device: u32, c: Config, by: Interface) -> Result<Rep
         ..IndexConfig::tree(c.index, c.base_lba, c.record_size, c.key_offset, c.key_size)
     };
     ops::configure(a, device, config, by)
-}
-
-/// Runs `f` writing into `out` (a file, complete or absent) or into memory (returned).
-pub fn to_bytes_or_file(
-    out: Option<&PathBuf>,
-    f: impl FnOnce(&mut dyn Write) -> Result<Report>,
-) -> Result<(Option<Vec<u8>>, Report)> {
-    match out {
-        Some(p) => {
-            let mut w = OutFile::create(p)?;
-            let r = f(&mut w)?;
-            w.commit()?;
-            Ok((None, r))
-        }
-        None => {
-            let mut buf = Vec::new();
-            let r = f(&mut buf)?;
-            Ok((Some(buf), r))
-        }
-    }
 }
 
 /// A query by name: `min`, `max`, `range` (`lo`..=`hi`), `select` (`lo` is the key).
