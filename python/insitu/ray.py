@@ -238,10 +238,14 @@ class Array(_EmbeddedArray):
         capacity: Optional[Size] = None,
         stripe_unit: Optional[Size] = None,
         num_cpus: float = 1.0,
+        topology: Optional[str] = None,
+        lanes: int = 1,
     ) -> "Array":
         """Creates an array of ``devices_per_node`` devices on every alive node (or on every custom
         resource of ``resources``), each a Ray actor that formats its own directory under ``path`` on
-        its node; opens it."""
+        its node; opens it. With ``topology`` (``ring``, ``line``, ``mesh``, ``full`` or a TOML file),
+        the devices are the nodes of a BlueDBM appliance cabled by it, as for :meth:`insitu.Array.create`:
+        the storage network's pages then cross between the actors."""
         if not ray.is_initialized():
             ray.init()
         path = os.path.abspath(os.fspath(path))
@@ -253,7 +257,8 @@ class Array(_EmbeddedArray):
         actors = cls._start(path, slots, placement, create=True)
         try:
             inner = _insitu._Array.create(
-                path, len(slots), profile, _size(capacity), _size(stripe_unit), cls._connect(actors, slots)
+                path, len(slots), profile, _size(capacity), _size(stripe_unit), cls._connect(actors, slots),
+                topology, lanes,
             )
         except BaseException:
             _destroy(actors)

@@ -185,3 +185,42 @@ def test_create_refuses_existing_device_directories_and_leaves_nothing(cluster, 
         make(tmp_path / "a")
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["dev3"]
     assert (tmp_path / "a" / "dev3" / "mine.txt").read_text() == "not a device"
+
+
+def test_a_bluedbm_appliance_answers_as_embedded(cluster, tmp_path):
+    """BlueDBM's nodes as actors on two Ray nodes: the storage network's pages cross between the actors, and
+    every application answers, and models, as in one process."""
+    rng = np.random.default_rng(5)
+    hay = bytes(rng.choice(np.frombuffer(b"ab\n", np.uint8), 300_000))
+    items = rng.integers(0, 256, (64, 8192), dtype=np.uint8)
+    edges = rng.integers(0, 500, (3000, 2))
+    start = int(edges[0, 0])
+    embedded = insitu.Array.create(
+        tmp_path / "embedded", devices=2, profile="bluedbm", capacity="256MiB", topology="line"
+    )
+    served = iray.Array.create(
+        tmp_path / "ray", devices_per_node=1, profile="bluedbm", resources=NODES, capacity="256MiB",
+        num_cpus=0.25, topology="line",
+    )
+    assert [d["resource"] for d in served.placement] == NODES
+    answers = []
+    for arr in [embedded, served]:
+        got = {}
+        arr.fs_put("hay", hay)
+        for placement in ["isp", "host", "remote-host", "host-dram"]:
+            n, r = arr.fs_search("hay", "abba", placement, node=1)
+            got[f"search {placement}"] = (n, r["lines"], r["cost"]["modeled_s"])
+        arr.fs_put("items", items.tobytes())
+        idx, dist, r = arr.knn("items", items[[3, 9]], k=4, placement="remote-host")
+        got["knn"] = (idx.tolist(), dist.tolist(), r["cost"]["modeled_s"])
+        arr.put_graph(edges, "g")
+        levels, r = arr.bfs("g", start, "isp", node=1)
+        got["bfs"] = (levels, r["modeled_s"])
+        got["get"] = arr.fs_get("hay")
+        answers.append(got)
+    e, r = answers
+    overlapping = sum(hay.startswith(b"abba", i) for i in range(len(hay)))
+    assert r["get"] == hay and r["search isp"][0] == overlapping
+    assert r == e
+    embedded.close()
+    served.close()
