@@ -2,7 +2,7 @@
 //! Reports come back as JSON text; `insitu.Array` (Python) turns them into `Report` objects and the
 //! Arrow streams and ID bytes into pyarrow tables and numpy arrays.
 
-use std::io::Cursor;
+use std::io::{Cursor, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -78,6 +78,18 @@ impl PyArray {
             inner: Mutex::new(Some(array)),
             closed: AtomicBool::new(false),
         }
+    }
+
+    /// Runs `f` with the GIL released, writing into the file `out` (complete, or absent) or into memory:
+    /// the bytes (`None` for a file) and the report as JSON.
+    fn produce<'py>(
+        &self,
+        py: Python<'py>,
+        out: Option<PathBuf>,
+        f: impl FnOnce(&mut Array, &mut dyn Write) -> insitu_host::Result<Report> + Send,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+        let (data, report) = self.with(py, |a| crate::to_bytes_or_file(out.as_ref(), |w| f(a, w)))?;
+        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
     }
 
     /// Runs `f` on the open array with the GIL released.
@@ -598,12 +610,7 @@ impl PyArray {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
         let tell = progress_fn(progress);
-        let (data, report) = self.with(py, |a| {
-            crate::to_bytes_or_file(out.as_ref(), |w| {
-                insitu_host::lba::read(a, device, lba, length, w, &tell)
-            })
-        })?;
-        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+        self.produce(py, out, |a, w| insitu_host::lba::read(a, device, lba, length, w, &tell))
     }
 
     /// Trims `length` bytes (whole blocks) from block `lba` of `device`: they read as zeros from now on.
@@ -693,12 +700,7 @@ impl PyArray {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
         let tell = progress_fn(progress);
-        let (data, report) = self.with(py, |a| {
-            crate::to_bytes_or_file(out.as_ref(), |w| {
-                insitu_host::selfsort::ops::read_sorted(a, device, index, w, &tell)
-            })
-        })?;
-        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+        self.produce(py, out, |a, w| insitu_host::selfsort::ops::read_sorted(a, device, index, w, &tell))
     }
 
     /// A query of an index (`min`, `max`, `range` from `lo` to `hi`, `select` of key `lo`): the matching
@@ -718,13 +720,10 @@ impl PyArray {
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
         use insitu_host::selfsort::ops;
         let q = crate::selfsort::query(kind, lo, hi).map_err(to_py)?;
-        let (data, report) = self.with(py, |a| {
-            if count_only {
-                return ops::query(a, device, index, &q, true, None).map(|r| (None, r));
-            }
-            crate::to_bytes_or_file(out.as_ref(), |w| ops::query(a, device, index, &q, false, Some(w)))
-        })?;
-        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+        if count_only {
+            return self.produce(py, None, |a, _| ops::query(a, device, index, &q, true, None));
+        }
+        self.produce(py, out, |a, w| ops::query(a, device, index, &q, false, Some(w)))
     }
 
     /// Saves the device's indexes to its flash now.
@@ -776,10 +775,7 @@ impl PyArray {
             base_lba,
             runs,
         };
-        let (data, report) = self.with(py, |a| {
-            crate::to_bytes_or_file(out.as_ref(), |w| crate::selfsort::sort(a, &s, records, w))
-        })?;
-        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
+        self.produce(py, out, |a, w| crate::selfsort::sort(a, &s, records, w))
     }
 
     /// Checks the array: `{"ok": ..., "problems": [...], "notes": [...]}` as JSON.
