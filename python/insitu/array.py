@@ -6,8 +6,10 @@ Conventions, the same for every method:
   ``selfsort_write``, ``selfsort_generate``...) returns its :class:`~insitu.Report`;
 - an operator (``sort``, ``shuffle``, ``intersect``, ``search``, ``selfsort_sort``, the Self-Sort
   queries) returns ``(result, report)``;
-- reading (``get``, ``get_table``, ``shuffle_read``, ``selfsort_read``) returns the data, as its
-  signature says, and keeps its report in :attr:`Array.last_report`.
+- reading (``get``, ``get_table``, ``shuffle_read``, ``selfsort_read``, ``lba_read``) returns the data, as
+  its signature says, and keeps its report in :attr:`Array.last_report`;
+- a method given a file ``out`` to write returns ``None`` for the data: the file is written whole or not at
+  all (a failure leaves what was there before).
 
 Every operator releases the GIL while it runs. Errors are :mod:`insitu.errors` classes with the CLI's
 messages.
@@ -53,9 +55,11 @@ def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
 Progress = Union[bool, Callable[[int, int], None]]
 
 
-def _progress(enabled: Progress, what: str) -> Tuple[Optional[Callable[[int, int], None]], Callable[[], None]]:
-    """A ``(done, total)`` callback drawing a progress bar (tqdm's when installed), and its closer; a
-    callable given is called as it is."""
+def _progress(
+    enabled: Progress, what: str, unit: str = "bytes"
+) -> Tuple[Optional[Callable[[int, int], None]], Callable[[], None]]:
+    """A ``(done, total)`` callback drawing a progress bar (tqdm's when installed) counting ``unit``, and
+    its closer; a callable given is called as it is."""
     if callable(enabled):
         return enabled, lambda: None
     if not enabled:
@@ -69,13 +73,15 @@ def _progress(enabled: Progress, what: str) -> Tuple[Optional[Callable[[int, int
     def update(done: int, total: int) -> None:
         if tqdm is not None:
             if state["bar"] is None:
-                state["bar"] = tqdm(total=total or None, desc=what, unit="B", unit_scale=True)
+                state["bar"] = tqdm(
+                    total=total or None, desc=what, unit="B" if unit == "bytes" else f" {unit}", unit_scale=True
+                )
             state["bar"].update(done - state["bar"].n)
         else:
             pct = 100 * done // total if total else 100
             if pct != state["shown"]:
                 state["shown"] = pct
-                print(f"\r{what}: {done}/{total} bytes ({pct}%)", end="", file=sys.stderr, flush=True)
+                print(f"\r{what}: {done}/{total} {unit} ({pct}%)", end="", file=sys.stderr, flush=True)
 
     def close() -> None:
         if state["bar"] is not None:
@@ -104,7 +110,8 @@ class Array:
         self._inner = inner
         #: What opening the array recovered: parts of interrupted writes removed, parts quarantined.
         self.recovered: Dict[str, Any] = recovered or {}
-        #: The report of the last call that read data (``get``, ``get_table``, ``shuffle_read``).
+        #: The report of the last call that read data (``get``, ``get_table``, ``shuffle_read``,
+        #: ``selfsort_read``, ``lba_read``).
         self.last_report: Optional[Report] = None
 
     # --- opening and closing ---
@@ -469,7 +476,7 @@ class Array:
     def lba_write(
         self,
         data: Union[bytes, bytearray, memoryview, PathLike],
-        lba: int = 0,
+        lba: int,
         *,
         device: int = 0,
         progress: Progress = False,
@@ -489,26 +496,30 @@ class Array:
     def lba_read(
         self,
         lba: int,
-        length: int,
+        length: Size,
         *,
         out: Optional[PathLike] = None,
         device: int = 0,
         progress: Progress = False,
     ) -> Optional[bytes]:
-        """``length`` bytes from block ``lba`` of ``device`` (``None`` when written to the file ``out``);
+        """``length`` bytes (a number or a size such as ``'64KiB'``) from block ``lba`` of ``device``
+        (``None`` when written to the file ``out``);
         the report is in :attr:`last_report`. Blocks of an index's range configured for active reads
         come back in key order (see :meth:`selfsort_config`)."""
         update, close = _progress(progress, "lba read")
         try:
-            data, report = self._inner.lba_read(device, lba, length, None if out is None else os.fspath(out), update)
+            data, report = self._inner.lba_read(
+                device, lba, _insitu.parse_size(str(length)), None if out is None else os.fspath(out), update
+            )
         finally:
             close()
         self.last_report = Report.from_json(report)
         return data
 
-    def lba_trim(self, lba: int, length: int, *, device: int = 0) -> Report:
-        """Trims ``length`` bytes (whole blocks) from block ``lba`` of ``device``: they read as zeros."""
-        return Report.from_json(self._inner.lba_trim(device, lba, length))
+    def lba_trim(self, lba: int, length: Size, *, device: int = 0) -> Report:
+        """Trims ``length`` bytes (whole blocks; a number or a size) from block ``lba`` of ``device``: they
+        read as zeros from now on."""
+        return Report.from_json(self._inner.lba_trim(device, lba, _insitu.parse_size(str(length))))
 
     # --- the Self-Sorting SSD (Cavazos Quero, Lee, Kim, §III) ---
 
@@ -567,7 +578,7 @@ class Array:
     ) -> Report:
         """Sort-on-command: repeats the generate command, ``chunk`` records each (0: the firmware's
         default), until every record of the range is in the index. ``progress`` counts records."""
-        update, close = _progress(progress, "generate")
+        update, close = _progress(progress, "generate", "records")
         try:
             return Report.from_json(self._inner.selfsort_generate(device, index, chunk, via, update))
         finally:
@@ -577,7 +588,7 @@ class Array:
         self, *, out: Optional[PathLike] = None, device: int = 0, index: int = 1, progress: Progress = False
     ) -> Optional[bytes]:
         """The index's whole range in key order, by active reads: the bytes, or ``None`` when written to
-        the file ``out`` (complete, or not there at all). The report is in :attr:`last_report`."""
+        the file ``out``. The report is in :attr:`last_report`."""
         update, close = _progress(progress, "selfsort read")
         try:
             data, report = self._inner.selfsort_read(
@@ -591,6 +602,10 @@ class Array:
     def _selfsort_query(
         self, kind: str, lo: Any, hi: Any, count: bool, out: Optional[PathLike], device: int, index: int
     ) -> Tuple[Any, Report]:
+        if count and out is not None:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError("count=True returns the number of records and out= writes them: give one")
         data, report = self._inner.selfsort_query(
             device, index, kind, _key(lo), _key(hi), count, None if out is None else os.fspath(out)
         )
@@ -620,7 +635,8 @@ class Array:
         index: int = 1,
     ) -> Tuple[Any, Report]:
         """The records whose key lies between ``lo`` and ``hi``, both inclusive, in key order (a bound
-        shorter than the key is a prefix; ``str`` keys are their UTF-8 bytes: ``bytes.fromhex`` for hex):
+        shorter than the key is a prefix; a ``str`` key is its UTF-8 bytes, where the CLI reads hex:
+        ``bytes.fromhex`` for hex):
         their bytes, their number with ``count``, or ``None`` when written to ``out``; and the report."""
         return self._selfsort_query("range", lo, hi, count, out, device, index)
 
@@ -633,7 +649,8 @@ class Array:
         device: int = 0,
         index: int = 1,
     ) -> Tuple[Any, Report]:
-        """The records with key ``key`` (or starting with it), as :meth:`selfsort_range` returns them."""
+        """The records with key ``key`` (or starting with it; a ``str`` is its UTF-8 bytes, where the CLI
+        reads hex), as :meth:`selfsort_range` returns them."""
         return self._selfsort_query("select", key, None, count, out, device, index)
 
     def selfsort_flush(self, *, device: int = 0, via: str = "block") -> Report:
@@ -644,7 +661,7 @@ class Array:
         """Forgets an index (its records stay)."""
         return Report.from_json(self._inner.selfsort_drop(device, index, via))
 
-    def selfsort_stats(self, device: int = 0) -> Dict[str, Any]:
+    def selfsort_stats(self, *, device: int = 0) -> Dict[str, Any]:
         """The firmware's state: command LBA, device memory, every index (configuration, records
         indexed, B+tree height and memory)."""
         return Report.from_json(self._inner.selfsort_stats(device)).result
@@ -654,7 +671,7 @@ class Array:
         records: Union[bytes, bytearray, memoryview, PathLike],
         *,
         method: str = "self-sort-write",
-        format: str = "gensort",
+        format: Optional[str] = None,
         record_size: int = 0,
         key_size: int = 0,
         key_offset: int = 0,
@@ -667,8 +684,12 @@ class Array:
         """Sorts ``records`` (bytes, or a file's path) end to end on ``device`` with one of the paper's
         four methods (``self-sort-write``, ``self-sort-command``, ``merge-sort``, ``active-sort``), as
         ``insitu selfsort sort`` does. ``format``: ``gensort`` (100-byte records, 10-byte keys),
-        ``paper`` (16 KB, 10-byte keys) or ``fixed`` (``record_size``, ``key_size``, ``key_offset``).
-        Returns the records in key order (``None`` when written to ``out``) and the report."""
+        ``paper`` (16 KB, 10-byte keys) or ``fixed`` (``record_size``, ``key_size``, ``key_offset``);
+        by default ``fixed`` when a ``record_size`` is given, else ``gensort``. The sort replaces index
+        ``index`` of the device and writes its records (and runs) from block ``base_lba`` on. Returns the
+        records in key order (``None`` when written to ``out``) and the report."""
+        if format is None:
+            format = "fixed" if record_size else "gensort"
         if isinstance(records, (bytes, bytearray, memoryview)):
             data, path = bytes(records), None
         else:

@@ -40,9 +40,10 @@ def test_string_search_agrees_on_every_placement(appliance, tmp_path):
     (tmp_path / "hay").write_bytes(hay)
     assert appliance.fs_put("hay2", tmp_path / "hay", node=1) == {**info, "name": "hay2", "nodes": [1]}
     assert appliance.fs_get("hay2", out=tmp_path / "back") is None and (tmp_path / "back").read_bytes() == hay
+    before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(insitu.errors.NotFoundError):
         appliance.fs_get("nope", out=tmp_path / "none")
-    assert not (tmp_path / "none").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "no file, not even a partial one"
     appliance.fs_rm("hay2")
     assert [f["name"] for f in appliance.fs_ls()] == ["hay"]
     want = overlapping(hay, b"abba")

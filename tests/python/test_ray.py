@@ -71,9 +71,9 @@ def test_every_operator_answers_as_embedded(cluster, tmp_path):
         got["ls"] = arr.ls()
         # The Self-Sorting SSD's firmware answers through the actor as in process (device 3: on node_b),
         # its records in blocks below its command LBA that no object holds.
-        base = arr.selfsort_stats(3)["command_lba"] - 64
+        base = arr.selfsort_stats(device=3)["command_lba"] - 64
         recs, r = arr.selfsort_sort(
-            selfsort_records.tobytes(), method="self-sort-command", format="fixed", record_size=64, key_size=8,
+            selfsort_records.tobytes(), method="self-sort-command", record_size=64, key_size=8,
             device=3, base_lba=base,
         )
         got["selfsort"] = (recs, r.modeled_time_s)

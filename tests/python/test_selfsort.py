@@ -138,8 +138,12 @@ def test_the_cli_and_python_give_the_same_answers(tmp_path, cli):
     sh("selfsort", "write", str(src), "--index", "3")
     sh("selfsort", "generate", "--index", "3")
     key = data[:KEY]
+    got = tmp_path / "cli-blocks"
+    sh("lba", "read", "0", "--at", "2048", "--len", str(len(data)), "-o", str(got))
     with insitu.Array.open(path) as a:
         assert a.selfsort_read(index=3) == host_sort(data)
+        # The block interface reads the range in key order, from either front.
+        assert a.lba_read(2048, len(data)) == got.read_bytes() == host_sort(data)
         n, _ = a.selfsort_select(key, count=True, index=3)
     cli_n = json.loads(sh("selfsort", "select", "--key", key.hex(), "--count", "--index", "3"))["result"]["count"]
     assert n == cli_n == sum(r[:KEY] == key for r in split(data))
@@ -164,14 +168,33 @@ def test_bad_input_is_refused_by_name(drive, tmp_path):
         drive.selfsort_sort(records(10), format="csv")
     with pytest.raises(insitu.errors.FileError, match="missing.rec"):
         drive.selfsort_sort(tmp_path / "missing.rec")
-    # A failed sort to a file leaves no file behind.
-    out = tmp_path / "never.rec"
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="another layout is the fixed format"):
+        drive.selfsort_sort(records(10), format="gensort", record_size=50, key_size=10)
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="give one"):
+        drive.selfsort_range(b"a", b"b", count=True, out=tmp_path / "counted")
+    # A failed sort to a file leaves nothing behind, not even its partial file.
+    before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(insitu.errors.InvalidArgumentError):
-        drive.selfsort_sort(b"x" * 150, out=out)
-    assert not out.exists()
+        drive.selfsort_sort(b"x" * 150, out=tmp_path / "never.rec")
+    with pytest.raises(insitu.errors.InvalidArgumentError):
+        drive.selfsort_range(b"b", b"a", out=tmp_path / "never.rec")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_the_block_interface_reads_back_trims_and_serves_active_reads(drive, tmp_path, cli):
+def test_records_from_files_and_layouts_by_size(drive, tmp_path):
+    data = records(700, seed=13, size=48)
+    src = tmp_path / "recs"
+    src.write_bytes(data)
+    # A record size alone means the fixed format (its key first, 10 bytes).
+    got, r = drive.selfsort_sort(src, method="merge-sort", record_size=48, key_size=KEY)
+    assert got == host_sort(data, 48) and r.result["count"] == 700
+    drive.selfsort_config(48, KEY, index=2, base_lba=512)
+    drive.selfsort_write(src, index=2)
+    drive.selfsort_generate(index=2)
+    assert drive.selfsort_read(index=2) == host_sort(data, 48)
+
+
+def test_the_block_interface_reads_back_trims_and_serves_active_reads(drive, tmp_path):
     block = drive.selfsort_stats()["page_size"]
     rng = random.Random(2)
     data = rng.randbytes(3 * block + 17)
@@ -193,8 +216,4 @@ def test_the_block_interface_reads_back_trims_and_serves_active_reads(drive, tmp
     drive.lba_write(src, 400)
     out = tmp_path / "back"
     assert drive.lba_read(400, len(data), out=out) is None and out.read_bytes() == data
-    drive.close()
-    got = tmp_path / "cli"
-    args = ["lba", "read", "0", "--at", "200", "--len", str(len(recs)), "-o", str(got)]
-    subprocess.run([cli, "--data", str(tmp_path / "drive"), *args], check=True, capture_output=True)
-    assert got.read_bytes() == host_sort(recs)
+    assert drive.lba_read(400, "1KiB") == data[:1024]

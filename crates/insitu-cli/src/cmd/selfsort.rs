@@ -206,6 +206,8 @@ pub enum SelfSortCmd {
         device: u32,
     },
     /// Sort a file of records end to end on a device with one of the paper's four methods.
+    ///
+    /// The sort replaces index --index of the device and writes its records (and runs) from --base-lba on.
     Sort {
         /// The records to sort.
         file: PathBuf,

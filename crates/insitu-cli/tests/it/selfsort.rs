@@ -292,6 +292,10 @@ fn bad_configurations_and_inputs_are_refused_by_name() {
     assert!(err.contains("missing"), "{err}");
     let err = env.fails(&["selfsort", "range", "--lo", "ff", "--hi", "00"]);
     assert!(err.contains("low key ff is above its high key 00"), "{err}");
+    // A layout given with a named format is refused, not ignored (gensort's records are 100 bytes).
+    let err = env.fails(&["selfsort", "sort", s(&ragged), "-o", s(&env.path("o")), "--record-size", "50"]);
+    assert!(err.contains("another layout is the fixed format") && err.contains("gensort"), "{err}");
+    assert!(!env.path("o").exists());
 
     // Records stored, an index configured: a block write straddling the range's end is refused and
     // the stored records stay as they were.

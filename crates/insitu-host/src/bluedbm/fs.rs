@@ -797,6 +797,14 @@ impl<'a> Fs<'a> {
         let misses = (0..missed.len() as u32).filter(|k| missed[*k as usize]).collect();
         let got =
             reader.call(GlobalRead { access, topology, pages, misses }).map_err(HostError::device(origin))?;
+        if got.data.len() != idx.len() * self.page_size() || got.spares.len() != idx.len() {
+            return Err(HostError::device(origin)(insitu_device::DeviceError::Protocol(format!(
+                "a read of {} pages answered {} bytes and {} spare areas",
+                idx.len(),
+                got.data.len(),
+                got.spares.len()
+            ))));
+        }
         for (k, i) in idx.iter().enumerate() {
             check_spare(f, *i, &f.pages[*i], got.spares[k])?;
         }

@@ -44,16 +44,28 @@ impl RecordFormat {
         Ok(RecordFormat { size, key_offset, key_size, gensort: false })
     }
 
-    /// `gensort`, `paper`, or `fixed` with the given layout.
+    /// `gensort`, `paper`, or `fixed` with the given layout. A named format has its own layout: a size or
+    /// key given with it (not 0) must be its own, or it is refused rather than ignored.
     pub fn named(name: &str, size: u32, key_offset: u32, key_size: u32) -> Result<RecordFormat> {
-        match name {
-            "gensort" => Ok(Self::GENSORT),
-            "paper" => Ok(Self::PAPER),
-            "fixed" => Self::fixed(size, key_offset, key_size),
-            other => Err(HostError::InvalidArgument(format!(
-                "unknown record format {other:?} (gensort, paper, fixed)"
-            ))),
+        let own = match name {
+            "gensort" => Self::GENSORT,
+            "paper" => Self::PAPER,
+            "fixed" => return Self::fixed(size, key_offset, key_size),
+            other => {
+                return Err(HostError::InvalidArgument(format!(
+                    "unknown record format {other:?} (gensort, paper, fixed)"
+                )))
+            }
+        };
+        let fits = |given: u32, own: u32| given == 0 || given == own;
+        if !(fits(size, own.size) && fits(key_offset, own.key_offset) && fits(key_size, own.key_size)) {
+            return Err(HostError::InvalidArgument(format!(
+                "{name} records are {} bytes with a {}-byte key at offset {}; another layout is the fixed format \
+                 (got {size} bytes, a {key_size}-byte key at offset {key_offset})",
+                own.size, own.key_size, own.key_offset
+            )));
         }
+        Ok(own)
     }
 
     /// Where the key is in a record.
