@@ -357,6 +357,29 @@ class Array:
         written to the file ``out`` (complete, or not there at all)."""
         return self._inner.fs_get(name, None if out is None else os.fspath(out))
 
+    def fs_get_via(
+        self, name: str, via: str = "isp", *, node: int = 0, out: Optional[PathLike] = None
+    ) -> Tuple[Optional[bytes], Dict[str, Any]]:
+        """File ``name`` read whole by one node over the storage network (§3, §6.4): its in-store
+        processor (``isp``: ISP-Local and ISP-F) or its host through its device (``host``: Host-Local and
+        H-F), every page checked. Returns the bytes (``None`` when written to ``out``) and the read's
+        cost: pages local and remote, network messages, bytes and hops, PCIe bytes, the modeled time on
+        the profile and the wall time here."""
+        data, cost = self._inner.fs_get_via(name, via, node, None if out is None else os.fspath(out))
+        return data, json.loads(cost)
+
+    def fs_pages(self, name: str) -> "numpy.ndarray":  # noqa: F821
+        """File ``name``'s physical pages in file order, the addresses its in-store processors read: a
+        ``(pages, 6)`` ``uint64`` array of node, card, bus, chip, block, page (§4's file system)."""
+        import numpy as np
+
+        return np.frombuffer(self._inner.fs_pages(name), dtype="<u8").reshape(-1, 6).astype(np.uint64)
+
+    def fs_gc(self) -> Dict[str, Any]:
+        """Erases every block whose pages are all dead (the cleaning a full appliance also does by
+        itself): ``{"erased_blocks", "stats"}``."""
+        return json.loads(self._inner.fs_gc())
+
     def fs_ls(self) -> List[Dict[str, Any]]:
         """The appliance's files: ``[{"name", "size", "pages"}]``."""
         return json.loads(self._inner.fs_ls())

@@ -5,7 +5,9 @@ and faiss or scipy where installed)."""
 from __future__ import annotations
 
 import collections
+import json
 import random
+import subprocess
 
 import numpy as np
 import pytest
@@ -140,3 +142,42 @@ def test_bfs_reaches_what_scipy_reaches(appliance):
     m = scipy_sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)).tocsr()
     order = csgraph.breadth_first_order(m, start, directed=False, return_predecessors=False)
     assert set(order.tolist()) == set(level)
+
+
+def test_a_files_pages_are_known_and_read_by_one_node_over_the_network(appliance, tmp_path, cli):
+    data = np.random.default_rng(8).integers(0, 256, 300_001, dtype=np.uint8).tobytes()
+    appliance.fs_put("f", data)
+    pages = appliance.fs_pages("f")
+    assert pages.shape == (-(-len(data) // PAGE), 6) and set(pages[:, 0]) == {0, 1}
+    assert len({tuple(p) for p in pages}) == len(pages), "every page has its own physical address"
+    costs = {}
+    for via in ["isp", "host"]:
+        for node in [0, 1]:
+            got, cost = appliance.fs_get_via("f", via, node=node)
+            assert got == data, (via, node)
+            remote = int((pages[:, 0] != node).sum())
+            assert cost["pages"] == len(pages) and cost["local_pages"] == len(pages) - remote
+            assert cost["network_bytes"] >= remote * PAGE and cost["modeled_s"] > 0
+            costs[(via, node)] = cost
+    assert costs[("host", 0)]["pcie_up_bytes"] >= len(data) and costs[("isp", 0)]["pcie_up_bytes"] == 0
+    none, _ = appliance.fs_get_via("f", "host", node=1, out=tmp_path / "f")
+    assert none is None and (tmp_path / "f").read_bytes() == data
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="isp or host"):
+        appliance.fs_get_via("f", "carrier-pigeon")
+    appliance.close()
+
+    # The CLI names the same pages and models the same read.
+    path = str(tmp_path / "app")
+    sh = lambda *a: subprocess.run([cli, "--data", path, *a], check=True, capture_output=True, text=True)  # noqa: E731
+    assert sh("fs", "pages", "f").stdout.split("\n")[: len(pages)] == [" ".join(map(str, p)) for p in pages]
+    r = json.loads(sh("--json", "fs", "get", "f", "--via", "isp", "--from", "1", "-o", str(tmp_path / "g")).stdout)
+    assert r["result"]["via"]["modeled_s"] == costs[("isp", 1)]["modeled_s"]
+
+    with insitu.Array.open(path) as a:
+        before = a.fs_gc()["stats"]["free_blocks"]
+        a.fs_rm("f")
+        gc = a.fs_gc()
+        # The file's blocks are still being filled (open at their write points): collecting erases only
+        # blocks whose pages are all dead, and the free blocks grow by what it erased.
+        assert gc["stats"]["free_blocks"] == before + gc["erased_blocks"]
+        assert a.fs_ls() == []

@@ -481,6 +481,33 @@ impl PyArray {
         Ok(data.map(|d| PyBytes::new(py, &d)))
     }
 
+    /// File `name` read by node `node` over the storage network (`via`: `isp` or `host`): its bytes
+    /// (`None` when written to `out`) and the read's cost as JSON.
+    #[pyo3(signature = (name, via="isp", node=0, out=None))]
+    fn fs_get_via<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        via: &str,
+        node: u32,
+        out: Option<PathBuf>,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+        let (data, cost) = self.with(py, |a| crate::bluedbm::fs_get_via(a, name, via, node, out.as_ref()))?;
+        Ok((data.map(|d| PyBytes::new(py, &d)), cost))
+    }
+
+    /// File `name`'s physical pages as little-endian u64s, six a page (node card bus chip block page).
+    fn fs_pages<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let table = self.with(py, |a| crate::bluedbm::fs_pages(a, name))?;
+        let bytes: Vec<u8> = table.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Erases every block whose pages are all dead; what was erased, as JSON.
+    fn fs_gc(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |a| crate::bluedbm::fs_gc(a))
+    }
+
     /// The appliance's files, as JSON.
     fn fs_ls(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |a| crate::bluedbm::fs_ls(a))

@@ -34,6 +34,46 @@ pub fn fs_get(a: &Array, name: &str, out: Option<&PathBuf>) -> Result<Option<Vec
     crate::to_bytes_or_file(out, |w| fs.get(name, w)).map(|(data, _)| data)
 }
 
+/// File `name` read by node `node`'s in-store processor (`isp`) or host (`host`) over the storage network
+/// (§3, §6.4), into memory or the file `out`; the read's cost as JSON.
+pub fn fs_get_via(
+    a: &Array,
+    name: &str,
+    via: &str,
+    node: u32,
+    out: Option<&PathBuf>,
+) -> Result<(Option<Vec<u8>>, String)> {
+    use insitu_host::bluedbm::fs::Access;
+    let access = match via {
+        "isp" => Access::IspFlash,
+        "host" => Access::HostFlash,
+        other => return Err(bad(format!("via {other:?}: expected isp or host"))),
+    };
+    let fs = Fs::open(a)?;
+    let (data, r) = crate::to_bytes_or_file(out, |w| fs.get_via(name, node, access, w))?;
+    Ok((data, json!(r).to_string()))
+}
+
+/// File `name`'s physical pages, six numbers each (node card bus chip block page), one after another.
+pub fn fs_pages(a: &Array, name: &str) -> Result<Vec<u64>> {
+    let fs = Fs::open(a)?;
+    let f = fs.file(name)?;
+    Ok(f.pages
+        .iter()
+        .flat_map(|p| {
+            let x = p.addr;
+            [p.node as u64, x.card as u64, x.bus as u64, x.chip as u64, x.block, x.page as u64]
+        })
+        .collect())
+}
+
+/// Erases every block whose pages are all dead: the blocks erased and the file system's figures, as JSON.
+pub fn fs_gc(a: &Array) -> Result<String> {
+    let mut fs = Fs::open(a)?;
+    let n = fs.collect_garbage()?;
+    Ok(json!({ "erased_blocks": n, "stats": fs.stats() }).to_string())
+}
+
 pub fn fs_ls(a: &Array) -> Result<String> {
     let fs = Fs::open(a)?;
     let files: Vec<_> =
