@@ -14,8 +14,11 @@ INSITU = os.path.join(ROOT, "target", "release", "insitu")
 
 
 def run(cmd, **kw):
-    """Runs a command, failing loudly; returns its stdout."""
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+    """Runs a command, failing loudly (with what it said on stderr); returns its stdout."""
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed (exit {r.returncode}):\n{r.stderr.strip()}")
+    return r.stdout
 
 
 def insitu(data, *args):
