@@ -1,5 +1,6 @@
 """A tour of insitu from Python: a table sorted and shuffled inside the devices, lists intersected inside
-a device, a log searched in storage, records sorted by a Self-Sorting SSD as they are written, each with
+a device, a log searched in storage, records sorted by a Self-Sorting SSD as they are written, and a
+BlueDBM appliance of two nodes searching, matching and traversing in its in-store processors, each with
 what it cost here and on the profile.
 
 Run it after `make python`:  .venv/bin/python examples/python_tour.py [DIR]
@@ -71,3 +72,23 @@ with insitu.Array.create(f"{where}/drive", devices=1, profile="smartssd") as dri
     assert n == int((recs[:, 0] < 0x10).sum())
     print(f"{n} records with keys 00..0f, from the index; modeled on {report.modeled['profile']}: "
           f"{report.modeled_time_s * 1e6:.1f} µs")
+
+# BlueDBM: two nodes cabled by a storage network; files striped over their flash by physical page, and the
+# in-store processors search, match and traverse them, only results going to a host.
+with insitu.Array.create(f"{where}/appliance", devices=2, profile="bluedbm", capacity="1GiB", topology="line") as app:
+    app.fs_put("log", log)
+    n, r = app.fs_search("log", " 503")
+    _, h = app.fs_search("log", " 503", placement="remote-host")
+    assert n == log.count(b" 503")
+    print(f"\nBlueDBM search: {n} matches; modeled {r['cost']['modeled_s'] * 1e3:.2f} ms in the in-store processors, "
+          f"{h['cost']['modeled_s'] * 1e3:.2f} ms by a host reading through the network")
+    items = rng.integers(0, 256, (2_000, 8192), dtype=np.uint8)       # 8 KiB items, one flash page each
+    app.fs_put("items", items.tobytes())
+    idx, dist, r = app.knn("items", items[42], k=3)
+    assert idx[0] == 42 and dist[0] == 0
+    print(f"nearest items to item 42 by Hamming distance: {idx.tolist()} at {dist.tolist()}")
+    edges = rng.integers(0, 5_000, (20_000, 2))
+    app.put_graph(edges, "g")
+    levels, r = app.bfs("g", int(edges[0, 0]))
+    print(f"BFS from vertex {int(edges[0, 0])}: {len(levels)} vertices reached in {max(levels.values())} levels; "
+          f"modeled {r['modeled_s'] * 1e3:.2f} ms")
