@@ -526,9 +526,8 @@ class Array:
         progress: Progress = False,
     ) -> Optional[bytes]:
         """``length`` bytes (a number or a size such as ``'64KiB'``) from block ``lba`` of ``device``
-        (``None`` when written to the file ``out``);
-        the report is in :attr:`last_report`. Blocks of an index's range configured for active reads
-        come back in key order (see :meth:`selfsort_config`)."""
+        (``None`` when written to the file ``out``); the report is in :attr:`last_report`. Blocks of an
+        index's range configured for active reads come back in key order (see :meth:`selfsort_config`)."""
         update, close = _progress(progress, "lba read")
         try:
             data, report = self._inner.lba_read(
