@@ -7,7 +7,7 @@ use insitu_host::bluedbm::graph::{bfs, put_graph, walk, Adjacency, Reader, WalkS
 use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
-use insitu_host::lba::Input;
+use insitu_host::input::Input;
 use insitu_host::{Array, HostError, Result};
 use serde_json::json;
 use std::path::PathBuf;

@@ -20,7 +20,7 @@ mod sys;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use insitu_host::lba::Input;
+use insitu_host::input::Input;
 
 use pyo3::prelude::*;
 

@@ -5,7 +5,8 @@
 use std::io::Write;
 
 use insitu_host::blob::Progress;
-use insitu_host::selfsort::{self, ops, IndexConfig, Input, Interface, Method, Query, RecordFormat, SortJob};
+use insitu_host::input::Input;
+use insitu_host::selfsort::{self, ops, IndexConfig, Interface, Method, Query, RecordFormat, SortJob};
 use insitu_host::{Array, HostError, Report, Result};
 
 fn bad(detail: String) -> HostError {

@@ -60,7 +60,9 @@ impl LbaCmd {
                     .with_context(|| format!("cannot read {}", file.display()))?
                     .len();
                 let bar = output::progress(size, "lba write");
-                let r = lba::write(&array, device, at, lba::Input::File(&file), &|d, _| bar.set_position(d))?;
+                let r = lba::write(&array, device, at, insitu_host::input::Input::File(&file), &|d, _| {
+                    bar.set_position(d)
+                })?;
                 bar.finish_and_clear();
                 array.close()?;
                 ctx.out.report(&r);

@@ -302,7 +302,7 @@ impl SelfSortCmd {
                         a,
                         target.device,
                         target.index,
-                        selfsort::Input::File(&file),
+                        insitu_host::input::Input::File(&file),
                         at_record,
                         via.into(),
                         &|d, _| bar.set_position(d),
@@ -375,9 +375,14 @@ impl SelfSortCmd {
                 let mut w = insitu_host::outfile::OutFile::create(&out)?;
                 let progress = ctx.progress();
                 let r = on_array(ctx, |a| {
-                    selfsort::sort(a, &job, method.into(), selfsort::Input::File(&file), &mut w, &|m| {
-                        progress(m)
-                    })
+                    selfsort::sort(
+                        a,
+                        &job,
+                        method.into(),
+                        insitu_host::input::Input::File(&file),
+                        &mut w,
+                        &|m| progress(m),
+                    )
                     .map(|run| run.report)
                 })?;
                 w.commit()?;

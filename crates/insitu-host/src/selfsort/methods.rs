@@ -27,7 +27,7 @@ use crate::error::{HostError, Result};
 use crate::lba::{self, Blocks};
 use insitu_device::work::{self, Ledger, SortClass};
 
-use crate::lba::Input;
+use crate::input::Input;
 use crate::model::HostWork;
 use crate::report::{Measure, Report};
 use crate::selfsort::ops::{self, Interface};

@@ -11,7 +11,6 @@ pub mod records;
 pub mod repro;
 pub mod table;
 
-pub use crate::lba::Input;
 pub use insitu_device::protocol::{IndexConfig, IndexInfo, IndexKind, RunExtent, SelfSortStatus};
 pub use methods::{sort, Method, SortJob, SortRun};
 pub use ops::{Interface, Query};

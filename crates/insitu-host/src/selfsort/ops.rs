@@ -15,8 +15,8 @@ use serde_json::json;
 use crate::array::Array;
 use crate::blob::Progress;
 use crate::error::{HostError, Result};
+use crate::input::Input;
 use crate::lba;
-use crate::lba::Input;
 use crate::report::{Measure, Report};
 use crate::units::human_bytes;
 

@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::array::Array;
 use crate::error::{HostError, Result};
 use crate::figure::{Figure, PaperFigures, Plot, Row, Series, Source};
-use crate::lba::Input;
+use crate::input::Input;
 use crate::selfsort::methods::{self, Method, SortJob, PARTIAL_READ, PARTIAL_WRITE};
 use crate::selfsort::records::{self, KeyOrder, RecordFormat};
 
