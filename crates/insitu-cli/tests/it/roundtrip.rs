@@ -407,3 +407,19 @@ fn put_reads_pipes_fifos_proc_files_and_stdin_to_their_end() {
     }
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
+
+#[test]
+fn init_warns_when_the_devices_could_outgrow_the_disk_and_is_quiet_otherwise() {
+    let env = Env::new();
+    // Flash images are sparse: 15 TB of declared flash costs nothing until written, but it is more than
+    // any disk a test runs on has free.
+    let o = env.run(&["init", "--devices", "1", "--profile", "smartssd", "--capacity", "15TB"]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("warning:") && err.contains("No space left on device"), "{err}");
+    assert!(err.contains("13.64 TiB") && err.contains("is free where"), "{err}");
+
+    let small = Env::new();
+    let o = small.run(&["init", "--devices", "2", "--profile", "tiny"]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+}
