@@ -21,7 +21,7 @@
 //!   the closed segment of that bus with the fewest live pages is cleaned: its live pages are copied to
 //!   the bus's write points (into the reserve block if need be), the moves are journaled, then the block
 //!   is erased and becomes the reserve. When a bus has nothing to clean, the page goes to another bus.
-//!   `insitu fs gc` erases every block whose pages are all dead.
+//!   `insitu fs gc` erases every block whose pages are all dead, write points' blocks too.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -848,7 +848,11 @@ impl<'a> Fs<'a> {
         Ok(())
     }
 
-    /// Erases every closed block whose pages are all dead; returns how many.
+    /// Erases every block with pages, all of them dead, and returns how many. A write point's block is
+    /// erased too (its chip opens another when it next takes a page): after a file of a few pages per
+    /// chip is removed, its blocks are still open, and only this gives them back. The next open puts
+    /// erased blocks first in each bus's queue, so writes reuse the space the images already hold on the
+    /// host's disk before growing them.
     pub fn collect_garbage(&mut self) -> Result<u64> {
         self.check_usable()?;
         let mut n = 0;
@@ -858,13 +862,17 @@ impl<'a> Fs<'a> {
                 let mut v: Vec<_> = node
                     .segments
                     .iter()
-                    .filter(|(k, s)| s.live == 0 && !node.is_open(**k))
+                    .filter(|(_, s)| s.live == 0 && s.written > 0)
                     .map(|(k, _)| *k)
                     .collect();
                 v.sort();
                 v
             };
             for key in dead {
+                let node = &mut self.nodes[nd as usize];
+                if node.host.get(&(key.0, key.1, key.2)).is_some_and(|o| o.block == key.3) {
+                    node.host.remove(&(key.0, key.1, key.2));
+                }
                 self.erase(nd, key)?;
                 n += 1;
             }
