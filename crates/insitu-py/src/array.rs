@@ -663,19 +663,20 @@ impl PyArray {
         fanout: u32,
         via: &str,
     ) -> PyResult<String> {
-        let c = crate::selfsort::Config {
+        use insitu_host::selfsort::ops;
+        let c = ops::tree_config(
             index,
-            record_size,
-            key_size,
-            key_offset,
-            sort_on_write,
             base_lba,
             records,
+            record_size,
+            key_offset,
+            key_size,
+            sort_on_write,
             active_read,
             fanout,
-        };
+        );
         let by = crate::selfsort::via(via).map_err(to_py)?;
-        self.with(py, |a| crate::selfsort::configure(a, device, c, by)).map(|r| json(&r))
+        self.with(py, |a| ops::configure(a, device, c, by)).map(|r| json(&r))
     }
 
     /// Writes records (`data`, or the file at `path`) into an index's range from record `at_record`.
@@ -695,8 +696,10 @@ impl PyArray {
         let by = crate::selfsort::via(via).map_err(to_py)?;
         let records = crate::input(data, path.as_deref()).map_err(to_py)?;
         let tell = progress_fn(progress);
-        self.with(py, |a| crate::selfsort::write(a, (device, index), records, at_record, by, &tell))
-            .map(|r| json(&r))
+        self.with(py, |a| {
+            insitu_host::selfsort::ops::write_records(a, device, index, records, at_record, by, &tell)
+        })
+        .map(|r| json(&r))
     }
 
     /// Sort-on-command: generate commands of `chunk` records (0: the firmware's) until the index is whole.
@@ -792,17 +795,15 @@ impl PyArray {
         base_lba: u64,
         runs: u32,
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
-        use insitu_host::selfsort::{Method, RecordFormat};
+        use insitu_host::selfsort::{self, Method, RecordFormat, SortJob};
         let records = crate::input(data, path.as_deref()).map_err(to_py)?;
-        let s = crate::selfsort::Sort {
-            method: method.parse::<Method>().map_err(to_py)?,
-            format: RecordFormat::named(format, record_size, key_offset, key_size).map_err(to_py)?,
-            device,
-            index,
-            base_lba,
-            runs,
-        };
-        self.produce(py, out, |a, w| crate::selfsort::sort(a, &s, records, w))
+        let method = method.parse::<Method>().map_err(to_py)?;
+        let mut job =
+            SortJob::new(RecordFormat::named(format, record_size, key_offset, key_size).map_err(to_py)?);
+        (job.device, job.index, job.base_lba, job.runs) = (device, index, base_lba, runs);
+        self.produce(py, out, |a, w| {
+            selfsort::sort(a, &job, method, records, w, &|_| {}).map(|run| run.report)
+        })
     }
 
     /// Checks the array: `{"ok": ..., "problems": [...], "notes": [...]}` as JSON.

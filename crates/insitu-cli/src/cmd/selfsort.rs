@@ -279,7 +279,7 @@ impl SelfSortCmd {
                 fanout,
                 via,
             } => {
-                let config = index_config_from_args(
+                let config = ops::tree_config(
                     target.index,
                     base_lba,
                     records,
@@ -391,27 +391,6 @@ impl SelfSortCmd {
         };
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn index_config_from_args(
-    id: u32,
-    base_lba: u64,
-    records: u64,
-    record_size: u32,
-    key_offset: u32,
-    key_size: u32,
-    sort_on_write: bool,
-    active_read: bool,
-    fanout: u32,
-) -> insitu_host::selfsort::IndexConfig {
-    insitu_host::selfsort::IndexConfig {
-        records,
-        sort_on_write,
-        active_read,
-        fanout,
-        ..insitu_host::selfsort::IndexConfig::tree(id, base_lba, record_size, key_offset, key_size)
     }
 }
 

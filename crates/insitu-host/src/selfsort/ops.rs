@@ -67,6 +67,29 @@ fn send_block(array: &Array, device: u32, cmd: &BlockCommand) -> Result<block::S
     Ok(status)
 }
 
+/// The configuration of a B+tree index as `insitu selfsort config` (and Python's `selfsort_config`) give
+/// it: records from `base_lba`, the key at `key_offset`, and the options.
+#[allow(clippy::too_many_arguments)]
+pub fn tree_config(
+    id: u32,
+    base_lba: u64,
+    records: u64,
+    record_size: u32,
+    key_offset: u32,
+    key_size: u32,
+    sort_on_write: bool,
+    active_read: bool,
+    fanout: u32,
+) -> IndexConfig {
+    IndexConfig {
+        records,
+        sort_on_write,
+        active_read,
+        fanout,
+        ..IndexConfig::tree(id, base_lba, record_size, key_offset, key_size)
+    }
+}
+
 /// Creates (or replaces) an index.
 pub fn configure(array: &Array, device: u32, config: IndexConfig, via: Interface) -> Result<Report> {
     let measure = Measure::start("selfsort-config", array)?;
