@@ -39,6 +39,14 @@ def _size(value: Optional[Size]) -> Optional[str]:
     return str(value)
 
 
+def _bytes_or_path(data: Union[bytes, bytearray, memoryview, PathLike]) -> Tuple[Optional[bytes], Optional[str]]:
+    """``(bytes, None)`` for data in memory, ``(None, path)`` for a file's path: what the native methods that
+    take either are given."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data), None
+    return None, os.fspath(data)
+
+
 def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
     """A Self-Sort key: bytes as they are, a ``str`` as its UTF-8 bytes (the CLI's ``--text``)."""
     if key is None or isinstance(key, bytes):
@@ -348,9 +356,7 @@ class Array:
         """Stores ``data`` (bytes, or a file's path: streamed, never whole in memory) as file ``name`` of
         the appliance's file system, its pages striped over the nodes or kept on ``node``. Returns
         ``{"name", "size", "pages", "nodes"}``."""
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            return json.loads(self._inner.fs_put(name, bytes(data), None, node))
-        return json.loads(self._inner.fs_put(name, None, os.fspath(data), node))
+        return json.loads(self._inner.fs_put(name, *_bytes_or_path(data), node))
 
     def fs_get(self, name: str, *, out: Optional[PathLike] = None) -> Optional[bytes]:
         """File ``name`` of the appliance's file system, every page checked: its bytes, or ``None`` when
@@ -508,10 +514,7 @@ class Array:
         last block is padded with zeros."""
         update, close = _progress(progress, "lba write")
         try:
-            if isinstance(data, (bytes, bytearray, memoryview)):
-                r = self._inner.lba_write(device, lba, bytes(data), None, update)
-            else:
-                r = self._inner.lba_write(device, lba, None, os.fspath(data), update)
+            r = self._inner.lba_write(device, lba, *_bytes_or_path(data), update)
         finally:
             close()
         return Report.from_json(r)
@@ -587,10 +590,7 @@ class Array:
         the block interface, from record ``at_record``; the range grows to hold them."""
         update, close = _progress(progress, "selfsort write")
         try:
-            if isinstance(records, (bytes, bytearray, memoryview)):
-                r = self._inner.selfsort_write(device, index, bytes(records), None, at_record, via, update)
-            else:
-                r = self._inner.selfsort_write(device, index, None, os.fspath(records), at_record, via, update)
+            r = self._inner.selfsort_write(device, index, *_bytes_or_path(records), at_record, via, update)
         finally:
             close()
         return Report.from_json(r)
@@ -712,10 +712,7 @@ class Array:
         records in key order (``None`` when written to ``out``) and the report."""
         if format is None:
             format = "fixed" if record_size else "gensort"
-        if isinstance(records, (bytes, bytearray, memoryview)):
-            data, path = bytes(records), None
-        else:
-            data, path = None, os.fspath(records)
+        data, path = _bytes_or_path(records)
         sorted_, report = self._inner.selfsort_sort(
             data, path, None if out is None else os.fspath(out), method, format, record_size, key_size,
             key_offset, device, index, base_lba, runs,

@@ -58,13 +58,7 @@ pub fn fs_get_via(
 pub fn fs_pages(a: &Array, name: &str) -> Result<Vec<u64>> {
     let fs = Fs::open(a)?;
     let f = fs.file(name)?;
-    Ok(f.pages
-        .iter()
-        .flat_map(|p| {
-            let x = p.addr;
-            [p.node as u64, x.card as u64, x.bus as u64, x.chip as u64, x.block, x.page as u64]
-        })
-        .collect())
+    Ok(f.pages.iter().flat_map(|p| p.numbers()).collect())
 }
 
 /// Erases every block whose pages are all dead: the blocks erased and the file system's figures, as JSON.

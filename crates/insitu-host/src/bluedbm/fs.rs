@@ -47,10 +47,19 @@ pub struct GlobalPage {
     pub addr: FlashAddr,
 }
 
+impl GlobalPage {
+    /// Its address as numbers: node, card, bus, chip, block, page (as the checkpoint and `fs pages` give
+    /// them).
+    pub fn numbers(&self) -> [u64; PAGE_FIELDS] {
+        let a = self.addr;
+        [self.node as u64, a.card as u64, a.bus as u64, a.chip as u64, a.block, a.page as u64]
+    }
+}
+
 impl std::fmt::Display for GlobalPage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let a = &self.addr;
-        write!(f, "{} {} {} {} {} {}", self.node, a.card, a.bus, a.chip, a.block, a.page)
+        let [n, c, b, ch, bl, p] = self.numbers();
+        write!(f, "{n} {c} {b} {ch} {bl} {p}")
     }
 }
 
@@ -90,10 +99,7 @@ impl Serialize for FsFile {
         struct Table<'a>(&'a [GlobalPage]);
         impl Serialize for Table<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.collect_seq(self.0.iter().flat_map(|p| {
-                    let a = p.addr;
-                    [p.node as u64, a.card as u64, a.bus as u64, a.chip as u64, a.block, a.page as u64]
-                }))
+                s.collect_seq(self.0.iter().flat_map(GlobalPage::numbers))
             }
         }
         let mut st = s.serialize_struct("FsFile", 4)?;
