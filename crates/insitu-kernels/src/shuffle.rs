@@ -11,7 +11,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::columnar::{compress, decompress, records_to_columns, FieldKind, FormatError, RecordFormat};
+use crate::arch::prefetch;
+use crate::columnar::{
+    compress, decompress, push_value, records_to_columns, FieldKind, FormatError, RecordFormat,
+};
 use crate::dict::{Codes, DecodeError};
 use crate::gather::gather_var;
 use crate::keys::KeyType;
@@ -296,6 +299,269 @@ pub fn group_records(records: &[u8], offsets: &[u64], spec: &ShuffleSpec) -> Res
     Ok(Grouped { records: data, offsets: offs, extents })
 }
 
+/// One batch of a table part as the Reader has it: the row-wise bytes and the key column, before any
+/// record is composed. The fused steps below make from it exactly the bytes that [`compose_records`],
+/// [`group_records`] and [`encode_partition`] make from composed records, without composing the whole
+/// batch first: a record is composed only where it is gathered to (a grouped batch parked on flash) or
+/// split into columns (a partition written), so the batch is copied once instead of three times.
+#[derive(Debug)]
+pub struct RowBatch<'a> {
+    rows: &'a [u8],
+    offsets: &'a [u64],
+    key: &'a StoredKey,
+    /// Fixed keys as little-endian bytes (dictionary codes decoded); empty for byte-string keys.
+    fixed: Vec<u8>,
+    bitmap: usize,
+    /// The row's own format: the record format without its key field.
+    row_format: RecordFormat,
+    /// Where each shuffle key field lies: `None` for the key column, else the byte range inside every
+    /// row when all the row's fields up to it have a fixed width (then no row is parsed to find it).
+    key_at: Option<Vec<Option<std::ops::Range<usize>>>>,
+}
+
+impl<'a> RowBatch<'a> {
+    /// `rows` split by `offsets` (one more than the rows), with `key`'s values for the same rows, in the
+    /// record format of `spec`.
+    pub fn new(
+        rows: &'a [u8],
+        offsets: &'a [u64],
+        key: &'a StoredKey,
+        spec: &ShuffleSpec,
+    ) -> Result<RowBatch<'a>, ShuffleError> {
+        if let Some(f) = spec.key_fields.iter().find(|&&f| f >= spec.format.fields.len()) {
+            return Err(FormatError(format!(
+                "shuffle key field {f} past the record's {} fields",
+                spec.format.fields.len()
+            ))
+            .into());
+        }
+        let fixed = key.fixed_bytes()?.unwrap_or_default();
+        let bitmap = spec.format.bitmap;
+        let row_format =
+            RecordFormat { bitmap, fields: spec.format.fields.iter().skip(1).copied().collect() };
+        let key_at = spec
+            .key_fields
+            .iter()
+            .map(|&f| {
+                if f == 0 {
+                    return Some(None);
+                }
+                let mut at = bitmap;
+                for k in &row_format.fields[..f - 1] {
+                    match k {
+                        FieldKind::Fixed(w) => at += w,
+                        FieldKind::Var => return None,
+                    }
+                }
+                match row_format.fields.get(f - 1)? {
+                    FieldKind::Fixed(w) => Some(Some(at..at + w)),
+                    FieldKind::Var => None,
+                }
+            })
+            .collect();
+        Ok(RowBatch { rows, offsets, key, fixed, bitmap, row_format, key_at })
+    }
+
+    /// Rows in the batch.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn row(&self, i: usize) -> &'a [u8] {
+        &self.rows[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Calls `f(i, row i)` for each row `i` of `order`. The rows lie at random places in the batch, so
+    /// each one's bytes (and its fixed key) are asked of memory a few rows ahead: several misses are then in
+    /// flight while a row is handled, where a plain loop would wait for each (as NASCENT's gather does).
+    fn for_each_row_in<E>(
+        &self,
+        order: &[u32],
+        mut f: impl FnMut(usize, &'a [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        const BATCH: usize = 256;
+        const AHEAD: usize = 8;
+        let width = match self.key {
+            StoredKey::Plain { width, .. } | StoredKey::Dict { width, .. } => *width,
+            StoredKey::Bytes { .. } => 0,
+        };
+        let ask = |&(r, a, b): &(usize, usize, usize)| {
+            prefetch(self.rows, a, (b - a).min(512));
+            prefetch(&self.fixed, r * width, width);
+        };
+        let mut places: Vec<(usize, usize, usize)> = Vec::with_capacity(BATCH);
+        for chunk in order.chunks(BATCH) {
+            places.clear();
+            places.extend(chunk.iter().map(|&r| {
+                let r = r as usize;
+                (r, self.offsets[r] as usize, self.offsets[r + 1] as usize)
+            }));
+            places.iter().take(AHEAD).for_each(ask);
+            for (j, &(r, a, b)) in places.iter().enumerate() {
+                if let Some(next) = places.get(j + AHEAD) {
+                    ask(next);
+                }
+                f(r, &self.rows[a..b])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Row `i`'s key value (without a length prefix).
+    fn key_value(&self, i: usize) -> &[u8] {
+        match self.key {
+            StoredKey::Bytes { data, offsets } => &data[offsets[i] as usize..offsets[i + 1] as usize],
+            StoredKey::Plain { width, .. } | StoredKey::Dict { width, .. } => {
+                &self.fixed[i * width..(i + 1) * width]
+            }
+        }
+    }
+
+    /// Row `i`'s key as its record carries it (a byte string after its u32 length).
+    fn push_key_field(&self, i: usize, out: &mut Vec<u8>) {
+        let v = self.key_value(i);
+        if let StoredKey::Bytes { .. } = self.key {
+            out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        }
+        push_value(out, v);
+    }
+
+    /// Appends the record `bitmap | key | row fields` of row `i` (`row`), as [`compose_records`] makes it.
+    fn push_record(&self, i: usize, row: &[u8], out: &mut Vec<u8>) {
+        let b = self.bitmap.min(row.len());
+        out.extend_from_slice(&row[..b]);
+        self.push_key_field(i, out);
+        out.extend_from_slice(&row[b..]);
+    }
+
+    /// Bytes of the composed records: the rows, plus each key as its record carries it.
+    pub fn record_bytes(&self) -> u64 {
+        let n = self.len() as u64;
+        let keys = match self.key {
+            StoredKey::Bytes { offsets, .. } => {
+                offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0) + 4 * n
+            }
+            StoredKey::Plain { width, .. } | StoredKey::Dict { width, .. } => *width as u64 * n,
+        };
+        self.offsets.last().copied().unwrap_or(0) - self.offsets.first().copied().unwrap_or(0) + keys
+    }
+
+    /// Bytes of the records of the rows in `order`, composed.
+    pub fn record_bytes_of(&self, order: &[u32]) -> u64 {
+        let rows =
+            order.iter().map(|&r| self.offsets[r as usize + 1] - self.offsets[r as usize]).sum::<u64>();
+        rows + match self.key {
+            StoredKey::Bytes { offsets, .. } => {
+                order.iter().map(|&r| offsets[r as usize + 1] - offsets[r as usize] + 4).sum::<u64>()
+            }
+            StoredKey::Plain { width, .. } | StoredKey::Dict { width, .. } => (width * order.len()) as u64,
+        }
+    }
+
+    /// Partitioner: the partition of every row, as [`partition_ids`] gives for its record. A key field
+    /// at a fixed place in every row is read there; otherwise the row is parsed (and checked) to find it.
+    pub fn partition_ids(&self, spec: &ShuffleSpec) -> Result<Vec<u32>, ShuffleError> {
+        let mut key = Vec::with_capacity(64);
+        let mut ranges = Vec::with_capacity(self.row_format.fields.len());
+        let short = || FormatError("record shorter than its format".into());
+        (0..self.len())
+            .map(|i| {
+                let row = self.row(i);
+                key.clear();
+                match &self.key_at {
+                    Some(at) => {
+                        for r in at {
+                            match r {
+                                None => key.extend_from_slice(self.key_value(i)),
+                                Some(r) => key.extend_from_slice(row.get(r.clone()).ok_or_else(short)?),
+                            }
+                        }
+                    }
+                    None => {
+                        ranges.clear();
+                        self.row_format.for_each_field(row, |_, r| ranges.push(r))?;
+                        for &f in &spec.key_fields {
+                            match f {
+                                0 => key.extend_from_slice(self.key_value(i)),
+                                f => key.extend_from_slice(&row[ranges[f - 1].clone()]),
+                            }
+                        }
+                    }
+                }
+                Ok(partition_of(spec.hash, &key, spec.partitions))
+            })
+            .collect()
+    }
+
+    /// Sorter + Gather + Indexer over rows whose partitions are `pids`: what [`group_records`] makes of
+    /// the composed records.
+    pub fn group(&self, pids: &[u32], spec: &ShuffleSpec) -> Grouped {
+        let (order, extents) = group_by_partition(pids, spec.partitions);
+        let (records, offsets) = self.gather(&order);
+        Grouped { records, offsets, extents }
+    }
+
+    /// The records of the rows in `order`, composed, and their offsets.
+    pub fn gather(&self, order: &[u32]) -> (Vec<u8>, Vec<u64>) {
+        let mut out = Vec::with_capacity(self.record_bytes_of(order) as usize);
+        let mut offs = Vec::with_capacity(order.len() + 1);
+        offs.push(0);
+        let Ok(()) = self.for_each_row_in(order, |i, row| {
+            self.push_record(i, row, &mut out);
+            offs.push(out.len() as u64);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        (out, offs)
+    }
+
+    /// Writer: the rows in `order` (one partition) as [`encode_partition`] encodes their records. Column
+    /// chunks are split straight from the rows, each row parsed (and checked) once.
+    pub fn encode_partition(&self, order: &[u32], spec: &ShuffleSpec) -> Result<Vec<Vec<u8>>, ShuffleError> {
+        match spec.layout {
+            ChunkLayout::Row => {
+                let (records, _) = self.gather(order);
+                // Checked as the Partitioner checks composed records, so both paths refuse the same rows.
+                for &r in order {
+                    self.row_format.for_each_field(self.row(r as usize), |_, _| ())?;
+                }
+                Ok(vec![spec.codec.encode(&records)])
+            }
+            ChunkLayout::Column => {
+                let fmt = &spec.format;
+                let first = usize::from(self.bitmap > 0);
+                let mut cols: Vec<Vec<u8>> = (0..fmt.columns())
+                    .map(|c| match (c, c.checked_sub(first).map(|j| fmt.fields[j])) {
+                        (0, None) => Vec::with_capacity(self.bitmap * order.len()),
+                        (_, Some(FieldKind::Fixed(w))) => Vec::with_capacity(w * order.len()),
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                self.for_each_row_in(order, |r, row| {
+                    if self.bitmap > 0 {
+                        cols[0].extend_from_slice(
+                            row.get(..self.bitmap)
+                                .ok_or_else(|| FormatError("record shorter than its bitmap".into()))?,
+                        );
+                    }
+                    self.push_key_field(r, &mut cols[first]);
+                    self.row_format.for_each_field(row, |j, range| {
+                        let c = &mut cols[first + 1 + j];
+                        if let FieldKind::Var = self.row_format.fields[j] {
+                            c.extend_from_slice(&(range.len() as u32).to_le_bytes());
+                        }
+                        push_value(c, &row[range]);
+                    })
+                })?;
+                Ok(cols.iter().map(|c| spec.codec.encode(c)).collect())
+            }
+        }
+    }
+}
+
 /// Writer: one partition's records as chunks (a chunk per column, or one row-major chunk), each encoded by
 /// the spec's codec.
 pub fn encode_partition(
@@ -362,5 +628,132 @@ mod tests {
         g.append_partition(1, &mut r, &mut o);
         assert_eq!(o.len() as u64 - 1, g.extents[2] - g.extents[1]);
         assert_eq!(encode_partition(&r, &o, &spec).unwrap().len(), 2);
+    }
+
+    fn stored_key(kind: u8, n: usize, seed: u64) -> StoredKey {
+        let v = |i: usize| (i as u64).wrapping_mul(seed | 1).rotate_left(17) % 13;
+        match kind {
+            0 => StoredKey::Plain { data: (0..n).flat_map(|i| v(i).to_le_bytes()).collect(), width: 8 },
+            1 => StoredKey::Dict {
+                dictionary: (0..13u64).map(|d| d * 1000 + 7).collect(),
+                codes: Codes::U8((0..n).map(|i| v(i) as u8).collect()),
+                width: 4,
+            },
+            _ => {
+                let mut data = Vec::new();
+                let mut offsets = vec![0u64];
+                for i in 0..n {
+                    data.extend(std::iter::repeat_n(b'a' + v(i) as u8, v(i) as usize % 5));
+                    offsets.push(data.len() as u64);
+                }
+                StoredKey::Bytes { data, offsets }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The fused steps make the very bytes of compose + group + encode, for every record shape, key
+        /// kind, choice of key fields, layout and codec.
+        #[test]
+        fn fused_steps_match_composing_first(
+            bitmap in 0usize..3,
+            fields in proptest::collection::vec(proptest::option::of(1usize..9), 1..6),
+            rows in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..12), 0..60),
+            key_kind in 0u8..3,
+            key_fields in proptest::collection::vec(0usize..7, 1..3),
+            seed in proptest::num::u64::ANY,
+            row_layout in proptest::bool::ANY,
+            lz4 in proptest::bool::ANY,
+        ) {
+            let row_fmt = RecordFormat {
+                bitmap,
+                fields: fields.iter().map(|f| f.map_or(FieldKind::Var, FieldKind::Fixed)).collect(),
+            };
+            // Rows that match the format: a bitmap, then each field (a Var field's length from the data).
+            let mut data = Vec::new();
+            let mut offs = vec![0u64];
+            for r in &rows {
+                data.extend((0..bitmap).map(|i| r.get(i).copied().unwrap_or(0)));
+                for f in &row_fmt.fields {
+                    match f {
+                        FieldKind::Fixed(w) => data.extend((0..*w).map(|i| r.get(i).copied().unwrap_or(9))),
+                        FieldKind::Var => {
+                            let len = r.len() % 7;
+                            data.extend_from_slice(&(len as u32).to_le_bytes());
+                            data.extend_from_slice(&r[..len]);
+                        }
+                    }
+                }
+                offs.push(data.len() as u64);
+            }
+            let key = stored_key(key_kind, rows.len(), seed);
+            let format = record_format(&row_fmt, key.field_kind());
+            let key_fields: Vec<usize> = key_fields.iter().map(|f| f % format.fields.len()).collect();
+            let spec = ShuffleSpec {
+                partitions: 5,
+                hash: if seed % 2 == 0 { PartitionHash::Xxh3 } else { PartitionHash::ZigzagFold },
+                layout: if row_layout { ChunkLayout::Row } else { ChunkLayout::Column },
+                codec: if lz4 { Codec::Lz4 } else { Codec::None },
+                format,
+                key_fields,
+            };
+            let (recs, roffs) = compose_records(&data, &offs, bitmap, &key).unwrap();
+            let batch = RowBatch::new(&data, &offs, &key, &spec).unwrap();
+            proptest::prop_assert_eq!(batch.record_bytes(), recs.len() as u64);
+            let pids = batch.partition_ids(&spec).unwrap();
+            proptest::prop_assert_eq!(&pids, &partition_ids(&recs, &roffs, &spec).unwrap());
+            let want = group_records(&recs, &roffs, &spec).unwrap();
+            let got = batch.group(&pids, &spec);
+            proptest::prop_assert_eq!(&got, &want);
+            let (order, _) = group_by_partition(&pids, spec.partitions);
+            for p in 0..spec.partitions as usize {
+                let part = &order[want.extents[p] as usize..want.extents[p + 1] as usize];
+                let o = want.partition_offsets(p);
+                proptest::prop_assert_eq!(batch.record_bytes_of(part), o[o.len() - 1] - o[0]);
+                proptest::prop_assert_eq!(
+                    batch.encode_partition(part, &spec).unwrap(),
+                    encode_partition(&want.records, want.partition_offsets(p), &spec).unwrap()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fused_steps_refuse_what_composing_first_refuses() {
+        let row_fmt = RecordFormat::parse("f4,v").unwrap();
+        // The second row's string claims 9 bytes but has 2.
+        let mut data = Vec::new();
+        for (v, len, s) in [(1u32, 2u32, &b"ab"[..]), (2, 9, b"cd")] {
+            data.extend_from_slice(&v.to_le_bytes());
+            data.extend_from_slice(&len.to_le_bytes());
+            data.extend_from_slice(s);
+        }
+        let offs = [0u64, 10, 20];
+        let key = StoredKey::Plain { data: (0..2u64).flat_map(|i| i.to_le_bytes()).collect(), width: 8 };
+        for layout in [ChunkLayout::Column, ChunkLayout::Row] {
+            for key_fields in [vec![0], vec![2]] {
+                let spec = ShuffleSpec {
+                    partitions: 2,
+                    hash: PartitionHash::Xxh3,
+                    layout,
+                    codec: Codec::Lz4,
+                    format: record_format(&row_fmt, FieldKind::Fixed(8)),
+                    key_fields,
+                };
+                let batch = RowBatch::new(&data, &offs, &key, &spec).unwrap();
+                let refused =
+                    batch.partition_ids(&spec).is_err() || batch.encode_partition(&[0, 1], &spec).is_err();
+                assert!(refused, "{layout:?} {:?}", spec.key_fields);
+            }
+        }
+        let spec = ShuffleSpec {
+            partitions: 2,
+            hash: PartitionHash::Xxh3,
+            layout: ChunkLayout::Column,
+            codec: Codec::Lz4,
+            format: record_format(&row_fmt, FieldKind::Fixed(8)),
+            key_fields: vec![3],
+        };
+        assert!(RowBatch::new(&data, &offs, &key, &spec).is_err());
     }
 }

@@ -10,15 +10,19 @@
 //! Outputs: `OUT#data` (chunks, partition after partition) and `OUT#index` (per partition: rows, offset,
 //! then the length of each chunk; little-endian u64).
 //!
-//! The steps themselves are `insitu_kernels::shuffle`'s, which the host baselines run too.
+//! The steps themselves are `insitu_kernels::shuffle`'s, which the host baselines run too. The device runs
+//! them fused ([`RowBatch`]): a record is composed where the Gather puts it (a batch parked on flash) or
+//! where the Writer splits it into columns (the one batch kept in memory), never first in arrival order. The
+//! bytes are those of the steps run one after another (the kernels' tests compare them), the work counted is
+//! the paper's steps', and the batch is copied once instead of three times.
 
 use std::collections::BTreeMap;
 
 use insitu_kernels::dict::Codes;
 use insitu_kernels::le;
+use insitu_kernels::partition::group_by_partition;
 use insitu_kernels::shuffle::{
-    compose_records, encode_partition, group_records, index_entry, record_format, Codec, Grouped,
-    ShuffleSpec, StoredKey,
+    encode_partition, index_entry, record_format, Codec, RowBatch, ShuffleSpec, StoredKey,
 };
 
 use crate::error::Result;
@@ -99,36 +103,41 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
             let count = batch_rows.min(n - first);
             let (lo, hi) = (row_offsets[first as usize], row_offsets[(first + count) as usize]);
             let _mem = ctx.reserve((hi - lo) * 3 + count * 24)?;
-            let (records, rec_offs) = {
-                let mut rows = vec![0u8; (hi - lo) as usize];
-                ctx.read_object(rows_obj, lo, &mut rows)?;
-                let offs: Vec<u64> =
-                    row_offsets[first as usize..=(first + count) as usize].iter().map(|o| o - lo).collect();
-                let key_part = key.slice(first as usize, count as usize);
-                compose_records(&rows, &offs, spec.format.bitmap, &key_part).map_err(|e| ctx.failed(e))?
-            };
-            let grouped = group_records(&records, &rec_offs, &spec).map_err(|e| ctx.failed(e))?;
+            let mut rows = vec![0u8; (hi - lo) as usize];
+            ctx.read_object(rows_obj, lo, &mut rows)?;
+            let offs: Vec<u64> =
+                row_offsets[first as usize..=(first + count) as usize].iter().map(|o| o - lo).collect();
+            let key_part = key.slice(first as usize, count as usize);
+            // The Reader's records are composed where they are gathered to or split into columns, not
+            // first in arrival order: the same bytes, one copy of the batch instead of three.
+            let batch = RowBatch::new(&rows, &offs, &key_part, &spec).map_err(|e| ctx.failed(e))?;
+            let pids = batch.partition_ids(&spec).map_err(|e| ctx.failed(e))?;
             // Partitioner, Sorter (8-byte (PID, RowID) pairs, §IV-C) and Gather; a dictionary key is
             // decoded as the Reader composes the records.
+            let record_bytes = batch.record_bytes();
             ctx.work(|w| {
                 work::add(w, work::SHUFFLE_HASH_ROWS, count);
                 SortClass::count(w, work::SHUFFLE_SORT, 64, count);
                 work::add(w, work::SHUFFLE_GATHER_ROWS, count);
-                work::add(w, work::SHUFFLE_GATHER_BYTES, records.len() as u64);
+                work::add(w, work::SHUFFLE_GATHER_BYTES, record_bytes);
                 if matches!(key, StoredKey::Dict { .. }) {
                     work::add(w, work::DECODE_CODES, count);
                 }
             });
+            // Counted before a batch is stored, so a batch cut off half-stored is cleaned up too.
+            batches += 1;
             if tiled {
-                // Counted before it is stored, so a batch cut off half-stored is cleaned up too.
-                batches += 1;
+                let grouped = batch.group(&pids, &spec);
                 let name = format!("{out}.batch{}", batches - 1);
                 store(ctx, &format!("{name}#rec"), &grouped.records)?;
                 store(ctx, &format!("{name}#off"), &le::encode_u64s(&grouped.offsets))?;
                 store(ctx, &format!("{name}#ext"), &le::encode_u64s(&grouped.extents))?;
             } else {
-                in_memory = Some(grouped);
-                batches += 1;
+                // The one batch stays in device memory, its rows in arrival order: each partition's
+                // records are gathered as it is written.
+                let (order, extents) = group_by_partition(&pids, spec.partitions);
+                drop(batch);
+                in_memory = Some(Held { rows, offs, key: key_part, order, extents });
             }
             first += count;
             if first >= n {
@@ -138,7 +147,7 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
     })();
     let result = grouping.and_then(|()| {
         let source = match &in_memory {
-            Some(g) => Batches::Memory(g),
+            Some(h) => Batches::Memory(h),
             None => Batches::Flash(batches),
         };
         merge_and_write(ctx, out, &spec, &source, a.attrs.clone())
@@ -165,9 +174,19 @@ fn read_range(ctx: &ProgramContext<'_>, name: &str, offset: u64, len: u64) -> Re
     Ok(b)
 }
 
+/// The one batch of an untiled shuffle, kept in device memory: its rows and keys in arrival order, the
+/// rows' order by partition and each partition's extent in that order.
+struct Held {
+    rows: Vec<u8>,
+    offs: Vec<u64>,
+    key: StoredKey,
+    order: Vec<u32>,
+    extents: Vec<u64>,
+}
+
 /// Grouped batches: one kept in device memory, or several parked on flash as `OUT.batchI#{rec,off,ext}`.
 enum Batches<'a> {
-    Memory(&'a Grouped),
+    Memory(&'a Held),
     Flash(usize),
 }
 
@@ -186,7 +205,7 @@ fn merge_and_write(
     let mut pending = Vec::with_capacity(WRITE_BUFFER + (64 << 10));
     let r = (|| {
         let extents: Vec<Vec<u64>> = match batches {
-            Batches::Memory(g) => vec![g.extents.clone()],
+            Batches::Memory(_) => Vec::new(),
             Batches::Flash(k) => (0..*k)
                 .map(|i| {
                     read_range(ctx, &format!("{out}.batch{i}#ext"), 0, (spec.partitions as u64 + 1) * 8)
@@ -194,14 +213,24 @@ fn merge_and_write(
                 })
                 .collect::<Result<_>>()?,
         };
+        let held = match batches {
+            Batches::Memory(h) => {
+                Some(RowBatch::new(&h.rows, &h.offs, &h.key, spec).map_err(|e| ctx.failed(e))?)
+            }
+            Batches::Flash(_) => None,
+        };
         let mut recs = Vec::new();
         let mut offs = vec![0u64];
         for p in 0..spec.partitions as usize {
-            // A partition's records and their offsets (which may start past 0).
-            let (part, part_offs): (&[u8], &[u64]) = match batches {
-                // The single batch stays in device memory: its extent is encoded where it lies.
-                Batches::Memory(g) => (&g.records, g.partition_offsets(p)),
-                Batches::Flash(_) => {
+            // A partition's rows, its bytes as records, and its chunks.
+            let (rows, bytes, chunks) = match (batches, &held) {
+                // The single batch: its rows are composed and split into columns in partition order.
+                (Batches::Memory(h), Some(batch)) => {
+                    let part = &h.order[h.extents[p] as usize..h.extents[p + 1] as usize];
+                    let chunks = batch.encode_partition(part, spec).map_err(|e| ctx.failed(e))?;
+                    (part.len() as u64, batch.record_bytes_of(part), chunks)
+                }
+                _ => {
                     recs.clear();
                     offs.truncate(1);
                     for (i, e) in extents.iter().enumerate() {
@@ -225,16 +254,15 @@ fn merge_and_write(
                         ctx.work(|w| work::add(w, work::SHUFFLE_MERGE_BYTES, o[hi - lo] - o[0]));
                         offs.extend(o[1..].iter().map(|x| x - o[0] + base));
                     }
-                    (&recs, &offs)
+                    let chunks = encode_partition(&recs, &offs, spec).map_err(|e| ctx.failed(e))?;
+                    (offs.len() as u64 - 1, recs.len() as u64, chunks)
                 }
             };
-            let bytes = part_offs[part_offs.len() - 1] - part_offs[0];
             raw += bytes;
             if spec.codec != Codec::None {
                 ctx.work(|w| work::add(w, work::ENCODE_BYTES, bytes));
             }
-            let chunks = encode_partition(part, part_offs, spec).map_err(|e| ctx.failed(e))?;
-            index_entry(&mut index, part_offs.len() as u64 - 1, written, &chunks);
+            index_entry(&mut index, rows, written, &chunks);
             for c in &chunks {
                 pending.extend_from_slice(c);
                 written += c.len() as u64;
