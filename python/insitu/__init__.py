@@ -13,9 +13,9 @@ result, the measured cost here and the modeled time and energy on a named hardwa
 """
 
 from ._insitu import __version__
-from .array import Array, model_intersect, profiles
+from .array import Array, model_intersect, net_bench, net_routes, profiles
 from .errors import *  # noqa: F401,F403
 from .errors import __all__ as _errors
 from .report import Report
 
-__all__ = ["Array", "Report", "profiles", "model_intersect", "__version__", *_errors]
+__all__ = ["Array", "Report", "profiles", "model_intersect", "net_routes", "net_bench", "__version__", *_errors]

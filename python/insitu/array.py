@@ -754,3 +754,40 @@ def model_intersect(
     out = json.loads(data)
     out["text"] = text
     return out
+
+
+def net_routes(
+    topology: str = "ring", nodes: Optional[int] = None, lanes: int = 1, profile: str = "bluedbm"
+) -> Dict[str, Any]:
+    """BlueDBM's storage network (§3.2.3), as ``insitu net routes``: the topology (``"ring"``, ``"line"``,
+    ``"mesh"``, ``"full"`` or a ``.toml`` file) checked, and the route every endpoint takes between every
+    pair of nodes (``pairs``: ``src``, ``dst``, ``hops``, ``routes``, ``distinct``). A shape has 4 nodes
+    unless ``nodes`` says; a file says how many it has. The CLI's rendering is under ``"text"``. A bad
+    topology (an unknown node, a port used twice, a node no route reaches) raises ``InvalidArgument``."""
+    data, text = _insitu.net_routes(os.fspath(topology), nodes, lanes, profile)
+    out = json.loads(data)
+    out["text"] = text
+    return out
+
+
+def net_bench(
+    nodes: int = 4,
+    topology: str = "ring",
+    lanes: int = 1,
+    size: Size = "4GiB",
+    reads: int = 100_000,
+    profile: str = "bluedbm",
+    work: Optional[Union[str, "os.PathLike[str]"]] = None,
+) -> Dict[str, Any]:
+    """Random 8 KB page reads over an appliance of simulated nodes by every path of BlueDBM §6.4-6.5 (ISP
+    and host, local and remote), as ``insitu net bench``: per path (``rows``), the pages emulated per second
+    of wall time here and the bandwidth modeled on the profile. ``size`` bytes are written first, spread
+    over the nodes, into sparse NAND images in a scratch folder under ``work`` (default: the system's
+    temporary folder), removed afterwards. The CLI's rendering is under ``"text"``."""
+    import tempfile
+
+    where = os.fspath(work) if work is not None else tempfile.gettempdir()
+    data, text = _insitu.net_bench(nodes, os.fspath(topology), lanes, str(size), reads, profile, where)
+    out = json.loads(data)
+    out["text"] = text
+    return out

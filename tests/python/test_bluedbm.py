@@ -181,3 +181,37 @@ def test_a_files_pages_are_known_and_read_by_one_node_over_the_network(appliance
         assert gc["erased_blocks"] == len({tuple(p[:5]) for p in pages})
         assert gc["stats"]["free_blocks"] == before + gc["erased_blocks"] and gc["stats"]["dead_pages"] == 0
         assert a.fs_ls() == []
+
+
+def test_the_storage_networks_routes_and_bench_agree_with_the_cli(tmp_path, cli):
+    def run(*args):
+        out = subprocess.run([cli, "--json", "net", *args], check=True, capture_output=True, text=True).stdout
+        return json.loads(out)["result"]
+
+    r = insitu.net_routes("ring", nodes=5, lanes=2)
+    assert r == {**run("routes", "--topology", "ring", "--nodes", "5", "--lanes", "2"), "text": r["text"]}
+    # A ring's shortest routes, counted here: min(|i - j|, 5 - |i - j|) hops, diameter 2.
+    assert r["nodes"] == 5 and r["diameter"] == 2 and len(r["pairs"]) == 20
+    for p in r["pairs"]:
+        d = abs(p["src"] - p["dst"])
+        assert p["hops"] == min(d, 5 - d) and len(p["routes"]) == r["endpoints"]
+    assert insitu.net_routes()["nodes"] == 4, "a shape has 4 nodes by default, as in the CLI"
+    bad = tmp_path / "bad.toml"
+    bad.write_text("nodes = 2\n[[link]]\na = 0\nb = 7\n")
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="node 7"):
+        insitu.net_routes(bad)
+
+    work = tmp_path / "work"
+    work.mkdir()
+    args = dict(nodes=2, topology="line", size="16MiB", reads=400)
+    b = insitu.net_bench(**args, work=work)
+    c = run("bench", "--nodes", "2", "--topology", "line", "--size", "16MiB", "--reads", "400", "--work", str(work))
+    # The same reads by the same paths: the same simulated bandwidths; wall times are this machine's.
+    assert [(x["path"], x["reads"], x["modeled_gbps"]) for x in b["rows"]] == [
+        (x["path"], x["reads"], x["modeled_gbps"]) for x in c["rows"]
+    ]
+    assert len(b["rows"]) == 5 and all(x["pages_per_s"] > 0 for x in b["rows"])
+    assert "ISP-remote" in b["text"]
+    assert list(work.iterdir()) == [], "the NAND images go with the run"
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="2 nodes"):
+        insitu.net_bench(nodes=1, topology="line", size="16MiB", reads=10, work=work)

@@ -91,6 +91,42 @@ fn model_intersect(
     Ok((json, render(&profile, &p)))
 }
 
+/// BlueDBM's storage network (§3.2.3): topology `shape` (ring, line, mesh, full or a TOML file) checked
+/// and its routing tables built, as `insitu net routes`: (JSON, the CLI's text).
+#[pyfunction]
+#[pyo3(signature = (topology, nodes, lanes, profile))]
+fn net_routes(topology: &str, nodes: Option<u32>, lanes: u32, profile: &str) -> PyResult<(String, String)> {
+    use insitu_host::bluedbm::routes;
+    let profile = insitu_host::Profile::load(profile).map_err(error::from_device)?;
+    let r = routes::routes(topology, nodes, lanes, &profile).map_err(error::to_py)?;
+    let json = serde_json::to_string(&r).map_err(|e| error::invalid(e.to_string()))?;
+    Ok((json, routes::render(&r)))
+}
+
+/// Random page reads over simulated nodes by every path, as `insitu net bench`, with the NAND images in a
+/// scratch folder under `work` (removed afterwards); the GIL is released while it runs. (JSON, text).
+#[pyfunction]
+#[pyo3(signature = (nodes, topology, lanes, size, reads, profile, work))]
+#[allow(clippy::too_many_arguments)]
+fn net_bench(
+    py: Python<'_>,
+    nodes: u32,
+    topology: String,
+    lanes: u32,
+    size: &str,
+    reads: u64,
+    profile: &str,
+    work: PathBuf,
+) -> PyResult<(String, String)> {
+    use insitu_host::bluedbm::bench;
+    let profile = insitu_host::Profile::load(profile).map_err(error::from_device)?;
+    let bytes = insitu_host::units::parse_size(size).map_err(error::to_py)?;
+    let opts = bench::BenchOptions { nodes, topology, lanes, bytes, reads, seed: 42 };
+    let b = py.detach(|| bench::run(&profile, &opts, &work, &|_| {})).map_err(error::to_py)?;
+    let json = serde_json::to_string(&b).map_err(|e| error::invalid(e.to_string()))?;
+    Ok((json, bench::render(&b)))
+}
+
 /// Parses a size such as `64MiB`, `4TB` or `4096` into bytes, as the CLI does.
 #[pyfunction]
 fn parse_size(text: &str) -> PyResult<u64> {
@@ -107,5 +143,7 @@ fn _insitu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(model_intersect, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(net_routes, m)?)?;
+    m.add_function(wrap_pyfunction!(net_bench, m)?)?;
     Ok(())
 }

@@ -59,7 +59,6 @@ impl NetCmd {
             NetCmd::Routes { topology, nodes, lanes, profile } => {
                 use insitu_host::bluedbm::routes;
                 let profile = insitu_host::Profile::load(&profile)?;
-                let nodes = if topology.ends_with(".toml") { nodes } else { Some(nodes.unwrap_or(4)) };
                 let r = routes::routes(&topology, nodes, lanes, &profile)?;
                 ctx.out.plain("net routes", json!(r), routes::render(&r).trim_end());
             }

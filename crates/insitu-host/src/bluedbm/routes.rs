@@ -32,10 +32,11 @@ pub struct RoutesReport {
     pub pairs: Vec<PairRoutes>,
 }
 
-/// The topology `shape` (ring, line, mesh, full or a TOML file) of `nodes` nodes with `lanes` cables per
-/// neighbour, on the ports and endpoints of `profile`.
+/// The topology `shape` (ring, line, mesh, full or a TOML file) of `nodes` nodes (a shape's default: 4; a
+/// file says how many it has) with `lanes` cables per neighbour, on the ports and endpoints of `profile`.
 pub fn routes(shape: &str, nodes: Option<u32>, lanes: u32, profile: &Profile) -> Result<RoutesReport> {
     let (net, _) = super::storage_network(profile)?;
+    let nodes = if shape.ends_with(".toml") { nodes } else { Some(nodes.unwrap_or(4)) };
     let topo = super::topology(shape, nodes, lanes, profile)?;
     let r = Routes::build(&topo, net.endpoints);
     let n = topo.nodes();
