@@ -730,30 +730,25 @@ mod tests {
         }
         let offs = [0u64, 10, 20];
         let key = StoredKey::Plain { data: (0..2u64).flat_map(|i| i.to_le_bytes()).collect(), width: 8 };
+        let spec = |layout, key_fields| ShuffleSpec {
+            partitions: 2,
+            hash: PartitionHash::Xxh3,
+            layout,
+            codec: Codec::Lz4,
+            format: record_format(&row_fmt, FieldKind::Fixed(8)),
+            key_fields,
+        };
         for layout in [ChunkLayout::Column, ChunkLayout::Row] {
             for key_fields in [vec![0], vec![2]] {
-                let spec = ShuffleSpec {
-                    partitions: 2,
-                    hash: PartitionHash::Xxh3,
-                    layout,
-                    codec: Codec::Lz4,
-                    format: record_format(&row_fmt, FieldKind::Fixed(8)),
-                    key_fields,
-                };
+                let spec = spec(layout, key_fields);
                 let batch = RowBatch::new(&data, &offs, &key, &spec).unwrap();
                 let refused =
                     batch.partition_ids(&spec).is_err() || batch.encode_partition(&[0, 1], &spec).is_err();
                 assert!(refused, "{layout:?} {:?}", spec.key_fields);
             }
         }
-        let spec = ShuffleSpec {
-            partitions: 2,
-            hash: PartitionHash::Xxh3,
-            layout: ChunkLayout::Column,
-            codec: Codec::Lz4,
-            format: record_format(&row_fmt, FieldKind::Fixed(8)),
-            key_fields: vec![3],
-        };
+        // A key field past the record's fields.
+        let spec = spec(ChunkLayout::Column, vec![3]);
         assert!(RowBatch::new(&data, &offs, &key, &spec).is_err());
     }
 }
