@@ -52,6 +52,12 @@ impl FlashError {
     pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         FlashError::Io { path: path.into(), error }
     }
+
+    /// The host's file system is full (or the user's quota is): the device's files could not grow.
+    pub fn is_host_disk_full(&self) -> bool {
+        matches!(self, FlashError::Io { error, .. }
+            if matches!(error.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)))
+    }
 }
 
 /// An I/O error as data: the OS error code when there is one (so the kind and message come back exactly),

@@ -677,6 +677,17 @@ impl<M: RawFlash> Flash<M> {
         self.checkpoint_if_dirty()
     }
 
+    /// The checkpoint at close: as [`Flash::checkpoint_if_dirty`], except that a host file system too
+    /// full to take it is not an error. The journal, synced, already holds every change; the next open
+    /// replays it (and checkpoints then, if there is room). So a full disk does not make every command
+    /// fail at its end, reads included, nor keep the user from removing what would free room.
+    pub fn checkpoint_at_close(&mut self) -> Result<()> {
+        match self.checkpoint_if_dirty() {
+            Err(e) if e.is_host_disk_full() => Ok(()),
+            r => r,
+        }
+    }
+
     /// Checkpoints only if something was journaled since the last checkpoint.
     pub fn checkpoint_if_dirty(&mut self) -> Result<()> {
         if self.ftl.journal.is_empty() {

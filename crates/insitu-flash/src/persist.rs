@@ -160,9 +160,16 @@ fn decode<T: DeserializeOwned>(what: &'static str, path: &Path, b: &[u8]) -> Res
 /// Writes `bytes` to `path` atomically: temporary file, fsync, rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp).map_err(|e| FlashError::io(&tmp, e))?;
-    f.write_all(bytes).map_err(|e| FlashError::io(&tmp, e))?;
-    f.sync_all().map_err(|e| FlashError::io(&tmp, e))?;
+    let written = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        // A half-written copy would hold on to the very space a full disk lacks.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(FlashError::io(&tmp, e));
+    }
     std::fs::rename(&tmp, path).map_err(|e| FlashError::io(path, e))?;
     if let Some(dir) = path.parent() {
         if let Ok(d) = File::open(dir) {

@@ -423,3 +423,85 @@ fn init_warns_when_the_devices_could_outgrow_the_disk_and_is_quiet_otherwise() {
     let o = small.run(&["init", "--devices", "2", "--profile", "tiny"]);
     assert!(o.status.success() && o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// A small file system of a test's own (tmpfs), unmounted when dropped.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    /// `None` where this process may not mount one (not root, no CAP_SYS_ADMIN).
+    fn mount(at: std::path::PathBuf, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(&at).ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then(|| SmallDisk(at))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_host_disk_fails_the_write_by_name_and_what_is_stored_stays_readable() {
+    let env = Env::new();
+    let Some(disk) = SmallDisk::mount(env.path("small"), "48m") else {
+        eprintln!("skipped: this process cannot mount a tmpfs (it takes root)");
+        return;
+    };
+    let data = disk.0.join("array");
+    let run = |args: &[&str]| env.cmd().env("INSITU_DATA", &data).args(args).output().unwrap();
+    assert!(run(&["init", "--devices", "1", "--profile", "smartssd", "--capacity", "1GiB"]).status.success());
+    // Bytes that do not compress, 20 MB an object: the third does not fit on 48 MB.
+    let mut stored = Vec::new();
+    let mut refused = None;
+    for i in 0..4u64 {
+        let bytes = text(20 << 20, 7 + i, &(0..=255).collect::<Vec<u8>>());
+        let file = env.write(&format!("o{i}"), &bytes);
+        let o = run(&["put", s(&file), "--name", &format!("o{i}")]);
+        if o.status.success() {
+            stored.push((format!("o{i}"), bytes));
+        } else {
+            refused = Some(String::from_utf8_lossy(&o.stderr).to_string());
+            break;
+        }
+    }
+    let err = refused.expect("the disk fills");
+    assert!(err.contains("No space left on device") && !err.contains("panicked"), "{err}");
+    assert!(!stored.is_empty());
+    // With the disk still full, reading works: a command's closing checkpoint that does not fit is left to
+    // the journal, which already holds everything (before, every command failed at its end, `ls` included).
+    let o = run(&["--json", "ls"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> =
+        listed["result"]["objects"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        stored.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        "the refused put left nothing"
+    );
+    for (name, bytes) in &stored {
+        let back = env.path("back");
+        assert!(run(&["get", name, "-o", s(&back)]).status.success());
+        assert!(std::fs::read(&back).unwrap() == *bytes, "{name} reads back as written");
+    }
+    let o = run(&["--json", "fsck"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["result"]["ok"], true);
+    // No half-written copy of a catalog or checkpoint holds on to the space.
+    let mut tmp = Vec::new();
+    for d in [data.clone(), data.join("dev0")] {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.file_name().to_string_lossy().ends_with(".tmp") {
+                tmp.push(e.path());
+            }
+        }
+    }
+    assert!(tmp.is_empty(), "{tmp:?}");
+}

@@ -217,7 +217,7 @@ impl Device {
         }
         self.stop(&mut workers);
         let saved = self.inner.selfsort.flush(&self.inner.firmware_context());
-        let r = self.inner.media.write().checkpoint_if_dirty();
+        let r = self.inner.media.write().checkpoint_at_close();
         self.closed.store(true, Ordering::Release);
         self.inner.release_lock();
         saved?;
