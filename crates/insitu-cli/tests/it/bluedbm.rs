@@ -153,3 +153,66 @@ fn repro_bluedbm_apps_gives_figs_16_to_21_beside_the_paper() {
         assert!(env.path("repro-out/bluedbm-apps").join(f).is_file(), "{f}");
     }
 }
+
+#[test]
+fn net_bench_reads_by_every_path_and_refuses_what_it_cannot_run() {
+    let env = Env::new();
+    let work = env.path("work");
+    let w = work.to_str().unwrap();
+    let args = ["net", "bench", "--nodes", "2", "--topology", "line", "--size", "16MiB", "--reads", "300"];
+    let r = env.json(&[&args[..], &["--work", w]].concat())["result"].clone();
+    let rows: Vec<(String, u64, f64)> = r["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["path"].as_str().unwrap().to_string(),
+                x["reads"].as_u64().unwrap(),
+                x["modeled_gbps"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    assert!(rows.iter().all(|(_, reads, gbps)| *reads == 300 && *gbps > 0.0), "{rows:?}");
+    let modeled = |path: &str| rows.iter().find(|(p, ..)| p.starts_with(path)).unwrap().2;
+    // The host's reads cross PCIe to it (1.6 GB/s on the profile, BlueDBM §5); the ISP's do not (Fig. 13).
+    assert!(modeled("Host-local") <= 1.6 + 1e-9, "{rows:?}");
+    assert!(modeled("ISP-local") > modeled("Host-local"), "{rows:?}");
+    // The same reads again: the same simulated bandwidths.
+    let again = env.json(&[&args[..], &["--work", w]].concat())["result"].clone();
+    assert_eq!(
+        again["rows"].as_array().unwrap().iter().map(|x| x["modeled_gbps"].clone()).collect::<Vec<_>>(),
+        r["rows"].as_array().unwrap().iter().map(|x| x["modeled_gbps"].clone()).collect::<Vec<_>>()
+    );
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "the NAND images go with the run");
+    for (extra, why) in [
+        (vec!["--reads", "0"], "--reads must be at least 1"),
+        (vec!["--size", "0"], "less than a page a node"),
+        (vec!["--size", "1PB"], "more than the flash of 2 bluedbm nodes"),
+        (vec!["--profile", "smartssd"], "no storage network"),
+        (vec!["--topology", "nope"], "unknown shape"),
+    ] {
+        let mut a = vec![
+            "net",
+            "bench",
+            "--nodes",
+            "2",
+            "--topology",
+            "line",
+            "--size",
+            "16MiB",
+            "--reads",
+            "10",
+            "--work",
+            w,
+        ];
+        // The options above, one of them changed.
+        match a.iter().position(|x| *x == extra[0]) {
+            Some(k) => a[k + 1] = extra[1],
+            None => a.extend(extra),
+        }
+        let err = env.fails(&a);
+        assert!(err.contains(why), "{a:?}: {err}");
+    }
+}

@@ -72,6 +72,9 @@ pub fn run(
     work: &std::path::Path,
     progress: &dyn Fn(&str),
 ) -> Result<Bench> {
+    if opts.reads == 0 {
+        return Err(HostError::InvalidArgument("--reads must be at least 1".into()));
+    }
     let topo = super::topology(&opts.topology, Some(opts.nodes), opts.lanes, profile)?;
     let n = topo.nodes();
     if n < 2 {
@@ -88,6 +91,15 @@ pub fn run(
     let chips = geo.chips();
     let pages_per_chip = per_node.div_ceil(chips);
     let blocks = pages_per_chip.div_ceil(geo.pages_per_block as u64).max(1);
+    if blocks > geo.blocks_per_chip {
+        let flash = geo.blocks_per_chip * geo.pages_per_block as u64 * chips * page * n as u64;
+        return Err(HostError::InvalidArgument(format!(
+            "--size {} is more than the flash of {n} {} nodes ({})",
+            crate::units::human_bytes(opts.bytes),
+            profile.name,
+            crate::units::human_bytes(flash)
+        )));
+    }
     let mut c = Cluster::create(profile, &topo, dir.path(), blocks)?;
     let (cards, tags, buffers) = {
         let raw = profile.nand.interface.as_ref().expect("the cluster checked it");
