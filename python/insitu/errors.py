@@ -21,6 +21,7 @@ __all__ = [
     "DeviceMemoryError",
     "OfflineError",
     "FileError",
+    "MissingFileError",
     "FormatError",
     "DeviceError",
 ]
@@ -75,7 +76,23 @@ class OfflineError(InsituError):
 
 
 class FileError(InsituError, OSError):
-    """A file could not be read or written."""
+    """A file could not be read or written (``errno`` and ``filename`` say which and why)."""
+
+    def __str__(self) -> str:
+        # The CLI's message, which names the file and the reason (OSError would print "[Errno N] ...").
+        return str(self.args[0]) if self.args else super().__str__()
+
+    def __reduce__(self):  # type: ignore[override]
+        # errno and filename are not in args: carried apart, so they survive pickling (Ray).
+        return (type(self), self.args, {"errno": self.errno, "filename": self.filename})
+
+    def __setstate__(self, state: dict) -> None:
+        self.errno = state.get("errno")
+        self.filename = state.get("filename")
+
+
+class MissingFileError(FileError, FileNotFoundError):
+    """A file to read is not there."""
 
 
 class FormatError(InsituError, ValueError):

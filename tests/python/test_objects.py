@@ -107,3 +107,29 @@ def test_model_intersect_favours_the_device_for_long_lists_and_low_ratios():
     assert "smartssd-2016" in m["text"]
     names = [p["name"] for p in insitu.profiles()]
     assert {"smartssd", "smartssd-2016", "bluedbm", "tiny"} <= set(names)
+
+
+def test_a_missing_file_raises_what_python_would(arr, tmp_path):
+    import errno
+    import pickle
+
+    missing = tmp_path / "nope.bin"
+    # `except FileNotFoundError` catches it, as it would for open(); it is an insitu error too.
+    with pytest.raises(FileNotFoundError) as e:
+        arr.put("x", missing)
+    assert isinstance(e.value, insitu.errors.MissingFileError) and isinstance(e.value, insitu.FileError)
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(missing)
+    assert str(e.value) == f"{missing}: No such file or directory (os error 2)", "the CLI's message"
+    back = pickle.loads(pickle.dumps(e.value))  # as Ray carries it
+    assert (type(back), back.errno, back.filename, str(back)) == (
+        type(e.value),
+        e.value.errno,
+        e.value.filename,
+        str(e.value),
+    )
+    with pytest.raises(FileNotFoundError):
+        arr.put_table(tmp_path / "missing.parquet", "t")
+    # A folder where a file is wanted is refused by name before anything is opened.
+    with pytest.raises(insitu.InvalidArgumentError, match="is a directory, not a file"):
+        arr.put("x", tmp_path)
+    assert arr.ls() == []

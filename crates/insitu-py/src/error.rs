@@ -26,13 +26,18 @@ fn class_name(kind: ErrorKind) -> &'static str {
     }
 }
 
-/// The exception of class `name` in `insitu.errors` with `message`.
-fn raise(name: &str, message: String) -> PyErr {
+/// The exception of class `name` in `insitu.errors` with `message`; an error of a file also carries
+/// `errno` and `filename`, as Python's own `OSError`s do.
+fn raise_with(name: &str, message: String, file: Option<(Option<i32>, &std::path::Path)>) -> PyErr {
     Python::attach(|py| {
-        let made = py
-            .import("insitu.errors")
-            .and_then(|m| m.getattr(name))
-            .and_then(|class| class.call1((message.clone(),)));
+        let made = py.import("insitu.errors").and_then(|m| m.getattr(name)).and_then(|class| {
+            let e = class.call1((message.clone(),))?;
+            if let Some((errno, path)) = file {
+                e.setattr("errno", errno)?;
+                e.setattr("filename", path.as_os_str())?;
+            }
+            Ok(e)
+        });
         match made {
             Ok(e) => PyErr::from_value(e),
             // The native module used without its package: the message still gets through.
@@ -41,8 +46,18 @@ fn raise(name: &str, message: String) -> PyErr {
     })
 }
 
-/// A host error as the Python exception of its kind.
+fn raise(name: &str, message: String) -> PyErr {
+    raise_with(name, message, None)
+}
+
+/// A host error as the Python exception of its kind. A file that is not there is a
+/// `MissingFileError`, which `except FileNotFoundError` catches too.
 pub fn to_py(e: HostError) -> PyErr {
+    if let HostError::Io { path, error } = &e {
+        let name =
+            if error.kind() == std::io::ErrorKind::NotFound { "MissingFileError" } else { "FileError" };
+        return raise_with(name, e.to_string(), Some((error.raw_os_error(), path)));
+    }
     raise(class_name(e.kind()), e.to_string())
 }
 
