@@ -303,12 +303,22 @@ class Array:
 
     # --- lists (Smart SSD list intersection) ---
 
-    def put_list(self, ids: Any, name: str, entry_size: int = 4, *, device: int = 0) -> Report:
-        """Stores sorted, distinct IDs (a numpy array or any sequence of integers in [0, 2**32)) as list
-        ``name`` on ``device``; each entry is ``entry_size`` bytes (the ID and a payload)."""
+    def put_list(
+        self, ids: Any, name: str, entry_size: int = 4, *, device: int = 0, format: Optional[str] = None
+    ) -> Report:
+        """Stores sorted, distinct IDs (a numpy array or any sequence of integers in [0, 2**32), or the
+        path of a file of them, as ``insitu put-list`` reads it) as list ``name`` on ``device``; each
+        entry is ``entry_size`` bytes (the ID and a payload). A file's ``format`` is ``"u32le"``
+        (little-endian 32-bit integers) or ``"text"`` (decimal integers); by default its extension says
+        (``.bin``/``.u32``, ``.txt``/``.csv``/``.tsv``)."""
         import numpy as np
 
         from .errors import InvalidArgumentError
+
+        if isinstance(ids, (str, os.PathLike)):
+            return Report.from_json(self._inner.put_list_file(os.fspath(ids), name, format, entry_size, device))
+        if format is not None:
+            raise InvalidArgumentError("format= is for a file of IDs; these IDs are in memory")
 
         a = np.asarray(ids)
         if a.ndim != 1:

@@ -84,6 +84,31 @@ def test_intersect_matches_numpy(arr, placement):
     assert report.result["count"] == len(ids)
 
 
+def test_put_list_reads_a_file_of_ids_as_the_cli_does(arr, tmp_path):
+    rng = np.random.default_rng(5)
+    a = np.unique(rng.integers(0, 50_000, 4000)).astype("<u4")
+    b = np.unique(rng.integers(0, 50_000, 9000)).astype("<u4")
+    a.tofile(tmp_path / "a.bin")
+    (tmp_path / "b.txt").write_text("\n".join(map(str, b)) + "\n")
+    a.tofile(tmp_path / "a.ids")
+    arr.put_list(tmp_path / "a.bin", "a")
+    arr.put_list(str(tmp_path / "b.txt"), "b")
+    arr.put_list(tmp_path / "a.ids", "a2", format="u32le")
+    ids, _ = arr.intersect(["a", "b"])
+    np.testing.assert_array_equal(ids, np.intersect1d(a, b))
+    ids, _ = arr.intersect(["a2", "b"])
+    np.testing.assert_array_equal(ids, np.intersect1d(a, b))
+    with pytest.raises(insitu.InvalidArgumentError, match="cannot tell how its IDs are written"):
+        arr.put_list(tmp_path / "a.ids", "x")
+    with pytest.raises(insitu.InvalidArgumentError, match="format"):
+        arr.put_list(tmp_path / "a.ids", "x", format="csv")
+    with pytest.raises(insitu.InvalidArgumentError, match="in memory"):
+        arr.put_list(a, "x", format="text")
+    with pytest.raises(FileNotFoundError):
+        arr.put_list(tmp_path / "none.bin", "x")
+    assert sorted(o["name"] for o in arr.ls()) == ["a", "a2", "b"]
+
+
 def test_put_list_refuses_bad_ids(arr):
     with pytest.raises(insitu.InvalidArgumentError, match="sorted without duplicates; ID 3 at position 2"):
         arr.put_list(np.array([1, 5, 3]), "u")

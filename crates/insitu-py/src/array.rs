@@ -411,6 +411,24 @@ impl PyArray {
         self.with(py, |a| put_list_ids(a, &ids, "ids", name, entry_size, device)).map(|r| json(&r))
     }
 
+    /// Stores the sorted IDs of the file at `path` as list `name` on `device`, as `insitu put-list` does:
+    /// `format` ("u32le" or "text"), or the one the file's extension names.
+    #[pyo3(signature = (path, name, format=None, entry_size=4, device=0))]
+    fn put_list_file(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        name: &str,
+        format: Option<&str>,
+        entry_size: u32,
+        device: u32,
+    ) -> PyResult<String> {
+        use insitu_host::intersect::lists::{put_list, IdFormat};
+        let formats = [("u32le", IdFormat::U32Le), ("text", IdFormat::Text)];
+        let format = format.map(|f| choose("format", f, &formats)).transpose()?;
+        self.with(py, |a| put_list(a, &path, format, name, entry_size, device)).map(|r| json(&r))
+    }
+
     /// Intersects lists `names`: the count, the common IDs (little-endian u32 bytes; empty when only
     /// the count is asked) and the report.
     #[pyo3(signature = (names, placement="device", count_only=false))]
