@@ -203,11 +203,12 @@ class Array:
         finally:
             close()
 
-    def get(self, name: str, *, progress: Progress = False) -> bytes:
-        """Object ``name``'s bytes (``progress`` as for :meth:`put`)."""
+    def get(self, name: str, *, out: Optional[PathLike] = None, progress: Progress = False) -> Optional[bytes]:
+        """Object ``name``'s bytes, or ``None`` when written to the file ``out`` (complete, or not there
+        at all, as ``insitu get -o``); ``progress`` as for :meth:`put`."""
         update, close = _progress(progress, f"get {name}")
         try:
-            data, report = self._inner.get(name, update)
+            data, report = self._inner.get(name, update, None if out is None else os.fspath(out))
         finally:
             close()
         self.last_report = Report.from_json(report)

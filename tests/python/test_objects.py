@@ -34,6 +34,19 @@ def test_progress_is_shown_only_when_asked(arr, tmp_path, capfd):
     assert "put loud" in err and "get loud" in err
 
 
+def test_get_writes_to_a_file_whole_or_not_at_all(arr, tmp_path):
+    data = bytes(range(256)) * 5000
+    arr.put("blob", data)
+    assert arr.get("blob", out=tmp_path / "back") is None
+    assert (tmp_path / "back").read_bytes() == data
+    assert arr.last_report.result["size"] == len(data)
+    with pytest.raises(insitu.NotFoundError):
+        arr.get("nope", out=tmp_path / "none")
+    assert not (tmp_path / "none").exists(), "no file, not even a partial one"
+    with pytest.raises(insitu.InvalidArgumentError, match="is a directory"):
+        arr.get("blob", out=tmp_path)
+
+
 def test_rm_and_not_found(arr):
     arr.put("x", b"abc")
     arr.rm("x")

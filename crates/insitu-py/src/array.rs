@@ -235,21 +235,27 @@ impl PyArray {
         self.with(py, |a| blob::put(a, &path, name, placement, &tell)).map(|r| json(&r))
     }
 
-    /// Object `name`'s bytes, and the report.
-    #[pyo3(signature = (name, progress=None))]
+    /// Object `name`'s bytes (none when written to the file `out`, complete or not at all), and the
+    /// report.
+    #[pyo3(signature = (name, progress=None, out=None))]
     fn get<'py>(
         &self,
         py: Python<'py>,
         name: &str,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(Bound<'py, PyBytes>, String)> {
+        out: Option<PathBuf>,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
         let tell = progress_fn(progress);
         let (data, report) = self.with(py, |a| {
-            let mut out = Vec::with_capacity(a.blob_entry(name)?.size as usize);
-            let r = blob::get(a, name, &mut out, &tell)?;
-            Ok((out, r))
+            if out.is_none() {
+                // Room for the whole object at once, as it is known.
+                let mut buf = Vec::with_capacity(a.blob_entry(name)?.size as usize);
+                let r = blob::get(a, name, &mut buf, &tell)?;
+                return Ok((Some(buf), r));
+            }
+            crate::to_bytes_or_file(out.as_ref(), |w| blob::get(a, name, w, &tell))
         })?;
-        Ok((PyBytes::new(py, &data), json(&report)))
+        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
     }
 
     /// Removes object `name` (any kind).
