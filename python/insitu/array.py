@@ -467,10 +467,22 @@ class Array:
         directed: bool = False,
         vertices: Optional[int] = None,
         node: Optional[int] = None,
+        format: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Stores a graph a vertex a flash page (its neighbours inside, spill pages for the rest), from
-        ``edges``: an ``(E, 2)`` integer numpy array or a list of pairs. Undirected unless ``directed``."""
+        ``edges``: an ``(E, 2)`` integer numpy array, a list of pairs, or the path of an edge file as
+        ``insitu bluedbm put-graph`` reads it (``format`` ``"text"``, two integers a line, or ``"u32le"``
+        pairs; by default ``.bin``/``.u32`` files are u32le, others text). Undirected unless ``directed``."""
         import numpy as np
+
+        if isinstance(edges, (str, os.PathLike)):
+            return json.loads(
+                self._inner.put_graph_file(os.fspath(edges), name, format, directed, vertices, node)
+            )
+        if format is not None:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError("format= is for an edge file; these edges are in memory")
 
         e = np.ascontiguousarray(np.asarray(edges, dtype=np.int64))
         if e.ndim != 2 or e.shape[1] != 2:

@@ -128,6 +128,31 @@ def test_graph_traversal_matches_a_reference(appliance):
         assert all(b in adj[a] for a, b in zip(w, w[1:]))
 
 
+def test_a_graph_from_an_edge_file_is_the_graph_of_its_edges(appliance, tmp_path):
+    rng = random.Random(11)
+    n = 120
+    edges = np.array([(rng.randrange(n), rng.randrange(n)) for _ in range(400)], dtype="<u4")
+    (tmp_path / "g.txt").write_text("".join(f"{u} {v}\n" for u, v in edges))
+    edges.tofile(tmp_path / "g.bin")
+    edges.tofile(tmp_path / "g.edges")
+    a = appliance.put_graph(np.array(edges), "mem", vertices=n)
+    b = appliance.put_graph(tmp_path / "g.txt", "text", vertices=n)
+    c = appliance.put_graph(str(tmp_path / "g.bin"), "bin", vertices=n)
+    d = appliance.put_graph(tmp_path / "g.edges", "named", vertices=n, format="u32le")
+    assert {k: v for k, v in a.items() if k != "name"} == {k: v for k, v in b.items() if k != "name"}
+    assert (b["pages"], b["arcs"]) == (c["pages"], c["arcs"]) == (d["pages"], d["arcs"])
+    start = int(edges[0][0])
+    want, _ = appliance.bfs("mem", start)
+    for g in ["text", "bin", "named"]:
+        assert appliance.bfs(g, start)[0] == want, g
+    with pytest.raises(FileNotFoundError):
+        appliance.put_graph(tmp_path / "none.txt", "x")
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="text or u32le"):
+        appliance.put_graph(tmp_path / "g.bin", "x", format="csv")
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="in memory"):
+        appliance.put_graph(edges, "x", format="text")
+
+
 def test_bfs_reaches_what_scipy_reaches(appliance):
     scipy_sparse = pytest.importorskip("scipy.sparse")
     csgraph = pytest.importorskip("scipy.sparse.csgraph")

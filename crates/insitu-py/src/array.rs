@@ -595,6 +595,23 @@ impl PyArray {
         self.with(py, |a| crate::bluedbm::put_graph_edges(a, edges, name, directed, vertices, node))
     }
 
+    /// Stores the graph of the edge file at `path` (`format` "text" or "u32le", or as its extension
+    /// implies), as `insitu bluedbm put-graph` does.
+    #[pyo3(signature = (path, name, format=None, directed=false, vertices=None, node=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_graph_file(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        name: &str,
+        format: Option<&str>,
+        directed: bool,
+        vertices: Option<u64>,
+        node: Option<u32>,
+    ) -> PyResult<String> {
+        self.with(py, |a| crate::bluedbm::put_graph_file(a, &path, format, name, directed, vertices, node))
+    }
+
     /// Breadth-first search of a stored graph (§7.2), as JSON.
     #[pyo3(signature = (graph, start, placement="isp", node=0, flash_share=0.0))]
     fn bfs(

@@ -140,7 +140,37 @@ pub fn put_graph_edges(
     }
     let w = |c: &[u8]| u32::from_le_bytes(c.try_into().expect("4 bytes"));
     let list: Vec<(u32, u32)> = edges.chunks_exact(8).map(|e| (w(&e[..4]), w(&e[4..]))).collect();
-    let adj = Adjacency::build(&list, vertices, directed)?;
+    store_graph(a, &list, name, directed, vertices, node)
+}
+
+/// The graph of the edge file at `path`, as `insitu bluedbm put-graph` reads it: `format` (`text` or
+/// `u32le`), or the one its extension implies.
+pub fn put_graph_file(
+    a: &Array,
+    path: &std::path::Path,
+    format: Option<&str>,
+    name: &str,
+    directed: bool,
+    vertices: Option<u64>,
+    node: Option<u32>,
+) -> Result<String> {
+    use insitu_host::bluedbm::graph::{read_edges, EdgeFormat};
+    let fmt = match format {
+        Some(f) => EdgeFormat::parse(f)?,
+        None => EdgeFormat::of(path),
+    };
+    store_graph(a, &read_edges(path, fmt)?, name, directed, vertices, node)
+}
+
+fn store_graph(
+    a: &Array,
+    edges: &[(u32, u32)],
+    name: &str,
+    directed: bool,
+    vertices: Option<u64>,
+    node: Option<u32>,
+) -> Result<String> {
+    let adj = Adjacency::build(edges, vertices, directed)?;
     let mut fs = Fs::open(a)?;
     Ok(json!(put_graph(&mut fs, name, &adj, node)?).to_string())
 }
