@@ -150,9 +150,12 @@ def test_the_cli_and_python_give_the_same_answers(tmp_path, cli):
 
 
 def test_bad_input_is_refused_by_name(drive, tmp_path):
-    # The firmware refuses the configuration (as a drive answers a command with an error status).
-    with pytest.raises(insitu.errors.DeviceError, match="ends past the 10-byte record"):
+    # The firmware refuses the configuration (as a drive answers a command with an error status): a bad
+    # argument, so a ValueError too, as the host's own checks are.
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="ends past the 10-byte record"):
         drive.selfsort_config(10, 11)
+    with pytest.raises(ValueError, match="no index 7 on this device"):
+        drive.selfsort_generate(index=7, via="vendor")
     with pytest.raises(insitu.errors.InvalidArgumentError, match="block.*vendor"):
         drive.selfsort_config(SIZE, KEY, via="smoke-signal")
     drive.selfsort_config(SIZE, KEY)

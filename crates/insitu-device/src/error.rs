@@ -47,8 +47,13 @@ pub enum DeviceError {
     Disconnected(String),
     #[error("device protocol: {0}")]
     Protocol(String),
-    /// A resident firmware extension refused a request or failed (Self-Sort: a bad command block, a
-    /// write straddling an indexed range, an index that no longer fits device memory...).
+    /// A resident firmware extension refused a request: a bad argument, or one its state does not allow
+    /// (Self-Sort: a bad index configuration or command block, a write straddling an indexed range, a query
+    /// of an index that is not there).
+    #[error("{firmware}: {detail}")]
+    FirmwareRefused { firmware: String, detail: String },
+    /// A resident firmware extension failed (Self-Sort: an index that no longer fits device memory, a
+    /// saved image that does not match its configuration).
     #[error("{firmware}: {detail}")]
     Firmware { firmware: String, detail: String },
     #[error("raw flash: {0}")]

@@ -130,7 +130,8 @@ fn device_kind(e: &DeviceError) -> ErrorKind {
         DeviceError::MemoryExhausted { .. } => ErrorKind::DeviceMemory,
         DeviceError::UnknownProfile { .. }
         | DeviceError::InvalidProfile { .. }
-        | DeviceError::BadArgument { .. } => ErrorKind::InvalidArgument,
+        | DeviceError::BadArgument { .. }
+        | DeviceError::FirmwareRefused { .. } => ErrorKind::InvalidArgument,
         DeviceError::ShutDown(_) | DeviceError::Disconnected(_) => ErrorKind::Offline,
         DeviceError::InUse(_) => ErrorKind::Locked,
         DeviceError::NotADevice(_) => ErrorKind::Corrupt,

@@ -15,8 +15,13 @@ use crate::protocol::{IndexConfig, IndexInfo, IndexKind};
 /// The tree's device memory grows in steps of this many nodes (fewer updates of the shared budget).
 const GROW_NODES: u64 = 64;
 
-/// A firmware error of Self-Sort.
+/// A request Self-Sort refuses: a bad argument, or one the firmware's state does not allow.
 pub(crate) fn refuse(detail: impl Into<String>) -> DeviceError {
+    DeviceError::FirmwareRefused { firmware: "self-sort".into(), detail: detail.into() }
+}
+
+/// A failure of Self-Sort itself (its memory, its saved state).
+pub(crate) fn fail(detail: impl Into<String>) -> DeviceError {
     DeviceError::Firmware { firmware: "self-sort".into(), detail: detail.into() }
 }
 
@@ -160,7 +165,7 @@ impl Index {
         self.memory.grow(more).map_err(|_| {
             let p = fw.profile();
             let held = p.firmware_memory_bytes(fw.logical_pages());
-            refuse(format!(
+            fail(format!(
                 "index {}: device memory exhausted by {what} after {} records: {more} more bytes needed, \
                  {} of {} free ({} held by the FTL map and I/O buffers, {} by this index); the records \
                  stay stored and readable, not indexed",
@@ -244,7 +249,7 @@ impl Index {
     pub fn restore(&mut self, fw: &FirmwareContext<'_>, keys: &[u8], ids: &[u64]) -> Result<()> {
         let ks = self.config.key_size as usize;
         if keys.len() != ids.len() * ks || ids.iter().any(|&id| id >= self.config.records) {
-            return Err(refuse(format!(
+            return Err(fail(format!(
                 "index {}: its saved image does not fit its configuration",
                 self.config.id
             )));

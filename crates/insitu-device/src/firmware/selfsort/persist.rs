@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::firmware::selfsort::index::refuse;
+use crate::firmware::selfsort::index::fail;
 use crate::firmware::FirmwareContext;
 use crate::protocol::IndexConfig;
 
@@ -127,9 +127,9 @@ fn parse_header(page: &[u8]) -> Option<Header> {
 /// Writes `h` to its header slot (by generation).
 pub(crate) fn write_header(fw: &FirmwareContext<'_>, area: &Area, h: &Header) -> Result<()> {
     let ps = fw.page_size() as usize;
-    let body = postcard::to_stdvec(h).map_err(|e| refuse(format!("encoding the header: {e}")))?;
+    let body = postcard::to_stdvec(h).map_err(|e| fail(format!("encoding the header: {e}")))?;
     if 16 + body.len() > ps {
-        return Err(refuse(format!(
+        return Err(fail(format!(
             "the configuration of {} indexes ({} bytes) does not fit one {ps}-byte page",
             h.indexes.len(),
             body.len()
@@ -151,11 +151,11 @@ pub(crate) fn write_image(
     images: &[IndexImage],
 ) -> Result<(u64, u32)> {
     let ps = fw.page_size() as usize;
-    let mut bytes = postcard::to_stdvec(images).map_err(|e| refuse(format!("encoding the indexes: {e}")))?;
+    let mut bytes = postcard::to_stdvec(images).map_err(|e| fail(format!("encoding the indexes: {e}")))?;
     let (len, crc) = (bytes.len() as u64, crc32fast::hash(&bytes));
     let pages = bytes.len().div_ceil(ps) as u64;
     if pages > area.slot_pages {
-        return Err(refuse(format!(
+        return Err(fail(format!(
             "the indexes take {len} bytes saved, more than the firmware area's {} bytes a slot",
             area.slot_pages * ps as u64
         )));

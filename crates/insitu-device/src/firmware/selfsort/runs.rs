@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::error::Result;
-use crate::firmware::selfsort::index::{refuse, Index, Merge, Window};
+use crate::firmware::selfsort::index::{fail, refuse, Index, Merge, Window};
 use crate::firmware::{work, FirmwareContext};
 use crate::protocol::{IndexKind, RunExtent};
 
@@ -90,10 +90,7 @@ pub(crate) fn serve(
     let mut compares = 0u64;
     while merge.next_rank < r1 {
         let Some(Reverse((_, run, pos))) = merge.heap.pop() else {
-            return Err(refuse(format!(
-                "index {}: the runs hold fewer records than the range",
-                ix.config.id
-            )));
+            return Err(fail(format!("index {}: the runs hold fewer records than the range", ix.config.id)));
         };
         compares += log_k;
         if merge.next_rank >= r0 {
