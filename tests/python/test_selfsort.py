@@ -161,7 +161,7 @@ def test_bad_input_is_refused_by_name(drive, tmp_path):
     drive.selfsort_config(SIZE, KEY)
     with pytest.raises(insitu.errors.InvalidArgumentError, match="not a whole, non-zero number of 100-byte"):
         drive.selfsort_write(b"x" * 150)
-    with pytest.raises(insitu.errors.InvalidArgumentError, match="longer than the index's 10-byte keys"):
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="the selected key is 11 bytes, longer than the index's 10-byte keys"):
         drive.selfsort_select(b"k" * 11)
     with pytest.raises(insitu.errors.InvalidArgumentError, match="key is bytes or str"):
         drive.selfsort_select(12)

@@ -333,7 +333,9 @@ pub fn query(
             }
             IndexQuery::Range { lo: lo_key, hi: hi_key }
         }
-        Query::Select { key } => IndexQuery::Range { lo: pad(key, ks, 0, "")?, hi: pad(key, ks, 0xFF, "")? },
+        Query::Select { key } => {
+            IndexQuery::Range { lo: pad(key, ks, 0, "selected")?, hi: pad(key, ks, 0xFF, "selected")? }
+        }
     };
     let measure = Measure::start("selfsort-query", array)?;
     let dev = array.device(device)?;
