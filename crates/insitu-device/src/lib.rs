@@ -63,6 +63,7 @@ pub use transport::DeviceClient;
 /// addresses, space figures, fsck reports, and the rules for object names.
 pub use insitu_flash::{validate_name, FlashError, FlashStats, FsckReport, ObjectMeta, PhysicalPage, TxnId};
 
+pub use insitu_flash::free_bytes;
 /// Writes a file atomically (temporary file, fsync, rename, fsync of the directory), as the device does
 /// its own metadata; for the host's metadata files.
 pub use insitu_flash::persist::write_atomic;

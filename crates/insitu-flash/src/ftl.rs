@@ -24,6 +24,9 @@ use crate::persist::{Journal, Record};
 use crate::raw::{BlockState, RawFlash};
 
 const INVALID: Lpn = u64::MAX;
+/// Below this much free space on the host's file system holding the image, the blocks a trim empties are
+/// erased at once and every erased block's image space is given back to it (see `Ftl::trim`).
+pub const HOST_SLACK_BYTES: u64 = 64 << 20;
 /// Longest run [`Ftl::read_with`] hands out at once: small enough that a checksum pass and the caller's
 /// pass over the same bytes both hit the CPU cache.
 pub const MAX_RUN_BYTES: u64 = 64 << 10;
@@ -388,7 +391,26 @@ impl<M: RawFlash> Ftl<M> {
             self.journal.append(&Record::Trim { lpn, count })?;
         }
         self.stats.pages_trimmed += n;
+        if n > 0 && self.host_short() {
+            self.reclaim_dead_blocks()?;
+        }
         Ok(())
+    }
+
+    /// Whether the host's file system holding the image has less than [`HOST_SLACK_BYTES`] free.
+    fn host_short(&self) -> bool {
+        self.nand.host_free_bytes().is_some_and(|free| free < HOST_SLACK_BYTES)
+    }
+
+    /// Erases the closed blocks that hold no valid page, and (the host's disk being short) gives their
+    /// image space back to it: what removing data does when the host's disk is full, so that the space a
+    /// removed object took can take new data. Otherwise an erased block keeps its space for its next
+    /// program, and the blocks a trim empties wait for GC, which runs only when free blocks run low.
+    fn reclaim_dead_blocks(&mut self) -> Result<()> {
+        let mut dead: Vec<BlockId> =
+            self.closed_blocks().filter(|(_, valid)| *valid == 0).map(|(b, _)| b).collect();
+        dead.sort_unstable();
+        self.erase_victims(&mut dead, false)
     }
 
     /// Makes programmed data and journaled records durable.
@@ -433,9 +455,14 @@ impl<M: RawFlash> Ftl<M> {
         } else {
             self.journal.sync()?;
         }
+        let discard = self.host_short();
         for b in pending.drain(..) {
             self.mark_erased(b)?;
             self.nand.erase(b)?;
+            if discard {
+                // Best effort: a file system that cannot punch holes keeps the space, as before.
+                let _ = self.nand.discard(b);
+            }
             self.journal.append(&Record::Erase { block: b })?;
             let ec = self.nand.block(b).erase_count;
             self.free.push(Reverse((ec, b)));
@@ -444,19 +471,20 @@ impl<M: RawFlash> Ftl<M> {
         self.journal.flush()
     }
 
-    /// The closed block with the fewest valid pages (and at least one invalid or unwritten page).
-    fn pick_victim(&self, exclude: &[BlockId]) -> Option<BlockId> {
-        let ppb = self.geometry().pages_per_block;
+    /// The blocks written and no longer written to (neither active block), with their valid pages.
+    fn closed_blocks(&self) -> impl Iterator<Item = (BlockId, u32)> + '_ {
         self.nand
             .blocks()
             .iter()
-            .filter(|(b, s)| {
-                s.write_ptr > 0
-                    && Some(**b) != self.host_active
-                    && Some(**b) != self.gc_active
-                    && !exclude.contains(b)
-            })
+            .filter(|(b, s)| s.write_ptr > 0 && Some(**b) != self.host_active && Some(**b) != self.gc_active)
             .map(|(b, _)| (*b, self.rev.get(b).map_or(0, |r| r.valid)))
+    }
+
+    /// The closed block with the fewest valid pages (and at least one invalid or unwritten page).
+    fn pick_victim(&self, exclude: &[BlockId]) -> Option<BlockId> {
+        let ppb = self.geometry().pages_per_block;
+        self.closed_blocks()
+            .filter(|(b, _)| !exclude.contains(b))
             .filter(|(_, valid)| *valid < ppb)
             .min_by_key(|(b, valid)| (*valid, *b))
             .map(|(b, _)| b)

@@ -36,3 +36,4 @@ pub use flash::{Flash, FlashStats, FsckReport, RecoveryReport, TxnId};
 pub use ftl::{Ftl, FtlStats, WearStats};
 pub use geometry::{Geometry, Lpn, PhysicalPage, Ppn};
 pub use namespace::{validate_name, Extent, ObjectMeta, MAX_NAME_BYTES};
+pub use sys::free_bytes;

@@ -286,6 +286,23 @@ impl RawFlash for Nand {
         Ok(())
     }
 
+    /// Bytes the host's file system holding the image can still take, if it says.
+    fn host_free_bytes(&self) -> Option<u64> {
+        self.image_path.parent().and_then(sys::free_bytes)
+    }
+
+    /// Gives the disk space of an erased block's data pages back to the host's file system (see the module
+    /// documentation for why an erase alone keeps it). Only where the host's disk is short of space: the
+    /// next program of the block takes the space again.
+    fn discard(&mut self, block: BlockId) -> Result<()> {
+        let st = self.block(block);
+        if st.write_ptr != 0 {
+            return Err(FlashError::NandViolation(format!("discard of block {block}, which is not erased")));
+        }
+        let bytes = self.geo.pages_per_block as u64 * self.geo.page_size as u64;
+        sys::punch_hole(&self.image, block * bytes, bytes).map_err(|e| FlashError::io(&self.image_path, e))
+    }
+
     /// Replays an erase from the journal: state only (the spare area may or may not have been cleared).
     fn replay_erase(&mut self, block: BlockId) {
         let st = self.blocks.entry(block).or_default();

@@ -112,6 +112,19 @@ pub trait RawFlash {
     /// Operation counts since open.
     fn stats(&self) -> NandStats;
 
+    /// Bytes the host's file system holding the media can still take, if it says (media kept in memory,
+    /// or that cannot tell, say nothing).
+    fn host_free_bytes(&self) -> Option<u64> {
+        None
+    }
+
+    /// Gives the host's disk space of erased `block` back, where the media takes it (see
+    /// [`crate::nand::Nand`]); elsewhere nothing changes.
+    fn discard(&mut self, block: BlockId) -> Result<()> {
+        let _ = block;
+        Ok(())
+    }
+
     /// Recovery: replaces the block states with those of a checkpoint.
     fn restore(&mut self, blocks: HashMap<BlockId, BlockState>);
 

@@ -32,6 +32,40 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) {
     }
 }
 
+/// Bytes an unprivileged user may still write on the file system holding `path` (`statvfs`), if it says.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain data, for which all zeros is a valid value (the call overwrites it).
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path alive for the call; `st` is the statvfs the call fills in.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    (rc == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Gives the disk space of `len` bytes at `offset` of `file` back to its file system (a hole: the bytes
+/// read as zeros, the file keeps its size). Where the file system cannot, nothing changes.
+pub fn punch_hole(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: fallocate on a valid, open descriptor with integer arguments; no memory is passed.
+        let rc = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+    Ok(())
+}
+
 /// Maps `file` read-only, whole.
 ///
 /// SAFETY argument for the callers: the image and spare-area files belong to one device of an array whose

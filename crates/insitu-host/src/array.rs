@@ -231,6 +231,7 @@ impl Array {
             return Err(e);
         }
         let catalog = Catalog::default();
+        keep_reserve(dir);
         Ok(Array {
             dir: dir.to_path_buf(),
             config,
@@ -307,6 +308,7 @@ impl Array {
     }
 
     fn open_locked(dir: &Path, lock: File, opts: OpenOptions) -> Result<Array> {
+        keep_reserve(dir);
         let mut config = ArrayConfig::load(dir)?;
         if let Some(h) = &opts.host {
             config.profile.host = h.clone();
@@ -973,6 +975,7 @@ impl Array {
         }
         let before = (self.catalog.generation, std::mem::replace(&mut self.catalog.next_txns, next_txns));
         self.catalog.generation += 1;
+        release_reserve_if_short(&self.dir);
         if let Err(e) = self.catalog.save(&self.dir) {
             (self.catalog.generation, self.catalog.next_txns) = before;
             return Err(e);
@@ -1216,4 +1219,32 @@ impl Array {
 pub struct FsckSummary {
     pub problems: Vec<String>,
     pub notes: Vec<String>,
+}
+
+/// A file of [`RESERVE_BYTES`] kept in the array's folder and given up when the host's file system is
+/// too full for a catalog commit: a disk the devices' images filled still lets `rm` commit, and the
+/// removal then gives the images' space back (the flash layer does when the disk is short), so the array
+/// can take new data again. Made again at the next open that finds room.
+const RESERVE: &str = "reserve";
+const RESERVE_BYTES: u64 = 1 << 20;
+
+/// Makes the reserve if it is missing and the disk has room for it several times over. Best effort: an
+/// array works without it.
+fn keep_reserve(dir: &Path) {
+    let path = dir.join(RESERVE);
+    if path.exists() || insitu_device::free_bytes(dir).is_none_or(|f| f < 16 * RESERVE_BYTES) {
+        return;
+    }
+    // Written, not only sized, so that the file system holds the blocks.
+    let made = std::fs::write(&path, vec![0u8; RESERVE_BYTES as usize]);
+    if made.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+/// Gives the reserve up when the disk has less free than it holds.
+fn release_reserve_if_short(dir: &Path) {
+    if insitu_device::free_bytes(dir).is_some_and(|f| f < RESERVE_BYTES) {
+        let _ = std::fs::remove_file(dir.join(RESERVE));
+    }
 }

@@ -64,5 +64,5 @@ pub use devices::{
     format_device, serve_device, Connector, DeviceTransport, Exchange, MessageServer, ServeOptions, Served,
 };
 pub use error::{ErrorKind, HostError, Result};
-pub use insitu_device::{profile, FaultPlan, Profile};
+pub use insitu_device::{free_bytes, profile, FaultPlan, Profile};
 pub use report::{MeasuredPhase, PathBytes, Report};

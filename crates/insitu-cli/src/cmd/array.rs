@@ -58,7 +58,7 @@ impl Init {
         // Flash images are sparse: they take disk space as pages are written. Say so when the array could
         // outgrow its file system (as LVM does for thin volumes beyond their pool).
         let most = c.capacity_bytes.saturating_mul(c.devices as u64);
-        if let Some(free) = crate::sys::free_bytes(&ctx.data).filter(|f| most > *f) {
+        if let Some(free) = insitu_host::free_bytes(&ctx.data).filter(|f| most > *f) {
             eprintln!(
                 "warning: the {} device(s) of {} can take up to {} of disk as they fill, and {} is free where \
                  {} is: writes will fail with \"No space left on device\" once it is full (what is stored stays \

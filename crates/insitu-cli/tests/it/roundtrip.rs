@@ -448,7 +448,7 @@ impl Drop for SmallDisk {
 }
 
 #[test]
-fn a_full_host_disk_fails_the_write_by_name_and_what_is_stored_stays_readable() {
+fn a_full_host_disk_fails_the_write_by_name_keeps_what_is_stored_and_recovers_by_removing() {
     let env = Env::new();
     let Some(disk) = SmallDisk::mount(env.path("small"), "48m") else {
         eprintln!("skipped: this process cannot mount a tmpfs (it takes root)");
@@ -458,7 +458,7 @@ fn a_full_host_disk_fails_the_write_by_name_and_what_is_stored_stays_readable() 
     let run = |args: &[&str]| env.cmd().env("INSITU_DATA", &data).args(args).output().unwrap();
     assert!(run(&["init", "--devices", "1", "--profile", "smartssd", "--capacity", "1GiB"]).status.success());
     // Bytes that do not compress, 20 MB an object: the third does not fit on 48 MB.
-    let mut stored = Vec::new();
+    let mut stored: Vec<(String, Vec<u8>)> = Vec::new();
     let mut refused = None;
     for i in 0..4u64 {
         let bytes = text(20 << 20, 7 + i, &(0..=255).collect::<Vec<u8>>());
@@ -504,4 +504,25 @@ fn a_full_host_disk_fails_the_write_by_name_and_what_is_stored_stays_readable() 
         }
     }
     assert!(tmp.is_empty(), "{tmp:?}");
+
+    // Removing an object on the full disk commits (the array's reserve makes room for the catalog) and
+    // gives the object's image space back to the disk, so a new object fits where it was.
+    let free = || insitu_host::free_bytes(&disk.0).unwrap();
+    let before = free();
+    let (gone, _) = stored.remove(0);
+    let o = run(&["rm", &gone]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(free() >= before + (15 << 20), "rm gave back {} bytes", free() - before);
+    let bytes = text(12 << 20, 99, &(0..=255).collect::<Vec<u8>>());
+    let file = env.write("new", &bytes);
+    let o = run(&["put", s(&file), "--name", "new"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    stored.push(("new".into(), bytes));
+    for (name, bytes) in &stored {
+        let back = env.path("back");
+        assert!(run(&["get", name, "-o", s(&back)]).status.success());
+        assert!(std::fs::read(&back).unwrap() == *bytes, "{name} reads back as written");
+    }
+    let o = run(&["--json", "fsck"]);
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["result"]["ok"], true);
 }

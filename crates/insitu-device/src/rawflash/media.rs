@@ -220,6 +220,15 @@ impl<M: RawFlash> RawFlash for TaggedMedia<M> {
         self.media.sync()
     }
 
+    fn host_free_bytes(&self) -> Option<u64> {
+        self.media.host_free_bytes()
+    }
+
+    /// The image's space only: the block was erased through the controller already.
+    fn discard(&mut self, block: BlockId) -> insitu_flash::Result<()> {
+        self.media.discard(block)
+    }
+
     fn stats(&self) -> NandStats {
         self.media.stats()
     }
@@ -317,6 +326,14 @@ impl RawFlash for FtlMedia {
 
     fn sync(&self) -> insitu_flash::Result<()> {
         on_media!(self, m => m.sync())
+    }
+
+    fn host_free_bytes(&self) -> Option<u64> {
+        on_media!(self, m => m.host_free_bytes())
+    }
+
+    fn discard(&mut self, block: BlockId) -> insitu_flash::Result<()> {
+        on_media!(self, m => RawFlash::discard(m, block))
     }
 
     fn unsynced(&self) -> bool {
