@@ -186,6 +186,9 @@ fn net_bench_reads_by_every_path_and_refuses_what_it_cannot_run() {
         r["rows"].as_array().unwrap().iter().map(|x| x["modeled_gbps"].clone()).collect::<Vec<_>>()
     );
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "the NAND images go with the run");
+    // Without --work, the default folder it made under the current one goes too.
+    env.ok(&["net", "bench", "--nodes", "2", "--topology", "line", "--size", "8MiB", "--reads", "20"]);
+    assert!(!env.path("target").exists(), "target/insitu-bench left behind");
     for (extra, why) in [
         (vec!["--reads", "0"], "--reads must be at least 1"),
         (vec!["--size", "0"], "less than a page a node"),
