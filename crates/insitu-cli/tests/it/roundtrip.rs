@@ -505,9 +505,16 @@ fn a_full_host_disk_fails_the_write_by_name_keeps_what_is_stored_and_recovers_by
     }
     assert!(tmp.is_empty(), "{tmp:?}");
 
+    // Whatever room the refused put left, something else takes: the disk is completely full.
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(disk.0.join("filler")).unwrap();
+        while filler.write_all(&[7u8; 4096]).is_ok() {}
+    }
+    let free = || insitu_host::free_bytes(&disk.0).unwrap();
+    assert_eq!(free(), 0);
     // Removing an object on the full disk commits (the array's reserve makes room for the catalog) and
     // gives the object's image space back to the disk, so a new object fits where it was.
-    let free = || insitu_host::free_bytes(&disk.0).unwrap();
     let before = free();
     let (gone, _) = stored.remove(0);
     let o = run(&["rm", &gone]);
