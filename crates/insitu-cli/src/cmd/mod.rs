@@ -118,7 +118,6 @@ impl Ctx {
     }
 }
 
-/// The name a command gives what it stores: `--name`, else the file's name (`whole`) or stem.
 /// The first few of `names`, and how many more.
 pub fn few(names: &[String]) -> String {
     const SHOWN: usize = 5;
@@ -129,6 +128,20 @@ pub fn few(names: &[String]) -> String {
     }
 }
 
+/// Runs `f` in a default working folder `dir` (relative, such as `target/insitu-repro`). The folders of
+/// that path this run makes go again afterwards if left empty, whether `f` succeeded or not: a command's
+/// scratch space leaves nothing behind in the user's current folder.
+pub fn in_default_dir<T>(dir: &str, f: impl FnOnce(&Path) -> T) -> T {
+    let path = Path::new(dir);
+    let made: Vec<&Path> = path.ancestors().filter(|d| !d.as_os_str().is_empty() && !d.exists()).collect();
+    let r = f(path);
+    for d in made {
+        let _ = std::fs::remove_dir(d);
+    }
+    r
+}
+
+/// The name a command gives what it stores: `--name`, else the file's name (`whole`) or stem.
 pub fn name_for(given: Option<String>, file: &Path, whole: bool, what: &str) -> Result<String> {
     if let Some(n) = given {
         return Ok(n);

@@ -73,22 +73,12 @@ impl NetCmd {
                     reads,
                     seed: 42,
                 };
-                // The default folder (and `target/` above it) goes again if this run made it: the run
-                // removes its scratch images itself.
-                let made: Vec<std::path::PathBuf> = match &work {
-                    Some(_) => Vec::new(),
-                    None => ["target", "target/insitu-bench"]
-                        .iter()
-                        .map(Into::into)
-                        .filter(|d: &std::path::PathBuf| !d.exists())
-                        .collect(),
+                // The run removes its scratch images itself; the default folder goes with them.
+                let run = |work: &std::path::Path| bench::run(&profile, &opts, work, &ctx.progress());
+                let b = match work {
+                    Some(w) => run(&w)?,
+                    None => crate::cmd::in_default_dir("target/insitu-bench", run)?,
                 };
-                let work = work.unwrap_or_else(|| "target/insitu-bench".into());
-                let b = bench::run(&profile, &opts, &work, &ctx.progress());
-                for d in made.iter().rev() {
-                    let _ = std::fs::remove_dir(d);
-                }
-                let b = b?;
                 ctx.out.plain("net bench", json!(b), bench::render(&b).trim_end());
             }
         }

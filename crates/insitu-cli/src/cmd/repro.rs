@@ -143,17 +143,13 @@ pub enum ReproCmd {
     },
 }
 
+/// Where repros make their temporary arrays unless `--work` says.
+const DEFAULT_WORK: &str = "target/insitu-repro";
+
 impl ReproCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
-        // The default working directory (and `target/` above it) goes again if this run made it and
-        // left it empty, whether the run succeeded or not.
-        let made: Vec<PathBuf> =
-            ["target", "target/insitu-repro"].iter().map(PathBuf::from).filter(|d| !d.exists()).collect();
-        let r = self.run_in(ctx);
-        for d in made.iter().rev() {
-            let _ = std::fs::remove_dir(d);
-        }
-        r
+        // The default working directory (see `default_work`) goes again if this run made it.
+        crate::cmd::in_default_dir(DEFAULT_WORK, |_| self.run_in(ctx))
     }
 
     fn run_in(self, ctx: &Ctx) -> Result<ExitCode> {
@@ -229,7 +225,7 @@ impl ReproCmd {
 
     /// Runs one repro: its figures, and its run's own data (for `--json`).
     fn figures(self, ctx: &Ctx, progress: &dyn Fn(&str)) -> Result<(PaperFigures, Value)> {
-        let default_work = || PathBuf::from("target/insitu-repro");
+        let default_work = || PathBuf::from(DEFAULT_WORK);
         Ok(match self {
             ReproCmd::All { .. } => bail!("`repro all` runs the others"),
             ReproCmd::Intersect { report, scale, work } => {
