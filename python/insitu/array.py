@@ -394,7 +394,8 @@ class Array:
 
     def fs_gc(self) -> Dict[str, Any]:
         """Erases every block whose pages are all dead (the cleaning a full appliance also does by
-        itself): ``{"erased_blocks", "stats"}``."""
+        itself) and gives back the host disk space of dead pages in blocks still in use:
+        ``{"erased_blocks", "discarded_pages", "stats"}``."""
         return json.loads(self._inner.fs_gc())
 
     def fs_ls(self) -> List[Dict[str, Any]]:

@@ -205,6 +205,7 @@ def test_a_files_pages_are_known_and_read_by_one_node_over_the_network(appliance
         # The file's blocks were its chips' write points, all their pages now dead: collecting erases them.
         assert gc["erased_blocks"] == len({tuple(p[:5]) for p in pages})
         assert gc["stats"]["free_blocks"] == before + gc["erased_blocks"] and gc["stats"]["dead_pages"] == 0
+        assert gc["discarded_pages"] == 0, "no dead page is left beside live ones"
         assert a.fs_ls() == []
 
 

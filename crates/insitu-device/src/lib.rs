@@ -64,6 +64,7 @@ pub use transport::DeviceClient;
 pub use insitu_flash::{validate_name, FlashError, FlashStats, FsckReport, ObjectMeta, PhysicalPage, TxnId};
 
 pub use insitu_flash::free_bytes;
+pub use insitu_flash::ftl::HOST_SLACK_BYTES;
 /// Writes a file atomically (temporary file, fsync, rename, fsync of the directory), as the device does
 /// its own metadata; for the host's metadata files.
 pub use insitu_flash::persist::write_atomic;

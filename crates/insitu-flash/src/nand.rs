@@ -136,6 +136,58 @@ impl Nand {
         })
     }
 
+    /// Every block's write pointer as the spare areas on disk say (the pages from the block's first on
+    /// that hold a record), for media whose owner keeps no checkpoint of them (the raw partition). Reads
+    /// only the spans of the spare-area file that hold data, with `pread`: no page of the map is touched,
+    /// so a hole costs nothing (on tmpfs, a read through the map would allocate it).
+    pub fn scan_write_pointers(&self) -> Result<HashMap<BlockId, BlockState>> {
+        let ppb = self.geo.pages_per_block as u64;
+        let block_bytes = ppb * OOB_BYTES as u64;
+        let len = self.geo.total_pages() * OOB_BYTES as u64;
+        let mut blocks = HashMap::new();
+        let mut buf = vec![0u8; block_bytes as usize];
+        let mut next = 0;
+        for (start, end) in sys::data_spans(&self.oob, len) {
+            for b in (start / block_bytes).max(next)..end.div_ceil(block_bytes) {
+                self.oob
+                    .read_exact_at(&mut buf, b * block_bytes)
+                    .map_err(|e| FlashError::io(&self.image_path, e))?;
+                let wp = buf.chunks_exact(OOB_BYTES).take_while(|o| Oob::decode(o).is_some()).count() as u32;
+                if wp > 0 {
+                    blocks.insert(b, BlockState { erase_count: 0, write_ptr: wp });
+                }
+                next = b + 1;
+            }
+        }
+        Ok(blocks)
+    }
+
+    /// Gives the host's disk space of programmed pages `ppns` back (holes punched in the image): pages
+    /// whose owner will not read them again (a removed file's, in a block still in use). Nothing changes
+    /// on the flash: the pages stay programmed, with their spare areas, until their block is erased; their
+    /// data reads as zeros, so a read of one fails its checksum. Where the host's file system cannot punch
+    /// holes, nothing changes. Refused for a page that is not programmed.
+    pub fn discard_pages(&mut self, ppns: &[Ppn]) -> Result<()> {
+        let mut sorted = ppns.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        for &p in &sorted {
+            if p >= self.geo.total_pages()
+                || self.geo.page_in_block(p) >= self.block(self.geo.block_of(p)).write_ptr
+            {
+                return Err(FlashError::NandViolation(format!(
+                    "discard of page {p}, which is not programmed"
+                )));
+            }
+        }
+        let ps = self.geo.page_size as u64;
+        let mut runs = sorted.chunk_by(|a, b| b == &(a + 1));
+        runs.try_for_each(|run| match sys::punch_hole(&self.image, run[0] * ps, run.len() as u64 * ps) {
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+            r => r.map_err(|e| FlashError::io(&self.image_path, e)),
+        })
+    }
+
     pub fn image_path(&self) -> &Path {
         &self.image_path
     }
@@ -255,8 +307,15 @@ impl RawFlash for Nand {
         Ok(f(data))
     }
 
-    /// Reads the OOB record of one page without reading its data (fsck).
+    /// Reads the OOB record of one page without reading its data (fsck). Pages past their block's write
+    /// pointer hold none, and their spare area is not touched: on tmpfs a read through the map of a hole
+    /// allocates memory for it, and on a full tmpfs kills the process (SIGBUS).
     fn read_oob(&self, ppn: Ppn) -> Option<Oob> {
+        if ppn >= self.geo.total_pages()
+            || self.geo.page_in_block(ppn) >= self.block(self.geo.block_of(ppn)).write_ptr
+        {
+            return None;
+        }
         let at = ppn as usize * OOB_BYTES;
         self.oob_map.get(at..at + OOB_BYTES).and_then(Oob::decode)
     }
@@ -405,5 +464,60 @@ mod tests {
         assert!(err.contains("checksum"), "{err}");
         let err = n.read(0, &[4], &mut buf).unwrap_err().to_string();
         assert!(err.contains("logical page"), "{err}");
+    }
+
+    #[test]
+    fn discarded_pages_give_their_disk_space_back_and_stay_programmed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let geo = Geometry {
+            channels: 1,
+            chips_per_channel: 1,
+            blocks_per_chip: 4,
+            pages_per_block: 4,
+            page_size: 8192,
+        };
+        let mut n = Nand::open(dir.path(), geo).unwrap();
+        let pages: Vec<Vec<u8>> = (0..4).map(|i| vec![i as u8 + 1; 8192]).collect();
+        n.program(0, &[0, 1, 2, 3], &pages.concat()).unwrap();
+        let used = |n: &Nand| n.image.metadata().unwrap().blocks() * 512;
+        let before = used(&n);
+        n.discard_pages(&[2, 1]).unwrap();
+        // Two pages' worth went back, where the host's file system punches holes (ext4, tmpfs, xfs...).
+        let probe = std::fs::File::create(dir.path().join("probe")).unwrap();
+        probe.write_all_at(&[1u8; 8192], 0).unwrap();
+        if sys::punch_hole(&probe, 0, 8192).is_ok() {
+            assert!(used(&n) <= before - 2 * 8192, "{} -> {}", before, used(&n));
+        }
+        assert_eq!(n.block(0).write_ptr, 4, "the pages stay programmed");
+        let mut buf = vec![0u8; 8192];
+        for p in [0, 3] {
+            n.read(p, &[p], &mut buf).unwrap();
+            assert_eq!(buf, pages[p as usize], "page {p} untouched");
+        }
+        let err = n.read(1, &[1], &mut buf).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
+        let err = n.discard_pages(&[4]).unwrap_err().to_string();
+        assert!(err.contains("not programmed"), "{err}");
+        let err = n.discard_pages(&[99]).unwrap_err().to_string();
+        assert!(err.contains("not programmed"), "{err}");
+    }
+
+    #[test]
+    fn write_pointers_scanned_from_the_spare_areas_match_the_blocks_programmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut n = nand(dir.path());
+        n.program(0, &[0, 1, 2, 3], &[1u8; 2048]).unwrap();
+        n.program(4, &[4, 5], &[2u8; 1024]).unwrap();
+        n.erase(1).unwrap();
+        n.program(12, &[9, 10, 11], &[3u8; 1536]).unwrap();
+        let scanned = nand(dir.path()).scan_write_pointers().unwrap();
+        let mut got: Vec<(BlockId, u32)> = scanned.iter().map(|(b, s)| (*b, s.write_ptr)).collect();
+        got.sort();
+        assert_eq!(got, vec![(0, 4), (3, 3)]);
+        // A fresh state knows no page, so it reads no spare area (none past a write pointer is touched).
+        assert_eq!(nand(dir.path()).read_oob(0), None);
+        assert_eq!(n.read_oob(0).map(|o| o.lpn), Some(0));
+        assert_eq!(n.read_oob(4), None, "erased");
     }
 }

@@ -66,6 +66,43 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The spans of `file` below `len` that may hold data (`SEEK_DATA` / `SEEK_HOLE`): holes of a sparse file
+/// are left out. Where the file system cannot tell, the whole file is one span.
+pub fn data_spans(file: &File, len: u64) -> Vec<(u64, u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        let fd = file.as_raw_fd();
+        let seek = |at: u64, whence: libc::c_int| {
+            // SAFETY: lseek on a valid, open descriptor with integer arguments; no memory is passed.
+            let r = unsafe { libc::lseek(fd, at as libc::off_t, whence) };
+            (r >= 0).then_some(r as u64)
+        };
+        let mut spans = Vec::new();
+        let mut at = 0;
+        while at < len {
+            // No data past `at` (ENXIO), or the call failed: the latter counts as data to the end.
+            let Some(start) = seek(at, libc::SEEK_DATA) else {
+                if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENXIO) {
+                    spans.push((at, len));
+                }
+                break;
+            };
+            if start >= len {
+                break;
+            }
+            let end = seek(start, libc::SEEK_HOLE).unwrap_or(len).min(len);
+            spans.push((start, end));
+            at = end;
+        }
+        spans
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        vec![(0, len)]
+    }
+}
+
 /// Maps `file` read-only, whole.
 ///
 /// SAFETY argument for the callers: the image and spare-area files belong to one device of an array whose

@@ -1243,7 +1243,7 @@ fn keep_reserve(dir: &Path) {
 }
 
 /// Gives the reserve up when the disk has less free than it holds.
-fn release_reserve_if_short(dir: &Path) {
+pub(crate) fn release_reserve_if_short(dir: &Path) {
     if insitu_device::free_bytes(dir).is_some_and(|f| f < RESERVE_BYTES) {
         let _ = std::fs::remove_file(dir.join(RESERVE));
     }

@@ -61,11 +61,13 @@ pub fn fs_pages(a: &Array, name: &str) -> Result<Vec<u64>> {
     Ok(f.pages.iter().flat_map(|p| p.numbers()).collect())
 }
 
-/// Erases every block whose pages are all dead: the blocks erased and the file system's figures, as JSON.
+/// Erases every block whose pages are all dead and gives back the disk space of the other dead pages: what
+/// it did and the file system's figures, as JSON.
 pub fn fs_gc(a: &Array) -> Result<String> {
     let mut fs = Fs::open(a)?;
-    let n = fs.collect_garbage()?;
-    Ok(json!({ "erased_blocks": n, "stats": fs.stats() }).to_string())
+    let g = fs.collect_garbage()?;
+    Ok(json!({ "erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages, "stats": fs.stats() })
+        .to_string())
 }
 
 pub fn fs_ls(a: &Array) -> Result<String> {

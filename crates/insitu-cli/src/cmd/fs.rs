@@ -177,12 +177,16 @@ impl FsCmd {
                 ctx.out.plain("fs pages", json!({"name": name, "pages": f.pages}), &text.join("\n"));
             }
             FsCmd::Gc => {
-                let n = fs.collect_garbage()?;
+                let g = fs.collect_garbage()?;
                 let s = fs.stats();
                 ctx.out.plain(
                     "fs gc",
-                    json!({"erased_blocks": n, "stats": s}),
-                    &format!("erased {n} block(s) of dead pages; {} erased block(s) free", s.free_blocks),
+                    json!({"erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages, "stats": s}),
+                    &format!(
+                        "erased {} block(s) of dead pages; gave back the host disk space of {} dead page(s) \
+                         beside live ones; {} erased block(s) free",
+                        g.erased_blocks, g.discarded_pages, s.free_blocks
+                    ),
                 );
             }
         }

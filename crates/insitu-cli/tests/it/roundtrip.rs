@@ -533,3 +533,83 @@ fn a_full_host_disk_fails_the_write_by_name_keeps_what_is_stored_and_recovers_by
     let o = run(&["--json", "fsck"]);
     assert_eq!(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["result"]["ok"], true);
 }
+
+#[test]
+fn an_appliance_on_a_full_tmpfs_opens_refuses_by_name_and_recovers_by_removing() {
+    let env = Env::new();
+    let Some(disk) = SmallDisk::mount(env.path("small"), "48m") else {
+        eprintln!("skipped: this process cannot mount a tmpfs (it takes root)");
+        return;
+    };
+    let data = disk.0.join("appliance");
+    let run = |args: &[&str]| env.cmd().env("INSITU_DATA", &data).args(args).output().unwrap();
+    // Nodes of the profile's full 64 GiB: opening one read every block's spare area through the map,
+    // which on tmpfs allocated the whole spare-area file (128 MiB a node: the process died of SIGBUS).
+    let o = run(&["init", "--nodes", "2", "--topology", "ring", "--profile", "bluedbm"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut stored: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut refused = None;
+    for i in 0..5u64 {
+        let bytes = text(12 << 20, 3 + i, &(0..=255).collect::<Vec<u8>>());
+        let file = env.write(&format!("f{i}"), &bytes);
+        let o = run(&["fs", "put", s(&file), "--name", &format!("f{i}")]);
+        if o.status.success() {
+            stored.push((format!("f{i}"), bytes));
+        } else {
+            refused = Some(String::from_utf8_lossy(&o.stderr).to_string());
+            break;
+        }
+    }
+    let err = refused.expect("the disk fills");
+    assert!(err.contains("No space left on device") && !err.contains("panicked"), "{err}");
+    assert!(stored.len() >= 2, "{} stored", stored.len());
+    let read_back = |stored: &[(String, Vec<u8>)]| {
+        let o = run(&["--json", "fs", "ls"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut names: Vec<String> = listed["result"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        let mut want: Vec<String> = stored.iter().map(|(n, _)| n.clone()).collect();
+        want.sort();
+        assert_eq!(names, want, "the refused put left nothing");
+        for (name, bytes) in stored {
+            let back = env.path("back");
+            let o = run(&["fs", "get", name, "-o", s(&back)]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(std::fs::read(&back).unwrap() == *bytes, "{name} reads back as written");
+        }
+    };
+    read_back(&stored);
+
+    // Whatever room is left, something else takes.
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(disk.0.join("filler")).unwrap();
+        while filler.write_all(&[7u8; 4096]).is_ok() {}
+    }
+    let free = || insitu_host::free_bytes(&disk.0).unwrap();
+    assert_eq!(free(), 0);
+    // Files share blocks (a file's pages go one per chip in turn), so no block of a removed file is all
+    // dead: removing gives its pages' space back (on a disk this short) though they stay programmed.
+    let (gone, _) = stored.remove(0);
+    let o = run(&["fs", "rm", &gone]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(free() >= 11 << 20, "rm gave back {} bytes", free());
+    let bytes = text(10 << 20, 99, &(0..=255).collect::<Vec<u8>>());
+    let file = env.write("new", &bytes);
+    let o = run(&["fs", "put", s(&file), "--name", "new"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    stored.push(("new".into(), bytes));
+    read_back(&stored);
+    // gc gives back the space of every dead page beside live ones (the removed file's, the refused put's).
+    let o = run(&["--json", "fs", "gc"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let gc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(gc["result"]["discarded_pages"].as_u64().unwrap() > 0, "{gc}");
+    read_back(&stored);
+}

@@ -19,7 +19,8 @@ use crate::protocol::{
     Stat, Statistics, StoreToObject, TrimLba, WriteLba, WriteMemory, CATALOG,
 };
 use crate::protocol::{
-    GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
+    GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync,
+    RawWrite,
 };
 use crate::protocol::{IspJob, IspNearest, IspNearestReply, IspSearch, IspSearchReply};
 use crate::rawflash::RawInfo;
@@ -60,7 +61,7 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
         CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba,
         TrimLba, Flush, ReadPages,
         ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus,
-        QueryIndex, RawIdentify, RawWrite, RawRead, RawErase, RawSync, GlobalRead, PeerRawRead,
+        QueryIndex, RawIdentify, RawWrite, RawRead, RawErase, RawDiscard, RawSync, GlobalRead, PeerRawRead,
     }
 }
 
@@ -439,6 +440,12 @@ impl Handle for RawRead {
 impl Handle for RawErase {
     fn handle(self, dev: &Inner) -> Result<()> {
         Ok(dev.raw()?.erase(&self.addrs)?)
+    }
+}
+
+impl Handle for RawDiscard {
+    fn handle(self, dev: &Inner) -> Result<()> {
+        Ok(dev.raw()?.discard(&self.addrs)?)
     }
 }
 

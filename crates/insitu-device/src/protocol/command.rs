@@ -14,7 +14,9 @@ use crate::protocol::memory::{
     AllocMemory, CopyToPeer, FreeMemory, LoadObject, PeerWrite, ReadMemory, StoreToObject, WriteMemory,
 };
 use crate::protocol::programs::{Execute, Program, ProgramCall};
-use crate::protocol::raw::{GlobalRead, PeerRawRead, RawErase, RawIdentify, RawRead, RawSync, RawWrite};
+use crate::protocol::raw::{
+    GlobalRead, PeerRawRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
+};
 use crate::protocol::request::{Queue, Request};
 use crate::protocol::storage::{
     Abort, Append, Commit, CreateObject, Delete, Flush, List, PhysicalPages, Read, ReadLba, ReadPages, Stat,
@@ -70,7 +72,7 @@ commands! {
     CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba, TrimLba,
     Flush, ReadPages,
     ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus, QueryIndex,
-    RawIdentify, RawWrite, RawRead, RawErase, RawSync, GlobalRead, PeerRawRead, IspSearch, IspNearest,
+    RawIdentify, RawWrite, RawRead, RawErase, RawDiscard, RawSync, GlobalRead, PeerRawRead, IspSearch, IspNearest,
 }
 
 impl<P: Program> From<Execute<P>> for Command {

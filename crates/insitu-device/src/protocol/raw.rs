@@ -37,6 +37,15 @@ pub struct RawErase {
     pub addrs: Vec<FlashAddr>,
 }
 
+/// The pages at `addrs` hold nothing their owner will read again (a removed file's pages, in blocks still
+/// in use): the device gives back the space they take on its backing store. Not a flash operation (it takes
+/// no modeled time, and real flash has no such command): the pages stay programmed until their block is
+/// erased, and their data is gone (a read of one fails its checksum). Refused for a page not programmed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RawDiscard {
+    pub addrs: Vec<FlashAddr>,
+}
+
 /// Makes programmed pages durable.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RawSync;
@@ -45,6 +54,7 @@ request!(RawIdentify => RawInfo, Io);
 request!(RawWrite => (), Io);
 request!(RawRead => bulk, Io);
 request!(RawErase => (), Io);
+request!(RawDiscard => (), Io);
 request!(RawSync => (), Io);
 
 /// A page of the appliance's global address space (BlueDBM §3): the node that holds it and its address

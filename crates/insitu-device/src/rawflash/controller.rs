@@ -691,6 +691,11 @@ impl<M: RawFlash> FlashController<M> {
         &self.media
     }
 
+    /// The media, for what is not a flash command (no time passes): giving a host's disk space back.
+    pub fn media_mut(&mut self) -> &mut M {
+        &mut self.media
+    }
+
     pub fn into_media(self) -> M {
         self.media
     }

@@ -104,16 +104,7 @@ impl RawPartition {
         let geo: Geometry = load_json(&path, "raw partition geometry")?;
         geo.validate()?;
         let mut nand = Nand::open(&raw, geo)?;
-        let mut blocks: HashMap<BlockId, BlockState> = HashMap::new();
-        let ppb = geo.pages_per_block as u64;
-        for b in 0..geo.total_blocks() {
-            let first = b * ppb;
-            if nand.read_oob(first).is_none() {
-                continue;
-            }
-            let wp = (0..ppb).take_while(|p| nand.read_oob(first + p).is_some()).count() as u32;
-            blocks.insert(b, BlockState { erase_count: 0, write_ptr: wp });
-        }
+        let mut blocks = nand.scan_write_pointers()?;
         let wear = raw.join(WEAR_FILE);
         if wear.exists() {
             let counts: Vec<(BlockId, u32)> = load_json(&wear, "raw partition erase counts")?;
@@ -211,6 +202,13 @@ impl RawPartition {
         }
         let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::erase(*a, 0)).collect();
         self.run(&cmds, |_, _| {}, |_| &[])
+    }
+
+    /// Gives back the host's disk space of the programmed pages at `addrs` (see [`Nand::discard_pages`]):
+    /// not a flash command, so nothing is modeled and the pages stay programmed until their block is erased.
+    pub fn discard(&mut self, addrs: &[FlashAddr]) -> std::result::Result<(), RawFlashError> {
+        let ppns = addrs.iter().map(|a| self.ctrl().ppn_of(a)).collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(self.sp.controller_mut().media_mut().discard_pages(&ppns)?)
     }
 
     /// Runs `cmds` with up to a card's tags in flight per card; hands read slices to `on_slice` with the

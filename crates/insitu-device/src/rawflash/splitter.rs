@@ -162,6 +162,10 @@ impl<M: RawFlash> Splitter<M> {
         &self.ctrl
     }
 
+    pub fn controller_mut(&mut self) -> &mut FlashController<M> {
+        &mut self.ctrl
+    }
+
     pub fn into_controller(self) -> FlashController<M> {
         self.ctrl
     }

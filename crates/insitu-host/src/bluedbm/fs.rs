@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 pub use insitu_device::cluster::Access;
 use insitu_device::protocol::{
-    GlobalPage as DevicePage, GlobalRead, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
+    GlobalPage as DevicePage, GlobalRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
 };
 use insitu_device::rawflash::{FlashAddr, RawInfo};
 use serde::{Deserialize, Serialize};
@@ -246,6 +246,18 @@ pub(crate) fn spare(id: u64, index: u64) -> u64 {
 
 /// Pages to program per node: (address, spare-area value) and their data, one page after another.
 type Batch = BTreeMap<u32, (Vec<(FlashAddr, u64)>, Vec<u8>)>;
+
+/// What [`Fs::collect_garbage`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Garbage {
+    /// Blocks erased: all their pages were dead.
+    pub erased_blocks: u64,
+    /// Dead pages beside live ones whose space on the host's disk was given back.
+    pub discarded_pages: u64,
+}
+
+/// Pages per [`RawDiscard`].
+const DISCARD_BATCH: usize = 1 << 16;
 
 /// One erase block's use.
 #[derive(Debug, Clone, Copy, Default)]
@@ -512,14 +524,80 @@ impl<'a> Fs<'a> {
         let r = self.put_pages(name, reader, node);
         if r.is_err() {
             // The failed file's id is not given out again, so its stale pages can never pass as another's.
-            if let Some(f) = self.pending.take() {
+            let failed = self.pending.take();
+            if let Some(f) = &failed {
                 self.index.next_id = self.index.next_id.max(f.id + 1);
             }
             if !self.poisoned {
                 self.reload()?;
+                // A put that filled the host's disk gives back what it took.
+                if let Some(f) = failed.filter(|_| self.host_short()) {
+                    self.discard(&f.pages)?;
+                }
             }
         }
         r
+    }
+
+    /// Whether the host's disk holding the appliance has less than [`insitu_device::HOST_SLACK_BYTES`]
+    /// free: dead pages then give their space back at once (as the FTL's erases do), not only at `fs gc`.
+    fn host_short(&self) -> bool {
+        insitu_device::free_bytes(self.array.dir()).is_some_and(|f| f < insitu_device::HOST_SLACK_BYTES)
+    }
+
+    /// Gives back the host's disk space of the programmed ones among `pages` ([`RawDiscard`]): pages no
+    /// file will read again. Returns how many.
+    fn discard(&mut self, pages: &[GlobalPage]) -> Result<u64> {
+        let mut by_node: BTreeMap<u32, Vec<FlashAddr>> = BTreeMap::new();
+        for p in pages {
+            let a = p.addr;
+            let programmed = self
+                .nodes
+                .get(p.node as usize)
+                .and_then(|n| n.segments.get(&(a.card, a.bus, a.chip, a.block)));
+            if programmed.is_some_and(|s| a.page < s.written) {
+                by_node.entry(p.node).or_default().push(a);
+            }
+        }
+        let mut n = 0;
+        for (nd, addrs) in by_node {
+            for chunk in addrs.chunks(DISCARD_BATCH) {
+                self.device(nd)?.call(RawDiscard { addrs: chunk.to_vec() }).map_err(HostError::device(nd))?;
+            }
+            n += addrs.len() as u64;
+        }
+        Ok(n)
+    }
+
+    /// Every dead page in a block that has live ones too (blocks all dead are for erasing).
+    fn dead_pages(&self) -> Vec<GlobalPage> {
+        let mixed = |p: &GlobalPage| {
+            let a = p.addr;
+            self.nodes[p.node as usize]
+                .segments
+                .get(&(a.card, a.bus, a.chip, a.block))
+                .is_some_and(|s| s.live < s.written)
+        };
+        let mut live: HashMap<(u32, u32, u32, u32, u64), Vec<u32>> = HashMap::new();
+        for p in
+            self.index.files.values().chain(self.pending.as_ref()).flat_map(|f| &f.pages).filter(|p| mixed(p))
+        {
+            let a = p.addr;
+            live.entry((p.node, a.card, a.bus, a.chip, a.block)).or_default().push(a.page);
+        }
+        let mut dead = Vec::new();
+        for (nd, node) in self.nodes.iter().enumerate() {
+            for (&(card, bus, chip, block), s) in
+                node.segments.iter().filter(|(_, s)| s.live > 0 && s.live < s.written)
+            {
+                let mut keep = live.remove(&(nd as u32, card, bus, chip, block)).unwrap_or_default();
+                keep.sort_unstable();
+                dead.extend((0..s.written).filter(|pg| keep.binary_search(pg).is_err()).map(|page| {
+                    GlobalPage { node: nd as u32, addr: FlashAddr { card, bus, chip, block, page } }
+                }));
+            }
+        }
+        dead
     }
 
     /// Reads every node's blocks again and recounts live pages (after a failure left the write points
@@ -832,6 +910,8 @@ impl<'a> Fs<'a> {
     pub fn remove(&mut self, name: &str) -> Result<()> {
         self.check_usable()?;
         let f = self.file(name)?.clone();
+        // The array's reserve on the host's disk goes first if that disk is full, so the record fits.
+        crate::array::release_reserve_if_short(self.array.dir());
         self.append(&Record::Remove { name: name.to_string() })?;
         self.sync_journal()?;
         for p in &f.pages {
@@ -841,6 +921,10 @@ impl<'a> Fs<'a> {
         }
         self.index.files.remove(name);
         self.maybe_checkpoint();
+        // On a host disk that filled up, the file's space goes back now (`fs gc` gives back all of it).
+        if self.host_short() {
+            self.discard(&f.pages)?;
+        }
         // What applications built over the file (nearest-neighbour buckets under `lsh/`, named by the
         // file's id, which is never given out again) goes with it.
         if let Ok(dir) = std::fs::read_dir(self.dir.join("lsh")) {
@@ -854,12 +938,20 @@ impl<'a> Fs<'a> {
         Ok(())
     }
 
-    /// Erases every block with pages, all of them dead, and returns how many. A write point's block is
-    /// erased too (its chip opens another when it next takes a page): after a file of a few pages per
-    /// chip is removed, its blocks are still open, and only this gives them back. The next open puts
-    /// erased blocks first in each bus's queue, so writes reuse the space the images already hold on the
-    /// host's disk before growing them.
-    pub fn collect_garbage(&mut self) -> Result<u64> {
+    /// Erases every block with pages, all of them dead, and gives back the host's disk space of the dead
+    /// pages in blocks that still hold live ones ([`RawDiscard`]: files share blocks, so a removed file's
+    /// pages mostly lie beside others'). A write point's block is erased too (its chip opens another when
+    /// it next takes a page): after a file of a few pages per chip is removed, its blocks are still open,
+    /// and only this gives them back. The next open puts erased blocks first in each bus's queue, so
+    /// writes reuse the space the images already hold on the host's disk before growing them.
+    pub fn collect_garbage(&mut self) -> Result<Garbage> {
+        let erased_blocks = self.erase_dead_blocks()?;
+        let dead = self.dead_pages();
+        let discarded_pages = self.discard(&dead)?;
+        Ok(Garbage { erased_blocks, discarded_pages })
+    }
+
+    fn erase_dead_blocks(&mut self) -> Result<u64> {
         self.check_usable()?;
         let mut n = 0;
         for nd in 0..self.nodes.len() as u32 {
