@@ -432,7 +432,8 @@ impl<M: RawFlash> Flash<M> {
             self.free.insert(e.lpn, e.pages);
         }
         self.ftl.journal.append(&Record::Abort { txn })?;
-        self.ftl.journal.flush()
+        self.ftl.journal.flush()?;
+        self.ftl.reclaim_emptied()
     }
 
     /// Deletes an object and trims its pages.
@@ -445,6 +446,7 @@ impl<M: RawFlash> Flash<M> {
             self.free.insert(e.lpn, e.pages);
         }
         self.ftl.journal.sync()?;
+        self.ftl.reclaim_emptied()?;
         self.maybe_checkpoint()
     }
 

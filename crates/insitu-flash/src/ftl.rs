@@ -6,7 +6,14 @@
 //! - Greedy garbage collection: when free blocks fall below a low watermark, the closed block with the fewest
 //!   valid pages is the victim; its valid pages are relocated, the relocations are made durable, and only then
 //!   is the victim erased (so a crash never loses the only copy of a page).
-//! - Wear: erase counts per block; fresh blocks are used first, then the erased block with the lowest count.
+//! - Blocks a delete, an abort or a flush leaves without a valid page are erased then (`Ftl::reclaim_emptied`),
+//!   not left for GC, and erased blocks are written before fresh ones: the image on the host's disk holds the
+//!   blocks the data needs, not every block ever written (a sparse image of a 4 TB device stays as large as
+//!   what it stores, and rewriting data overwrites pages the host already caches).
+//! - Wear: erase counts per block; the erased block with the lowest count is taken first, fresh (never
+//!   written) blocks only when none is erased. Wear is thus levelled over the blocks in use, not over the
+//!   whole device as a drive's would be: spreading over never-written blocks would grow the image to the
+//!   device's size.
 //! - Write amplification = pages programmed (host + GC) / pages written by the host.
 //!
 //! Every state change is journaled ([`Record`]); `Ftl::apply` replays them after a restart.
@@ -77,6 +84,9 @@ pub struct Ftl<M = Nand> {
     rev: HashMap<BlockId, BlockRev>,
     free: BinaryHeap<Reverse<(u32, BlockId)>>,
     next_fresh: BlockId,
+    /// Blocks whose last valid page went: erased by [`Ftl::reclaim_emptied`] once closed (may hold blocks
+    /// written to again since, which it skips).
+    emptied: Vec<BlockId>,
     host_active: Option<BlockId>,
     gc_active: Option<BlockId>,
     gc_low: u64,
@@ -99,6 +109,7 @@ impl<M: RawFlash> Ftl<M> {
             rev: HashMap::new(),
             free: BinaryHeap::new(),
             next_fresh,
+            emptied: Vec::new(),
             host_active: None,
             gc_active: None,
             gc_low,
@@ -167,6 +178,9 @@ impl<M: RawFlash> Ftl<M> {
         if *slot != INVALID {
             *slot = INVALID;
             rev.valid -= 1;
+            if rev.valid == 0 {
+                self.emptied.push(geo.block_of(ppn));
+            }
         }
     }
 
@@ -270,6 +284,14 @@ impl<M: RawFlash> Ftl<M> {
         self.free.extend(erased.into_iter().map(Reverse));
         self.host_active = None;
         self.gc_active = None;
+        // Blocks left without a valid page before the restart: the next reclaim erases them.
+        self.emptied = self
+            .nand
+            .blocks()
+            .iter()
+            .filter(|(b, s)| s.write_ptr > 0 && self.rev.get(b).is_none_or(|r| r.valid == 0))
+            .map(|(b, _)| *b)
+            .collect();
     }
 
     /// Touched blocks as `(id, state)` for a checkpoint.
@@ -281,15 +303,16 @@ impl<M: RawFlash> Ftl<M> {
 
     // ---------------------------------------------------------------- allocation
 
+    /// The erased block worn least, or else the next fresh one (see the module documentation).
     fn alloc_block(&mut self) -> Result<BlockId> {
+        if let Some(Reverse((_, b))) = self.free.pop() {
+            return Ok(b);
+        }
         if self.next_fresh < self.geometry().total_blocks() {
             self.next_fresh += 1;
             return Ok(self.next_fresh - 1);
         }
-        match self.free.pop() {
-            Some(Reverse((_, b))) => Ok(b),
-            None => Err(FlashError::NandViolation("no erased block left for writing".into())),
-        }
+        Err(FlashError::NandViolation("no erased block left for writing".into()))
     }
 
     /// The next programmable page of the active block for `gc` or host writes, opening a block if needed;
@@ -410,6 +433,32 @@ impl<M: RawFlash> Ftl<M> {
         let mut dead: Vec<BlockId> =
             self.closed_blocks().filter(|(_, valid)| *valid == 0).map(|(b, _)| b).collect();
         dead.sort_unstable();
+        self.erase_victims(&mut dead, false)
+    }
+
+    /// Erases the closed blocks whose last valid page went since the last call (a delete's, an abort's, an
+    /// overwrite's), after making durable what emptied them; they become the next blocks written. Called
+    /// once a change is committed: a delete, an abort, a flush.
+    pub fn reclaim_emptied(&mut self) -> Result<()> {
+        if self.emptied.is_empty() {
+            return Ok(());
+        }
+        let mut candidates = std::mem::take(&mut self.emptied);
+        candidates.sort_unstable();
+        candidates.dedup();
+        let mut dead = Vec::new();
+        for b in candidates {
+            let written = self.nand.blocks().get(&b).is_some_and(|s| s.write_ptr > 0);
+            if !written || self.rev.get(&b).is_some_and(|r| r.valid > 0) {
+                continue;
+            }
+            if Some(b) == self.host_active || Some(b) == self.gc_active {
+                // Written to again or erased once it is closed.
+                self.emptied.push(b);
+            } else {
+                dead.push(b);
+            }
+        }
         self.erase_victims(&mut dead, false)
     }
 
