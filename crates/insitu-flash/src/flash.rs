@@ -624,7 +624,14 @@ impl<M: RawFlash> Flash<M> {
 
     /// Makes everything written so far durable.
     pub fn sync(&mut self) -> Result<()> {
-        self.ftl.sync()
+        self.ftl.sync()?;
+        // What overwrites and trims of the block view emptied is erased now that it is durable (cheaply:
+        // only the journal has anything to sync). Not on a short host disk, where the erase records might
+        // not fit and a sync must not fail for them (the trims there erase at once).
+        if !self.ftl.host_short() {
+            self.ftl.reclaim_emptied()?;
+        }
+        Ok(())
     }
 
     fn maybe_checkpoint(&mut self) -> Result<()> {

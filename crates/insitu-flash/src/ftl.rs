@@ -421,7 +421,7 @@ impl<M: RawFlash> Ftl<M> {
     }
 
     /// Whether the host's file system holding the image has less than [`HOST_SLACK_BYTES`] free.
-    fn host_short(&self) -> bool {
+    pub(crate) fn host_short(&self) -> bool {
         self.nand.host_free_bytes().is_some_and(|free| free < HOST_SLACK_BYTES)
     }
 
