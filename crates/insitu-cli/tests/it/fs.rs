@@ -555,7 +555,7 @@ fn collecting_a_removed_files_blocks_lets_the_next_writes_reuse_their_disk_space
 }
 
 #[test]
-fn collecting_gives_back_the_disk_space_of_a_removed_files_pages_in_blocks_it_shares() {
+fn removing_gives_back_the_disk_space_of_a_files_pages_in_blocks_it_shares() {
     let env = appliance("8MiB");
     // Two files a few pages a chip each: the second's pages follow the first's in the same blocks.
     let (f, g) = (text(300_000, 6, b"kl"), text(300_000, 7, b"mn"));
@@ -564,13 +564,13 @@ fn collecting_gives_back_the_disk_space_of_a_removed_files_pages_in_blocks_it_sh
     let pages = env.json(&["fs", "pages", "f"])["result"]["pages"].as_array().unwrap().len() as u64;
     let held = image_bytes(&env.data());
     env.ok(&["fs", "rm", "f"]);
+    // No block is all dead (g lives in each), so none can be erased: removing gives f's pages' space back.
+    let freed = held - image_bytes(&env.data());
+    assert!(freed >= pages * 8192, "gave back {freed} bytes for {pages} pages");
     let gc = env.json(&["fs", "gc"]);
-    // No block is all dead (g lives in each), so none is erased: f's pages give their space back instead.
     assert_eq!(gc["result"]["erased_blocks"], 0, "{gc}");
     assert_eq!(gc["result"]["discarded_pages"].as_u64().unwrap(), pages, "{gc}");
     assert_eq!(gc["result"]["stats"]["dead_pages"].as_u64().unwrap(), pages, "still programmed: {gc}");
-    let freed = held - image_bytes(&env.data());
-    assert!(freed >= pages * 8192, "gave back {freed} bytes for {pages} pages");
     assert_eq!(get(&env, "g"), g);
     // Those pages stay out of everything read, and cleaning still works around them.
     env.ok(&["fs", "rm", "g"]);

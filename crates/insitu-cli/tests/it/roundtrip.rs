@@ -595,7 +595,7 @@ fn an_appliance_on_a_full_tmpfs_opens_refuses_by_name_and_recovers_by_removing()
     let free = || insitu_host::free_bytes(&disk.0).unwrap();
     assert_eq!(free(), 0);
     // Files share blocks (a file's pages go one per chip in turn), so no block of a removed file is all
-    // dead: removing gives its pages' space back (on a disk this short) though they stay programmed.
+    // dead: removing gives its pages' space back though they stay programmed.
     let (gone, _) = stored.remove(0);
     let o = run(&["fs", "rm", &gone]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

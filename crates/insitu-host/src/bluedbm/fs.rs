@@ -22,6 +22,8 @@
 //!   the bus's write points (into the reserve block if need be), the moves are journaled, then the block
 //!   is erased and becomes the reserve. When a bus has nothing to clean, the page goes to another bus.
 //!   `insitu fs gc` erases every block whose pages are all dead, write points' blocks too.
+//! - **Host disk.** A removed file's pages are punched out of the nodes' images at once ([`RawDiscard`]):
+//!   they stay programmed until cleaning erases their block, but no longer take the host's disk.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -921,10 +923,11 @@ impl<'a> Fs<'a> {
         }
         self.index.files.remove(name);
         self.maybe_checkpoint();
-        // On a host disk that filled up, the file's space goes back now (`fs gc` gives back all of it).
-        if self.host_short() {
-            self.discard(&f.pages)?;
-        }
+        // The file's pages give their space on the host's disk back now: files share blocks, so its blocks
+        // are rarely all dead, and a block is erased (for new pages to take its space) only when cleaning
+        // picks it, once the flash fills; until then new files take fresh blocks, and without this the
+        // images would grow by every file ever stored.
+        self.discard(&f.pages)?;
         // What applications built over the file (nearest-neighbour buckets under `lsh/`, named by the
         // file's id, which is never given out again) goes with it.
         if let Ok(dir) = std::fs::read_dir(self.dir.join("lsh")) {
