@@ -292,9 +292,8 @@ fn objects_written_side_by_side_share_a_nearly_full_device() {
     assert!(flash.fsck().problems.is_empty());
 }
 
-#[test]
-fn deleting_erases_the_emptied_blocks_and_the_next_writes_reuse_them_before_fresh_ones() {
-    use std::os::unix::fs::MetadataExt;
+/// A device of 256 blocks of 64 KB (12 MB logical): room for many rounds of writes without GC.
+fn roomy_flash() -> (tempfile::TempDir, Flash) {
     let dir = tempfile::tempdir().unwrap();
     let geo = Geometry {
         channels: 2,
@@ -303,10 +302,22 @@ fn deleting_erases_the_emptied_blocks_and_the_next_writes_reuse_them_before_fres
         pages_per_block: 16,
         page_size: 4096,
     };
-    let mut flash = Flash::format(dir.path(), geo, 12 << 20).unwrap();
+    let flash = Flash::format(dir.path(), geo, 12 << 20).unwrap();
+    (dir, flash)
+}
+
+/// Bytes the NAND image in `dir` takes on the host's disk.
+fn image_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir.join("nand.img")).unwrap().blocks() * 512
+}
+
+#[test]
+fn deleting_erases_the_emptied_blocks_and_the_next_writes_reuse_them_before_fresh_ones() {
+    let (dir, mut flash) = roomy_flash();
     let keep = bytes(50_000, 9);
     put(&mut flash, "keep", &keep);
-    let image = || std::fs::metadata(dir.path().join("nand.img")).unwrap().blocks() * 512;
+    let image = || image_bytes(dir.path());
     let mut held = Vec::new();
     for round in 0..6u64 {
         let data = bytes(600_000, round);
@@ -341,17 +352,8 @@ fn deleting_erases_the_emptied_blocks_and_the_next_writes_reuse_them_before_fres
 
 #[test]
 fn blocks_the_block_view_overwrote_are_erased_at_the_flush_and_written_again() {
-    use std::os::unix::fs::MetadataExt;
-    let dir = tempfile::tempdir().unwrap();
-    let geo = Geometry {
-        channels: 2,
-        chips_per_channel: 2,
-        blocks_per_chip: 64,
-        pages_per_block: 16,
-        page_size: 4096,
-    };
-    let mut flash = Flash::format(dir.path(), geo, 12 << 20).unwrap();
-    let image = || std::fs::metadata(dir.path().join("nand.img")).unwrap().blocks() * 512;
+    let (dir, mut flash) = roomy_flash();
+    let image = || image_bytes(dir.path());
     let mut held = Vec::new();
     for round in 0..5u64 {
         // 160 pages at LBA 100, the same range each round, then a flush.

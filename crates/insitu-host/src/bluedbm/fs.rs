@@ -532,9 +532,10 @@ impl<'a> Fs<'a> {
             }
             if !self.poisoned {
                 self.reload()?;
-                // A put that filled the host's disk gives back what it took.
+                // A put that filled the host's disk gives back what it took (best effort: the put's own
+                // error is the one to report, and `fs gc` gives the space back later).
                 if let Some(f) = failed.filter(|_| self.host_short()) {
-                    self.discard(&f.pages)?;
+                    let _ = self.discard(&f.pages);
                 }
             }
         }
@@ -926,8 +927,9 @@ impl<'a> Fs<'a> {
         // The file's pages give their space on the host's disk back now: files share blocks, so its blocks
         // are rarely all dead, and a block is erased (for new pages to take its space) only when cleaning
         // picks it, once the flash fills; until then new files take fresh blocks, and without this the
-        // images would grow by every file ever stored.
-        self.discard(&f.pages)?;
+        // images would grow by every file ever stored. Best effort: the removal is committed, and what
+        // fails to go back now `fs gc` gives back later.
+        let _ = self.discard(&f.pages);
         // What applications built over the file (nearest-neighbour buckets under `lsh/`, named by the
         // file's id, which is never given out again) goes with it.
         if let Ok(dir) = std::fs::read_dir(self.dir.join("lsh")) {
