@@ -728,6 +728,8 @@ impl<M: RawFlash> Flash<M> {
     /// Checks FTL invariants, the namespace against the map, and scrubs every mapped page against its
     /// spare-area checksum. Reports every problem found; never stops at the first.
     pub fn fsck(&self) -> FsckReport {
+        // Every page's bytes are checked again, not taken as checked by an earlier read.
+        self.ftl.nand().forget_verified();
         let mut problems = self.ftl.check_invariants();
         let logical = self.geometry().logical_pages();
         let mut owned = IntervalSet::new();

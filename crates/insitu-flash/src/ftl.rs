@@ -379,12 +379,15 @@ impl<M: RawFlash> Ftl<M> {
     pub fn read_with(&self, lpn: Lpn, pages: u64, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let ps = self.geometry().page_size as u64;
         let max_run = (MAX_RUN_BYTES / ps).max(1);
-        let zeros = vec![0u8; ps as usize];
-        let mut lpns: Vec<Lpn> = Vec::with_capacity(max_run as usize);
+        // Unmapped pages read as zeros: a page of them, made only when one is met (a read of a few bytes
+        // is the common call, from a gather a row at a time).
+        let mut zeros = Vec::new();
+        let mut lpns: Vec<Lpn> = Vec::new();
         let mut i = 0u64;
         while i < pages {
             let l = lpn + i;
             let Some(ppn) = self.map.get(l) else {
+                zeros.resize(ps as usize, 0);
                 f(&zeros)?;
                 i += 1;
                 continue;

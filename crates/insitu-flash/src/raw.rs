@@ -112,6 +112,10 @@ pub trait RawFlash {
     /// Operation counts since open.
     fn stats(&self) -> NandStats;
 
+    /// Forgets which pages were found to match their checksums, so that the next reads check every byte
+    /// again (`fsck`). Media that remember nothing do nothing.
+    fn forget_verified(&self) {}
+
     /// Bytes the host's file system holding the media can still take, if it says (media kept in memory,
     /// or that cannot tell, say nothing).
     fn host_free_bytes(&self) -> Option<u64> {

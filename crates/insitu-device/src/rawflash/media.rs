@@ -224,6 +224,10 @@ impl<M: RawFlash> RawFlash for TaggedMedia<M> {
         self.media.host_free_bytes()
     }
 
+    fn forget_verified(&self) {
+        self.media.forget_verified()
+    }
+
     /// The image's space only: the block was erased through the controller already.
     fn discard(&mut self, block: BlockId) -> insitu_flash::Result<()> {
         self.media.discard(block)
@@ -330,6 +334,10 @@ impl RawFlash for FtlMedia {
 
     fn host_free_bytes(&self) -> Option<u64> {
         on_media!(self, m => m.host_free_bytes())
+    }
+
+    fn forget_verified(&self) {
+        on_media!(self, m => m.forget_verified())
     }
 
     fn discard(&mut self, block: BlockId) -> insitu_flash::Result<()> {
