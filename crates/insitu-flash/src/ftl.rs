@@ -417,8 +417,10 @@ impl<M: RawFlash> Ftl<M> {
             self.journal.append(&Record::Trim { lpn, count })?;
         }
         self.stats.pages_trimmed += n;
+        // On a short host disk the blocks go at once (their image space with them: see `erase_victims`),
+        // so that removing data gives a full disk room; otherwise at the commit that follows.
         if n > 0 && self.host_short() {
-            self.reclaim_dead_blocks()?;
+            self.reclaim_emptied()?;
         }
         Ok(())
     }
@@ -426,17 +428,6 @@ impl<M: RawFlash> Ftl<M> {
     /// Whether the host's file system holding the image has less than [`HOST_SLACK_BYTES`] free.
     pub(crate) fn host_short(&self) -> bool {
         self.nand.host_free_bytes().is_some_and(|free| free < HOST_SLACK_BYTES)
-    }
-
-    /// Erases the closed blocks that hold no valid page, and (the host's disk being short) gives their
-    /// image space back to it: what removing data does when the host's disk is full, so that the space a
-    /// removed object took can take new data. Otherwise an erased block keeps its space for its next
-    /// program, and the blocks a trim empties wait for GC, which runs only when free blocks run low.
-    fn reclaim_dead_blocks(&mut self) -> Result<()> {
-        let mut dead: Vec<BlockId> =
-            self.closed_blocks().filter(|(_, valid)| *valid == 0).map(|(b, _)| b).collect();
-        dead.sort_unstable();
-        self.erase_victims(&mut dead, false)
     }
 
     /// Erases the closed blocks whose last valid page went since the last call (a delete's, an abort's, an

@@ -441,6 +441,20 @@ impl SmallDisk {
     }
 }
 
+impl SmallDisk {
+    /// Fills what is left of the disk with a file of its own.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(self.0.join("filler")).unwrap();
+        while filler.write_all(&[7u8; 4096]).is_ok() {}
+    }
+
+    /// Bytes still free on the disk.
+    fn free(&self) -> u64 {
+        insitu_host::free_bytes(&self.0).unwrap()
+    }
+}
+
 impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
@@ -506,12 +520,8 @@ fn a_full_host_disk_fails_the_write_by_name_keeps_what_is_stored_and_recovers_by
     assert!(tmp.is_empty(), "{tmp:?}");
 
     // Whatever room the refused put left, something else takes: the disk is completely full.
-    {
-        use std::io::Write;
-        let mut filler = std::fs::File::create(disk.0.join("filler")).unwrap();
-        while filler.write_all(&[7u8; 4096]).is_ok() {}
-    }
-    let free = || insitu_host::free_bytes(&disk.0).unwrap();
+    disk.fill();
+    let free = || disk.free();
     assert_eq!(free(), 0);
     // Removing an object on the full disk commits (the array's reserve makes room for the catalog) and
     // gives the object's image space back to the disk, so a new object fits where it was.
@@ -587,12 +597,8 @@ fn an_appliance_on_a_full_tmpfs_opens_refuses_by_name_and_recovers_by_removing()
     read_back(&stored);
 
     // Whatever room is left, something else takes.
-    {
-        use std::io::Write;
-        let mut filler = std::fs::File::create(disk.0.join("filler")).unwrap();
-        while filler.write_all(&[7u8; 4096]).is_ok() {}
-    }
-    let free = || insitu_host::free_bytes(&disk.0).unwrap();
+    disk.fill();
+    let free = || disk.free();
     assert_eq!(free(), 0);
     // Files share blocks (a file's pages go one per chip in turn), so no block of a removed file is all
     // dead: removing gives its pages' space back though they stay programmed.
