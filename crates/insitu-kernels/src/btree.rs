@@ -183,7 +183,7 @@ impl Layout {
     #[inline]
     fn search(self, node: &[u64], n: usize, t: &Target, upper: bool) -> usize {
         let first = &node[self.col(0)..self.col(0) + n];
-        let mut lo = first.iter().map(|&w| (w < t.words[0]) as usize).sum::<usize>();
+        let mut lo = crate::arch::count_below(first, t.words[0]);
         let mut hi = lo + first[lo..].iter().take_while(|&&w| w == t.words[0]).count();
         while lo < hi {
             let mid = (lo + hi) / 2;

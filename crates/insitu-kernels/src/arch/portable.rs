@@ -17,3 +17,9 @@ pub fn hamming(a: &[u8], b: &[u8]) -> u32 {
     }
     d
 }
+
+/// Entries of `words` below `t`. Inlined always, as [`hamming`].
+#[inline(always)]
+pub fn count_below(words: &[u64], t: u64) -> usize {
+    words.iter().map(|&w| (w < t) as usize).sum()
+}

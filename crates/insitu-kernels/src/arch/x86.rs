@@ -102,6 +102,43 @@ pub fn intersect_blocks(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> (usize, usi
     (i, j)
 }
 
+/// How many of `words` are below `t` with AVX2 (see [`super::count_below`]); `None` without it.
+#[inline]
+pub fn count_below(words: &[u64], t: u64) -> Option<usize> {
+    // SAFETY: the CPU has AVX2, checked first.
+    is_x86_feature_detected!("avx2").then(|| unsafe { count_below_avx2(words, t) })
+}
+
+/// Eight words a step in two independent sums: each word and `t` have their top bit flipped, so that the
+/// signed compare AVX2 has (`vpcmpgtq`) orders them as unsigned; a lane's compare is -1 where the word is
+/// below, subtracted from its sum. The tail by the portable count.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[target_feature(enable = "avx2")]
+unsafe fn count_below_avx2(words: &[u64], t: u64) -> usize {
+    let whole = words.len() / 8 * 8;
+    let p = words.as_ptr();
+    let bias = _mm256_set1_epi64x(i64::MIN);
+    let tv = _mm256_xor_si256(_mm256_set1_epi64x(t as i64), bias);
+    let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 8 <= whole <= words.len(), so both unaligned 32-byte loads read inside `words`; the
+        // caller guarantees AVX2.
+        let (a, b) = unsafe {
+            (_mm256_loadu_si256(p.add(i) as *const __m256i), _mm256_loadu_si256(p.add(i + 4) as *const __m256i))
+        };
+        s0 = _mm256_sub_epi64(s0, _mm256_cmpgt_epi64(tv, _mm256_xor_si256(a, bias)));
+        s1 = _mm256_sub_epi64(s1, _mm256_cmpgt_epi64(tv, _mm256_xor_si256(b, bias)));
+        i += 8;
+    }
+    let mut lanes = [0u64; 4];
+    // SAFETY: `lanes` is 32 writable bytes.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, _mm256_add_epi64(s0, s1)) };
+    lanes.iter().sum::<u64>() as usize + super::portable::count_below(&words[whole..], t)
+}
+
 /// Bits that differ between `a` and `b` (equal lengths) with the best of AVX2 and POPCNT this CPU has;
 /// `None` where it has neither.
 pub fn hamming(a: &[u8], b: &[u8]) -> Option<u32> {

@@ -179,9 +179,10 @@ impl Index {
         })
     }
 
-    /// Inserts record `rid` with `key`. Device memory for the nodes an insert may add is checked first:
-    /// when it is exhausted, nothing changes and the error says so.
-    pub fn insert(&mut self, fw: &FirmwareContext<'_>, key: &[u8], rid: u64) -> Result<()> {
+    /// Inserts record `rid` with `key`, the next of [`Index::insert_batch`]'s entries in key order. Device
+    /// memory for the nodes an insert may add is checked first: when it is exhausted, nothing changes and
+    /// the error says so.
+    fn insert(&mut self, fw: &FirmwareContext<'_>, key: &[u8], rid: u64) -> Result<()> {
         let need = self.needed_bytes() + self.tree.growth_bound_bytes(1);
         if need > self.memory.bytes() {
             let step = GROW_NODES
