@@ -246,10 +246,13 @@ impl Index {
         self.merge = None;
     }
 
-    /// Replaces the tree by one restored from saved entries (in key order).
-    pub fn restore(&mut self, fw: &FirmwareContext<'_>, keys: &[u8], ids: &[u64]) -> Result<()> {
+    /// Replaces the tree by one restored from saved entries in key order: `keys` one after another, `ids`
+    /// 8 bytes each, little-endian (a saved image's).
+    pub fn restore(&mut self, fw: &FirmwareContext<'_>, keys: &[u8], id_bytes: &[u8]) -> Result<()> {
         let ks = self.config.key_size as usize;
-        if keys.len() != ids.len() * ks || ids.iter().any(|&id| id >= self.config.records) {
+        let n = id_bytes.len() / 8;
+        let ids = || id_bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+        if n * 8 != id_bytes.len() || keys.len() != n * ks || ids().any(|id| id >= self.config.records) {
             return Err(fail(format!(
                 "index {}: its saved image does not fit its configuration",
                 self.config.id
@@ -257,15 +260,14 @@ impl Index {
         }
         // Leaves two-thirds full: the fill random inserts leave, so new inserts do not split every leaf.
         let fill = (self.config.fanout as usize * 2 / 3).max(1);
-        let tree =
-            BTree::bulk_load(ks, self.config.fanout as usize, fill, keys.chunks(ks).zip(ids.iter().copied()));
+        let tree = BTree::bulk_load(ks, self.config.fanout as usize, fill, keys.chunks(ks).zip(ids()));
         let need = tree.footprint_bytes() + self.indexed.len() as u64 * 8;
         if need > self.memory.bytes() {
             self.grow(fw, need - self.memory.bytes(), "the restored B+tree")?;
         }
         self.tree = tree;
         self.indexed.iter_mut().for_each(|w| *w = 0);
-        for &id in ids {
+        for id in ids() {
             self.set_indexed(id, true);
         }
         Ok(())

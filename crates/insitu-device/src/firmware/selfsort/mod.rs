@@ -113,23 +113,11 @@ impl State {
             return Ok(());
         }
         let area = self.area()?;
-        let images: Vec<persist::IndexImage> = self
-            .indexes
-            .values()
-            .filter(|ix| ix.is_tree())
-            .map(|ix| {
-                let mut keys = Vec::with_capacity((ix.tree.len() * ix.config.key_size as u64) as usize);
-                let mut ids = Vec::with_capacity(ix.tree.len() as usize);
-                for (k, id) in ix.tree.iter_from(0) {
-                    keys.extend_from_slice(&k);
-                    ids.push(id);
-                }
-                persist::IndexImage { id: ix.config.id, keys: keys.into(), ids }
-            })
-            .collect();
+        let trees: Vec<(u32, &insitu_kernels::btree::BTree)> =
+            self.indexes.values().filter(|ix| ix.is_tree()).map(|ix| (ix.config.id, &ix.tree)).collect();
         let old = self.image_slot;
         let slot = if self.generation == 0 { 0 } else { 1 - old };
-        let (len, crc) = persist::write_image(fw, &area, slot, &images)?;
+        let (len, crc) = persist::write_image(fw, &area, slot, &trees)?;
         fw.sync()?;
         let h = Header {
             generation: self.generation + 1,

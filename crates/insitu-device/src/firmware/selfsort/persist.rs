@@ -22,6 +22,7 @@ use crate::error::Result;
 use crate::firmware::selfsort::index::fail;
 use crate::firmware::FirmwareContext;
 use crate::protocol::IndexConfig;
+use insitu_kernels::btree::BTree;
 
 const HEADER_MAGIC: &[u8; 8] = b"ISSSHDR1";
 
@@ -78,16 +79,26 @@ pub(crate) struct SavedIndex {
     pub generated: u64,
 }
 
-/// A saved index: its entries in key order. Read back, the keys stay in the image's bytes (`Cow::Borrowed`):
-/// an index of 8 M 10-byte keys is 80 MB that opening a device need not copy.
-#[derive(Debug, Serialize, Deserialize)]
+/// The start of an image: its format. Images saved before it (postcard, ids as varints) are still read.
+const IMAGE_MAGIC: &[u8; 8] = b"ISSSIMG2";
+
+/// A saved index: its entries in key order, the keys (`key_size` bytes each) and then the record ids (8 bytes
+/// each, little-endian). Read back, both stay in the image's bytes: an index of 8 M 10-byte keys is 144 MB
+/// that opening a device need not copy or decode.
+#[derive(Debug)]
 pub(crate) struct IndexImage<'a> {
     pub id: u32,
-    /// Written as one byte string, which postcard lays out exactly as the sequence of bytes it was
-    /// before (a varint length, then the bytes: a test says so), in one copy, not a call per byte.
-    #[serde(borrow, serialize_with = "as_bytes")]
     pub keys: Cow<'a, [u8]>,
-    pub ids: Vec<u64>,
+    pub ids: Cow<'a, [u8]>,
+}
+
+/// An image as saved before [`IMAGE_MAGIC`]: postcard, the keys one byte string, the ids varints.
+#[derive(Debug, Serialize, Deserialize)]
+struct LegacyImage<'a> {
+    id: u32,
+    #[serde(borrow, serialize_with = "as_bytes")]
+    keys: Cow<'a, [u8]>,
+    ids: Vec<u64>,
 }
 
 fn as_bytes<S: serde::Serializer>(v: &[u8], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -143,28 +154,46 @@ pub(crate) fn write_header(fw: &FirmwareContext<'_>, area: &Area, h: &Header) ->
     fw.write_lba(area.header_lba(h.generation % 2), &page)
 }
 
-/// Writes an image into slot `slot`; returns its length and checksum.
+/// Writes the trees of `indexes` (`(id, tree)`) as an image into slot `slot`; returns its length and
+/// checksum. The layout: [`IMAGE_MAGIC`], the number of indexes (`u32`), then each index as its id (`u32`),
+/// key size (`u32`), entries `n` (`u64`), the `n` keys and the `n` ids (all little-endian).
 pub(crate) fn write_image(
     fw: &FirmwareContext<'_>,
     area: &Area,
     slot: u32,
-    images: &[IndexImage],
+    indexes: &[(u32, &BTree)],
 ) -> Result<(u64, u32)> {
     let ps = fw.page_size() as usize;
-    let mut bytes = postcard::to_stdvec(images).map_err(|e| fail(format!("encoding the indexes: {e}")))?;
-    let (len, crc) = (bytes.len() as u64, crc32fast::hash(&bytes));
-    let pages = bytes.len().div_ceil(ps) as u64;
+    let len = IMAGE_MAGIC.len()
+        + 4
+        + indexes.iter().map(|(_, t)| 16 + t.len() as usize * (t.key_size() + 8)).sum::<usize>();
+    let pages = len.div_ceil(ps) as u64;
     if pages > area.slot_pages {
         return Err(fail(format!(
             "the indexes take {len} bytes saved, more than the firmware area's {} bytes a slot",
             area.slot_pages * ps as u64
         )));
     }
-    bytes.resize(pages as usize * ps, 0);
+    let mut bytes = vec![0u8; pages as usize * ps];
+    bytes[..8].copy_from_slice(IMAGE_MAGIC);
+    bytes[8..12].copy_from_slice(&(indexes.len() as u32).to_le_bytes());
+    let mut at = 12;
+    for (id, tree) in indexes {
+        let (n, ks) = (tree.len() as usize, tree.key_size());
+        bytes[at..at + 4].copy_from_slice(&id.to_le_bytes());
+        bytes[at + 4..at + 8].copy_from_slice(&(ks as u32).to_le_bytes());
+        bytes[at + 8..at + 16].copy_from_slice(&(n as u64).to_le_bytes());
+        at += 16;
+        let (keys, rest) = bytes[at..].split_at_mut(n * ks);
+        tree.export_into(keys, &mut rest[..n * 8]);
+        at += n * (ks + 8);
+    }
+    debug_assert_eq!(at, len);
+    let crc = crc32fast::hash(&bytes[..len]);
     for (i, chunk) in bytes.chunks(4 << 20).enumerate() {
         fw.write_lba(area.image_lba(slot) + (i * (4 << 20) / ps) as u64, chunk)?;
     }
-    Ok((len, crc))
+    Ok((len as u64, crc))
 }
 
 /// Reads the image a clean header names, checked against its checksum; `None` if it is unreadable (then
@@ -188,35 +217,94 @@ pub(crate) fn read_image(fw: &FirmwareContext<'_>, area: &Area, h: &Header) -> R
     Ok(Some(bytes))
 }
 
-/// The indexes of an image [`read_image`] read, their keys left in its bytes; `None` if it does not decode.
+/// The indexes of an image [`read_image`] read, their keys and ids left in its bytes (an image of the
+/// earlier format: its ids decoded); `None` if it does not decode.
 pub(crate) fn decode_image(bytes: &[u8]) -> Option<Vec<IndexImage<'_>>> {
-    postcard::from_bytes(bytes).ok()
+    let Some(body) = bytes.strip_prefix(IMAGE_MAGIC) else {
+        let legacy: Vec<LegacyImage> = postcard::from_bytes(bytes).ok()?;
+        return Some(
+            legacy
+                .into_iter()
+                .map(|l| IndexImage {
+                    id: l.id,
+                    keys: l.keys,
+                    ids: Cow::Owned(l.ids.iter().flat_map(|i| i.to_le_bytes()).collect()),
+                })
+                .collect(),
+        );
+    };
+    let u32_at = |b: &[u8], at: usize| Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let count = u32_at(body, 0)?;
+    let mut at = 4usize;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let id = u32_at(body, at)?;
+        let ks = u32_at(body, at + 4)? as usize;
+        let n = u64::from_le_bytes(body.get(at + 8..at + 16)?.try_into().ok()?) as usize;
+        at += 16;
+        let keys_end = at.checked_add(n.checked_mul(ks)?)?;
+        let ids_end = keys_end.checked_add(n.checked_mul(8)?)?;
+        out.push(IndexImage {
+            id,
+            keys: Cow::Borrowed(body.get(at..keys_end)?),
+            ids: Cow::Borrowed(body.get(keys_end..ids_end)?),
+        });
+        at = ids_end;
+    }
+    (at == body.len()).then_some(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The image as it was saved before its keys were written as one byte string.
-    #[derive(Serialize)]
-    struct ImageBefore {
-        id: u32,
-        keys: Vec<u8>,
-        ids: Vec<u64>,
+    fn ids_of(img: &IndexImage<'_>) -> Vec<u64> {
+        img.ids.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).collect()
     }
 
+    /// An image saved before the current format (postcard: the keys one byte string, the ids varints)
+    /// still reads, with the same entries, its keys not copied.
     #[test]
-    fn images_read_the_same_whichever_way_their_keys_were_written() {
+    fn images_of_the_earlier_format_still_read() {
         let keys: Vec<u8> = (0..=255u8).chain(0..40).collect();
         let ids: Vec<u64> = vec![0, 1, 300, u64::MAX];
         let before =
-            postcard::to_stdvec(&vec![ImageBefore { id: 3, keys: keys.clone(), ids: ids.clone() }]).unwrap();
-        let now =
-            postcard::to_stdvec(&vec![IndexImage { id: 3, keys: Cow::Borrowed(&keys), ids: ids.clone() }])
+            postcard::to_stdvec(&vec![LegacyImage { id: 3, keys: Cow::Borrowed(&keys), ids: ids.clone() }])
                 .unwrap();
-        assert_eq!(before, now, "the same bytes on flash");
         let back = decode_image(&before).unwrap();
-        assert_eq!((back[0].id, &back[0].keys[..], &back[0].ids), (3, &keys[..], &ids));
+        assert_eq!((back[0].id, &back[0].keys[..], ids_of(&back[0])), (3, &keys[..], ids));
         assert!(matches!(back[0].keys, Cow::Borrowed(_)), "the keys are not copied");
+    }
+
+    /// The current format: what is written reads back (keys and ids borrowed), and a cut or lengthened
+    /// image does not decode.
+    #[test]
+    fn images_read_back_and_refuse_wrong_lengths() {
+        let mut tree = BTree::new(10, 8);
+        for i in 0..500u64 {
+            let mut k = [0u8; 10];
+            k[..8].copy_from_slice(&(i * 7919 % 500).to_be_bytes());
+            k[9] = i as u8;
+            tree.insert(&k, i);
+        }
+        let (n, ks) = (tree.len() as usize, 10);
+        let mut bytes = IMAGE_MAGIC.to_vec();
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&4u32.to_le_bytes());
+        bytes.extend_from_slice(&(ks as u32).to_le_bytes());
+        bytes.extend_from_slice(&(n as u64).to_le_bytes());
+        let at = bytes.len();
+        bytes.resize(at + n * (ks + 8), 0);
+        let (keys, ids) = bytes[at..].split_at_mut(n * ks);
+        tree.export_into(keys, ids);
+        let back = decode_image(&bytes).unwrap();
+        assert_eq!(back.len(), 1);
+        assert!(matches!((&back[0].keys, &back[0].ids), (Cow::Borrowed(_), Cow::Borrowed(_))));
+        let want: Vec<(Vec<u8>, u64)> = tree.iter_from(0).map(|(k, id)| (k.to_vec(), id)).collect();
+        let got: Vec<(Vec<u8>, u64)> = back[0].keys.chunks(ks).map(<[u8]>::to_vec).zip(ids_of(&back[0])).collect();
+        assert_eq!((back[0].id, got), (4, want));
+        assert!(decode_image(&bytes[..bytes.len() - 1]).is_none(), "a cut image");
+        bytes.push(0);
+        assert!(decode_image(&bytes).is_none(), "bytes past the last index");
     }
 }
