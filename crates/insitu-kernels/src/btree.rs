@@ -738,14 +738,19 @@ impl BTree {
     }
 
     /// Writes every entry in order: the keys one after another into `keys` (`key_size` bytes each) and the
-    /// ids into `ids` (8 bytes each, little-endian), leaf by leaf from the columns (what a saved image holds;
-    /// [`BTree::bulk_load`] reads it back).
+    /// ids into `ids` (`id_width` bytes each, little-endian), leaf by leaf from the columns (what a saved
+    /// image holds; [`BTree::bulk_load`] reads it back).
     ///
     /// # Panics
-    /// If `keys` is not `len() * key_size` bytes or `ids` not `len() * 8`.
-    pub fn export_into(&self, keys: &mut [u8], ids: &mut [u8]) {
+    /// If `keys` is not `len() * key_size` bytes, `ids` not `len() * id_width`, `id_width` not 1..=8, or an
+    /// id does not fit `id_width` bytes.
+    pub fn export_into(&self, keys: &mut [u8], ids: &mut [u8], id_width: usize) {
         let (n, ks, lay) = (self.len as usize, self.key_size, self.layout);
-        assert!(keys.len() == n * ks && ids.len() == n * 8, "export of {n} entries into buffers of the wrong size");
+        assert!((1..=8).contains(&id_width), "ids of {id_width} bytes");
+        assert!(
+            keys.len() == n * ks && ids.len() == n * id_width,
+            "export of {n} entries into buffers of the wrong size"
+        );
         let (mut at, mut leaf) = (0usize, self.first_leaf as u64);
         while leaf != NONE {
             let node = self.node(leaf as u32);
@@ -753,16 +758,32 @@ impl BTree {
             for j in 0..lay.kw {
                 let (from, w) = (j * 8, (ks - j * 8).min(8));
                 for (i, word) in node[lay.col(j)..lay.col(j) + m].iter().enumerate() {
-                    keys[(at + i) * ks + from..(at + i) * ks + from + w].copy_from_slice(&word.to_be_bytes()[..w]);
+                    keys[(at + i) * ks + from..(at + i) * ks + from + w]
+                        .copy_from_slice(&word.to_be_bytes()[..w]);
                 }
             }
-            for (i, id) in node[lay.ids()..lay.ids() + m].iter().enumerate() {
-                ids[(at + i) * 8..(at + i) * 8 + 8].copy_from_slice(&id.to_le_bytes());
+            for (i, &id) in node[lay.ids()..lay.ids() + m].iter().enumerate() {
+                assert!(id_width == 8 || id >> (8 * id_width) == 0, "id {id} does not fit {id_width} bytes");
+                ids[(at + i) * id_width..(at + i + 1) * id_width]
+                    .copy_from_slice(&id.to_le_bytes()[..id_width]);
             }
             at += m;
             leaf = node[1];
         }
         debug_assert_eq!(at, n, "the leaves hold every entry");
+    }
+
+    /// `(height, leaves, internal nodes)` of the tree [`BTree::bulk_load`] builds from `n` entries: what a
+    /// tree restored later will take, known before it is built.
+    pub fn bulk_load_shape(fanout: usize, fill: usize, n: u64) -> (u32, u64, u64) {
+        let leaves = n.div_ceil(fill as u64).max(1);
+        let (mut level, mut height, mut internals) = (leaves, 1u32, 0u64);
+        while level > 1 {
+            level = level.div_ceil(fanout as u64);
+            internals += level;
+            height += 1;
+        }
+        (height, leaves, internals)
     }
 
     /// Checks every invariant (order within and across nodes, separators, subtree counts, the leaf
@@ -1022,17 +1043,25 @@ mod tests {
                     prop_assert_eq!(t.count_range(&lk, &hk), want);
                 }
             }
-            // What a saved image holds: every entry in order, keys and ids apart.
-            let (mut ek, mut ei) = (vec![0u8; sorted.len() * key_size], vec![0u8; sorted.len() * 8]);
-            t.export_into(&mut ek, &mut ei);
-            let exported: Vec<(Vec<u8>, u64)> = ek
-                .chunks(key_size)
-                .zip(ei.chunks(8))
-                .map(|(k, i)| (k.to_vec(), u64::from_le_bytes(i.try_into().unwrap())))
-                .collect();
-            prop_assert_eq!(&exported, &sorted);
+            // What a saved image holds: every entry in order, keys and ids apart (ids here below 8: one byte
+            // or eight).
+            for w in [1usize, 8] {
+                let (mut ek, mut ei) = (vec![0u8; sorted.len() * key_size], vec![0u8; sorted.len() * w]);
+                t.export_into(&mut ek, &mut ei, w);
+                let exported: Vec<(Vec<u8>, u64)> = ek
+                    .chunks(key_size)
+                    .zip(ei.chunks(w))
+                    .map(|(k, i)| { let mut b = [0u8; 8]; b[..w].copy_from_slice(i); (k.to_vec(), u64::from_le_bytes(b)) })
+                    .collect();
+                prop_assert_eq!(&exported, &sorted);
+            }
             let bulk = BTree::bulk_load(key_size, fanout, fanout, sorted.iter().map(|(k, id)| (&k[..], *id)));
             prop_assert_eq!(bulk.check(), Ok(()));
+            for fill in [1, fanout / 2 + 1, fanout] {
+                let b = BTree::bulk_load(key_size, fanout, fill, sorted.iter().map(|(k, id)| (&k[..], *id)));
+                let (l, i) = b.nodes();
+                prop_assert_eq!(BTree::bulk_load_shape(fanout, fill, sorted.len() as u64), (b.height(), l, i));
+            }
             prop_assert_eq!(contents(&bulk), sorted);
         }
     }

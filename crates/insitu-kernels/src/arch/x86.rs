@@ -127,7 +127,10 @@ unsafe fn count_below_avx2(words: &[u64], t: u64) -> usize {
         // SAFETY: i + 8 <= whole <= words.len(), so both unaligned 32-byte loads read inside `words`; the
         // caller guarantees AVX2.
         let (a, b) = unsafe {
-            (_mm256_loadu_si256(p.add(i) as *const __m256i), _mm256_loadu_si256(p.add(i + 4) as *const __m256i))
+            (
+                _mm256_loadu_si256(p.add(i) as *const __m256i),
+                _mm256_loadu_si256(p.add(i + 4) as *const __m256i),
+            )
         };
         s0 = _mm256_sub_epi64(s0, _mm256_cmpgt_epi64(tv, _mm256_xor_si256(a, bias)));
         s1 = _mm256_sub_epi64(s1, _mm256_cmpgt_epi64(tv, _mm256_xor_si256(b, bias)));

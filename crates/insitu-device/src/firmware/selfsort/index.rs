@@ -4,6 +4,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::Range;
+use std::sync::Arc;
 
 use insitu_kernels::btree::BTree;
 
@@ -57,10 +59,39 @@ pub(crate) struct Window {
     pub data: Vec<u8>,
 }
 
+/// Entries of a saved image, in key order, that an index's tree is built from on first use (§III-C: the
+/// index is loaded at open, but its nodes are built only when something reads or changes it, so a command
+/// that drops or replaces the index, or never touches it, does not pay for them). The bytes are the
+/// image's, shared by the indexes it holds.
+#[derive(Debug)]
+pub(crate) struct Saved {
+    pub bytes: Arc<Vec<u8>>,
+    pub keys: Range<usize>,
+    pub ids: Range<usize>,
+    pub id_width: usize,
+}
+
+impl Saved {
+    fn entries(&self) -> u64 {
+        (self.ids.len() / self.id_width) as u64
+    }
+
+    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        let w = self.id_width;
+        self.bytes[self.ids.clone()].chunks_exact(w).map(move |c| {
+            let mut b = [0u8; 8];
+            b[..w].copy_from_slice(c);
+            u64::from_le_bytes(b)
+        })
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Index {
     pub config: IndexConfig,
-    pub tree: BTree,
+    /// The B+tree; empty while `saved` holds the entries it is to be built from.
+    tree: BTree,
+    saved: Option<Saved>,
     /// Bit `i`: record `i` is in the tree.
     indexed: Vec<u64>,
     /// Sort-on-command: the first `generated` records have been generated.
@@ -78,6 +109,7 @@ impl Index {
         let mut ix = Index {
             config,
             tree,
+            saved: None,
             indexed: Vec::new(),
             generated: 0,
             memory,
@@ -114,7 +146,7 @@ impl Index {
 
     /// Device memory the index needs now: its bitmap and its nodes in the paper's layout.
     fn needed_bytes(&self) -> u64 {
-        self.indexed.len() as u64 * 8 + self.tree.footprint_bytes()
+        self.indexed.len() as u64 * 8 + self.tree_footprint()
     }
 
     pub fn memory_bytes(&self) -> u64 {
@@ -137,14 +169,11 @@ impl Index {
     /// Sets the number of records of the range, keeping the records indexed below it.
     pub fn resize(&mut self, fw: &FirmwareContext<'_>, records: u64) -> Result<()> {
         if records < self.config.records {
-            let dropped: Vec<(Vec<u8>, u64)> = self
-                .tree
-                .iter_from(0)
-                .filter(|(_, id)| *id >= records)
-                .map(|(k, id)| (k.to_vec(), id))
-                .collect();
+            let tree = self.tree_mut();
+            let dropped: Vec<(Vec<u8>, u64)> =
+                tree.iter_from(0).filter(|(_, id)| *id >= records).map(|(k, id)| (k.to_vec(), id)).collect();
             for (k, id) in dropped {
-                self.tree.remove(&k, id);
+                tree.remove(&k, id);
             }
             self.generated = self.generated.min(records);
         }
@@ -170,7 +199,7 @@ impl Index {
                  {} of {} free ({} held by the FTL map and I/O buffers, {} by this index); the records \
                  stay stored and readable, not indexed",
                 self.config.id,
-                self.tree.len(),
+                self.entries(),
                 fw.memory_available(),
                 fw.memory_capacity(),
                 held,
@@ -183,6 +212,7 @@ impl Index {
     /// memory for the nodes an insert may add is checked first: when it is exhausted, nothing changes and
     /// the error says so.
     fn insert(&mut self, fw: &FirmwareContext<'_>, key: &[u8], rid: u64) -> Result<()> {
+        self.build();
         let need = self.needed_bytes() + self.tree.growth_bound_bytes(1);
         if need > self.memory.bytes() {
             let step = GROW_NODES
@@ -233,7 +263,7 @@ impl Index {
 
     /// Removes record `rid`, whose key was `key`.
     pub fn remove(&mut self, key: &[u8], rid: u64) {
-        if self.tree.remove(key, rid) {
+        if self.tree_mut().remove(key, rid) {
             self.set_indexed(rid, false);
         }
     }
@@ -241,41 +271,105 @@ impl Index {
     /// Forgets every entry (a rebuild starts here).
     pub fn clear(&mut self) {
         self.tree = BTree::new(self.config.key_size as usize, self.config.fanout as usize);
+        self.saved = None;
         self.indexed.iter_mut().for_each(|w| *w = 0);
         self.cache = None;
         self.merge = None;
     }
 
-    /// Replaces the tree by one restored from saved entries in key order: `keys` one after another, `ids`
-    /// 8 bytes each, little-endian (a saved image's).
-    pub fn restore(&mut self, fw: &FirmwareContext<'_>, keys: &[u8], id_bytes: &[u8]) -> Result<()> {
+    /// Replaces the tree by the entries of a saved image (in key order), built on first use: the records
+    /// they name are marked indexed and the device memory of the tree they make is taken now.
+    pub fn restore(&mut self, fw: &FirmwareContext<'_>, saved: Saved) -> Result<()> {
         let ks = self.config.key_size as usize;
-        let n = id_bytes.len() / 8;
-        let ids = || id_bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-        if n * 8 != id_bytes.len() || keys.len() != n * ks || ids().any(|id| id >= self.config.records) {
+        let n = saved.entries();
+        if saved.ids.len() % saved.id_width != 0
+            || saved.keys.len() as u64 != n * ks as u64
+            || saved.ids().any(|id| id >= self.config.records)
+        {
             return Err(fail(format!(
                 "index {}: its saved image does not fit its configuration",
                 self.config.id
             )));
         }
-        // Leaves two-thirds full: the fill random inserts leave, so new inserts do not split every leaf.
-        let fill = (self.config.fanout as usize * 2 / 3).max(1);
-        let tree = BTree::bulk_load(ks, self.config.fanout as usize, fill, keys.chunks(ks).zip(ids()));
-        let need = tree.footprint_bytes() + self.indexed.len() as u64 * 8;
+        let (_, leaves, internals) = BTree::bulk_load_shape(self.config.fanout as usize, self.fill(), n);
+        let need = self.footprint_of(leaves, internals) + self.indexed.len() as u64 * 8;
         if need > self.memory.bytes() {
             self.grow(fw, need - self.memory.bytes(), "the restored B+tree")?;
         }
-        self.tree = tree;
-        self.indexed.iter_mut().for_each(|w| *w = 0);
-        for id in ids() {
+        self.clear();
+        for id in saved.ids() {
             self.set_indexed(id, true);
         }
+        self.saved = Some(saved);
         Ok(())
+    }
+
+    /// Leaves of a restored tree are two-thirds full: the fill random inserts leave, so new inserts do not
+    /// split every leaf.
+    fn fill(&self) -> usize {
+        (self.config.fanout as usize * 2 / 3).max(1)
+    }
+
+    fn footprint_of(&self, leaves: u64, internals: u64) -> u64 {
+        let (ks, f) = (self.config.key_size as usize, self.config.fanout as usize);
+        leaves * insitu_kernels::btree::node_bytes(ks, f, false)
+            + internals * insitu_kernels::btree::node_bytes(ks, f, true)
+    }
+
+    /// Entries in the index (built or not).
+    pub fn entries(&self) -> u64 {
+        self.saved.as_ref().map_or(self.tree.len(), Saved::entries)
+    }
+
+    /// `(height, leaves, internal nodes)` of the tree, built or not.
+    fn shape(&self) -> (u32, u64, u64) {
+        match &self.saved {
+            Some(s) => BTree::bulk_load_shape(self.config.fanout as usize, self.fill(), s.entries()),
+            None => {
+                let (l, i) = self.tree.nodes();
+                (self.tree.height(), l, i)
+            }
+        }
+    }
+
+    /// Bytes of the tree's nodes in the paper's layout, built or not.
+    fn tree_footprint(&self) -> u64 {
+        let (_, l, i) = self.shape();
+        self.footprint_of(l, i)
+    }
+
+    /// Builds the tree from the saved entries, if it waits for that.
+    fn build(&mut self) {
+        if let Some(s) = self.saved.take() {
+            let ks = self.config.key_size as usize;
+            let keys = s.bytes[s.keys.clone()].chunks(ks);
+            self.tree = BTree::bulk_load(ks, self.config.fanout as usize, self.fill(), keys.zip(s.ids()));
+        }
+    }
+
+    /// The tree, built first if it was restored and not yet used.
+    pub fn tree(&mut self) -> &BTree {
+        self.build();
+        &self.tree
+    }
+
+    fn tree_mut(&mut self) -> &mut BTree {
+        self.build();
+        &mut self.tree
+    }
+
+    /// The tree of an index whose tree is built ([`Index::tree`] builds it).
+    ///
+    /// # Panics
+    /// If it is not built yet.
+    pub fn built_tree(&self) -> &BTree {
+        assert!(self.saved.is_none(), "index {}: its tree is not built", self.config.id);
+        &self.tree
     }
 
     /// Every record of the range is in the index (so reads in key order can be served).
     pub fn complete(&self) -> bool {
-        !self.is_tree() || self.tree.len() == self.config.records
+        !self.is_tree() || self.entries() == self.config.records
     }
 
     /// Records of the range that are not in the index (the first few).
@@ -294,10 +388,10 @@ impl Index {
         refuse(format!(
             "index {} holds {} of its {} records (not indexed: {}{}): {how}",
             self.config.id,
-            self.tree.len(),
+            self.entries(),
             self.config.records,
             missing.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
-            if (self.config.records - self.tree.len()) as usize > missing.len() { ", ..." } else { "" },
+            if (self.config.records - self.entries()) as usize > missing.len() { ", ..." } else { "" },
         ))
     }
 
@@ -312,13 +406,13 @@ impl Index {
     }
 
     pub fn info(&self) -> IndexInfo {
-        let (leaves, internal_nodes) = self.tree.nodes();
+        let (height, leaves, internal_nodes) = self.shape();
         IndexInfo {
             config: self.config.clone(),
-            indexed: if self.is_tree() { self.tree.len() } else { self.config.records },
+            indexed: if self.is_tree() { self.entries() } else { self.config.records },
             generated: self.generated,
             complete: self.complete(),
-            height: if self.is_tree() { self.tree.height() } else { 0 },
+            height: if self.is_tree() { height } else { 0 },
             leaves: if self.is_tree() { leaves } else { 0 },
             internal_nodes,
             memory_bytes: self.memory_bytes(),

@@ -23,12 +23,13 @@ mod read;
 mod records;
 mod runs;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::Result;
 use crate::firmware::selfsort::block::LastCommand;
-use crate::firmware::selfsort::index::{refuse, Index};
+use crate::firmware::selfsort::index::{refuse, Index, Saved};
 use crate::firmware::selfsort::persist::{Area, Header, SavedIndex};
 use crate::firmware::{Decision, Firmware, FirmwareContext, Io};
 use crate::memory::MemReservation;
@@ -113,8 +114,15 @@ impl State {
             return Ok(());
         }
         let area = self.area()?;
-        let trees: Vec<(u32, &insitu_kernels::btree::BTree)> =
-            self.indexes.values().filter(|ix| ix.is_tree()).map(|ix| (ix.config.id, &ix.tree)).collect();
+        for ix in self.indexes.values_mut().filter(|ix| ix.is_tree()) {
+            ix.tree();
+        }
+        let trees: Vec<(u32, u64, &insitu_kernels::btree::BTree)> = self
+            .indexes
+            .values()
+            .filter(|ix| ix.is_tree())
+            .map(|ix| (ix.config.id, ix.config.records, ix.built_tree()))
+            .collect();
         let old = self.image_slot;
         let slot = if self.generation == 0 { 0 } else { 1 - old };
         let (len, crc) = persist::write_image(fw, &area, slot, &trees)?;
@@ -181,8 +189,8 @@ impl SelfSort {
             ops::set_aside_ranges(fw, &ix.config)?;
             st.indexes.insert(saved.config.id, ix);
         }
-        let raw = if h.clean { persist::read_image(fw, &area, &h)? } else { None };
-        let images = raw.as_deref().and_then(persist::decode_image);
+        let raw = if h.clean { persist::read_image(fw, &area, &h)?.map(Arc::new) } else { None };
+        let images = raw.as_deref().and_then(|r| persist::decode_image(r));
         st.saved_clean = h.clean && images.is_some();
         st.changed = !st.saved_clean;
         let why = if !h.clean {
@@ -195,10 +203,14 @@ impl SelfSort {
         let saved_clean = st.saved_clean;
         for ix in st.indexes.values_mut().filter(|ix| ix.is_tree()) {
             let note = match (saved_clean, images.remove(&ix.config.id)) {
-                (true, Some(img)) => match ix.restore(fw, &img.keys, &img.ids) {
-                    Ok(()) => format!("loaded from flash (generation {}): matches the data", h.generation),
-                    Err(e) => format!("could not be loaded ({e})"),
-                },
+                (true, Some(img)) => {
+                    match ix.restore(fw, saved_entries(raw.as_ref().expect("decoded"), &img)) {
+                        Ok(()) => {
+                            format!("loaded from flash (generation {}): matches the data", h.generation)
+                        }
+                        Err(e) => format!("could not be loaded ({e})"),
+                    }
+                }
                 _ => match ops::rebuild(ix, fw) {
                     Ok(n) => format!("{why} (generation {}): {n} records indexed", h.generation),
                     Err(e) => format!("{why}, and the rebuild stopped: {e}"),
@@ -223,6 +235,32 @@ impl SelfSort {
     /// Runs `f` on the state (the typed commands).
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut State) -> Result<T>) -> Result<T> {
         f(&mut self.lock())
+    }
+}
+
+/// An index's entries in an image read at open: where they lie in its bytes (an image of the earlier
+/// format, whose ids were decoded: a copy of its own).
+fn saved_entries(raw: &Arc<Vec<u8>>, img: &persist::IndexImage<'_>) -> Saved {
+    let within = |part: &[u8]| {
+        let at = part.as_ptr() as usize - raw.as_ptr() as usize;
+        debug_assert!(at + part.len() <= raw.len(), "a part of the image lies in it");
+        at..at + part.len()
+    };
+    match (&img.keys, &img.ids) {
+        (Cow::Borrowed(k), Cow::Borrowed(i)) => {
+            Saved { bytes: Arc::clone(raw), keys: within(k), ids: within(i), id_width: img.id_width }
+        }
+        _ => {
+            let mut b = img.keys.to_vec();
+            let keys = 0..b.len();
+            b.extend_from_slice(&img.ids);
+            Saved {
+                bytes: Arc::new(b),
+                ids: keys.end..keys.end + img.ids.len(),
+                keys,
+                id_width: img.id_width,
+            }
+        }
     }
 }
 

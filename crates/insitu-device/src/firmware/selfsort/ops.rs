@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::firmware::selfsort::block::{BlockCommand, LastCommand};
 use crate::firmware::selfsort::index::{refuse, Index};
 use crate::firmware::selfsort::records::{self, record_addr};
-use crate::firmware::selfsort::{read, State};
+use crate::firmware::selfsort::{persist, read, State};
 use crate::firmware::FirmwareContext;
 use crate::protocol::{
     GenerateProgress, IndexConfig, IndexInfo, IndexKind, IndexQuery, QueryRows, SelfSortStatus,
@@ -158,13 +158,12 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
     Ok(())
 }
 
-/// Most bytes an index takes in a saved image: its keys, and its record ids as varints.
+/// Most bytes an index takes in a saved image: its keys and its record ids (`persist::write_image`).
 fn image_bound(c: &IndexConfig) -> u64 {
     if !matches!(c.kind, IndexKind::Tree) {
         return 64;
     }
-    let id_bytes = (64 - c.records.saturating_sub(1).leading_zeros() as u64).div_ceil(7).max(1);
-    64 + c.records * (c.key_size as u64 + id_bytes)
+    64 + c.records * (c.key_size as u64 + persist::id_width(c.records) as u64)
 }
 
 /// Rebuilds an index from the stored records: all stored ones for sort-on-write, the generated ones
@@ -192,7 +191,7 @@ pub(crate) fn rebuild(ix: &mut Index, fw: &FirmwareContext<'_>) -> Result<u64> {
         r?;
         from = to;
     }
-    Ok(ix.tree.len())
+    Ok(ix.entries())
 }
 
 impl State {
@@ -351,18 +350,18 @@ impl State {
                     "index {id} is a merge of runs: it serves ranks, not key queries"
                 )))
             }
-            IndexQuery::Min => match ix.tree.nth(0) {
-                Some((k, _)) => ix.tree.key_range(&k, &k),
+            IndexQuery::Min => match ix.tree().nth(0) {
+                Some((k, _)) => ix.tree().key_range(&k, &k),
                 None => 0..0,
             },
-            IndexQuery::Max => match ix.tree.nth(n.saturating_sub(1)) {
-                Some((k, _)) if n > 0 => ix.tree.key_range(&k, &k),
+            IndexQuery::Max => match ix.tree().nth(n.saturating_sub(1)) {
+                Some((k, _)) if n > 0 => ix.tree().key_range(&k, &k),
                 _ => 0..0,
             },
             IndexQuery::Range { lo, hi } => {
                 check(lo, "the low")?;
                 check(hi, "the high")?;
-                ix.tree.key_range(lo, hi)
+                ix.tree().key_range(lo, hi)
             }
         };
         let count = ranks.end - ranks.start;
@@ -373,7 +372,7 @@ impl State {
             let from = ranks.start.saturating_add(skip).min(ranks.end);
             let to = from.saturating_add(limit).min(ranks.end);
             if ix.is_tree() {
-                let rids: Vec<u64> = ix.tree.ids_from(from).take((to - from) as usize).collect();
+                let rids: Vec<u64> = ix.tree().ids_from(from).take((to - from) as usize).collect();
                 read::fetch(ix, fw, &rids, 0..r, &mut rows.records)?;
             } else {
                 super::runs::serve(ix, fw, from, to, &mut rows.records)?;
@@ -458,12 +457,12 @@ impl State {
                     .push(format!("self-sort index {id}: merge of runs over {} records", ix.config.records));
                 continue;
             }
-            if let Err(e) = ix.tree.check() {
+            if let Err(e) = ix.tree().check() {
                 report.problems.push(format!("self-sort index {id}: its B+tree is damaged: {e}"));
                 continue;
             }
             let mut entries: Vec<(u64, Vec<u8>)> =
-                ix.tree.iter_from(0).map(|(k, rid)| (rid, k.to_vec())).collect();
+                ix.tree().iter_from(0).map(|(k, rid)| (rid, k.to_vec())).collect();
             entries.sort_unstable_by_key(|e| e.0);
             let cfg = ix.config.clone();
             let mut wrong = Vec::new();
@@ -480,7 +479,7 @@ impl State {
             if wrong.is_empty() {
                 report.notes.push(format!(
                     "self-sort index {id}: {} of {} records indexed, every entry matches its record{}",
-                    ix.tree.len(),
+                    ix.entries(),
                     cfg.records,
                     if ix.complete() { "" } else { " (incomplete: reads in key order are refused)" }
                 ));

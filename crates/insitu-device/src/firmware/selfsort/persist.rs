@@ -80,16 +80,23 @@ pub(crate) struct SavedIndex {
 }
 
 /// The start of an image: its format. Images saved before it (postcard, ids as varints) are still read.
-const IMAGE_MAGIC: &[u8; 8] = b"ISSSIMG2";
+const IMAGE_MAGIC: &[u8; 8] = b"ISSSIMG3";
 
-/// A saved index: its entries in key order, the keys (`key_size` bytes each) and then the record ids (8 bytes
-/// each, little-endian). Read back, both stay in the image's bytes: an index of 8 M 10-byte keys is 144 MB
-/// that opening a device need not copy or decode.
+/// A saved index: its entries in key order, the keys (`key_size` bytes each) and then the record ids
+/// (`id_width` bytes each, little-endian: [`id_width`] of its record count). Read back, both stay in the
+/// image's bytes: an index of 8 M 10-byte keys is 104 MB that opening a device need not copy or decode.
 #[derive(Debug)]
 pub(crate) struct IndexImage<'a> {
     pub id: u32,
     pub keys: Cow<'a, [u8]>,
     pub ids: Cow<'a, [u8]>,
+    pub id_width: usize,
+}
+
+/// Bytes a saved record id of an index of `records` records takes: the fewest that hold `records - 1`
+/// (never more than the varint the earlier format used).
+pub(crate) fn id_width(records: u64) -> usize {
+    (64 - records.saturating_sub(1).leading_zeros() as usize).div_ceil(8).max(1)
 }
 
 /// An image as saved before [`IMAGE_MAGIC`]: postcard, the keys one byte string, the ids varints.
@@ -154,19 +161,23 @@ pub(crate) fn write_header(fw: &FirmwareContext<'_>, area: &Area, h: &Header) ->
     fw.write_lba(area.header_lba(h.generation % 2), &page)
 }
 
-/// Writes the trees of `indexes` (`(id, tree)`) as an image into slot `slot`; returns its length and
-/// checksum. The layout: [`IMAGE_MAGIC`], the number of indexes (`u32`), then each index as its id (`u32`),
-/// key size (`u32`), entries `n` (`u64`), the `n` keys and the `n` ids (all little-endian).
+/// Writes the trees of `indexes` (`(id, record count, tree)`) as an image into slot `slot`; returns its
+/// length and checksum. The layout: [`IMAGE_MAGIC`], the number of indexes (`u32`), then each index as its
+/// id (`u32`), key size (`u32`), entries `n` (`u64`), id width `w` (`u8`), the `n` keys and the `n` ids of
+/// `w` bytes (all little-endian).
 pub(crate) fn write_image(
     fw: &FirmwareContext<'_>,
     area: &Area,
     slot: u32,
-    indexes: &[(u32, &BTree)],
+    indexes: &[(u32, u64, &BTree)],
 ) -> Result<(u64, u32)> {
     let ps = fw.page_size() as usize;
     let len = IMAGE_MAGIC.len()
         + 4
-        + indexes.iter().map(|(_, t)| 16 + t.len() as usize * (t.key_size() + 8)).sum::<usize>();
+        + indexes
+            .iter()
+            .map(|(_, r, t)| 17 + t.len() as usize * (t.key_size() + id_width(*r)))
+            .sum::<usize>();
     let pages = len.div_ceil(ps) as u64;
     if pages > area.slot_pages {
         return Err(fail(format!(
@@ -178,15 +189,16 @@ pub(crate) fn write_image(
     bytes[..8].copy_from_slice(IMAGE_MAGIC);
     bytes[8..12].copy_from_slice(&(indexes.len() as u32).to_le_bytes());
     let mut at = 12;
-    for (id, tree) in indexes {
-        let (n, ks) = (tree.len() as usize, tree.key_size());
+    for (id, records, tree) in indexes {
+        let (n, ks, w) = (tree.len() as usize, tree.key_size(), id_width(*records));
         bytes[at..at + 4].copy_from_slice(&id.to_le_bytes());
         bytes[at + 4..at + 8].copy_from_slice(&(ks as u32).to_le_bytes());
         bytes[at + 8..at + 16].copy_from_slice(&(n as u64).to_le_bytes());
-        at += 16;
+        bytes[at + 16] = w as u8;
+        at += 17;
         let (keys, rest) = bytes[at..].split_at_mut(n * ks);
-        tree.export_into(keys, &mut rest[..n * 8]);
-        at += n * (ks + 8);
+        tree.export_into(keys, &mut rest[..n * w], w);
+        at += n * (ks + w);
     }
     debug_assert_eq!(at, len);
     let crc = crc32fast::hash(&bytes[..len]);
@@ -218,7 +230,7 @@ pub(crate) fn read_image(fw: &FirmwareContext<'_>, area: &Area, h: &Header) -> R
 }
 
 /// The indexes of an image [`read_image`] read, their keys and ids left in its bytes (an image of the
-/// earlier format: its ids decoded); `None` if it does not decode.
+/// earlier format: its ids decoded, 8 bytes each); `None` if it does not decode.
 pub(crate) fn decode_image(bytes: &[u8]) -> Option<Vec<IndexImage<'_>>> {
     let Some(body) = bytes.strip_prefix(IMAGE_MAGIC) else {
         let legacy: Vec<LegacyImage> = postcard::from_bytes(bytes).ok()?;
@@ -229,6 +241,7 @@ pub(crate) fn decode_image(bytes: &[u8]) -> Option<Vec<IndexImage<'_>>> {
                     id: l.id,
                     keys: l.keys,
                     ids: Cow::Owned(l.ids.iter().flat_map(|i| i.to_le_bytes()).collect()),
+                    id_width: 8,
                 })
                 .collect(),
         );
@@ -240,14 +253,19 @@ pub(crate) fn decode_image(bytes: &[u8]) -> Option<Vec<IndexImage<'_>>> {
     for _ in 0..count {
         let id = u32_at(body, at)?;
         let ks = u32_at(body, at + 4)? as usize;
-        let n = u64::from_le_bytes(body.get(at + 8..at + 16)?.try_into().ok()?) as usize;
-        at += 16;
+        let n = usize::try_from(u64::from_le_bytes(body.get(at + 8..at + 16)?.try_into().ok()?)).ok()?;
+        let w = *body.get(at + 16)? as usize;
+        if !(1..=8).contains(&w) {
+            return None;
+        }
+        at += 17;
         let keys_end = at.checked_add(n.checked_mul(ks)?)?;
-        let ids_end = keys_end.checked_add(n.checked_mul(8)?)?;
+        let ids_end = keys_end.checked_add(n.checked_mul(w)?)?;
         out.push(IndexImage {
             id,
             keys: Cow::Borrowed(body.get(at..keys_end)?),
             ids: Cow::Borrowed(body.get(keys_end..ids_end)?),
+            id_width: w,
         });
         at = ids_end;
     }
@@ -259,7 +277,15 @@ mod tests {
     use super::*;
 
     fn ids_of(img: &IndexImage<'_>) -> Vec<u64> {
-        img.ids.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).collect()
+        let w = img.id_width;
+        img.ids
+            .chunks_exact(w)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b[..w].copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect()
     }
 
     /// An image saved before the current format (postcard: the keys one byte string, the ids varints)
@@ -287,24 +313,36 @@ mod tests {
             k[9] = i as u8;
             tree.insert(&k, i);
         }
-        let (n, ks) = (tree.len() as usize, 10);
+        let (n, ks, w) = (tree.len() as usize, 10, id_width(500));
+        assert_eq!(w, 2);
         let mut bytes = IMAGE_MAGIC.to_vec();
         bytes.extend_from_slice(&1u32.to_le_bytes());
         bytes.extend_from_slice(&4u32.to_le_bytes());
         bytes.extend_from_slice(&(ks as u32).to_le_bytes());
         bytes.extend_from_slice(&(n as u64).to_le_bytes());
+        bytes.push(w as u8);
         let at = bytes.len();
-        bytes.resize(at + n * (ks + 8), 0);
+        bytes.resize(at + n * (ks + w), 0);
         let (keys, ids) = bytes[at..].split_at_mut(n * ks);
-        tree.export_into(keys, ids);
+        tree.export_into(keys, ids, w);
         let back = decode_image(&bytes).unwrap();
         assert_eq!(back.len(), 1);
         assert!(matches!((&back[0].keys, &back[0].ids), (Cow::Borrowed(_), Cow::Borrowed(_))));
         let want: Vec<(Vec<u8>, u64)> = tree.iter_from(0).map(|(k, id)| (k.to_vec(), id)).collect();
-        let got: Vec<(Vec<u8>, u64)> = back[0].keys.chunks(ks).map(<[u8]>::to_vec).zip(ids_of(&back[0])).collect();
+        let got: Vec<(Vec<u8>, u64)> =
+            back[0].keys.chunks(ks).map(<[u8]>::to_vec).zip(ids_of(&back[0])).collect();
         assert_eq!((back[0].id, got), (4, want));
         assert!(decode_image(&bytes[..bytes.len() - 1]).is_none(), "a cut image");
         bytes.push(0);
         assert!(decode_image(&bytes).is_none(), "bytes past the last index");
+    }
+
+    #[test]
+    fn ids_take_the_fewest_bytes_that_hold_the_last_record() {
+        for (records, w) in
+            [(0, 1), (1, 1), (256, 1), (257, 2), (65_536, 2), (8_000_000, 3), (1 << 32, 4), (u64::MAX, 8)]
+        {
+            assert_eq!(id_width(records), w, "{records} records");
+        }
     }
 }

@@ -148,7 +148,7 @@ pub(crate) fn serve(ix: &mut Index, fw: &FirmwareContext<'_>, lba: u64, pages: u
         if r0 == 0 {
             maybe_load(ix, fw)?;
         }
-        let rids: Vec<u64> = ix.tree.ids_from(r0).take((r1 - r0) as usize).collect();
+        let rids: Vec<u64> = ix.tree().ids_from(r0).take((r1 - r0) as usize).collect();
         ix.charge_work(fw);
         fetch(ix, fw, &rids, 0..r, &mut records)?;
         if r1 == ix.config.records {
