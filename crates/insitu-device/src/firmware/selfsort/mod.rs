@@ -201,24 +201,38 @@ impl SelfSort {
         let mut images: BTreeMap<u32, persist::IndexImage> =
             images.unwrap_or_default().into_iter().map(|i| (i.id, i)).collect();
         let saved_clean = st.saved_clean;
+        let mut rebuilt = false;
         for ix in st.indexes.values_mut().filter(|ix| ix.is_tree()) {
-            let note = match (saved_clean, images.remove(&ix.config.id)) {
+            let restored = match (saved_clean, images.remove(&ix.config.id)) {
                 (true, Some(img)) => {
-                    match ix.restore(fw, saved_entries(raw.as_ref().expect("decoded"), &img)) {
-                        Ok(()) => {
-                            format!("loaded from flash (generation {}): matches the data", h.generation)
-                        }
-                        Err(e) => format!("could not be loaded ({e})"),
-                    }
+                    Some(ix.restore(fw, saved_entries(raw.as_ref().expect("decoded"), &img)))
                 }
-                _ => match ops::rebuild(ix, fw) {
-                    Ok(n) => format!("{why} (generation {}): {n} records indexed", h.generation),
-                    Err(e) => format!("{why}, and the rebuild stopped: {e}"),
-                },
+                _ => None,
+            };
+            let why = match &restored {
+                Some(Ok(())) => {
+                    ix.notes
+                        .push(format!("loaded from flash (generation {}): matches the data", h.generation));
+                    continue;
+                }
+                Some(Err(e)) => {
+                    format!("rebuilt from the records: its saved entries could not be loaded ({e})")
+                }
+                None if saved_clean => {
+                    "rebuilt from the records: the saved image does not hold it".to_string()
+                }
+                None => why.to_string(),
+            };
+            // The image no longer says what the indexes hold: the next flush saves them.
+            rebuilt = true;
+            let note = match ops::rebuild(ix, fw) {
+                Ok(n) => format!("{why} (generation {}): {n} records indexed", h.generation),
+                Err(e) => format!("{why}, and the rebuild stopped: {e}"),
             };
             ix.charge_work(fw);
             ix.notes.push(note);
         }
+        st.changed |= rebuilt;
         Ok(())
     }
 

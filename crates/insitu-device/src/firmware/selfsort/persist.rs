@@ -233,7 +233,15 @@ pub(crate) fn read_image(fw: &FirmwareContext<'_>, area: &Area, h: &Header) -> R
 /// earlier format: its ids decoded, 8 bytes each); `None` if it does not decode.
 pub(crate) fn decode_image(bytes: &[u8]) -> Option<Vec<IndexImage<'_>>> {
     let Some(body) = bytes.strip_prefix(IMAGE_MAGIC) else {
-        let legacy: Vec<LegacyImage> = postcard::from_bytes(bytes).ok()?;
+        // Another format of ours (an image of this layout's first draft, `ISSSIMG2`) is not postcard: read
+        // as such, its bytes would make plausible varints. And a postcard image is all of the bytes.
+        if bytes.starts_with(&IMAGE_MAGIC[..7]) {
+            return None;
+        }
+        let (legacy, rest): (Vec<LegacyImage>, _) = postcard::take_from_bytes(bytes).ok()?;
+        if !rest.is_empty() {
+            return None;
+        }
         return Some(
             legacy
                 .into_iter()
@@ -335,6 +343,15 @@ mod tests {
         assert!(decode_image(&bytes[..bytes.len() - 1]).is_none(), "a cut image");
         bytes.push(0);
         assert!(decode_image(&bytes).is_none(), "bytes past the last index");
+        // Another version of the format, or a postcard image with bytes after it, is not read as postcard.
+        bytes[7] = b'2';
+        assert!(decode_image(&bytes).is_none(), "an image of another version");
+        let mut legacy =
+            postcard::to_stdvec(&vec![LegacyImage { id: 3, keys: Cow::Borrowed(&[1, 2]), ids: vec![7] }])
+                .unwrap();
+        assert!(decode_image(&legacy).is_some());
+        legacy.push(0);
+        assert!(decode_image(&legacy).is_none(), "bytes past a postcard image");
     }
 
     #[test]
