@@ -358,6 +358,11 @@ impl Index {
         &mut self.tree
     }
 
+    /// The entries the index was restored from, while its tree is not built.
+    pub fn saved(&self) -> Option<&Saved> {
+        self.saved.as_ref()
+    }
+
     /// The tree of an index whose tree is built ([`Index::tree`] builds it).
     ///
     /// # Panics

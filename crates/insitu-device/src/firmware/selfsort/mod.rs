@@ -114,14 +114,22 @@ impl State {
             return Ok(());
         }
         let area = self.area()?;
-        for ix in self.indexes.values_mut().filter(|ix| ix.is_tree()) {
-            ix.tree();
-        }
-        let trees: Vec<(u32, u64, &insitu_kernels::btree::BTree)> = self
+        // An index restored and never used is saved from the entries it was restored from, not built.
+        let trees: Vec<(u32, u64, usize, persist::Entries)> = self
             .indexes
             .values()
             .filter(|ix| ix.is_tree())
-            .map(|ix| (ix.config.id, ix.config.records, ix.built_tree()))
+            .map(|ix| {
+                let entries = match ix.saved() {
+                    Some(s) => persist::Entries::Saved {
+                        keys: &s.bytes[s.keys.clone()],
+                        ids: &s.bytes[s.ids.clone()],
+                        id_width: s.id_width,
+                    },
+                    None => persist::Entries::Tree(ix.built_tree()),
+                };
+                (ix.config.id, ix.config.records, ix.config.key_size as usize, entries)
+            })
             .collect();
         let old = self.image_slot;
         let slot = if self.generation == 0 { 0 } else { 1 - old };

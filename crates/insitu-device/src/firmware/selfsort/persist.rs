@@ -161,23 +161,56 @@ pub(crate) fn write_header(fw: &FirmwareContext<'_>, area: &Area, h: &Header) ->
     fw.write_lba(area.header_lba(h.generation % 2), &page)
 }
 
-/// Writes the trees of `indexes` (`(id, record count, tree)`) as an image into slot `slot`; returns its
+/// An index's entries as an image takes them: its built tree, or the entries it was restored from and has
+/// not built a tree of yet (keys, then ids of `id_width` bytes, in key order), copied as they are.
+pub(crate) enum Entries<'a> {
+    Tree(&'a BTree),
+    Saved { keys: &'a [u8], ids: &'a [u8], id_width: usize },
+}
+
+impl Entries<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Entries::Tree(t) => t.len() as usize,
+            Entries::Saved { ids, id_width, .. } => ids.len() / id_width,
+        }
+    }
+
+    /// Writes the keys into `keys` and the ids, `w` bytes each, into `ids`.
+    fn write(&self, keys: &mut [u8], ids: &mut [u8], w: usize) {
+        match self {
+            Entries::Tree(t) => t.export_into(keys, ids, w),
+            Entries::Saved { keys: k, ids: i, id_width } => {
+                keys.copy_from_slice(k);
+                if *id_width == w {
+                    ids.copy_from_slice(i);
+                } else {
+                    // An image of the earlier format (8-byte ids): each id in the width the format takes now.
+                    for (to, from) in ids.chunks_exact_mut(w).zip(i.chunks_exact(*id_width)) {
+                        let mut b = [0u8; 8];
+                        b[..*id_width].copy_from_slice(from);
+                        to.copy_from_slice(&b[..w]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes `indexes` (`(id, record count, key size, entries)`) as an image into slot `slot`; returns its
 /// length and checksum. The layout: [`IMAGE_MAGIC`], the number of indexes (`u32`), then each index as its
-/// id (`u32`), key size (`u32`), entries `n` (`u64`), id width `w` (`u8`), the `n` keys and the `n` ids of
-/// `w` bytes (all little-endian).
+/// id (`u32`), key size (`u32`), entries `n` (`u64`), id width `w` (`u8`, [`id_width`] of its record
+/// count), the `n` keys and the `n` ids of `w` bytes (all little-endian).
 pub(crate) fn write_image(
     fw: &FirmwareContext<'_>,
     area: &Area,
     slot: u32,
-    indexes: &[(u32, u64, &BTree)],
+    indexes: &[(u32, u64, usize, Entries<'_>)],
 ) -> Result<(u64, u32)> {
     let ps = fw.page_size() as usize;
     let len = IMAGE_MAGIC.len()
         + 4
-        + indexes
-            .iter()
-            .map(|(_, r, t)| 17 + t.len() as usize * (t.key_size() + id_width(*r)))
-            .sum::<usize>();
+        + indexes.iter().map(|(_, r, ks, e)| 17 + e.len() * (ks + id_width(*r))).sum::<usize>();
     let pages = len.div_ceil(ps) as u64;
     if pages > area.slot_pages {
         return Err(fail(format!(
@@ -189,15 +222,15 @@ pub(crate) fn write_image(
     bytes[..8].copy_from_slice(IMAGE_MAGIC);
     bytes[8..12].copy_from_slice(&(indexes.len() as u32).to_le_bytes());
     let mut at = 12;
-    for (id, records, tree) in indexes {
-        let (n, ks, w) = (tree.len() as usize, tree.key_size(), id_width(*records));
+    for (id, records, ks, entries) in indexes {
+        let (n, ks, w) = (entries.len(), *ks, id_width(*records));
         bytes[at..at + 4].copy_from_slice(&id.to_le_bytes());
         bytes[at + 4..at + 8].copy_from_slice(&(ks as u32).to_le_bytes());
         bytes[at + 8..at + 16].copy_from_slice(&(n as u64).to_le_bytes());
         bytes[at + 16] = w as u8;
         at += 17;
         let (keys, rest) = bytes[at..].split_at_mut(n * ks);
-        tree.export_into(keys, &mut rest[..n * w], w);
+        entries.write(keys, &mut rest[..n * w], w);
         at += n * (ks + w);
     }
     debug_assert_eq!(at, len);
@@ -352,6 +385,29 @@ mod tests {
         assert!(decode_image(&legacy).is_some());
         legacy.push(0);
         assert!(decode_image(&legacy).is_none(), "bytes past a postcard image");
+    }
+
+    /// Entries restored and never built are written as the tree they would make writes them, from ids of
+    /// their own width (an image of the earlier format: 8 bytes) or the same.
+    #[test]
+    fn saved_entries_write_as_their_tree_does() {
+        let mut tree = BTree::new(3, 4);
+        for i in 0..300u64 {
+            tree.insert(&[(i * 37 % 256) as u8, 0, i as u8], i);
+        }
+        let n = tree.len() as usize;
+        let export = |w: usize| {
+            let (mut k, mut i) = (vec![0u8; n * 3], vec![0u8; n * w]);
+            tree.export_into(&mut k, &mut i, w);
+            (k, i)
+        };
+        let (keys, wide) = export(8);
+        for (from, ids) in [(8, &wide), (2, &export(2).1)] {
+            let saved = Entries::Saved { keys: &keys, ids, id_width: from };
+            let (mut k, mut i) = (vec![0u8; n * 3], vec![0u8; n * 2]);
+            saved.write(&mut k, &mut i, 2);
+            assert_eq!((saved.len(), (k, i)), (n, export(2)), "ids {from} bytes wide");
+        }
     }
 
     #[test]
