@@ -50,6 +50,14 @@ pub fn u64_at(b: &[u8]) -> u64 {
     u64::from_le_bytes(w)
 }
 
+/// The little-endian unsigned integer that is all of `b` (1 to 8 bytes: a record id saved in the fewest
+/// bytes that hold it).
+pub fn uint(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w[..b.len()].copy_from_slice(b);
+    u64::from_le_bytes(w)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +71,6 @@ mod tests {
         assert_eq!(u32_at(&encode_u32s(&w)[4..]), u32::MAX);
         assert_eq!(u64_at(&encode_u64s(&v)[16..]), u64::MAX);
         assert_eq!(decode_u32s(&[1, 0, 0, 0, 9]), vec![1], "a partial word is ignored");
+        assert_eq!((uint(&[0x34, 0x12]), uint(&[7]), uint(&u64::MAX.to_le_bytes())), (0x1234, 7, u64::MAX));
     }
 }

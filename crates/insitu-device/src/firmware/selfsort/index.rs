@@ -77,12 +77,7 @@ impl Saved {
     }
 
     fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        let w = self.id_width;
-        self.bytes[self.ids.clone()].chunks_exact(w).map(move |c| {
-            let mut b = [0u8; 8];
-            b[..w].copy_from_slice(c);
-            u64::from_le_bytes(b)
-        })
+        self.bytes[self.ids.clone()].chunks_exact(self.id_width).map(insitu_kernels::le::uint)
     }
 }
 

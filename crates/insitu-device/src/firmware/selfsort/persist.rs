@@ -23,6 +23,7 @@ use crate::firmware::selfsort::index::fail;
 use crate::firmware::FirmwareContext;
 use crate::protocol::IndexConfig;
 use insitu_kernels::btree::BTree;
+use insitu_kernels::le;
 
 const HEADER_MAGIC: &[u8; 8] = b"ISSSHDR1";
 
@@ -187,9 +188,7 @@ impl Entries<'_> {
                 } else {
                     // An image of the earlier format (8-byte ids): each id in the width the format takes now.
                     for (to, from) in ids.chunks_exact_mut(w).zip(i.chunks_exact(*id_width)) {
-                        let mut b = [0u8; 8];
-                        b[..*id_width].copy_from_slice(from);
-                        to.copy_from_slice(&b[..w]);
+                        to.copy_from_slice(&le::uint(from).to_le_bytes()[..w]);
                     }
                 }
             }
@@ -281,7 +280,7 @@ pub(crate) fn decode_image(bytes: &[u8]) -> Option<Vec<IndexImage<'_>>> {
                 .map(|l| IndexImage {
                     id: l.id,
                     keys: l.keys,
-                    ids: Cow::Owned(l.ids.iter().flat_map(|i| i.to_le_bytes()).collect()),
+                    ids: Cow::Owned(le::encode_u64s(&l.ids)),
                     id_width: 8,
                 })
                 .collect(),
@@ -318,15 +317,7 @@ mod tests {
     use super::*;
 
     fn ids_of(img: &IndexImage<'_>) -> Vec<u64> {
-        let w = img.id_width;
-        img.ids
-            .chunks_exact(w)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b[..w].copy_from_slice(c);
-                u64::from_le_bytes(b)
-            })
-            .collect()
+        img.ids.chunks_exact(img.id_width).map(le::uint).collect()
     }
 
     /// An image saved before the current format (postcard: the keys one byte string, the ids varints)
