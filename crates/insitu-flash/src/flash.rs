@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{FlashError, Result};
 use crate::ftl::{Ftl, FtlStats, WearStats};
-use crate::geometry::{Geometry, Lpn, PhysicalPage};
+use crate::geometry::{Geometry, Lpn, PhysicalPage, Ppn};
 use crate::interval::IntervalSet;
 use crate::namespace::{self, validate_name, Extent, ObjectMeta, Txn};
 use crate::nand::Nand;
@@ -571,6 +571,26 @@ impl<M: RawFlash> Flash<M> {
         }
         self.check_lba_range(lba, (buf.len() / ps) as u64)?;
         self.ftl.read(lba, buf)
+    }
+
+    /// Reads logical pages `lba..lba + pages` as [`Flash::lba_read`] does (checked, counted), handing them
+    /// to `f` in order and in place instead of copying them: runs of pages that lie together, and a page
+    /// of zeros for each unmapped one.
+    pub fn lba_read_with(&self, lba: Lpn, pages: u64, f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        self.check_lba_range(lba, pages)?;
+        self.ftl.read_with(lba, pages, f)
+    }
+
+    /// The physical page of each logical page `lba..lba + pages` (none: unmapped), to read them in place
+    /// later ([`Flash::in_place`]).
+    pub fn lba_locations(&self, lba: Lpn, pages: u64) -> Result<Vec<Option<Ppn>>> {
+        self.check_lba_range(lba, pages)?;
+        Ok((lba..lba + pages).map(|l| self.ftl.map().get(l)).collect())
+    }
+
+    /// The media's pages in place, where it keeps them in memory (see [`RawFlash::in_place`]).
+    pub fn in_place(&self) -> Option<crate::raw::InPlace<'_>> {
+        self.ftl.nand().in_place()
     }
 
     /// Writes logical blocks that belong to no object. Like a disk write without FLUSH: it survives the

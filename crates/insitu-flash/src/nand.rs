@@ -34,7 +34,7 @@ use memmap2::Mmap;
 use crate::error::{FlashError, Result};
 use crate::geometry::{BlockId, Geometry, Lpn, Ppn};
 pub use crate::raw::{BlockState, NandStats};
-use crate::raw::{Oob, RawFlash, OOB_BYTES};
+use crate::raw::{InPlace, Oob, RawFlash, OOB_BYTES};
 use crate::sys;
 
 /// Operation counters of the NAND array (monotonic since open).
@@ -67,6 +67,8 @@ pub struct Nand {
     writeback: Writeback,
     /// Pages whose data matched its checksum since they were last programmed (see [`Verified`]).
     verified: Verified,
+    /// Discards of pages or blocks since open (a part of [`InPlace::epoch`]).
+    discards: u64,
 }
 
 /// Pages whose data was checked against its checksum since they were programmed, so that a page read again
@@ -173,6 +175,7 @@ impl Nand {
             since_flush: 0,
             writeback: Writeback::default(),
             verified: Verified::default(),
+            discards: 0,
         })
     }
 
@@ -221,6 +224,7 @@ impl Nand {
             }
         }
         self.verified.forget(sorted.iter().copied());
+        self.discards += 1;
         let ps = self.geo.page_size as u64;
         let mut runs = sorted.chunk_by(|a, b| b == &(a + 1));
         runs.try_for_each(|run| match sys::punch_hole(&self.image, run[0] * ps, run.len() as u64 * ps) {
@@ -416,6 +420,7 @@ impl RawFlash for Nand {
             return Err(FlashError::NandViolation(format!("discard of block {block}, which is not erased")));
         }
         let bytes = self.geo.pages_per_block as u64 * self.geo.page_size as u64;
+        self.discards += 1;
         sys::punch_hole(&self.image, block * bytes, bytes).map_err(|e| FlashError::io(&self.image_path, e))
     }
 
@@ -449,6 +454,15 @@ impl RawFlash for Nand {
 
     fn unsynced(&self) -> bool {
         self.unsynced.load(Ordering::Relaxed)
+    }
+
+    /// The image as mapped. Nothing but this array's own programs, erases and discards writes the image
+    /// while the array's lock is held, and each of those changes the epoch.
+    fn in_place(&self) -> Option<InPlace<'_>> {
+        let epoch = self.counters.pages_programmed.load(Ordering::Relaxed)
+            + self.counters.blocks_erased.load(Ordering::Relaxed)
+            + self.discards;
+        Some(InPlace { pages: &self.image_map[..], epoch })
     }
 
     fn stats(&self) -> NandStats {

@@ -69,6 +69,17 @@ pub struct NandStats {
     pub blocks_erased: u64,
 }
 
+/// A media's pages where they lie (see [`RawFlash::in_place`]).
+#[derive(Debug, Clone, Copy)]
+pub struct InPlace<'a> {
+    /// Every page's bytes, page `ppn` at `ppn * page_size`. Read only pages known to be programmed: the
+    /// others are holes of the image, which a full tmpfs cannot even map in (the process dies of SIGBUS).
+    pub pages: &'a [u8],
+    /// Changes whenever a page is programmed or discarded or a block erased, so the bytes of a page stay
+    /// that page's bytes for as long as it does not.
+    pub epoch: u64,
+}
+
 /// Page-addressed flash media.
 pub trait RawFlash {
     fn geometry(&self) -> &Geometry;
@@ -111,6 +122,15 @@ pub trait RawFlash {
 
     /// Operation counts since open.
     fn stats(&self) -> NandStats;
+
+    /// The pages in place, unchecked and uncounted, where the media keeps them in memory the host can map
+    /// (none where pages come through a controller). For a caller that read pages through
+    /// [`RawFlash::with_pages`] (checked and counted then), keeps them as read, and reads those bytes
+    /// again while the epoch stays: a device holding a range of pages in its own memory, emulated
+    /// without a copy of it.
+    fn in_place(&self) -> Option<InPlace<'_>> {
+        None
+    }
 
     /// Forgets which pages were found to match their checksums, so that the next reads check every byte
     /// again (`fsck`). Media that remember nothing do nothing.

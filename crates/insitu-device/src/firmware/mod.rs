@@ -33,6 +33,7 @@
 //! ```
 //! Installed with [`crate::Device::install_firmware`]; the device then lists it in `Identify`.
 
+pub mod resident;
 pub mod selfsort;
 
 use std::sync::{Arc, RwLock};

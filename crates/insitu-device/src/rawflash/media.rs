@@ -340,6 +340,10 @@ impl RawFlash for FtlMedia {
         on_media!(self, m => m.forget_verified())
     }
 
+    fn in_place(&self) -> Option<insitu_flash::raw::InPlace<'_>> {
+        on_media!(self, m => m.in_place())
+    }
+
     fn discard(&mut self, block: BlockId) -> insitu_flash::Result<()> {
         on_media!(self, m => RawFlash::discard(m, block))
     }

@@ -6,7 +6,7 @@
 use insitu_device::firmware::selfsort::block::{self, BlockCommand};
 use insitu_device::protocol::{
     ConfigureIndex, DropIndex, FlushIndexes, Fsck, GenerateIndex, IndexConfig, IndexKind, IndexQuery,
-    IndexStatus, QueryIndex, ReadLba, ResizeIndex, RunExtent, SetIndexFlags, TrimLba, WriteLba,
+    IndexStatus, QueryIndex, ReadLba, ResizeIndex, RunExtent, SetIndexFlags, Statistics, TrimLba, WriteLba,
 };
 use insitu_device::{transport, Device, DeviceClient, Profile};
 use rand::rngs::SmallRng;
@@ -145,6 +145,64 @@ fn page_aligned_records_via(via: Via) {
     assert_eq!(got[..2 * PS], outside[..]);
     assert_eq!(got[2 * PS..2 * PS + want.len()], want[..]);
     assert!(got[2 * PS + want.len()..].iter().all(|&b| b == 0), "the unwritten page after the range");
+}
+
+/// A scan in key order holds the range in device memory from its first page to its last. Between them,
+/// writes elsewhere make the FTL collect garbage, which moves the range's pages (they share blocks with
+/// the pages overwritten) and erases and reprograms the blocks they were in: the scan still returns the
+/// records, not what now lies where they were.
+#[test]
+fn a_scan_in_key_order_follows_pages_that_garbage_collection_moves() {
+    for via in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let s = device(dir.path(), via);
+        let dev = &s.dev;
+        // 100-byte records straddle pages; 24 pages of them.
+        let (n, size, off, ks) = (960usize, 100usize, 3usize, 4usize);
+        let data = records(n, size, off, ks, 21);
+        dev.call(ConfigureIndex { config: tree(1, 0, size as u32, off as u32, ks as u32, n as u64, true) })
+            .unwrap();
+        let mut padded = data.clone();
+        padded.resize(data.len().div_ceil(PS) * PS, 0);
+        let pages = padded.len() / PS;
+        // Each page of the range beside a page of filler, so they share flash blocks.
+        let filler = |round: u8, lba: u64| vec![round ^ (lba as u8); PS];
+        for (i, page) in padded.chunks(PS).enumerate() {
+            dev.call(WriteLba { lba: i as u64, data: page.to_vec() }).unwrap();
+            dev.call(WriteLba { lba: 100 + i as u64, data: filler(0, 100 + i as u64) }).unwrap();
+        }
+        let want = {
+            let mut w = sorted(&data, size, off, ks);
+            w.resize(padded.len(), 0);
+            w
+        };
+        let erased = |dev: &DeviceClient| dev.call(Statistics).unwrap().flash_erase_blocks;
+        let before = erased(dev);
+        assert_eq!(dev.call(ReadLba { lba: 0, blocks: 1 }).unwrap(), want[..PS], "{via:?}");
+        // Fill most of the device, then overwrite pieces of it at random, several times over: the
+        // collector then has no block to take but partly valid ones, the range's among them.
+        let mut rng = SmallRng::seed_from_u64(22);
+        let mut last = vec![1u8; 1600];
+        for at in (100..1600u64).step_by(32) {
+            let data: Vec<u8> = (at..at + 32).flat_map(|l| filler(1, l)).collect();
+            dev.call(WriteLba { lba: at, data }).unwrap();
+        }
+        for i in 0..2000u32 {
+            let (at, round) = (rng.gen_range(100..1596u64), (i % 251) as u8);
+            let data: Vec<u8> = (at..at + 4).flat_map(|l| filler(round, l)).collect();
+            dev.call(WriteLba { lba: at, data }).unwrap();
+            last[at as usize..at as usize + 4].fill(round);
+        }
+        assert!(erased(dev) > before + 128, "the writes erased every block on average {via:?}");
+        for p in 1..pages {
+            let got = dev.call(ReadLba { lba: p as u64, blocks: 1 }).unwrap();
+            assert_eq!(got, want[p * PS..(p + 1) * PS], "page {p} {via:?}");
+        }
+        let others = read(dev, 100, 1500 * PS);
+        for (l, page) in (100..1600u64).zip(others.chunks(PS)) {
+            assert_eq!(page, filler(last[l as usize], l), "LBA {l} {via:?}");
+        }
+    }
 }
 
 #[test]

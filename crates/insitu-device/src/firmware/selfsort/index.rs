@@ -10,6 +10,7 @@ use std::sync::Arc;
 use insitu_kernels::btree::BTree;
 
 use crate::error::{DeviceError, Result};
+use crate::firmware::resident::Resident;
 use crate::firmware::{work, FirmwareContext};
 use crate::memory::MemReservation;
 use crate::protocol::{IndexConfig, IndexInfo, IndexKind};
@@ -30,7 +31,7 @@ pub(crate) fn fail(detail: impl Into<String>) -> DeviceError {
 /// The bytes of an index's range, in device memory.
 #[derive(Debug)]
 pub(crate) struct RangeCache {
-    pub data: Vec<u8>,
+    pub data: Resident,
     /// Accounts for the bytes in device memory.
     pub memory: MemReservation,
 }

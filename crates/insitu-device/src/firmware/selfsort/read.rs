@@ -7,18 +7,13 @@
 
 use std::collections::HashMap;
 
-use insitu_kernels::arch::prefetch;
-
 use crate::error::Result;
+use crate::firmware::resident::Resident;
 use crate::firmware::selfsort::index::{Index, RangeCache};
 use crate::firmware::{work, FirmwareContext};
 
-/// Records a gather from the range cache looks ahead to prefetch.
-const AHEAD: usize = 8;
 /// Pages read as one batch at most (a request's pages beyond this go in further batches).
 const MAX_BATCH_PAGES: usize = 1024;
-/// Bytes read at once when loading a range into device memory.
-const LOAD_PIECE_BYTES: usize = 4 << 20;
 /// Device memory left free when deciding whether a range fits: an eighth of it.
 const HEADROOM_DIVISOR: u64 = 8;
 
@@ -40,12 +35,7 @@ fn maybe_load(ix: &mut Index, fw: &FirmwareContext<'_>) -> Result<()> {
         return Ok(());
     }
     let memory = fw.reserve(pages * ps)?;
-    let mut data = vec![0u8; (pages * ps) as usize];
-    for (i, piece) in data.chunks_mut(LOAD_PIECE_BYTES).enumerate() {
-        let lba = ix.config.base_lba + (i * LOAD_PIECE_BYTES) as u64 / ps;
-        fw.read_lba(lba, piece)?;
-    }
-    data.truncate(bytes as usize);
+    let data = Resident::load(fw, ix.config.base_lba, pages)?;
     ix.cache = Some(RangeCache { data, memory });
     Ok(())
 }
@@ -88,7 +78,7 @@ impl Pages {
 /// Appends bytes `field` of each record `rids` (in that order) to `out`, from the range cache or from
 /// flash (each page once per call).
 pub(crate) fn fetch(
-    ix: &Index,
+    ix: &mut Index,
     fw: &FirmwareContext<'_>,
     rids: &[u64],
     field: std::ops::Range<u64>,
@@ -99,16 +89,9 @@ pub(crate) fn fetch(
     let len = (field.end - field.start) as usize;
     let start = out.len();
     out.resize(start + rids.len() * len, 0);
-    if let Some(cache) = &ix.cache {
-        // Records in key order sit at random places in the range: the next ones are prefetched while one
-        // is copied (several misses in flight instead of one at a time).
-        let at = |rid: u64| (rid * r + field.start) as usize;
-        for (i, &rid) in rids.iter().enumerate() {
-            if let Some(&next) = rids.get(i + AHEAD) {
-                prefetch(&cache.data, at(next), len);
-            }
-            out[start + i * len..start + (i + 1) * len].copy_from_slice(&cache.data[at(rid)..at(rid) + len]);
-        }
+    if let Some(cache) = &mut ix.cache {
+        let at: Vec<u64> = rids.iter().map(|&rid| rid * r + field.start).collect();
+        cache.data.gather(fw, &at, len, &mut out[start..])?;
     } else {
         let mut lbas: Vec<u64> = Vec::with_capacity(rids.len() * 2);
         for &rid in rids {
