@@ -34,6 +34,8 @@
 use std::cell::Cell;
 use std::cmp::Ordering;
 
+use crate::arch::claim::{Claimant, Claims};
+
 /// The paper's fanout (§IV-B).
 pub const PAPER_FANOUT: usize = 128;
 /// Longest key the tree takes.
@@ -93,25 +95,34 @@ struct Target {
     id: u64,
 }
 
-/// Fixed-size nodes in chunks of [`CHUNK_NODES`].
+/// Fixed-size nodes in chunks of [`CHUNK_NODES`]; ids given back are handed out again first.
 #[derive(Debug)]
 struct Arena {
     words: usize,
     chunks: Vec<Box<[u64]>>,
     len: usize,
+    free: Vec<u32>,
 }
 
 impl Arena {
     fn new(words: usize) -> Arena {
-        Arena { words, chunks: Vec::new(), len: 0 }
+        Arena { words, chunks: Vec::new(), len: 0, free: Vec::new() }
     }
 
     fn alloc(&mut self) -> usize {
+        if let Some(i) = self.free.pop() {
+            return i as usize;
+        }
         if self.len == self.chunks.len() * CHUNK_NODES {
             self.chunks.push(vec![0u64; CHUNK_NODES * self.words].into_boxed_slice());
         }
         self.len += 1;
         self.len - 1
+    }
+
+    /// Nodes in use.
+    fn used(&self) -> usize {
+        self.len - self.free.len()
     }
 
     #[inline]
@@ -225,6 +236,353 @@ impl Layout {
 #[inline]
 fn binary_compares(n: usize) -> u64 {
     (usize::BITS - n.leading_zeros()) as u64
+}
+
+/// Batches at least this large are split between two threads by [`BTree::insert_sorted`].
+const PARALLEL_MIN: usize = 1024;
+
+/// An entry as words: the key's words, then the id.
+type Entry = [u64; MAX_KW + 1];
+
+impl Target {
+    fn entry(&self, lay: Layout) -> Entry {
+        let mut e = [0u64; MAX_KW + 1];
+        e[..lay.kw].copy_from_slice(&self.words[..lay.kw]);
+        e[lay.kw] = self.id;
+        e
+    }
+}
+
+/// Compares entry `e` with `t`.
+fn cmp_entry(lay: Layout, e: &Entry, t: &Target) -> Ordering {
+    e[..lay.kw].cmp(&t.words[..lay.kw]).then(e[lay.kw].cmp(&t.id))
+}
+
+/// Nodes by id (internal ones tagged [`INTERNAL`]).
+trait Nodes {
+    fn node(&self, id: u32) -> &[u64];
+}
+
+/// Nodes an insert may change and make.
+trait Store: Nodes {
+    fn node_mut(&mut self, id: u32) -> &mut [u64];
+    /// A new empty node: internal, or a leaf linked to nothing.
+    fn make(&mut self, internal: bool) -> u32;
+}
+
+impl Nodes for BTree {
+    #[inline]
+    fn node(&self, id: u32) -> &[u64] {
+        BTree::node(self, id)
+    }
+}
+
+/// A tree's own arenas.
+struct Arenas<'a> {
+    leaves: &'a mut Arena,
+    internals: &'a mut Arena,
+}
+
+impl Nodes for Arenas<'_> {
+    #[inline]
+    fn node(&self, id: u32) -> &[u64] {
+        if id & INTERNAL != 0 {
+            self.internals.get((id & !INTERNAL) as usize)
+        } else {
+            self.leaves.get(id as usize)
+        }
+    }
+}
+
+impl Store for Arenas<'_> {
+    #[inline]
+    fn node_mut(&mut self, id: u32) -> &mut [u64] {
+        if id & INTERNAL != 0 {
+            self.internals.get_mut((id & !INTERNAL) as usize)
+        } else {
+            self.leaves.get_mut(id as usize)
+        }
+    }
+
+    fn make(&mut self, internal: bool) -> u32 {
+        let id = if internal { self.internals.alloc() as u32 | INTERNAL } else { self.leaves.alloc() as u32 };
+        init(self.node_mut(id), internal);
+        id
+    }
+}
+
+/// Empties a node made anew (or given back and made again).
+fn init(node: &mut [u64], internal: bool) {
+    node[0] = 0;
+    if !internal {
+        node[1] = NONE;
+    }
+}
+
+/// The nodes one of [`BTree::insert_sorted`]'s threads changes: subtrees below some of the root's
+/// children, and nodes it makes at ids set aside for it (`pool_*`, taken from the end). Nodes are claimed
+/// as they are reached, so a thread that strayed into the other's would panic rather than race it.
+struct Part<'c, 'a> {
+    leaves: Claimant<'c, 'a>,
+    internals: Claimant<'c, 'a>,
+    pool_leaves: Vec<u32>,
+    pool_internals: Vec<u32>,
+}
+
+impl Nodes for Part<'_, '_> {
+    #[inline]
+    fn node(&self, id: u32) -> &[u64] {
+        if id & INTERNAL != 0 {
+            self.internals.get((id & !INTERNAL) as usize)
+        } else {
+            self.leaves.get(id as usize)
+        }
+    }
+}
+
+impl Store for Part<'_, '_> {
+    #[inline]
+    fn node_mut(&mut self, id: u32) -> &mut [u64] {
+        if id & INTERNAL != 0 {
+            self.internals.get_mut((id & !INTERNAL) as usize)
+        } else {
+            self.leaves.get_mut(id as usize)
+        }
+    }
+
+    fn make(&mut self, internal: bool) -> u32 {
+        let pool = if internal { &mut self.pool_internals } else { &mut self.pool_leaves };
+        let id = pool.pop().expect("run_part stops before a part runs out of ids");
+        init(self.node_mut(id), internal);
+        id
+    }
+}
+
+/// What one insert pushed up past the top of its path: the caller puts `sep` and `right` after `left`
+/// in the parent, or makes a new root of them.
+#[derive(Debug, Clone, Copy)]
+struct Split {
+    left: u32,
+    right: u32,
+    left_n: u64,
+    right_n: u64,
+    sep: Entry,
+}
+
+/// Walks from `top` to the leaf where `t` belongs, recording `(node, child index)` of every internal
+/// node on the way in `path`; returns the leaf, `t`'s position in it, and the internal nodes' visits and
+/// compares.
+fn descend(
+    nodes: &(impl Nodes + ?Sized),
+    lay: Layout,
+    top: u32,
+    t: &Target,
+    path: &mut Vec<(u32, usize)>,
+) -> (u32, usize, u64, u64) {
+    let (mut visits, mut compares) = (0u64, 0u64);
+    let mut id_n = top;
+    while id_n & INTERNAL != 0 {
+        let node = nodes.node(id_n);
+        let seps = node[0] as usize - 1;
+        let ci = lay.search(node, seps, t, true);
+        visits += 1;
+        compares += binary_compares(seps);
+        path.push((id_n, ci));
+        id_n = node[lay.children() + ci] as u32;
+    }
+    let leaf = nodes.node(id_n);
+    (id_n, lay.search(leaf, leaf[0] as usize, t, false), visits, compares)
+}
+
+/// Inserts below some node of a store, counting the work.
+struct Inserter<'s, S> {
+    store: &'s mut S,
+    lay: Layout,
+    fanout: usize,
+    entry_bytes: u64,
+    work: TreeWork,
+    scratch: Vec<u64>,
+}
+
+impl<'s, S: Store> Inserter<'s, S> {
+    fn new(store: &'s mut S, lay: Layout, fanout: usize, key_size: usize) -> Self {
+        let entry_bytes = (key_size.div_ceil(4) * 4 + 4) as u64;
+        Inserter { store, lay, fanout, entry_bytes, work: TreeWork::default(), scratch: Vec::new() }
+    }
+
+    fn count(&mut self, visits: u64, compares: u64, moved_entries: u64) {
+        self.work.visits += visits;
+        self.work.compares += compares;
+        self.work.moved_bytes += moved_entries * self.entry_bytes;
+    }
+
+    /// Inserts `t` below `top` (`path` holds the internal nodes above `top`, or nothing); returns whether
+    /// it was new, and what a split pushed up past the top of the path.
+    fn insert(&mut self, top: u32, t: &Target, path: &mut Vec<(u32, usize)>) -> (bool, Option<Split>) {
+        let lay = self.lay;
+        let (id_n, pos, mut visits, mut compares) = descend(&*self.store, lay, top, t, path);
+        let leaf = self.store.node(id_n);
+        let n = leaf[0] as usize;
+        visits += 1;
+        compares += binary_compares(n);
+        if pos < n && lay.cmp(leaf, pos, t) == Ordering::Equal {
+            self.count(visits, compares, 0);
+            return (false, None);
+        }
+        for &(p, ci) in path.iter() {
+            self.store.node_mut(p)[lay.counts() + ci] += 1;
+        }
+        let leaf = self.store.node_mut(id_n);
+        lay.insert_at(leaf, lay.kw + 1, n, pos, &t.entry(lay));
+        leaf[0] += 1;
+        self.count(visits, compares, (n - pos) as u64);
+        let split = (n + 1 > self.fanout).then(|| self.split_leaf(id_n, path)).flatten();
+        (true, split)
+    }
+
+    /// Splits an overfull leaf in half and pushes the new separator up the path.
+    fn split_leaf(&mut self, left: u32, path: &mut Vec<(u32, usize)>) -> Option<Split> {
+        let lay = self.lay;
+        let right = self.store.make(false);
+        let mut moved = std::mem::take(&mut self.scratch);
+        moved.clear();
+        let node = self.store.node_mut(left);
+        let n = node[0] as usize;
+        let h = n / 2;
+        for j in 0..=lay.kw {
+            moved.extend_from_slice(&node[lay.col(j) + h..lay.col(j) + n]);
+        }
+        node[0] = h as u64;
+        let next = std::mem::replace(&mut node[1], right as u64);
+        let r = n - h;
+        let rnode = self.store.node_mut(right);
+        for j in 0..=lay.kw {
+            rnode[lay.col(j)..lay.col(j) + r].copy_from_slice(&moved[j * r..(j + 1) * r]);
+        }
+        rnode[0] = r as u64;
+        rnode[1] = next;
+        // The separator: the right leaf's first entry.
+        let mut sep = [0u64; MAX_KW + 1];
+        for (j, s) in sep.iter_mut().enumerate().take(lay.kw + 1) {
+            *s = moved[j * r];
+        }
+        self.scratch = moved;
+        self.count(1, 0, r as u64);
+        self.push_up(Split { left, right, left_n: h as u64, right_n: r as u64, sep }, path)
+    }
+
+    /// Inserts separator `s.sep` and child `s.right` after child `s.left` in the parent on top of `path`,
+    /// splitting parents that overfill; returns what is pushed up past the top of the path.
+    fn push_up(&mut self, mut s: Split, path: &mut Vec<(u32, usize)>) -> Option<Split> {
+        let lay = self.lay;
+        loop {
+            let Some((parent, ci)) = path.pop() else {
+                return Some(s);
+            };
+            let node = self.store.node_mut(parent);
+            let children = node[0] as usize;
+            // Separator ci goes before the old separator ci (it bounds the new child ci + 1).
+            lay.insert_at(node, lay.kw + 1, children - 1, ci, &s.sep);
+            let (ch, co) = (lay.children(), lay.counts());
+            node.copy_within(ch + ci + 1..ch + children, ch + ci + 2);
+            node[ch + ci + 1] = s.right as u64;
+            node.copy_within(co + ci + 1..co + children, co + ci + 2);
+            node[co + ci] = s.left_n;
+            node[co + ci + 1] = s.right_n;
+            node[0] += 1;
+            self.count(0, 0, (children - ci - 1) as u64);
+            if children < self.fanout {
+                return None;
+            }
+            // Overfull: children [h..) move to a new node, separator h-1 goes up.
+            let children = children + 1;
+            let h = children / 2;
+            let new = self.store.make(true);
+            let mut moved = std::mem::take(&mut self.scratch);
+            moved.clear();
+            let node = self.store.node_mut(parent);
+            let mut up = [0u64; MAX_KW + 1];
+            let rs = children - 1 - h; // separators that move
+            for (j, u) in up.iter_mut().enumerate().take(lay.kw + 1) {
+                *u = node[lay.col(j) + h - 1];
+                moved.extend_from_slice(&node[lay.col(j) + h..lay.col(j) + h + rs]);
+            }
+            moved.extend_from_slice(&node[ch + h..ch + children]);
+            moved.extend_from_slice(&node[co + h..co + children]);
+            let l_n: u64 = node[co..co + h].iter().sum();
+            node[0] = h as u64;
+            let rc = children - h;
+            let rnode = self.store.node_mut(new);
+            for j in 0..=lay.kw {
+                rnode[lay.col(j)..lay.col(j) + rs].copy_from_slice(&moved[j * rs..(j + 1) * rs]);
+            }
+            let base = (lay.kw + 1) * rs;
+            rnode[ch..ch + rc].copy_from_slice(&moved[base..base + rc]);
+            rnode[co..co + rc].copy_from_slice(&moved[base + rc..base + 2 * rc]);
+            rnode[0] = rc as u64;
+            let r_n: u64 = rnode[co..co + rc].iter().sum();
+            self.scratch = moved;
+            self.count(1, 0, rc as u64);
+            s = Split { left: parent, right: new, left_n: l_n, right_n: r_n, sep: up };
+        }
+    }
+}
+
+/// One of [`BTree::insert_sorted`]'s halves: its entries, the root's children they go below and the
+/// separators between those, and the ids set aside for the leaves and internal nodes it makes.
+type Half = (std::ops::Range<usize>, Vec<u32>, Vec<Entry>, Vec<u32>, Vec<u32>);
+
+/// What one of [`BTree::insert_sorted`]'s threads did: whether each of its first entries was new (it
+/// stops early when the ids set aside for it run short), the splits of the root's children, each after
+/// the entry that caused it, and the work below the root.
+#[derive(Debug)]
+struct PartDone {
+    inserted: Vec<bool>,
+    splits: Vec<(usize, Split)>,
+    work: TreeWork,
+}
+
+/// Inserts `targets` (sorted) below `tops`, children of the root in order with the root's separators
+/// `seps` between them, as the root would route them; a split of a top adds its new sibling to the tops.
+#[allow(clippy::too_many_arguments)]
+fn run_part(
+    part: &mut Part<'_, '_>,
+    lay: Layout,
+    fanout: usize,
+    key_size: usize,
+    targets: &[Target],
+    tops: &mut Vec<u32>,
+    seps: &mut Vec<Entry>,
+    levels: usize,
+) -> PartDone {
+    let mut done = PartDone {
+        inserted: Vec::with_capacity(targets.len()),
+        splits: Vec::new(),
+        work: TreeWork::default(),
+    };
+    let mut ins = Inserter::new(part, lay, fanout, key_size);
+    let mut path = Vec::new();
+    let mut cur = 0usize;
+    for (i, t) in targets.iter().enumerate() {
+        // One insert makes at most a leaf and an internal node per level below the root.
+        if ins.store.pool_leaves.is_empty() || ins.store.pool_internals.len() < levels {
+            break;
+        }
+        // The root's search: the child after the last separator <= t.
+        while cur < seps.len() && cmp_entry(lay, &seps[cur], t) != Ordering::Greater {
+            cur += 1;
+        }
+        path.clear();
+        let (new, split) = ins.insert(tops[cur], t, &mut path);
+        done.inserted.push(new);
+        if let Some(s) = split {
+            tops.insert(cur + 1, s.right);
+            seps.insert(cur, s.sep);
+            done.splits.push((i, s));
+        }
+    }
+    done.work = ins.work;
+    done
 }
 
 /// An order-statistic B+tree of `(key, id)` entries.
@@ -353,7 +711,7 @@ impl BTree {
 
     /// `(leaves, internal nodes)`.
     pub fn nodes(&self) -> (u64, u64) {
-        (self.leaves.len as u64, self.internals.len as u64)
+        (self.leaves.used() as u64, self.internals.used() as u64)
     }
 
     /// Bytes of all nodes in the paper's layout ([`node_bytes`]).
@@ -366,6 +724,21 @@ impl BTree {
     /// root each. What to have room for before inserting.
     pub fn growth_bound_bytes(&self, inserts: u64) -> u64 {
         inserts * (self.height as u64 + 1) * node_bytes(self.key_size, self.fanout, true)
+    }
+
+    /// Most bytes (paper's layout) that `inserts` more inserts can add, counted closer than
+    /// [`BTree::growth_bound_bytes`] for many inserts at once: a node split in half takes at least half a
+    /// node's entries more to split again, so beyond one split of every node there now, each level splits
+    /// at most once per half a fanout of splits below it.
+    pub fn batch_growth_bound_bytes(&self, inserts: u64) -> u64 {
+        let half = (self.fanout as u64).div_ceil(2);
+        let (leaves, internals) = self.nodes();
+        let leaf_splits = inserts.min(leaves + inserts / half + 1);
+        // Internal splits: every node once, then per level a split per `half` splits below (the levels'
+        // sum at most twice the first's, counting the nodes' own splits again), and a new root per level.
+        let internal_splits = 2 * internals + 2 * (leaf_splits / half + 1) + self.height as u64 + 1;
+        leaf_splits * node_bytes(self.key_size, self.fanout, false)
+            + internal_splits * node_bytes(self.key_size, self.fanout, true)
     }
 
     /// The work done since the last call.
@@ -384,21 +757,45 @@ impl BTree {
     /// Walks from the root to the leaf where `t` belongs, recording `(node, child index)` of every internal
     /// node in `path`; returns the leaf, `t`'s position in it, and the internal nodes' visits and compares.
     fn descend(&self, t: &Target, path: &mut Vec<(u32, usize)>) -> (u32, usize, u64, u64) {
-        let lay = self.layout;
         path.clear();
-        let (mut visits, mut compares) = (0u64, 0u64);
-        let mut id_n = self.root;
-        while id_n & INTERNAL != 0 {
-            let node = self.node(id_n);
-            let seps = node[0] as usize - 1;
-            let ci = lay.search(node, seps, t, true);
-            visits += 1;
-            compares += binary_compares(seps);
-            path.push((id_n, ci));
-            id_n = node[lay.children() + ci] as u32;
+        descend(self, self.layout, self.root, t, path)
+    }
+
+    /// An inserter over the tree's own arenas; its work is added to the tree's when `f` returns.
+    fn with_inserter<R>(&mut self, f: impl FnOnce(&mut Inserter<'_, Arenas<'_>>) -> R) -> R {
+        let mut store = Arenas { leaves: &mut self.leaves, internals: &mut self.internals };
+        let mut ins = Inserter::new(&mut store, self.layout, self.fanout, self.key_size);
+        ins.scratch = std::mem::take(&mut self.scratch);
+        let r = f(&mut ins);
+        self.scratch = std::mem::take(&mut ins.scratch);
+        let work = ins.work;
+        self.add_work(work);
+        r
+    }
+
+    fn add_work(&self, more: TreeWork) {
+        let mut w = self.work.get();
+        w.visits += more.visits;
+        w.compares += more.compares;
+        w.moved_bytes += more.moved_bytes;
+        self.work.set(w);
+    }
+
+    /// A new root above the two halves of the old one.
+    fn new_root(&mut self, s: Split) {
+        let lay = self.layout;
+        let root = self.new_internal();
+        let node = self.node_mut(root);
+        for (j, w) in s.sep.iter().enumerate().take(lay.kw + 1) {
+            node[lay.col(j)] = *w;
         }
-        let leaf = self.node(id_n);
-        (id_n, lay.search(leaf, leaf[0] as usize, t, false), visits, compares)
+        node[lay.children()] = s.left as u64;
+        node[lay.children() + 1] = s.right as u64;
+        node[lay.counts()] = s.left_n;
+        node[lay.counts() + 1] = s.right_n;
+        node[0] = 2;
+        self.root = root;
+        self.height += 1;
     }
 
     /// Inserts `(key, id)`; false if that exact entry is already present.
@@ -407,141 +804,175 @@ impl BTree {
     /// If `key` is not `key_size` bytes long.
     pub fn insert(&mut self, key: &[u8], id: u64) -> bool {
         assert_eq!(key.len(), self.key_size, "key of the wrong size");
-        let lay = self.layout;
         let t = self.target(key, id);
+        self.insert_target(&t)
+    }
+
+    fn insert_target(&mut self, t: &Target) -> bool {
         let mut path = std::mem::take(&mut self.path);
-        let (id_n, pos, mut visits, mut compares) = self.descend(&t, &mut path);
-        let leaf = self.node(id_n);
-        let n = leaf[0] as usize;
-        visits += 1;
-        compares += binary_compares(n);
-        if pos < n && lay.cmp(leaf, pos, &t) == Ordering::Equal {
+        path.clear();
+        let root = self.root;
+        let (inserted, split) = self.with_inserter(|ins| ins.insert(root, t, &mut path));
+        if let Some(s) = split {
+            self.new_root(s);
+        }
+        self.len += inserted as u64;
+        self.path = path;
+        inserted
+    }
+
+    /// Inserts `entries`, sorted by `(key, id)`, as [`BTree::insert`] would one after another: the same
+    /// tree, the same counted work; returns whether each entry was new. Two threads share the work when
+    /// the batch is large and the root has children: the entries below the root's first children go to
+    /// one, the rest to the other, and each inserts into its own subtrees (and makes its nodes at ids set
+    /// aside for it beforehand). What those inserts would have done at the root (a visit and a search per
+    /// entry, a count raised, a separator added when a child split, the root split in turn) is then
+    /// replayed here in the entries' order, which is the order one thread would have done it in: the
+    /// root's children never see each other's entries, so only the root's state depends on the order.
+    ///
+    /// # Panics
+    /// If a key has the wrong size; debug builds also check the order.
+    pub fn insert_sorted(&mut self, entries: &[(&[u8], u64)]) -> Vec<bool> {
+        let targets: Vec<Target> = entries
+            .iter()
+            .map(|&(k, id)| {
+                assert_eq!(k.len(), self.key_size, "key of the wrong size");
+                self.target(k, id)
+            })
+            .collect();
+        let lay = self.layout;
+        debug_assert!(
+            targets.windows(2).all(|w| cmp_entry(lay, &w[0].entry(lay), &w[1]) != Ordering::Greater),
+            "insert_sorted needs entries in order"
+        );
+        let parallel = targets.len() >= PARALLEL_MIN
+            && self.root & INTERNAL != 0
+            && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+        let Some((j, s)) = parallel.then(|| self.halves(&targets)).flatten() else {
+            return targets.iter().map(|t| self.insert_target(t)).collect();
+        };
+        // The root's children and separators, cut at child `j`.
+        let root = self.node(self.root);
+        let kids = root[0] as usize;
+        let children: Vec<u32> =
+            root[lay.children()..lay.children() + kids].iter().map(|&c| c as u32).collect();
+        let seps: Vec<Entry> = (0..kids - 1)
+            .map(|i| {
+                let mut e = [0u64; MAX_KW + 1];
+                for (w, x) in e.iter_mut().enumerate().take(lay.kw + 1) {
+                    *x = root[lay.col(w) + i];
+                }
+                e
+            })
+            .collect();
+        // Internal levels between the root and the leaves: the most internal nodes one insert makes there.
+        let levels = self.height as usize - 2;
+        let top_height = self.height - 1;
+        let mut parts = [
+            (0..s, children[..j].to_vec(), seps[..j - 1].to_vec()),
+            (s..targets.len(), children[j..].to_vec(), seps[j..].to_vec()),
+        ]
+        .map(|(range, tops, seps)| {
+            let n = range.end - range.start;
+            let leaves: Vec<u32> = (0..n / 8 + 8).map(|_| self.leaves.alloc() as u32).collect();
+            let internals: Vec<u32> =
+                (0..n / 32 + 2 * levels + 8).map(|_| self.internals.alloc() as u32 | INTERNAL).collect();
+            (range, tops, seps, leaves, internals)
+        });
+        let (fanout, ks) = (self.fanout, self.key_size);
+        let (leaf_words, internal_words) = (self.leaves.words, self.internals.words);
+        let mut leaf_claims = Claims::new(&mut self.leaves.chunks, CHUNK_NODES, leaf_words);
+        let mut internal_claims = Claims::new(&mut self.internals.chunks, CHUNK_NODES, internal_words);
+        let [l0, l1] = leaf_claims.claimants::<2>();
+        let [i0, i1] = internal_claims.claimants::<2>();
+        let targets = &targets;
+        let run = |(range, tops, seps, leaves, internals): &mut Half, leaf_c, internal_c| {
+            let mut part = Part {
+                leaves: leaf_c,
+                internals: internal_c,
+                pool_leaves: std::mem::take(leaves),
+                pool_internals: std::mem::take(internals),
+            };
+            let done = run_part(&mut part, lay, fanout, ks, &targets[range.clone()], tops, seps, levels);
+            *leaves = part.pool_leaves;
+            *internals = part.pool_internals;
+            done
+        };
+        let [first, second] = &mut parts;
+        let (a, b) = std::thread::scope(|scope| {
+            let other = scope.spawn(|| run(first, l0, i0));
+            let b = run(second, l1, i1);
+            (other.join().expect("the other half of an insert does not panic"), b)
+        });
+        drop((leaf_claims, internal_claims));
+        for (_, _, _, leaves, internals) in &parts {
+            self.leaves.free.extend(leaves.iter().rev());
+            self.internals.free.extend(internals.iter().rev().map(|i| i & !INTERNAL));
+        }
+        let mut inserted = Vec::with_capacity(targets.len());
+        for (done, (range, ..)) in [a, b].into_iter().zip(&parts) {
+            self.add_work(done.work);
+            self.len += done.inserted.iter().filter(|&&n| n).count() as u64;
+            self.replay(&targets[range.start..range.start + done.inserted.len()], &done, top_height);
+            inserted.extend_from_slice(&done.inserted);
+            for t in &targets[range.start + done.inserted.len()..range.end] {
+                inserted.push(self.insert_target(t));
+            }
+        }
+        inserted
+    }
+
+    /// Where [`BTree::insert_sorted`] cuts `targets` (sorted): the first child of the root the second half
+    /// goes below and the first target that goes there, both halves non-empty and as even as the root's
+    /// children allow; none if every target goes below one child.
+    fn halves(&self, targets: &[Target]) -> Option<(usize, usize)> {
+        let lay = self.layout;
+        let root = self.node(self.root);
+        let seps = root[0] as usize - 1;
+        let child = |t: &Target| lay.search(root, seps, t, true);
+        let m = targets.len();
+        let mid = child(&targets[m / 2]);
+        [mid, mid + 1]
+            .into_iter()
+            .filter(|&j| j >= 1 && j <= seps)
+            .map(|j| (j, targets.partition_point(|t| child(t) < j)))
+            .filter(|&(_, s)| s > 0 && s < m)
+            .min_by_key(|&(_, s)| s.abs_diff(m / 2))
+    }
+
+    /// Does at the levels above the root's children (`top_height` levels up from the leaves) what the
+    /// inserts of `targets` that a thread carried out below them would have done there, in order.
+    fn replay(&mut self, targets: &[Target], done: &PartDone, top_height: u32) {
+        let lay = self.layout;
+        let mut path = std::mem::take(&mut self.path);
+        let mut splits = done.splits.iter().peekable();
+        for (i, t) in targets.iter().enumerate() {
+            path.clear();
+            let (mut id_n, mut visits, mut compares) = (self.root, 0u64, 0u64);
+            for _ in 0..self.height - top_height {
+                let node = self.node(id_n);
+                let seps = node[0] as usize - 1;
+                let ci = lay.search(node, seps, t, true);
+                visits += 1;
+                compares += binary_compares(seps);
+                path.push((id_n, ci));
+                id_n = node[lay.children() + ci] as u32;
+            }
             self.count(visits, compares, 0);
-            self.path = path;
-            return false;
-        }
-        for &(p, ci) in &path {
-            let c = lay.counts();
-            self.node_mut(p)[c + ci] += 1;
-        }
-        let mut vals = [0u64; MAX_KW + 1];
-        vals[..lay.kw].copy_from_slice(&t.words[..lay.kw]);
-        vals[lay.kw] = id;
-        let leaf = self.node_mut(id_n);
-        lay.insert_at(leaf, lay.kw + 1, n, pos, &vals);
-        leaf[0] += 1;
-        self.len += 1;
-        self.count(visits, compares, (n - pos) as u64);
-        if n + 1 > self.fanout {
-            self.split_leaf(id_n, &mut path);
+            if done.inserted[i] {
+                for &(p, ci) in &path {
+                    let c = lay.counts();
+                    self.node_mut(p)[c + ci] += 1;
+                }
+            }
+            while let Some((_, s)) = splits.next_if(|(at, _)| *at == i) {
+                debug_assert_eq!(s.left, id_n, "a split of the child the entry went to");
+                if let Some(up) = self.with_inserter(|ins| ins.push_up(*s, &mut path)) {
+                    self.new_root(up);
+                }
+            }
         }
         self.path = path;
-        true
-    }
-
-    /// Splits an overfull leaf in half and pushes the new separator up the path.
-    fn split_leaf(&mut self, left: u32, path: &mut Vec<(u32, usize)>) {
-        let lay = self.layout;
-        let right = self.new_leaf();
-        let mut moved = std::mem::take(&mut self.scratch);
-        moved.clear();
-        let node = self.node_mut(left);
-        let n = node[0] as usize;
-        let h = n / 2;
-        for j in 0..=lay.kw {
-            moved.extend_from_slice(&node[lay.col(j) + h..lay.col(j) + n]);
-        }
-        node[0] = h as u64;
-        let next = std::mem::replace(&mut node[1], right as u64);
-        let r = n - h;
-        let rnode = self.node_mut(right);
-        for j in 0..=lay.kw {
-            rnode[lay.col(j)..lay.col(j) + r].copy_from_slice(&moved[j * r..(j + 1) * r]);
-        }
-        rnode[0] = r as u64;
-        rnode[1] = next;
-        // The separator: the right leaf's first entry.
-        let mut sep = [0u64; MAX_KW + 1];
-        for (j, s) in sep.iter_mut().enumerate().take(lay.kw + 1) {
-            *s = moved[j * r];
-        }
-        self.scratch = moved;
-        self.count(1, 0, r as u64);
-        self.push_up(left, right, h as u64, r as u64, sep, path);
-    }
-
-    /// Inserts separator `sep` (key words, then id) and child `right` after child `left` in the parent on
-    /// top of `path` (a new root if there is none), splitting parents that overfill.
-    fn push_up(
-        &mut self,
-        left: u32,
-        right: u32,
-        left_n: u64,
-        right_n: u64,
-        sep: [u64; MAX_KW + 1],
-        path: &mut Vec<(u32, usize)>,
-    ) {
-        let lay = self.layout;
-        let Some((parent, ci)) = path.pop() else {
-            let root = self.new_internal();
-            let node = self.node_mut(root);
-            for (j, s) in sep.iter().enumerate().take(lay.kw + 1) {
-                node[lay.col(j)] = *s;
-            }
-            node[lay.children()] = left as u64;
-            node[lay.children() + 1] = right as u64;
-            node[lay.counts()] = left_n;
-            node[lay.counts() + 1] = right_n;
-            node[0] = 2;
-            self.root = root;
-            self.height += 1;
-            return;
-        };
-        let node = self.node_mut(parent);
-        let children = node[0] as usize;
-        // Separator ci goes before the old separator ci (it bounds the new child ci + 1).
-        lay.insert_at(node, lay.kw + 1, children - 1, ci, &sep);
-        let (ch, co) = (lay.children(), lay.counts());
-        node.copy_within(ch + ci + 1..ch + children, ch + ci + 2);
-        node[ch + ci + 1] = right as u64;
-        node.copy_within(co + ci + 1..co + children, co + ci + 2);
-        node[co + ci] = left_n;
-        node[co + ci + 1] = right_n;
-        node[0] += 1;
-        self.count(0, 0, (children - ci - 1) as u64);
-        if children < self.fanout {
-            return;
-        }
-        // Overfull: children [h..) move to a new node, separator h-1 goes up.
-        let children = children + 1;
-        let h = children / 2;
-        let new = self.new_internal();
-        let mut moved = std::mem::take(&mut self.scratch);
-        moved.clear();
-        let node = self.node_mut(parent);
-        let mut up = [0u64; MAX_KW + 1];
-        let rs = children - 1 - h; // separators that move
-        for (j, u) in up.iter_mut().enumerate().take(lay.kw + 1) {
-            *u = node[lay.col(j) + h - 1];
-            moved.extend_from_slice(&node[lay.col(j) + h..lay.col(j) + h + rs]);
-        }
-        moved.extend_from_slice(&node[ch + h..ch + children]);
-        moved.extend_from_slice(&node[co + h..co + children]);
-        let l_n: u64 = node[co..co + h].iter().sum();
-        node[0] = h as u64;
-        let rc = children - h;
-        let rnode = self.node_mut(new);
-        for j in 0..=lay.kw {
-            rnode[lay.col(j)..lay.col(j) + rs].copy_from_slice(&moved[j * rs..(j + 1) * rs]);
-        }
-        let base = (lay.kw + 1) * rs;
-        rnode[ch..ch + rc].copy_from_slice(&moved[base..base + rc]);
-        rnode[co..co + rc].copy_from_slice(&moved[base + rc..base + 2 * rc]);
-        rnode[0] = rc as u64;
-        let r_n: u64 = rnode[co..co + rc].iter().sum();
-        self.scratch = moved;
-        self.count(1, 0, rc as u64);
-        self.push_up(parent, new, l_n, r_n, up, path);
     }
 
     /// Removes `(key, id)`; false if it is not there. Nodes are never merged.
@@ -932,6 +1363,49 @@ mod tests {
 
     fn contents(t: &BTree) -> Vec<(Vec<u8>, u64)> {
         t.iter_from(0).map(|(k, id)| (k.to_vec(), id)).collect()
+    }
+
+    /// Batches of sorted entries (random keys from a small alphabet, so some repeat and some entries are
+    /// already in the tree) inserted by `insert_sorted` and one by one: the same entries, nodes, height
+    /// and counted work, every invariant holding, for fanouts small enough that the root splits and the
+    /// ids set aside for a half run out (the rest of it is then inserted here, one by one).
+    #[test]
+    fn sorted_batches_on_two_threads_make_the_tree_one_thread_makes() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        for (fanout, ks, batch, batches, alphabet) in
+            [(4, 3, 1500, 6, 6u8), (7, 10, 2000, 5, 255), (128, 10, 8192, 12, 255), (16, 9, 1100, 8, 3)]
+        {
+            let mut rng = SmallRng::seed_from_u64(fanout as u64 * 31 + ks as u64);
+            let (mut par, mut seq) = (BTree::new(ks, fanout), BTree::new(ks, fanout));
+            for b in 0..batches {
+                let mut entries: Vec<(Vec<u8>, u64)> = (0..batch)
+                    .map(|_| {
+                        let key: Vec<u8> = (0..ks).map(|_| rng.gen_range(0..alphabet)).collect();
+                        // Ids from a range wider than the batch, so some entries repeat exactly.
+                        (key, rng.gen_range(0..(batch as u64 * (b + 1) as u64)))
+                    })
+                    .collect();
+                entries.sort();
+                entries.dedup();
+                let refs: Vec<(&[u8], u64)> = entries.iter().map(|(k, id)| (&k[..], *id)).collect();
+                let (before, bound) =
+                    (par.footprint_bytes(), par.batch_growth_bound_bytes(refs.len() as u64));
+                let got = par.insert_sorted(&refs);
+                assert!(
+                    par.footprint_bytes() - before <= bound,
+                    "fanout {fanout}, batch {b}: grew past the bound"
+                );
+                let want: Vec<bool> = refs.iter().map(|&(k, id)| seq.insert(k, id)).collect();
+                assert_eq!(got, want, "fanout {fanout}, batch {b}");
+                assert_eq!(par.take_work(), seq.take_work(), "fanout {fanout}, batch {b}");
+                assert_eq!((par.len(), par.height(), par.nodes()), (seq.len(), seq.height(), seq.nodes()));
+                par.check().unwrap();
+            }
+            assert_eq!(contents(&par), contents(&seq), "fanout {fanout}");
+            assert!(par.height() >= 3, "fanout {fanout}: the root's children are internal nodes");
+            assert_eq!(par.footprint_bytes(), seq.footprint_bytes());
+        }
     }
 
     #[test]

@@ -398,6 +398,57 @@ fn an_index_that_outgrows_device_memory_fails_clearly_and_the_data_stays_readabl
     dev.close().unwrap();
 }
 
+/// A write of many records is indexed at once (two threads insert below different children of the
+/// root): the index takes the device memory that inserting them one by one in key order takes, growing in
+/// steps of 64 nodes whenever the tree, with room for one more insert, needs more than it holds. The
+/// reference here inserts them so into a tree of its own and follows that rule.
+#[test]
+fn an_index_takes_the_memory_of_one_by_one_inserts_when_a_write_is_indexed_at_once() {
+    use insitu_kernels::btree::{node_bytes, BTree};
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Profile::load("tiny").unwrap();
+    p.device.memory_bytes = 64 << 20;
+    let dev = transport::in_process(Device::format(&dir.path().join("d"), 0, p, 64 << 20).unwrap());
+    let (n, size, ks) = (40_000usize, 16usize, 8usize);
+    let mut data = vec![0u8; n * size];
+    SmallRng::seed_from_u64(23).fill(&mut data[..]);
+    // A first write makes the tree a few levels deep; the second is indexed at once.
+    let first = 8_192usize;
+    let available = |dev: &DeviceClient| dev.call(IndexStatus).unwrap().memory_available;
+    let before = available(&dev);
+    let config = tree(1, 0, size as u32, 0, ks as u32, n as u64, true);
+    dev.call(ConfigureIndex { config: config.clone() }).unwrap();
+    let held0 = before - available(&dev);
+    write(&dev, 0, &data[..first * size], first * size / PS);
+    write(&dev, (first * size / PS) as u64, &data[first * size..], (n - first) * size / PS + 1);
+    let held = before - available(&dev);
+
+    let fanout = config.fanout as usize;
+    let step = 64 * node_bytes(ks, fanout, true);
+    let bitmap = (n as u64).div_ceil(64) * 8;
+    let (mut t, mut reserved) = (BTree::new(ks, fanout), held0);
+    for range in [0..first, first..n] {
+        let mut batch: Vec<(&[u8], u64)> =
+            range.map(|i| (&data[i * size..i * size + ks], i as u64)).collect();
+        batch.sort();
+        for (k, id) in batch {
+            let need = bitmap + t.footprint_bytes() + t.growth_bound_bytes(1);
+            if need > reserved {
+                reserved += (need - reserved).max(step);
+            }
+            t.insert(k, id);
+        }
+    }
+    assert!(t.height() >= 3, "the second write goes below internal children of the root");
+    assert_eq!(held, reserved);
+    let st = dev.call(IndexStatus).unwrap();
+    assert_eq!(
+        (st.indexes[0].height, st.indexes[0].leaves, st.indexes[0].internal_nodes),
+        (t.height(), t.nodes().0, t.nodes().1)
+    );
+    assert_eq!(read(&dev, 0, n * size), sorted(&data, size, 0, ks));
+}
+
 #[test]
 fn indexes_are_loaded_after_a_clean_stop_and_rebuilt_after_an_unclean_one() {
     let dir = tempfile::tempdir().unwrap();

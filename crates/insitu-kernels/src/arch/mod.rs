@@ -1,5 +1,6 @@
 //! Architecture-specific kernels. Each has a scalar reference beside it and a property test comparing them.
 
+pub mod claim;
 mod portable;
 mod radix;
 #[cfg(target_arch = "x86_64")]

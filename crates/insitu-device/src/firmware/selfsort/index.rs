@@ -204,6 +204,11 @@ impl Index {
         })
     }
 
+    /// Bytes of device memory the index takes at a time as its tree grows.
+    fn grow_step(&self) -> u64 {
+        GROW_NODES * insitu_kernels::btree::node_bytes(self.tree.key_size(), self.tree.fanout(), true)
+    }
+
     /// Inserts record `rid` with `key`, the next of [`Index::insert_batch`]'s entries in key order. Device
     /// memory for the nodes an insert may add is checked first: when it is exhausted, nothing changes and
     /// the error says so.
@@ -211,9 +216,7 @@ impl Index {
         self.build();
         let need = self.needed_bytes() + self.tree.growth_bound_bytes(1);
         if need > self.memory.bytes() {
-            let step = GROW_NODES
-                * insitu_kernels::btree::node_bytes(self.tree.key_size(), self.tree.fanout(), true);
-            let want = (need - self.memory.bytes()).max(step);
+            let want = (need - self.memory.bytes()).max(self.grow_step());
             if self.grow(fw, want, "the B+tree").is_err() {
                 self.grow(fw, need - self.memory.bytes(), "the B+tree")?;
             }
@@ -229,8 +232,9 @@ impl Index {
     /// completes) in key order rather than record order: the same entries, but the inserts then visit
     /// the leaves in order, which the host's caches reward (about twice as fast for large trees). The
     /// firmware modeled inserts them one by one as they come, so the sort is not counted as its work;
-    /// the inserts' work is (it differs from record order's by about 1%). Stops at the first failure
-    /// (device memory), the records before it inserted.
+    /// the inserts' work is (it differs from record order's by about 1%). A large batch is inserted by two
+    /// threads ([`BTree::insert_sorted`]: the same tree and work). Stops at the first failure (device
+    /// memory), the records before it inserted.
     pub fn insert_batch(&mut self, fw: &FirmwareContext<'_>, keys: &[u8], rids: &[u64]) -> Result<()> {
         let ks = self.config.key_size as usize;
         debug_assert_eq!(keys.len(), rids.len() * ks);
@@ -250,6 +254,30 @@ impl Index {
             order.sort_unstable_by(|a, b| {
                 a.0.cmp(&b.0).then_with(|| key(a.2 as usize).cmp(key(b.2 as usize))).then(a.1.cmp(&b.1))
             });
+        }
+        // All but the last at once, on two threads, when device memory has room for the most they can
+        // add: then no insert of them would have failed, and the memory they take is what inserts one
+        // by one would have taken (below).
+        if let Some(((_, rid, i), most)) = order.split_last() {
+            self.build();
+            let bound = self.tree.batch_growth_bound_bytes(most.len() as u64) + self.grow_step();
+            if most.len() > 1 && self.needed_bytes() + bound <= self.memory.bytes() + fw.memory_available() {
+                let entries: Vec<(&[u8], u64)> =
+                    most.iter().map(|&(_, rid, i)| (key(i as usize), rid)).collect();
+                let new = self.tree.insert_sorted(&entries);
+                for (&(_, rid), new) in entries.iter().zip(new) {
+                    if new {
+                        self.set_indexed(rid, true);
+                    }
+                }
+                // One by one, memory grows a step whenever the tree with room for one more insert needs
+                // more than the index holds, checked before each insert; what the tree needs only grows,
+                // so the check before the last insert decides how many steps.
+                while self.needed_bytes() + self.tree.growth_bound_bytes(1) > self.memory.bytes() {
+                    self.grow(fw, self.grow_step(), "the B+tree")?;
+                }
+                return self.insert(fw, key(*i as usize), *rid);
+            }
         }
         for (_, rid, i) in order {
             self.insert(fw, key(i as usize), rid)?;
