@@ -735,10 +735,18 @@ impl BTree {
         let (leaves, internals) = self.nodes();
         let leaf_splits = inserts.min(leaves + inserts / half + 1);
         // Internal splits: every node once, then per level a split per `half` splits below (the levels'
-        // sum at most twice the first's, counting the nodes' own splits again), and a new root per level.
-        let internal_splits = 2 * internals + 2 * (leaf_splits / half + 1) + self.height as u64 + 1;
+        // sum at most twice the first's, counting the nodes' own splits again), and a new root per level
+        // the tree can gain (a level per doubling of the leaves at least).
+        let internal_splits = 2 * internals + 2 * (leaf_splits / half + 1) + self.new_levels_bound(inserts);
         leaf_splits * node_bytes(self.key_size, self.fanout, false)
             + internal_splits * node_bytes(self.key_size, self.fanout, true)
+    }
+
+    /// Most levels `inserts` more inserts can add: the leaves at most double per level added.
+    pub fn new_levels_bound(&self, inserts: u64) -> u64 {
+        let (leaves, _) = self.nodes();
+        let most = leaves + inserts + 1;
+        u64::from(64 - most.leading_zeros()) + 1
     }
 
     /// The work done since the last call.
@@ -830,8 +838,10 @@ impl BTree {
     /// replayed here in the entries' order, which is the order one thread would have done it in: the
     /// root's children never see each other's entries, so only the root's state depends on the order.
     ///
+    /// Entries out of order are inserted one by one.
+    ///
     /// # Panics
-    /// If a key has the wrong size; debug builds also check the order.
+    /// If a key has the wrong size.
     pub fn insert_sorted(&mut self, entries: &[(&[u8], u64)]) -> Vec<bool> {
         let targets: Vec<Target> = entries
             .iter()
@@ -841,11 +851,10 @@ impl BTree {
             })
             .collect();
         let lay = self.layout;
-        debug_assert!(
-            targets.windows(2).all(|w| cmp_entry(lay, &w[0].entry(lay), &w[1]) != Ordering::Greater),
-            "insert_sorted needs entries in order"
-        );
-        let parallel = targets.len() >= PARALLEL_MIN
+        // Entries out of order would reach the wrong children of the root: those are inserted one by one.
+        let sorted = targets.windows(2).all(|w| cmp_entry(lay, &w[0].entry(lay), &w[1]) != Ordering::Greater);
+        let parallel = sorted
+            && targets.len() >= PARALLEL_MIN
             && self.root & INTERNAL != 0
             && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
         let Some((j, s)) = parallel.then(|| self.halves(&targets)).flatten() else {
@@ -1402,6 +1411,17 @@ mod tests {
                 assert_eq!((par.len(), par.height(), par.nodes()), (seq.len(), seq.height(), seq.nodes()));
                 par.check().unwrap();
             }
+            // A batch out of order is inserted one by one, and right.
+            let mut late: Vec<(Vec<u8>, u64)> = (0..1500u64)
+                .map(|i| ((0..ks).map(|_| rng.gen_range(0..alphabet)).collect(), 1 << 40 | i))
+                .collect();
+            late.sort();
+            late.reverse();
+            let refs: Vec<(&[u8], u64)> = late.iter().map(|(k, id)| (&k[..], *id)).collect();
+            assert!(par.insert_sorted(&refs).iter().all(|&n| n));
+            refs.iter().for_each(|&(k, id)| assert!(seq.insert(k, id)));
+            assert_eq!(par.take_work(), seq.take_work(), "fanout {fanout}, out of order");
+            par.check().unwrap();
             assert_eq!(contents(&par), contents(&seq), "fanout {fanout}");
             assert!(par.height() >= 3, "fanout {fanout}: the root's children are internal nodes");
             assert_eq!(par.footprint_bytes(), seq.footprint_bytes());

@@ -19,6 +19,8 @@ use crate::meters::Meters;
 
 /// Physical page of an unmapped logical page (it reads as zeros).
 const UNMAPPED: Ppn = Ppn::MAX;
+/// Bytes read at once when loading (the flash stays locked for one piece, not the range).
+const LOAD_PIECE_BYTES: u64 = 4 << 20;
 /// Pieces a gather looks ahead to prefetch.
 const AHEAD: usize = 8;
 
@@ -42,22 +44,33 @@ impl Resident {
     /// Reads logical pages `lba..lba + pages` through the FTL (checked, and counted as
     /// [`FirmwareContext::read_lba`] counts them) and holds them.
     pub fn load(fw: &FirmwareContext<'_>, lba: u64, pages: u64) -> Result<Resident> {
-        let flash = fw.media.read();
-        let ps = flash.page_size() as u64;
-        let held = match flash.in_place().map(|view| view.epoch) {
-            Some(epoch) => {
-                flash.lba_read_with(lba, pages, |_| Ok(()))?;
-                let ppns =
-                    flash.lba_locations(lba, pages)?.into_iter().map(|p| p.unwrap_or(UNMAPPED)).collect();
-                Held::InPlace { ppns, epoch }
-            }
-            None => {
-                let mut data = vec![0u8; (pages * ps) as usize];
-                flash.lba_read(lba, &mut data)?;
-                Held::Copy(data)
-            }
+        let (ps, in_place) = {
+            let flash = fw.media.read();
+            (flash.page_size() as u64, flash.in_place().is_some())
         };
+        // In pieces, the flash locked for one at a time (writers wait for a piece, not for the range).
+        let piece = (LOAD_PIECE_BYTES / ps).max(1);
+        let mut data = if in_place { Vec::new() } else { vec![0u8; (pages * ps) as usize] };
+        for at in (0..pages).step_by(piece as usize) {
+            let n = piece.min(pages - at);
+            let flash = fw.media.read();
+            if in_place {
+                flash.lba_read_with(lba + at, n, |_| Ok(()))?;
+            } else {
+                flash.lba_read(lba + at, &mut data[(at * ps) as usize..((at + n) * ps) as usize])?;
+            }
+        }
         Meters::add(&fw.meters.flash_to_device_mem, pages * ps);
+        let held = if in_place {
+            // Where the pages lie now: any that garbage collection moved meanwhile were checked as it
+            // copied them.
+            let flash = fw.media.read();
+            let epoch = flash.in_place().expect("media that hands its pages in place").epoch;
+            let ppns = flash.lba_locations(lba, pages)?.into_iter().map(|p| p.unwrap_or(UNMAPPED)).collect();
+            Held::InPlace { ppns, epoch }
+        } else {
+            Held::Copy(data)
+        };
         Ok(Resident { lba, page_size: ps, held })
     }
 

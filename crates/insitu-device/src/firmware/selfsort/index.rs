@@ -260,7 +260,12 @@ impl Index {
         // by one would have taken (below).
         if let Some(((_, rid, i), most)) = order.split_last() {
             self.build();
-            let bound = self.tree.batch_growth_bound_bytes(most.len() as u64) + self.grow_step();
+            // The most the batch can add, then room for one more insert at the tallest the tree can be
+            // and a step's rounding: what the memory below may grow to.
+            let inserts = most.len() as u64;
+            let room = (self.tree.height() as u64 + 1 + self.tree.new_levels_bound(inserts))
+                * insitu_kernels::btree::node_bytes(self.tree.key_size(), self.tree.fanout(), true);
+            let bound = self.tree.batch_growth_bound_bytes(inserts) + room + self.grow_step();
             if most.len() > 1 && self.needed_bytes() + bound <= self.memory.bytes() + fw.memory_available() {
                 let entries: Vec<(&[u8], u64)> =
                     most.iter().map(|&(_, rid, i)| (key(i as usize), rid)).collect();
@@ -273,8 +278,14 @@ impl Index {
                 // One by one, memory grows a step whenever the tree with room for one more insert needs
                 // more than the index holds, checked before each insert; what the tree needs only grows,
                 // so the check before the last insert decides how many steps.
+                // (Only memory another command took meanwhile can make a step fail: then, as an insert
+                // does, the least that is needed, and an error if even that is gone.)
                 while self.needed_bytes() + self.tree.growth_bound_bytes(1) > self.memory.bytes() {
-                    self.grow(fw, self.grow_step(), "the B+tree")?;
+                    if self.grow(fw, self.grow_step(), "the B+tree").is_err() {
+                        let short =
+                            self.needed_bytes() + self.tree.growth_bound_bytes(1) - self.memory.bytes();
+                        self.grow(fw, short, "the B+tree")?;
+                    }
                 }
                 return self.insert(fw, key(*i as usize), *rid);
             }
