@@ -399,9 +399,9 @@ fn an_index_that_outgrows_device_memory_fails_clearly_and_the_data_stays_readabl
 }
 
 /// A write of many records is indexed at once (two threads insert below different children of the
-/// root): the index takes the device memory that inserting them one by one in key order takes, growing in
-/// steps of 64 nodes whenever the tree, with room for one more insert, needs more than it holds. The
-/// reference here inserts them so into a tree of its own and follows that rule.
+/// root): the index takes the device memory, and counts the work, of inserting them one by one in key
+/// order, growing in steps of 64 nodes whenever the tree, with room for one more insert, needs more than
+/// it holds. The reference here inserts them so into a tree of its own and follows that rule.
 #[test]
 fn an_index_takes_the_memory_of_one_by_one_inserts_when_a_write_is_indexed_at_once() {
     use insitu_kernels::btree::{node_bytes, BTree};
@@ -409,9 +409,14 @@ fn an_index_takes_the_memory_of_one_by_one_inserts_when_a_write_is_indexed_at_on
     let mut p = Profile::load("tiny").unwrap();
     p.device.memory_bytes = 64 << 20;
     let dev = transport::in_process(Device::format(&dir.path().join("d"), 0, p, 64 << 20).unwrap());
-    let (n, size, ks) = (40_000usize, 16usize, 8usize);
+    // 10-byte keys whose first 8 bytes take two values: the batch's order comes from the last two.
+    let (n, size, ks) = (40_000usize, 16usize, 10usize);
     let mut data = vec![0u8; n * size];
     SmallRng::seed_from_u64(23).fill(&mut data[..]);
+    for r in data.chunks_mut(size) {
+        r[0] &= 1;
+        r[1..8].fill(0);
+    }
     // A first write makes the tree a few levels deep; the second is indexed at once.
     let first = 8_192usize;
     let available = |dev: &DeviceClient| dev.call(IndexStatus).unwrap().memory_available;
@@ -422,6 +427,7 @@ fn an_index_takes_the_memory_of_one_by_one_inserts_when_a_write_is_indexed_at_on
     write(&dev, 0, &data[..first * size], first * size / PS);
     write(&dev, (first * size / PS) as u64, &data[first * size..], (n - first) * size / PS + 1);
     let held = before - available(&dev);
+    let work = dev.call(Statistics).unwrap().work;
 
     let fanout = config.fanout as usize;
     let step = 64 * node_bytes(ks, fanout, true);
@@ -441,6 +447,13 @@ fn an_index_takes_the_memory_of_one_by_one_inserts_when_a_write_is_indexed_at_on
     }
     assert!(t.height() >= 3, "the second write goes below internal children of the root");
     assert_eq!(held, reserved);
+    // The work counted is that of inserts one by one in key order.
+    let w = t.take_work();
+    let counted = |name: &str| work.get(name).copied().unwrap_or(0);
+    assert_eq!(
+        (counted("index.visit"), counted("index.compare"), counted("index.move_byte")),
+        (w.visits, w.compares, w.moved_bytes)
+    );
     let st = dev.call(IndexStatus).unwrap();
     assert_eq!(
         (st.indexes[0].height, st.indexes[0].leaves, st.indexes[0].internal_nodes),

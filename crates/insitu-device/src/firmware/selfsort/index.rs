@@ -8,6 +8,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use insitu_kernels::btree::BTree;
+use insitu_kernels::indices::SortedIndices;
 
 use crate::error::{DeviceError, Result};
 use crate::firmware::resident::Resident;
@@ -239,26 +240,32 @@ impl Index {
         let ks = self.config.key_size as usize;
         debug_assert_eq!(keys.len(), rids.len() * ks);
         let key = |i: usize| &keys[i * ks..(i + 1) * ks];
-        // Sorted by the first 16 key bytes as integers, then the rest of the key, then the record.
-        let prefix = |k: &[u8]| {
-            let mut b = [0u8; 16];
-            let n = k.len().min(16);
-            b[..n].copy_from_slice(&k[..n]);
-            u128::from_be_bytes(b)
+        // Sorted by the first 8 key bytes (a radix sort), then each run of equal first words by the whole
+        // key and the record: random keys rarely share 8 bytes, keys from a small alphabet sort their runs.
+        let first: Vec<u64> = (0..rids.len())
+            .map(|i| {
+                let mut w = [0u8; 8];
+                let k = key(i);
+                let n = k.len().min(8);
+                w[..n].copy_from_slice(&k[..n]);
+                u64::from_be_bytes(w)
+            })
+            .collect();
+        let mut order: Vec<(u64, u32)> = match insitu_kernels::sort::argsort_fast(&first, 0) {
+            SortedIndices::Wide(pairs) => pairs,
+            SortedIndices::Narrow(_) => unreachable!("64-bit keys sort into pairs"),
         };
-        let mut order: Vec<(u128, u64, u32)> =
-            (0..rids.len()).map(|i| (prefix(key(i)), rids[i], i as u32)).collect();
-        if ks <= 16 {
-            order.sort_unstable();
-        } else {
-            order.sort_unstable_by(|a, b| {
-                a.0.cmp(&b.0).then_with(|| key(a.2 as usize).cmp(key(b.2 as usize))).then(a.1.cmp(&b.1))
+        for run in order.chunk_by_mut(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+            run.sort_unstable_by(|a, b| {
+                let (i, j) = (a.1 as usize, b.1 as usize);
+                key(i).cmp(key(j)).then(rids[i].cmp(&rids[j]))
             });
         }
+        let order: Vec<(u64, u32)> = order.into_iter().map(|(_, i)| (rids[i as usize], i)).collect();
         // All but the last at once, on two threads, when device memory has room for the most they can
         // add: then no insert of them would have failed, and the memory they take is what inserts one
         // by one would have taken (below).
-        if let Some(((_, rid, i), most)) = order.split_last() {
+        if let Some(((rid, i), most)) = order.split_last() {
             self.build();
             // The most the batch can add, then room for one more insert at the tallest the tree can be
             // and a step's rounding: what the memory below may grow to.
@@ -268,7 +275,7 @@ impl Index {
             let bound = self.tree.batch_growth_bound_bytes(inserts) + room + self.grow_step();
             if most.len() > 1 && self.needed_bytes() + bound <= self.memory.bytes() + fw.memory_available() {
                 let entries: Vec<(&[u8], u64)> =
-                    most.iter().map(|&(_, rid, i)| (key(i as usize), rid)).collect();
+                    most.iter().map(|&(rid, i)| (key(i as usize), rid)).collect();
                 let new = self.tree.insert_sorted(&entries);
                 for (&(_, rid), new) in entries.iter().zip(new) {
                     if new {
@@ -290,7 +297,7 @@ impl Index {
                 return self.insert(fw, key(*i as usize), *rid);
             }
         }
-        for (_, rid, i) in order {
+        for (rid, i) in order {
             self.insert(fw, key(i as usize), rid)?;
         }
         Ok(())

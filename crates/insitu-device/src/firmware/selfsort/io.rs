@@ -96,13 +96,18 @@ pub(crate) fn write(st: &mut State, fw: &FirmwareContext<'_>, lba: u64, data: &[
             ix.remove(key, *rid);
         }
         let c = ix.config.clone();
+        // A record inside the write is stored now; one it straddles, if its other pages hold data.
+        let stored = |rid: u64| {
+            let a = record_addr(&c, ps, rid);
+            (a >= from && a + c.record_size as u64 <= to) || records::stored(&c, fw, rid)
+        };
         // Records to (re-)insert: those whose key changed and were indexed, and, with sort-on-write or
         // below the generated mark, every record the write makes whole.
         let rids: Vec<u64> = records_in(&c, ps, from, to)
             .filter(|&rid| {
                 let was = olds.binary_search_by_key(&rid, |(r, _)| *r).is_ok();
                 let wanted = c.sort_on_write || rid < ix.generated;
-                (was || (wanted && !ix.is_indexed(rid))) && records::stored(&c, fw, rid)
+                (was || (wanted && !ix.is_indexed(rid))) && stored(rid)
             })
             .collect();
         let keys = records::keys(&c, fw, &rids, Some((from, data)))?;
