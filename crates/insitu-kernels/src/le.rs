@@ -52,15 +52,43 @@ pub fn u64_at(b: &[u8]) -> u64 {
 
 /// The little-endian unsigned integer that is all of `b` (1 to 8 bytes: a record id saved in the fewest
 /// bytes that hold it).
+#[inline]
 pub fn uint(b: &[u8]) -> u64 {
     let mut w = [0u8; 8];
     w[..b.len()].copy_from_slice(b);
     u64::from_le_bytes(w)
 }
 
+/// The little-endian unsigned integers of `width` bytes each (1 to 8) that `bytes` holds one after
+/// another ([`uint`] of each): eight bytes loaded and masked where eight are there, so no copy of a length
+/// known only at run time per integer (a saved index's 8 M ids).
+///
+/// # Panics
+/// If `width` is not 1..=8.
+pub fn uints(bytes: &[u8], width: usize) -> impl Iterator<Item = u64> + '_ {
+    assert!((1..=8).contains(&width), "integers of {width} bytes");
+    let mask = u64::MAX >> (64 - 8 * width as u32);
+    (0..bytes.len() / width).map(move |i| {
+        let at = i * width;
+        match bytes.get(at..at + 8) {
+            Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")) & mask,
+            None => uint(&bytes[at..at + width]),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uints_read_what_uint_reads_at_every_width() {
+        let bytes: Vec<u8> = (0..101u32).map(|i| (i * 37 + 11) as u8).collect();
+        for width in 1..=8 {
+            let want: Vec<u64> = bytes.chunks_exact(width).map(uint).collect();
+            assert_eq!(uints(&bytes, width).collect::<Vec<_>>(), want, "width {width}");
+        }
+    }
 
     #[test]
     fn arrays_round_trip() {

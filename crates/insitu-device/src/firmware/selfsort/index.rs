@@ -79,7 +79,7 @@ impl Saved {
     }
 
     fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.bytes[self.ids.clone()].chunks_exact(self.id_width).map(insitu_kernels::le::uint)
+        insitu_kernels::le::uints(&self.bytes[self.ids.clone()], self.id_width)
     }
 }
 
@@ -324,23 +324,32 @@ impl Index {
     pub fn restore(&mut self, fw: &FirmwareContext<'_>, saved: Saved) -> Result<()> {
         let ks = self.config.key_size as usize;
         let n = saved.entries();
-        if saved.ids.len() % saved.id_width != 0
-            || saved.keys.len() as u64 != n * ks as u64
-            || saved.ids().any(|id| id >= self.config.records)
-        {
-            return Err(fail(format!(
-                "index {}: its saved image does not fit its configuration",
-                self.config.id
-            )));
+        let id = self.config.id;
+        let misfit = move || fail(format!("index {id}: its saved image does not fit its configuration"));
+        if saved.ids.len() % saved.id_width != 0 || saved.keys.len() as u64 != n * ks as u64 {
+            return Err(misfit());
         }
         let (_, leaves, internals) = BTree::bulk_load_shape(self.config.fanout as usize, self.fill(), n);
         let need = self.footprint_of(leaves, internals) + self.indexed.len() as u64 * 8;
-        if need > self.memory.bytes() {
-            self.grow(fw, need - self.memory.bytes(), "the restored B+tree")?;
+        let held = self.memory.bytes();
+        if need > held {
+            self.grow(fw, need - held, "the restored B+tree")?;
         }
         self.clear();
+        // The records named are marked as they are checked (one pass over the ids), and all unmarked
+        // again, the memory given back, if one lies past the range.
+        let records = self.config.records;
+        let mut past = false;
         for id in saved.ids() {
-            self.set_indexed(id, true);
+            past |= id >= records;
+            if !past {
+                self.set_indexed(id, true);
+            }
+        }
+        if past {
+            self.clear();
+            self.memory.shrink_to(held);
+            return Err(misfit());
         }
         self.saved = Some(saved);
         Ok(())
