@@ -277,83 +277,90 @@ impl Nodes for BTree {
     }
 }
 
-/// A tree's own arenas.
-struct Arenas<'a> {
-    leaves: &'a mut Arena,
-    internals: &'a mut Arena,
+/// Nodes of one kind (leaves, or internal nodes) by index, and where new ones come from.
+trait Blocks {
+    fn block(&self, i: usize) -> &[u64];
+    fn block_mut(&mut self, i: usize) -> &mut [u64];
+    /// The index of a node to make.
+    fn take(&mut self) -> usize;
 }
 
-impl Nodes for Arenas<'_> {
+/// A tree's own arena: new nodes are allocated in it.
+impl Blocks for &mut Arena {
+    #[inline]
+    fn block(&self, i: usize) -> &[u64] {
+        self.get(i)
+    }
+
+    #[inline]
+    fn block_mut(&mut self, i: usize) -> &mut [u64] {
+        self.get_mut(i)
+    }
+
+    fn take(&mut self) -> usize {
+        self.alloc()
+    }
+}
+
+/// The nodes of an arena one of [`BTree::insert_sorted`]'s threads reaches, claimed as it reaches them
+/// (so a thread that strayed into the other's would panic rather than race it), and the ids set aside
+/// for the nodes it makes (taken from the end).
+struct Pooled<'c, 'a> {
+    claimant: Claimant<'c, 'a>,
+    pool: Vec<u32>,
+}
+
+impl Blocks for Pooled<'_, '_> {
+    #[inline]
+    fn block(&self, i: usize) -> &[u64] {
+        self.claimant.get(i)
+    }
+
+    #[inline]
+    fn block_mut(&mut self, i: usize) -> &mut [u64] {
+        self.claimant.get_mut(i)
+    }
+
+    fn take(&mut self) -> usize {
+        self.pool.pop().expect("run_part stops before a part runs out of ids") as usize
+    }
+}
+
+/// Leaves and internal nodes: a tree's own arenas, or the part of them one of
+/// [`BTree::insert_sorted`]'s threads changes (subtrees below some of the root's children).
+struct Pair<B> {
+    leaves: B,
+    internals: B,
+}
+
+impl<B: Blocks> Nodes for Pair<B> {
     #[inline]
     fn node(&self, id: u32) -> &[u64] {
         if id & INTERNAL != 0 {
-            self.internals.get((id & !INTERNAL) as usize)
+            self.internals.block((id & !INTERNAL) as usize)
         } else {
-            self.leaves.get(id as usize)
+            self.leaves.block(id as usize)
         }
     }
 }
 
-impl Store for Arenas<'_> {
+impl<B: Blocks> Store for Pair<B> {
     #[inline]
     fn node_mut(&mut self, id: u32) -> &mut [u64] {
         if id & INTERNAL != 0 {
-            self.internals.get_mut((id & !INTERNAL) as usize)
+            self.internals.block_mut((id & !INTERNAL) as usize)
         } else {
-            self.leaves.get_mut(id as usize)
+            self.leaves.block_mut(id as usize)
         }
     }
 
     fn make(&mut self, internal: bool) -> u32 {
-        let id = if internal { self.internals.alloc() as u32 | INTERNAL } else { self.leaves.alloc() as u32 };
-        init(self.node_mut(id), internal);
-        id
-    }
-}
-
-/// Empties a node made anew (or given back and made again).
-fn init(node: &mut [u64], internal: bool) {
-    node[0] = 0;
-    if !internal {
-        node[1] = NONE;
-    }
-}
-
-/// The nodes one of [`BTree::insert_sorted`]'s threads changes: subtrees below some of the root's
-/// children, and nodes it makes at ids set aside for it (`pool_*`, taken from the end). Nodes are claimed
-/// as they are reached, so a thread that strayed into the other's would panic rather than race it.
-struct Part<'c, 'a> {
-    leaves: Claimant<'c, 'a>,
-    internals: Claimant<'c, 'a>,
-    pool_leaves: Vec<u32>,
-    pool_internals: Vec<u32>,
-}
-
-impl Nodes for Part<'_, '_> {
-    #[inline]
-    fn node(&self, id: u32) -> &[u64] {
-        if id & INTERNAL != 0 {
-            self.internals.get((id & !INTERNAL) as usize)
-        } else {
-            self.leaves.get(id as usize)
+        let id = if internal { self.internals.take() as u32 | INTERNAL } else { self.leaves.take() as u32 };
+        let node = self.node_mut(id);
+        node[0] = 0;
+        if !internal {
+            node[1] = NONE;
         }
-    }
-}
-
-impl Store for Part<'_, '_> {
-    #[inline]
-    fn node_mut(&mut self, id: u32) -> &mut [u64] {
-        if id & INTERNAL != 0 {
-            self.internals.get_mut((id & !INTERNAL) as usize)
-        } else {
-            self.leaves.get_mut(id as usize)
-        }
-    }
-
-    fn make(&mut self, internal: bool) -> u32 {
-        let pool = if internal { &mut self.pool_internals } else { &mut self.pool_leaves };
-        let id = pool.pop().expect("run_part stops before a part runs out of ids");
-        init(self.node_mut(id), internal);
         id
     }
 }
@@ -369,6 +376,15 @@ struct Split {
     sep: Entry,
 }
 
+/// One internal node of a descent: the index of the child `t` goes below, that child, and the compares
+/// a binary search of the node makes.
+#[inline]
+fn down(lay: Layout, node: &[u64], t: &Target) -> (usize, u32, u64) {
+    let seps = node[0] as usize - 1;
+    let ci = lay.search(node, seps, t, true);
+    (ci, node[lay.children() + ci] as u32, binary_compares(seps))
+}
+
 /// Walks from `top` to the leaf where `t` belongs, recording `(node, child index)` of every internal
 /// node on the way in `path`; returns the leaf, `t`'s position in it, and the internal nodes' visits and
 /// compares.
@@ -382,13 +398,11 @@ fn descend(
     let (mut visits, mut compares) = (0u64, 0u64);
     let mut id_n = top;
     while id_n & INTERNAL != 0 {
-        let node = nodes.node(id_n);
-        let seps = node[0] as usize - 1;
-        let ci = lay.search(node, seps, t, true);
+        let (ci, child, c) = down(lay, nodes.node(id_n), t);
         visits += 1;
-        compares += binary_compares(seps);
+        compares += c;
         path.push((id_n, ci));
-        id_n = node[lay.children() + ci] as u32;
+        id_n = child;
     }
     let leaf = nodes.node(id_n);
     (id_n, lay.search(leaf, leaf[0] as usize, t, false), visits, compares)
@@ -546,7 +560,7 @@ struct PartDone {
 /// `seps` between them, as the root would route them; a split of a top adds its new sibling to the tops.
 #[allow(clippy::too_many_arguments)]
 fn run_part(
-    part: &mut Part<'_, '_>,
+    part: &mut Pair<Pooled<'_, '_>>,
     lay: Layout,
     fanout: usize,
     key_size: usize,
@@ -565,7 +579,7 @@ fn run_part(
     let mut cur = 0usize;
     for (i, t) in targets.iter().enumerate() {
         // One insert makes at most a leaf and an internal node per level below the root.
-        if ins.store.pool_leaves.is_empty() || ins.store.pool_internals.len() < levels {
+        if ins.store.leaves.pool.is_empty() || ins.store.internals.pool.len() < levels {
             break;
         }
         // The root's search: the child after the last separator <= t.
@@ -631,18 +645,17 @@ impl BTree {
         t
     }
 
+    /// The tree's arenas as an insert's store.
+    fn arenas(&mut self) -> Pair<&mut Arena> {
+        Pair { leaves: &mut self.leaves, internals: &mut self.internals }
+    }
+
     fn new_leaf(&mut self) -> u32 {
-        let i = self.leaves.alloc();
-        let n = self.leaves.get_mut(i);
-        n[0] = 0;
-        n[1] = NONE;
-        i as u32
+        self.arenas().make(false)
     }
 
     fn new_internal(&mut self) -> u32 {
-        let i = self.internals.alloc();
-        self.internals.get_mut(i)[0] = 0;
-        i as u32 | INTERNAL
+        self.arenas().make(true)
     }
 
     #[inline]
@@ -770,8 +783,8 @@ impl BTree {
     }
 
     /// An inserter over the tree's own arenas; its work is added to the tree's when `f` returns.
-    fn with_inserter<R>(&mut self, f: impl FnOnce(&mut Inserter<'_, Arenas<'_>>) -> R) -> R {
-        let mut store = Arenas { leaves: &mut self.leaves, internals: &mut self.internals };
+    fn with_inserter<R>(&mut self, f: impl FnOnce(&mut Inserter<'_, Pair<&mut Arena>>) -> R) -> R {
+        let mut store = Pair { leaves: &mut self.leaves, internals: &mut self.internals };
         let mut ins = Inserter::new(&mut store, self.layout, self.fanout, self.key_size);
         ins.scratch = std::mem::take(&mut self.scratch);
         let r = f(&mut ins);
@@ -896,15 +909,13 @@ impl BTree {
         let [i0, i1] = internal_claims.claimants::<2>();
         let targets = &targets;
         let run = |(range, tops, seps, leaves, internals): &mut Half, leaf_c, internal_c| {
-            let mut part = Part {
-                leaves: leaf_c,
-                internals: internal_c,
-                pool_leaves: std::mem::take(leaves),
-                pool_internals: std::mem::take(internals),
+            let mut part = Pair {
+                leaves: Pooled { claimant: leaf_c, pool: std::mem::take(leaves) },
+                internals: Pooled { claimant: internal_c, pool: std::mem::take(internals) },
             };
             let done = run_part(&mut part, lay, fanout, ks, &targets[range.clone()], tops, seps, levels);
-            *leaves = part.pool_leaves;
-            *internals = part.pool_internals;
+            *leaves = part.leaves.pool;
+            *internals = part.internals.pool;
             done
         };
         let [first, second] = &mut parts;
@@ -959,13 +970,11 @@ impl BTree {
             path.clear();
             let (mut id_n, mut visits, mut compares) = (self.root, 0u64, 0u64);
             for _ in 0..self.height - top_height {
-                let node = self.node(id_n);
-                let seps = node[0] as usize - 1;
-                let ci = lay.search(node, seps, t, true);
+                let (ci, child, c) = down(lay, self.node(id_n), t);
                 visits += 1;
-                compares += binary_compares(seps);
+                compares += c;
                 path.push((id_n, ci));
-                id_n = node[lay.children() + ci] as u32;
+                id_n = child;
             }
             self.count(visits, compares, 0);
             if done.inserted[i] {
@@ -1071,12 +1080,11 @@ impl BTree {
         let (mut rank, mut id_n, mut visits, mut compares) = (0u64, self.root, 0u64, 0u64);
         while id_n & INTERNAL != 0 {
             let node = self.node(id_n);
-            let seps = node[0] as usize - 1;
-            let ci = lay.search(node, seps, &t, true);
+            let (ci, child, c) = down(lay, node, &t);
             rank += node[lay.counts()..lay.counts() + ci].iter().sum::<u64>();
             visits += 1;
-            compares += binary_compares(seps);
-            id_n = node[lay.children() + ci] as u32;
+            compares += c;
+            id_n = child;
         }
         let leaf = self.node(id_n);
         let n = leaf[0] as usize;
