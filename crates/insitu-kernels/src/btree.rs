@@ -48,6 +48,12 @@ const INTERNAL: u32 = 1 << 31;
 /// Nodes per arena chunk (chunks never move, so growing the tree copies nothing).
 const CHUNK_NODES: usize = 512;
 
+/// Bytes of one entry in the paper's layout (the key padded to 4 bytes, and a 4-byte record address):
+/// what an insert or a split moves per entry.
+fn entry_bytes(key_size: usize) -> u64 {
+    (key_size.div_ceil(4) * 4 + 4) as u64
+}
+
 /// Bytes of one node in the paper's layout: a 12-byte header, then `fanout` slots of the key (padded to
 /// 4 bytes) and a 4-byte record address or child pointer: 12 + 128 x (12 + 4) = 2,060 for 10-byte keys
 /// (§IV-B). Internal nodes here also keep a 4-byte subtree count per child (our addition, for ranks).
@@ -420,8 +426,14 @@ struct Inserter<'s, S> {
 
 impl<'s, S: Store> Inserter<'s, S> {
     fn new(store: &'s mut S, lay: Layout, fanout: usize, key_size: usize) -> Self {
-        let entry_bytes = (key_size.div_ceil(4) * 4 + 4) as u64;
-        Inserter { store, lay, fanout, entry_bytes, work: TreeWork::default(), scratch: Vec::new() }
+        Inserter {
+            store,
+            lay,
+            fanout,
+            entry_bytes: entry_bytes(key_size),
+            work: TreeWork::default(),
+            scratch: Vec::new(),
+        }
     }
 
     fn count(&mut self, visits: u64, compares: u64, moved_entries: u64) {
@@ -768,11 +780,8 @@ impl BTree {
     }
 
     fn count(&self, visits: u64, compares: u64, moved_entries: u64) {
-        let mut w = self.work.get();
-        w.visits += visits;
-        w.compares += compares;
-        w.moved_bytes += moved_entries * (self.key_size.div_ceil(4) * 4 + 4) as u64;
-        self.work.set(w);
+        let moved_bytes = moved_entries * entry_bytes(self.key_size);
+        self.add_work(TreeWork { visits, compares, moved_bytes });
     }
 
     /// Walks from the root to the leaf where `t` belongs, recording `(node, child index)` of every internal

@@ -231,6 +231,19 @@ impl FirmwareContext<'_> {
         Ok(())
     }
 
+    /// Reads logical pages `lba..lba + pages` as [`FirmwareContext::read_lba`] does (checked, counted),
+    /// handing them to `f` in place instead of copying them.
+    pub fn read_lba_with(&self, lba: u64, pages: u64, mut f: impl FnMut(&[u8])) -> Result<()> {
+        let flash = self.media.read();
+        let ps = flash.page_size() as u64;
+        flash.lba_read_with(lba, pages, |bytes| {
+            f(bytes);
+            Ok(())
+        })?;
+        Meters::add(&self.meters.flash_to_device_mem, pages * ps);
+        Ok(())
+    }
+
     /// Writes whole pages at `lba`, through the FTL.
     pub fn write_lba(&self, lba: u64, data: &[u8]) -> Result<()> {
         self.media.write().lba_write(lba, data)?;

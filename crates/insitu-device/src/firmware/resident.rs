@@ -15,7 +15,6 @@ use insitu_kernels::arch::prefetch;
 
 use crate::error::Result;
 use crate::firmware::FirmwareContext;
-use crate::meters::Meters;
 
 /// Physical page of an unmapped logical page (it reads as zeros).
 const UNMAPPED: Ppn = Ppn::MAX;
@@ -41,8 +40,8 @@ enum Held {
 }
 
 impl Resident {
-    /// Reads logical pages `lba..lba + pages` through the FTL (checked, and counted as
-    /// [`FirmwareContext::read_lba`] counts them) and holds them.
+    /// Reads logical pages `lba..lba + pages` through the FTL (checked and counted, as
+    /// [`FirmwareContext::read_lba`] does) and holds them.
     pub fn load(fw: &FirmwareContext<'_>, lba: u64, pages: u64) -> Result<Resident> {
         let (ps, in_place) = {
             let flash = fw.media.read();
@@ -53,14 +52,12 @@ impl Resident {
         let mut data = if in_place { Vec::new() } else { vec![0u8; (pages * ps) as usize] };
         for at in (0..pages).step_by(piece as usize) {
             let n = piece.min(pages - at);
-            let flash = fw.media.read();
             if in_place {
-                flash.lba_read_with(lba + at, n, |_| Ok(()))?;
+                fw.read_lba_with(lba + at, n, |_| ())?;
             } else {
-                flash.lba_read(lba + at, &mut data[(at * ps) as usize..((at + n) * ps) as usize])?;
+                fw.read_lba(lba + at, &mut data[(at * ps) as usize..((at + n) * ps) as usize])?;
             }
         }
-        Meters::add(&fw.meters.flash_to_device_mem, pages * ps);
         let held = if in_place {
             // Where the pages lie now: any that garbage collection moved meanwhile were checked as it
             // copied them.

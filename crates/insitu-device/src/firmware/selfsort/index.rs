@@ -270,8 +270,9 @@ impl Index {
             // The most the batch can add, then room for one more insert at the tallest the tree can be
             // and a step's rounding: what the memory below may grow to.
             let inserts = most.len() as u64;
-            let room = (self.tree.height() as u64 + 1 + self.tree.new_levels_bound(inserts))
-                * insitu_kernels::btree::node_bytes(self.tree.key_size(), self.tree.fanout(), true);
+            let room = self.tree.growth_bound_bytes(1)
+                + self.tree.new_levels_bound(inserts)
+                    * insitu_kernels::btree::node_bytes(self.tree.key_size(), self.tree.fanout(), true);
             let bound = self.tree.batch_growth_bound_bytes(inserts) + room + self.grow_step();
             if most.len() > 1 && self.needed_bytes() + bound <= self.memory.bytes() + fw.memory_available() {
                 let entries: Vec<(&[u8], u64)> =
