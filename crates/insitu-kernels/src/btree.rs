@@ -35,6 +35,7 @@ use std::cell::Cell;
 use std::cmp::Ordering;
 
 use crate::arch::claim::{Claimant, Claims};
+use crate::arch::prefetch;
 
 /// The paper's fanout (§IV-B).
 pub const PAPER_FANOUT: usize = 128;
@@ -246,6 +247,8 @@ fn binary_compares(n: usize) -> u64 {
 
 /// Batches at least this large are split between two threads by [`BTree::insert_sorted`].
 const PARALLEL_MIN: usize = 1024;
+/// Entries ahead whose leaf a sorted batch's insert prefetches.
+const INSERT_AHEAD: usize = 4;
 
 /// An entry as words: the key's words, then the id.
 type Entry = [u64; MAX_KW + 1];
@@ -389,6 +392,15 @@ fn down(lay: Layout, node: &[u64], t: &Target) -> (usize, u32, u64) {
     let seps = node[0] as usize - 1;
     let ci = lay.search(node, seps, t, true);
     (ci, node[lay.children() + ci] as u32, binary_compares(seps))
+}
+
+/// The leaf below `top` where `t` belongs (the internal nodes' part of [`descend`], uncounted).
+fn leaf_of(nodes: &(impl Nodes + ?Sized), lay: Layout, top: u32, t: &Target) -> u32 {
+    let mut id = top;
+    while id & INTERNAL != 0 {
+        id = down(lay, nodes.node(id), t).1;
+    }
+    id
 }
 
 /// Walks from `top` to the leaf where `t` belongs, recording `(node, child index)` of every internal
@@ -588,7 +600,7 @@ fn run_part(
     };
     let mut ins = Inserter::new(part, lay, fanout, key_size);
     let mut path = Vec::new();
-    let mut cur = 0usize;
+    let (mut cur, mut cur_ahead) = (0usize, 0usize);
     for (i, t) in targets.iter().enumerate() {
         // One insert makes at most a leaf and an internal node per level below the root.
         if ins.store.leaves.pool.is_empty() || ins.store.internals.pool.len() < levels {
@@ -598,6 +610,16 @@ fn run_part(
         while cur < seps.len() && cmp_entry(lay, &seps[cur], t) != Ordering::Greater {
             cur += 1;
         }
+        // The leaf an insert a few entries on goes to, loaded meanwhile: leaves are far more than the
+        // caches hold, and each insert reads and shifts most of one.
+        if let Some(ahead) = targets.get(i + INSERT_AHEAD) {
+            cur_ahead = cur_ahead.max(cur);
+            while cur_ahead < seps.len() && cmp_entry(lay, &seps[cur_ahead], ahead) != Ordering::Greater {
+                cur_ahead += 1;
+            }
+            let leaf = leaf_of(&*ins.store, lay, tops[cur_ahead], ahead);
+            prefetch(ins.store.node(leaf), 0, lay.leaf_words());
+        }
         path.clear();
         let (new, split) = ins.insert(tops[cur], t, &mut path);
         done.inserted.push(new);
@@ -605,6 +627,7 @@ fn run_part(
             tops.insert(cur + 1, s.right);
             seps.insert(cur, s.sep);
             done.splits.push((i, s));
+            cur_ahead = cur;
         }
     }
     done.work = ins.work;

@@ -10,11 +10,12 @@ pub use portable::count_below as count_below_portable;
 pub use portable::hamming as hamming_portable;
 pub use radix::radix_pass;
 
-/// Asks the CPU to start loading bytes `at..at + len` of `buf` into its caches, so that a read of them a
-/// little later (a gather's next rows, at random places in a large buffer) does not wait for memory. Only a
-/// hint: it changes no result, and the part of the range outside `buf` is ignored.
+/// Asks the CPU to start loading elements `at..at + len` of `buf` into its caches, so that a read of them a
+/// little later (a gather's next rows, at random places in a large buffer; the node an insert goes to next)
+/// does not wait for memory. Only a hint: it changes no result, and the part of the range outside `buf` is
+/// ignored.
 #[inline]
-pub fn prefetch(buf: &[u8], at: usize, len: usize) {
+pub fn prefetch<T>(buf: &[T], at: usize, len: usize) {
     let end = at.saturating_add(len).min(buf.len());
     if at >= end {
         return;
@@ -22,10 +23,11 @@ pub fn prefetch(buf: &[u8], at: usize, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         // One hint per cache line of the range (lines are 64 bytes on every x86_64 CPU).
-        let mut line = at & !63;
+        let per_line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+        let mut line = at / per_line * per_line;
         while line < end {
             x86::prefetch(&buf[line.max(at)]);
-            line += 64;
+            line += per_line;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -126,7 +128,7 @@ mod tests {
         {
             prefetch(&buf, at, len);
         }
-        prefetch(&[], 0, 64);
+        prefetch::<u8>(&[], 0, 64);
         assert_eq!(buf, before);
     }
 

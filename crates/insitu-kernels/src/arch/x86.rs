@@ -4,12 +4,12 @@
 
 use std::arch::x86_64::*;
 
-/// Prefetches the cache line holding `byte` (see [`super::prefetch`]).
+/// Prefetches the cache line holding `x` (see [`super::prefetch`]).
 #[inline]
-pub fn prefetch(byte: &u8) {
+pub fn prefetch<T>(x: &T) {
     // SAFETY: a prefetch is a hint that never faults and writes nothing; the address is a valid reference
     // anyway. SSE is part of the x86_64 baseline.
-    unsafe { _mm_prefetch(byte as *const u8 as *const i8, _MM_HINT_T0) };
+    unsafe { _mm_prefetch(x as *const T as *const i8, _MM_HINT_T0) };
 }
 
 /// Copies `src` into `dst` (equal lengths) 64 bytes a step with unaligned 16-byte loads and stores, the
