@@ -93,6 +93,13 @@ pub(crate) fn scan(
         let pages: Vec<u64> = pages_of(a, (end - rid) * r, ps).collect();
         let mapped: Vec<bool> = pages.iter().map(|&p| fw.is_mapped(p)).collect();
         let want: Vec<u64> = pages.iter().zip(&mapped).filter(|(_, m)| **m).map(|(p, _)| *p).collect();
+        if want.is_empty() && skip_missing {
+            // Nothing of the piece is stored (a range just trimmed or never written): no record to pass
+            // on, and no page to read or clear; the records are counted as examined all the same.
+            fw.add_work(&[(work::INDEX_RECORD, end - rid)]);
+            rid = end;
+            continue;
+        }
         buf.clear();
         buf.resize(pages.len() * ps as usize, 0);
         if want.len() == pages.len() {
