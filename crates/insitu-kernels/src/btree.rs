@@ -394,6 +394,21 @@ fn down(lay: Layout, node: &[u64], t: &Target) -> (usize, u32, u64) {
     (ci, node[lay.children() + ci] as u32, binary_compares(seps))
 }
 
+/// Copies the first `dst.len()` (at most 8) bytes of `src` into `dst`: a copy of known size for the
+/// widths keys and ids have most (an export makes one per key word and id of every entry, and a copy of a
+/// length known only at run time is a call to `memcpy`).
+#[inline(always)]
+fn put_first(dst: &mut [u8], src: [u8; 8]) {
+    match dst.len() {
+        8 => dst.copy_from_slice(&src),
+        4 => dst.copy_from_slice(&src[..4]),
+        3 => dst.copy_from_slice(&src[..3]),
+        2 => dst.copy_from_slice(&src[..2]),
+        1 => dst[0] = src[0],
+        w => dst.copy_from_slice(&src[..w]),
+    }
+}
+
 /// The leaf below `top` where `t` belongs (the internal nodes' part of [`descend`], uncounted).
 fn leaf_of(nodes: &(impl Nodes + ?Sized), lay: Layout, top: u32, t: &Target) -> u32 {
     let mut id = top;
@@ -1238,14 +1253,12 @@ impl BTree {
             for j in 0..lay.kw {
                 let (from, w) = (j * 8, (ks - j * 8).min(8));
                 for (i, word) in node[lay.col(j)..lay.col(j) + m].iter().enumerate() {
-                    keys[(at + i) * ks + from..(at + i) * ks + from + w]
-                        .copy_from_slice(&word.to_be_bytes()[..w]);
+                    put_first(&mut keys[(at + i) * ks + from..(at + i) * ks + from + w], word.to_be_bytes());
                 }
             }
             for (i, &id) in node[lay.ids()..lay.ids() + m].iter().enumerate() {
                 assert!(id_width == 8 || id >> (8 * id_width) == 0, "id {id} does not fit {id_width} bytes");
-                ids[(at + i) * id_width..(at + i + 1) * id_width]
-                    .copy_from_slice(&id.to_le_bytes()[..id_width]);
+                put_first(&mut ids[(at + i) * id_width..(at + i + 1) * id_width], id.to_le_bytes());
             }
             at += m;
             leaf = node[1];
