@@ -22,7 +22,8 @@ pub fn prefetch<T>(buf: &[T], at: usize, len: usize) {
     }
     #[cfg(target_arch = "x86_64")]
     {
-        // One hint per cache line of the range (lines are 64 bytes on every x86_64 CPU).
+        // One hint per cache line of the range (lines are 64 bytes on every x86_64 CPU), counted from the
+        // slice's start; an element larger than a line gets one hint, for its first line.
         let per_line = (64 / std::mem::size_of::<T>().max(1)).max(1);
         let mut line = at / per_line * per_line;
         while line < end {
