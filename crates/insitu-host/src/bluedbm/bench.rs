@@ -65,6 +65,29 @@ struct Stream {
     window: usize,
 }
 
+/// Blocks on each chip of a node for `bytes` spread over `n` nodes: at least one, and at most what a node of
+/// `profile` holds when `insitu init` sizes it (the profile's default capacity; the images are sparse, so
+/// only the pages written take disk space).
+fn blocks_per_chip(profile: &Profile, n: u32, bytes: u64) -> Result<u64> {
+    let geo = profile.base_geometry();
+    let (page, chips, ppb) = (geo.page_size as u64, geo.chips(), geo.pages_per_block as u64);
+    let per_node = bytes / n as u64 / page;
+    if per_node == 0 {
+        return Err(HostError::InvalidArgument(format!("--size {bytes} is less than a page a node")));
+    }
+    let blocks = per_node.div_ceil(chips).div_ceil(ppb).max(1);
+    let most = (profile.default_capacity_bytes / (chips * ppb * page)).max(1);
+    if blocks > most {
+        return Err(HostError::InvalidArgument(format!(
+            "--size {} is more than the flash of {n} {} nodes ({})",
+            crate::units::human_bytes(bytes),
+            profile.name,
+            crate::units::human_bytes(most * ppb * chips * page * n as u64)
+        )));
+    }
+    Ok(blocks)
+}
+
 /// Runs the benchmark in a scratch directory under `work` (removed afterwards).
 pub fn run(
     profile: &Profile,
@@ -80,26 +103,13 @@ pub fn run(
     if n < 2 {
         return Err(HostError::InvalidArgument("the benchmark needs at least 2 nodes".into()));
     }
+    let blocks = blocks_per_chip(profile, n, opts.bytes)?;
     std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
     let dir = ScratchDir::new_in(work)?;
     let geo = profile.base_geometry();
     let page = geo.page_size as u64;
-    let per_node = opts.bytes / n as u64 / page;
-    if per_node == 0 {
-        return Err(HostError::InvalidArgument(format!("--size {} is less than a page a node", opts.bytes)));
-    }
     let chips = geo.chips();
-    let pages_per_chip = per_node.div_ceil(chips);
-    let blocks = pages_per_chip.div_ceil(geo.pages_per_block as u64).max(1);
-    if blocks > geo.blocks_per_chip {
-        let flash = geo.blocks_per_chip * geo.pages_per_block as u64 * chips * page * n as u64;
-        return Err(HostError::InvalidArgument(format!(
-            "--size {} is more than the flash of {n} {} nodes ({})",
-            crate::units::human_bytes(opts.bytes),
-            profile.name,
-            crate::units::human_bytes(flash)
-        )));
-    }
+    let per_node = opts.bytes / n as u64 / page;
     let mut c = Cluster::create(profile, &topo, dir.path(), blocks)?;
     let (cards, tags, buffers) = {
         let raw = profile.nand.interface.as_ref().expect("the cluster checked it");
@@ -240,4 +250,27 @@ pub fn render(b: &Bench) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default run (4 GiB over 4 nodes) fits, as does a node filled to the profile's default capacity;
+    /// a byte more than that, or less than a page a node, is refused by name.
+    #[test]
+    fn sizes_up_to_the_nodes_default_capacity_are_taken() {
+        let p = Profile::load("bluedbm").unwrap();
+        let geo = p.base_geometry();
+        let block_row = geo.chips() * geo.pages_per_block as u64 * geo.page_size as u64;
+        let default = 4u64 << 30; // `insitu net bench`'s default --size
+        let blocks = blocks_per_chip(&p, 4, default).unwrap();
+        assert!(blocks * block_row * 4 >= default, "{blocks} blocks a chip hold less than {default} bytes");
+        let full = p.default_capacity_bytes / block_row * block_row;
+        assert_eq!(blocks_per_chip(&p, 2, 2 * full).unwrap(), full / block_row);
+        let e = blocks_per_chip(&p, 2, 2 * full + 2 * block_row).unwrap_err().to_string();
+        assert!(e.contains("more than the flash of 2 bluedbm nodes"), "{e}");
+        let e = blocks_per_chip(&p, 4, 3 * geo.page_size as u64).unwrap_err().to_string();
+        assert!(e.contains("less than a page a node"), "{e}");
+    }
 }
