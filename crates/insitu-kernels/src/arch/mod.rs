@@ -150,8 +150,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Every Hamming path (the one this CPU takes, POPCNT, the portable count) equals a bit-by-bit
-        /// count, at any length and alignment.
+        /// Every Hamming path (the one this CPU takes, AVX2, POPCNT, the portable count) equals a
+        /// bit-by-bit count, at any length and alignment.
         #[test]
         fn hamming_agrees_with_counting_bits(len in 0usize..700, from in 0usize..40, seed in 0u64..1000) {
             let bytes = |salt: u64| -> Vec<u8> {
@@ -163,7 +163,7 @@ mod tests {
             proptest::prop_assert_eq!(hamming(a, b), want);
             proptest::prop_assert_eq!(hamming_portable(a, b), want);
             #[cfg(target_arch = "x86_64")]
-            if let Some(d) = x86::hamming_by_popcnt(a, b) {
+            for d in [x86::hamming_by_avx2(a, b), x86::hamming_by_popcnt(a, b)].into_iter().flatten() {
                 proptest::prop_assert_eq!(d, want);
             }
         }
