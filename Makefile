@@ -12,7 +12,7 @@ PY_DEPS := "maturin>=1.9.4,<2" pytest "pyarrow>=14" numpy duckdb tqdm "ray>=2.9"
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-toolchain: ## Check that the Rust toolchain is there (rustup's stable, 1.85 or newer)
+toolchain: ## Check that the Rust toolchain is there (rustup's stable, 1.89 or newer)
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust with rustup (https://rustup.rs), then re-run"; exit 1; }
 	@$(CARGO) --version
 

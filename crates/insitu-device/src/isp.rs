@@ -208,7 +208,7 @@ pub fn nearest(
         buses,
     )?;
     let ps = raw.page_size();
-    if job.queries.is_empty() || job.queries.len() % ps != 0 {
+    if job.queries.is_empty() || !job.queries.len().is_multiple_of(ps) {
         return Err(refuse(format!(
             "the queries are {} bytes, not a whole number of {ps}-byte items",
             job.queries.len()

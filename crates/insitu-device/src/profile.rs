@@ -76,7 +76,7 @@ fn one() -> u32 {
 
 impl RawInterfaceProfile {
     fn validate(&self, nand: &NandProfile) -> std::result::Result<(), String> {
-        if self.cards == 0 || nand.channels % self.cards != 0 {
+        if self.cards == 0 || !nand.channels.is_multiple_of(self.cards) {
             return Err(format!(
                 "nand.interface.cards must divide nand.channels ({}), got {}",
                 nand.channels, self.cards
@@ -97,7 +97,7 @@ impl RawInterfaceProfile {
                 self.tags_per_card
             ));
         }
-        if self.burst_bytes == 0 || nand.page_size % self.burst_bytes != 0 {
+        if self.burst_bytes == 0 || !nand.page_size.is_multiple_of(self.burst_bytes) {
             return Err(format!(
                 "nand.interface.burst_bytes must divide the page size ({}), got {}",
                 nand.page_size, self.burst_bytes

@@ -566,7 +566,7 @@ impl<M: RawFlash> Flash<M> {
     /// Reads logical blocks (one per page) for host block I/O. Unwritten blocks read as zeros.
     pub fn lba_read(&self, lba: Lpn, buf: &mut [u8]) -> Result<()> {
         let ps = self.page_size() as usize;
-        if buf.len() % ps != 0 {
+        if !buf.len().is_multiple_of(ps) {
             return Err(FlashError::NandViolation(format!("block reads are in whole {ps}-byte blocks")));
         }
         self.check_lba_range(lba, (buf.len() / ps) as u64)?;
@@ -597,7 +597,7 @@ impl<M: RawFlash> Flash<M> {
     /// process being killed, and [`Flash::sync`] makes it durable.
     pub fn lba_write(&mut self, lba: Lpn, data: &[u8]) -> Result<()> {
         let ps = self.page_size() as usize;
-        if data.len() % ps != 0 {
+        if !data.len().is_multiple_of(ps) {
             return Err(FlashError::NandViolation(format!("block writes are in whole {ps}-byte blocks")));
         }
         let pages = (data.len() / ps) as u64;

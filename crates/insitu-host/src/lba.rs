@@ -181,7 +181,7 @@ pub fn read(
 /// `insitu lba trim`: `len` bytes (whole blocks) from block `lba` read as zeros from now on.
 pub fn trim(array: &Array, device: u32, lba: u64, len: u64) -> Result<Report> {
     let blocks = Blocks::of(array, device)?;
-    if len % blocks.size as u64 != 0 {
+    if !len.is_multiple_of(blocks.size as u64) {
         return Err(HostError::InvalidArgument(format!(
             "a trim is whole blocks: {len} bytes is not a multiple of {} bytes",
             blocks.size

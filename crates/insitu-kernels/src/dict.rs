@@ -44,7 +44,7 @@ impl Codes {
     pub fn from_bytes(bits: u32, b: &[u8]) -> Option<Codes> {
         match bits {
             8 => Some(Codes::U8(b.to_vec())),
-            16 if b.len() % 2 == 0 => {
+            16 if b.len().is_multiple_of(2) => {
                 Some(Codes::U16(crate::le::words::<2>(b).map(u16::from_le_bytes).collect()))
             }
             _ => None,

@@ -406,7 +406,7 @@ impl PyArray {
         entry_size: u32,
         device: u32,
     ) -> PyResult<String> {
-        if ids.len() % 4 != 0 {
+        if !ids.len().is_multiple_of(4) {
             return Err(invalid(format!(
                 "IDs must be 4-byte little-endian integers; got {} bytes",
                 ids.len()

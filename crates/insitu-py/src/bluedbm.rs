@@ -137,7 +137,7 @@ pub fn put_graph_edges(
     vertices: Option<u64>,
     node: Option<u32>,
 ) -> Result<String> {
-    if edges.len() % 8 != 0 {
+    if !edges.len().is_multiple_of(8) {
         return Err(bad(format!("the edges are {} bytes, not whole pairs of u32", edges.len())));
     }
     let w = |c: &[u8]| u32::from_le_bytes(c.try_into().expect("4 bytes"));

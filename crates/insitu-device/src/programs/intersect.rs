@@ -107,7 +107,7 @@ pub(crate) fn svs(ctx: &ProgramContext<'_>, a: SvsArgs) -> Result<SvsOutput> {
         return Err(ctx.bad("intersection needs at least two lists"));
     }
     let entry = a.entry_size as u64;
-    if entry < 4 || entry % 4 != 0 {
+    if entry < 4 || !entry.is_multiple_of(4) {
         return Err(ctx.bad(format!("entry_size must be a multiple of 4, at least 4, not {entry}")));
     }
     let _core = ctx.reserve(a.staging)?;

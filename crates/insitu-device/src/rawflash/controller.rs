@@ -177,7 +177,7 @@ pub(crate) struct Sim {
 
 impl Sim {
     pub(crate) fn new(geo: Geometry, cfg: RawConfig) -> Result<Sim, RawFlashError> {
-        if cfg.cards == 0 || geo.channels % cfg.cards != 0 {
+        if cfg.cards == 0 || !geo.channels.is_multiple_of(cfg.cards) {
             return Err(FlashError::InvalidGeometry(format!(
                 "{} buses do not split evenly over {} flash cards",
                 geo.channels, cfg.cards

@@ -120,7 +120,7 @@ impl TryFrom<StoredFile> for FsFile {
         if s.page_table.is_empty() {
             return Ok(FsFile { id: s.id, name: s.name, size: s.size, pages: s.pages });
         }
-        if !s.pages.is_empty() || s.page_table.len() % PAGE_FIELDS != 0 {
+        if !s.pages.is_empty() || !s.page_table.len().is_multiple_of(PAGE_FIELDS) {
             return Err(format!(
                 "file {}: its page table holds {} numbers, not {PAGE_FIELDS} a page",
                 s.name,

@@ -285,7 +285,7 @@ impl<'a> GraphPages<'a> {
 
     /// Neighbours a page holds.
     pub fn capacity(page_size: usize) -> Result<usize> {
-        if page_size < PAGE_HEADER + 4 || page_size % 4 != 0 {
+        if page_size < PAGE_HEADER + 4 || !page_size.is_multiple_of(4) {
             return Err(HostError::InvalidArgument(format!(
                 "a page of {page_size} bytes cannot hold a vertex"
             )));

@@ -110,7 +110,7 @@ pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Res
             f.size
         )));
     }
-    if queries.is_empty() || queries.len() % ps != 0 {
+    if queries.is_empty() || !queries.len().is_multiple_of(ps) {
         return Err(HostError::InvalidArgument(format!(
             "the queries are {} bytes; a query is one {ps}-byte item (several may follow one another)",
             queries.len()

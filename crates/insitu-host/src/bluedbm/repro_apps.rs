@@ -97,7 +97,7 @@ fn corpus(bytes: usize, needle: &str) -> Vec<u8> {
         } else {
             out.extend_from_slice(WORDS[w % WORDS.len()].as_bytes());
         }
-        out.push(if w % 11 == 0 { b'\n' } else { b' ' });
+        out.push(if w.is_multiple_of(11) { b'\n' } else { b' ' });
     }
     out.truncate(bytes);
     out

@@ -32,7 +32,7 @@ fn entry_for(name: &str, kind: EntryKind, size: u64, dev: u32) -> ObjectEntry {
 /// Checks an entry size.
 pub fn check_entry_size(s: u32) -> Result<()> {
     const MAX: u32 = 1 << 20;
-    if s < 4 || s % 4 != 0 || s > MAX {
+    if s < 4 || !s.is_multiple_of(4) || s > MAX {
         return Err(HostError::InvalidArgument(format!(
             "--entry-size must be a multiple of 4 from 4 to {MAX} (1 MiB), not {s}"
         )));

@@ -470,7 +470,7 @@ pub fn parse_key(s: &str, text: bool) -> Result<Vec<u8>> {
         return Ok(s.as_bytes().to_vec());
     }
     let s = s.trim_start_matches("0x");
-    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(HostError::InvalidArgument(format!(
             "{s:?} is not a hex key (two hex digits a byte, e.g. 0a1b; give --text for a text key)"
         )));

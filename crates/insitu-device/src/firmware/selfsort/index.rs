@@ -178,7 +178,7 @@ impl Index {
         self.resize_bitmap(fw)?;
         let words = records.div_ceil(64) as usize;
         if let Some(last) = self.indexed.get_mut(words.saturating_sub(1)) {
-            if records % 64 != 0 {
+            if !records.is_multiple_of(64) {
                 *last &= (1u64 << (records % 64)) - 1;
             }
         }
@@ -327,7 +327,7 @@ impl Index {
         let n = saved.entries();
         let id = self.config.id;
         let misfit = move || fail(format!("index {id}: its saved image does not fit its configuration"));
-        if saved.ids.len() % saved.id_width != 0 || saved.keys.len() as u64 != n * ks as u64 {
+        if !saved.ids.len().is_multiple_of(saved.id_width) || saved.keys.len() as u64 != n * ks as u64 {
             return Err(misfit());
         }
         let (_, leaves, internals) = BTree::bulk_load_shape(self.config.fanout as usize, self.fill(), n);
