@@ -65,10 +65,10 @@ struct Stream {
     window: usize,
 }
 
-/// Blocks on each chip of a node for `bytes` spread over `n` nodes: at least one, and at most what a node of
-/// `profile` holds when `insitu init` sizes it (the profile's default capacity; the images are sparse, so
-/// only the pages written take disk space).
-fn blocks_per_chip(profile: &Profile, n: u32, bytes: u64) -> Result<u64> {
+/// Pages on each node and blocks on each of its chips for `bytes` spread over `n` nodes: at least one block,
+/// and at most what a node of `profile` holds when `insitu init` sizes it (the profile's default capacity;
+/// the images are sparse, so only the pages written take disk space).
+fn node_size(profile: &Profile, n: u32, bytes: u64) -> Result<(u64, u64)> {
     let geo = profile.base_geometry();
     let (page, chips, ppb) = (geo.page_size as u64, geo.chips(), geo.pages_per_block as u64);
     let per_node = bytes / n as u64 / page;
@@ -85,7 +85,7 @@ fn blocks_per_chip(profile: &Profile, n: u32, bytes: u64) -> Result<u64> {
             crate::units::human_bytes(most * ppb * chips * page * n as u64)
         )));
     }
-    Ok(blocks)
+    Ok((per_node, blocks))
 }
 
 /// Runs the benchmark in a scratch directory under `work` (removed afterwards).
@@ -103,13 +103,12 @@ pub fn run(
     if n < 2 {
         return Err(HostError::InvalidArgument("the benchmark needs at least 2 nodes".into()));
     }
-    let blocks = blocks_per_chip(profile, n, opts.bytes)?;
+    let (per_node, blocks) = node_size(profile, n, opts.bytes)?;
     std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
     let dir = ScratchDir::new_in(work)?;
     let geo = profile.base_geometry();
     let page = geo.page_size as u64;
     let chips = geo.chips();
-    let per_node = opts.bytes / n as u64 / page;
     let mut c = Cluster::create(profile, &topo, dir.path(), blocks)?;
     let (cards, tags, buffers) = {
         let raw = profile.nand.interface.as_ref().expect("the cluster checked it");
@@ -264,13 +263,13 @@ mod tests {
         let geo = p.base_geometry();
         let block_row = geo.chips() * geo.pages_per_block as u64 * geo.page_size as u64;
         let default = 4u64 << 30; // `insitu net bench`'s default --size
-        let blocks = blocks_per_chip(&p, 4, default).unwrap();
+        let (_, blocks) = node_size(&p, 4, default).unwrap();
         assert!(blocks * block_row * 4 >= default, "{blocks} blocks a chip hold less than {default} bytes");
         let full = p.default_capacity_bytes / block_row * block_row;
-        assert_eq!(blocks_per_chip(&p, 2, 2 * full).unwrap(), full / block_row);
-        let e = blocks_per_chip(&p, 2, 2 * full + 2 * block_row).unwrap_err().to_string();
+        assert_eq!(node_size(&p, 2, 2 * full).unwrap().1, full / block_row);
+        let e = node_size(&p, 2, 2 * full + 2 * block_row).unwrap_err().to_string();
         assert!(e.contains("more than the flash of 2 bluedbm nodes"), "{e}");
-        let e = blocks_per_chip(&p, 4, 3 * geo.page_size as u64).unwrap_err().to_string();
+        let e = node_size(&p, 4, 3 * geo.page_size as u64).unwrap_err().to_string();
         assert!(e.contains("less than a page a node"), "{e}");
     }
 }
