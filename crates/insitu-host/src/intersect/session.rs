@@ -1,18 +1,19 @@
 //! The paper's session API (SSDlets, §2 and §3.1) on top of the command set: OPEN starts a session on a
 //! device with a bounded amount of device memory, PUT writes data into it, GET polls the status and
 //! fetches the results (the host polls, every millisecond by default, as a SAS/SATA host must), CLOSE frees
-//! everything. An open session leaves a marker object on the device; if its client is killed, the next
-//! open of the array finds the marker unknown to the catalog and reclaims it.
+//! everything. A session is device memory only: it writes nothing to flash, so a read-only intersection
+//! stays read-only (no page programmed, nothing journaled, nothing to sync at close) and runs on a full
+//! device. A session whose client is killed goes with the device's memory, which lives no longer than
+//! the client's connection (the device runs in the client's process, or its server exits with its owner).
 
 use std::time::Duration;
 
-use insitu_device::protocol::{Delete, Execute, Identify, ReadMemory, Svs, SvsArgs, SvsOutput, WriteMemory};
+use insitu_device::protocol::{Execute, Identify, ReadMemory, Svs, SvsArgs, SvsOutput, WriteMemory};
 use insitu_device::transport::Pending;
 
 use crate::array::Array;
 use crate::buffer::DeviceBuffer;
 use crate::error::{HostError, Result};
-use crate::table::store::write_object;
 
 /// How often GET polls by default (§3.1: 1 ms).
 pub const POLL_INTERVAL: Duration = Duration::from_millis(1);
@@ -27,9 +28,7 @@ pub enum Status {
 /// An open session.
 #[derive(Debug)]
 pub struct Session<'a> {
-    array: &'a Array,
     dev: u32,
-    marker: String,
     out: DeviceBuffer<'a>,
     pending: Option<Pending<'a, Execute<Svs>>>,
     pub polls: u64,
@@ -48,9 +47,7 @@ impl<'a> Session<'a> {
             )));
         }
         let out = DeviceBuffer::alloc(array, dev, result_bytes.max(1))?;
-        let marker = format!("#session.{}", out.handle);
-        write_object(array, dev, &marker, "session", b"open")?;
-        Ok(Session { array, dev, marker, out, pending: None, polls: 0 })
+        Ok(Session { dev, out, pending: None, polls: 0 })
     }
 
     /// PUT: writes bytes into the session's memory.
@@ -105,14 +102,11 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// CLOSE: frees the session's memory and removes its marker.
+    /// CLOSE: waits for a program still running, then frees the session's memory.
     pub fn close(mut self) -> Result<()> {
         if let Some(p) = self.pending.take() {
             let _ = p.wait();
         }
-        self.array
-            .device(self.dev)?
-            .call(Delete { name: self.marker.clone() })
-            .map_err(HostError::device(self.dev))
+        self.out.free().map_err(HostError::device(self.dev))
     }
 }
