@@ -328,28 +328,29 @@ impl RawFlash for Nand {
         }
         let data = &self.image_map[ppn as usize * ps..end as usize * ps];
         let oob = &self.oob_map[ppn as usize * OOB_BYTES..end as usize * OOB_BYTES];
-        let mut verified = self.verified.slots();
-        if verified.is_empty() {
-            *verified = vec![0; self.geo.total_pages().min(VERIFIED_SLOTS) as usize];
-        }
-        let slots = verified.len() as u64;
+        // Which pages were checked before: the slots are looked up, and the new ones noted, under the
+        // lock; the checksums are computed outside it, so threads reading at once do not wait on them.
+        let known: Vec<bool> = {
+            let mut verified = self.verified.slots();
+            if verified.is_empty() {
+                *verified = vec![0; self.geo.total_pages().min(VERIFIED_SLOTS) as usize];
+            }
+            let slots = verified.len() as u64;
+            (ppn..end).map(|p| verified[(p % slots) as usize] == p + 1).collect()
+        };
         for (i, want_lpn) in lpns.iter().enumerate() {
             let p = ppn + i as u64;
             let rec = Oob::decode(&oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
-            let slot = &mut verified[(p % slots) as usize];
             let detail = match rec {
                 None => Some("spare area unreadable".to_string()),
                 Some(r) if r.lpn != *want_lpn => {
                     Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
                 }
-                Some(_) if *slot == p + 1 => None,
+                Some(_) if known[i] => None,
                 Some(r) if r.crc != crc32fast::hash(&data[i * ps..(i + 1) * ps]) => {
                     Some("data does not match its checksum".to_string())
                 }
-                Some(_) => {
-                    *slot = p + 1;
-                    None
-                }
+                Some(_) => None,
             };
             if let Some(detail) = detail {
                 return Err(FlashError::CorruptPage {
@@ -357,6 +358,16 @@ impl RawFlash for Nand {
                     addr: self.geo.physical(p).to_string(),
                     detail,
                 });
+            }
+        }
+        if known.iter().any(|k| !k) {
+            let mut verified = self.verified.slots();
+            let slots = verified.len() as u64;
+            // An `fsck` in between emptied the slots: nothing to note then.
+            if slots > 0 {
+                for p in (ppn..end).filter(|p| !known[(p - ppn) as usize]) {
+                    verified[(p % slots) as usize] = p + 1;
+                }
             }
         }
         self.counters.pages_read.fetch_add(count as u64, Ordering::Relaxed);
