@@ -25,6 +25,9 @@ pub struct ProgramContext<'a> {
     pub(crate) bytes_in: Cell<u64>,
     /// CPU time spent in flash I/O on the program's behalf (charged as data movement, not compute).
     pub(crate) io_ns: Cell<u64>,
+    /// CPU time the program's work took on the emulator's helper threads (the program's thread does not
+    /// see it in its own clock).
+    pub(crate) helper_ns: Cell<u64>,
 }
 
 impl<'a> ProgramContext<'a> {
@@ -34,7 +37,15 @@ impl<'a> ProgramContext<'a> {
         meters: &'a Meters,
         program: &'static str,
     ) -> ProgramContext<'a> {
-        ProgramContext { media, memory, meters, program, bytes_in: 0.into(), io_ns: 0.into() }
+        ProgramContext {
+            media,
+            memory,
+            meters,
+            program,
+            bytes_in: 0.into(),
+            io_ns: 0.into(),
+            helper_ns: 0.into(),
+        }
     }
 
     /// Runs flash I/O, counting its CPU time apart from the kernel's.
@@ -90,6 +101,65 @@ impl<'a> ProgramContext<'a> {
         Meters::add(&self.meters.flash_to_device_mem, buf.len() as u64);
         self.bytes_in.set(self.bytes_in.get() + buf.len() as u64);
         Ok(())
+    }
+
+    /// Reads all of object `name` into device memory `piece` bytes at a time (the last piece may be
+    /// shorter), handing each piece to `each` with its offset: the same reads, in the same pieces, as a
+    /// loop of [`ProgramContext::read_object`]. The emulator spreads the pieces over up to `states.len()`
+    /// of its threads, each taking a run of consecutive pieces in order with its own state (the first run
+    /// on this thread); the states come back in run order. Their CPU time is the program's, its I/O
+    /// apart as always. For a piece that lands on one of its threads, the device's memory holds one
+    /// piece as for the loop: the extra buffers are the emulator's, not the device's.
+    pub fn read_object_pieces<S: Send>(
+        &self,
+        name: &str,
+        piece: u64,
+        mut states: Vec<S>,
+        each: impl Fn(&mut S, u64, &[u8]) + Sync,
+    ) -> Result<Vec<S>> {
+        let size = self.object(name)?.size;
+        let piece = piece.max(1);
+        let pieces = size.div_ceil(piece);
+        let runs = (states.len() as u64).min(pieces).max(1);
+        states.truncate(runs as usize);
+        // Run `r`: pieces `r * pieces / runs ..`, with (I/O, other) CPU nanoseconds of the thread.
+        let run = |r: u64, state: &mut S| -> Result<(u64, u64)> {
+            let (c0, mut io) = (thread_cpu_ns(), 0u64);
+            let mut buf = Vec::new();
+            for k in r * pieces / runs..(r + 1) * pieces / runs {
+                let (at, n) = (k * piece, piece.min(size - k * piece));
+                buf.resize(n as usize, 0);
+                let i0 = thread_cpu_ns();
+                self.media.read().read(name, at, &mut buf)?;
+                io += thread_cpu_ns().saturating_sub(i0);
+                each(state, at, &buf);
+            }
+            Ok((io, thread_cpu_ns().saturating_sub(c0).saturating_sub(io)))
+        };
+        let (first, rest) = states.split_first_mut().expect("one run at least");
+        let (mine, theirs) = std::thread::scope(|scope| {
+            let helpers: Vec<_> = rest
+                .iter_mut()
+                .enumerate()
+                .map(|(i, state)| scope.spawn(move || run(i as u64 + 1, state)))
+                .collect();
+            let mine = run(0, first);
+            let theirs: Vec<Result<(u64, u64)>> = helpers
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect();
+            (mine, theirs)
+        });
+        let (io, _) = mine?;
+        self.io_ns.set(self.io_ns.get() + io);
+        for r in theirs {
+            let (io, other) = r?;
+            self.io_ns.set(self.io_ns.get() + io);
+            self.helper_ns.set(self.helper_ns.get() + io + other);
+        }
+        Meters::add(&self.meters.flash_to_device_mem, size);
+        self.bytes_in.set(self.bytes_in.get() + size);
+        Ok(states)
     }
 
     /// Reads several byte ranges of an object, `(offset, len)` each, into `out` one after another (a

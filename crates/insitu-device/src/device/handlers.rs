@@ -33,6 +33,8 @@ pub(crate) struct Charge {
     pub class: &'static str,
     /// CPU time of flash I/O done for a program, charged as `transfer`.
     pub io_ns: u64,
+    /// CPU time of the program's work on the emulator's helper threads, beside the worker's own.
+    pub helper_ns: u64,
 }
 
 /// A command the device carries out.
@@ -43,15 +45,15 @@ trait Handle: Request + Sized {
 /// Carries out `cmd`; returns how to charge it and its result (the caller charges the work before
 /// delivering the result, so a host that sees the reply sees the work in the counters too).
 pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
-    const TRANSFER: Charge = Charge { class: "transfer", io_ns: 0 };
+    const TRANSFER: Charge = Charge { class: "transfer", io_ns: 0, helper_ns: 0 };
     macro_rules! handle {
         ($($name:ident),* $(,)?) => {
             match cmd {
                 $(Command::$name(r) => (TRANSFER, Prepared::of::<$name>(r.handle(dev))),)*
                 Command::Execute(call) => execute(dev, call),
                 // The in-store processor's jobs: their device CPU is the engines' work.
-                Command::IspSearch(r) => (Charge { class: "search", io_ns: 0 }, Prepared::of::<IspSearch>(r.handle(dev))),
-                Command::IspNearest(r) => (Charge { class: "hamming", io_ns: 0 }, Prepared::of::<IspNearest>(r.handle(dev))),
+                Command::IspSearch(r) => (Charge { class: "search", io_ns: 0, helper_ns: 0 }, Prepared::of::<IspSearch>(r.handle(dev))),
+                Command::IspNearest(r) => (Charge { class: "hamming", io_ns: 0, helper_ns: 0 }, Prepared::of::<IspNearest>(r.handle(dev))),
             }
         };
     }
@@ -71,7 +73,8 @@ fn execute(dev: &Inner, call: crate::protocol::ProgramCall) -> (Charge, Prepared
     let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
     let r = programs::run(&ctx, call, |ok| {
         if ok {
-            let cpu = thread_cpu_ns().saturating_sub(cpu0).saturating_sub(ctx.io_ns.get());
+            let own = thread_cpu_ns().saturating_sub(cpu0) + ctx.helper_ns.get();
+            let cpu = own.saturating_sub(ctx.io_ns.get());
             dev.meters.record_program(
                 program,
                 class,
@@ -81,7 +84,7 @@ fn execute(dev: &Inner, call: crate::protocol::ProgramCall) -> (Charge, Prepared
             );
         }
     });
-    (Charge { class, io_ns: ctx.io_ns.get() }, r)
+    (Charge { class, io_ns: ctx.io_ns.get(), helper_ns: ctx.helper_ns.get() }, r)
 }
 
 /// Runs a host I/O request through the firmware extensions around `ftl`: an extension may take it over

@@ -254,7 +254,7 @@ fn spawn_worker(name: String, inner: Arc<Inner>, rx: Arc<Mutex<Receiver<Job>>>) 
             if ticket.is_some() {
                 inner.accel.end();
             }
-            let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+            let cpu_ns = thread_cpu_ns().saturating_sub(cpu0) + charge.helper_ns;
             // A program's own flash I/O (page reads and checks, programming) is data movement, priced by
             // bandwidth like every transfer; only the rest is its kernel's compute.
             let io = charge.io_ns.min(cpu_ns);

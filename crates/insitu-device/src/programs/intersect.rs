@@ -74,7 +74,9 @@ fn longest(ctx: &ProgramContext<'_>, lists: &[String]) -> Result<Option<usize>> 
 }
 
 /// Streams `list` through the staging buffer (every page read, as [`load_ids`] reads them) and returns the
-/// IDs of `acc` (increasing) that it holds.
+/// IDs of `acc` (increasing) that it holds. The emulator matches runs of the staged pieces on its cores
+/// at once: a run starts at the first ID of `acc` not below its first entry, where the one pass over all
+/// pieces would stand (the list increases), so the runs' matches, one after another, are that pass's.
 fn match_streamed(
     ctx: &ProgramContext<'_>,
     list: &str,
@@ -87,19 +89,19 @@ fn match_streamed(
         return Err(ctx.bad(format!("{list:?} holds {size} bytes, not whole {entry}-byte entries")));
     }
     let per_read = (staging / entry).max(1) * entry;
-    let mut stage = vec![0u8; per_read as usize];
-    let mut out = Vec::new();
-    let mut next = 0usize;
-    let mut at = 0u64;
-    while at < size {
-        let n = per_read.min(size - at);
-        ctx.read_object(list, at, &mut stage[..n as usize])?;
-        match_entries(acc, &stage[..n as usize], entry as usize, &mut next, &mut out);
-        at += n;
-    }
+    let ways = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    // Each run's place in `acc` (None until its first piece) and its matches.
+    let runs = ctx.read_object_pieces(list, per_read, vec![(None, Vec::new()); ways], |run, _, piece| {
+        let (next, out): &mut (Option<usize>, Vec<u32>) = run;
+        let next = next.get_or_insert_with(|| {
+            let first = insitu_kernels::le::u32_at(piece);
+            acc.partition_point(|&x| x < first)
+        });
+        match_entries(acc, piece, entry as usize, next, out);
+    })?;
     ctx.work(|w| work::add(w, work::INTERSECT_ENTRIES, size / entry));
     ctx.work(|w| work::add(w, work::INTERSECT_SKIPPED, 0));
-    Ok(out)
+    Ok(runs.into_iter().flat_map(|(_, out)| out).collect())
 }
 
 pub(crate) fn svs(ctx: &ProgramContext<'_>, a: SvsArgs) -> Result<SvsOutput> {
