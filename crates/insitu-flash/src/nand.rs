@@ -238,76 +238,6 @@ impl Nand {
     }
 }
 
-impl Nand {
-    /// The end of the `count` pages from `ppn`, once each is known to be programmed (not past its
-    /// block's write pointer, nor past the array).
-    fn programmed(&self, ppn: Ppn, count: usize) -> Result<Ppn> {
-        let end =
-            ppn.checked_add(count as u64).filter(|e| *e <= self.geo.total_pages()).ok_or_else(|| {
-                FlashError::NandViolation(format!("read of pages {ppn}+{count} past the array"))
-            })?;
-        for p in ppn..end {
-            let st = self.block(self.geo.block_of(p));
-            if self.geo.page_in_block(p) >= st.write_ptr {
-                return Err(FlashError::NandViolation(format!("read of erased page {p}")));
-            }
-        }
-        Ok(end)
-    }
-
-    /// Checks the bytes `data` of the programmed pages from `ppn` against their spare areas: each names
-    /// the logical page of `lpns` expected, and its checksum matches (or matched since the page was
-    /// programmed).
-    fn check(&self, ppn: Ppn, lpns: &[Lpn], data: &[u8]) -> Result<()> {
-        let ps = self.geo.page_size as usize;
-        let end = ppn + lpns.len() as u64;
-        let oob = &self.oob_map[ppn as usize * OOB_BYTES..end as usize * OOB_BYTES];
-        // Which pages were checked before: the slots are looked up, and the new ones noted, under the
-        // lock; the checksums are computed outside it, so threads reading at once do not wait on them.
-        let known: Vec<bool> = {
-            let mut verified = self.verified.slots();
-            if verified.is_empty() {
-                *verified = vec![0; self.geo.total_pages().min(VERIFIED_SLOTS) as usize];
-            }
-            let slots = verified.len() as u64;
-            (ppn..end).map(|p| verified[(p % slots) as usize] == p + 1).collect()
-        };
-        for (i, want_lpn) in lpns.iter().enumerate() {
-            let p = ppn + i as u64;
-            let rec = Oob::decode(&oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
-            let detail = match rec {
-                None => Some("spare area unreadable".to_string()),
-                Some(r) if r.lpn != *want_lpn => {
-                    Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
-                }
-                Some(_) if known[i] => None,
-                Some(r) if r.crc != crc32fast::hash(&data[i * ps..(i + 1) * ps]) => {
-                    Some("data does not match its checksum".to_string())
-                }
-                Some(_) => None,
-            };
-            if let Some(detail) = detail {
-                return Err(FlashError::CorruptPage {
-                    ppn: p,
-                    addr: self.geo.physical(p).to_string(),
-                    detail,
-                });
-            }
-        }
-        if known.iter().any(|k| !k) {
-            let mut verified = self.verified.slots();
-            let slots = verified.len() as u64;
-            // An `fsck` in between emptied the slots: nothing to note then.
-            if slots > 0 {
-                for p in (ppn..end).filter(|p| !known[(p - ppn) as usize]) {
-                    verified[(p % slots) as usize] = p + 1;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 impl RawFlash for Nand {
     fn geometry(&self) -> &Geometry {
         &self.geo
@@ -385,10 +315,62 @@ impl RawFlash for Nand {
     /// expected logical pages, checksums matching) and hands their bytes to `f` in place, without a copy.
     fn with_pages<R>(&self, ppn: Ppn, lpns: &[Lpn], f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let ps = self.geo.page_size as usize;
-        let end = self.programmed(ppn, lpns.len())?;
+        let count = lpns.len();
+        let end =
+            ppn.checked_add(count as u64).filter(|e| *e <= self.geo.total_pages()).ok_or_else(|| {
+                FlashError::NandViolation(format!("read of pages {ppn}+{count} past the array"))
+            })?;
+        for p in ppn..end {
+            let st = self.block(self.geo.block_of(p));
+            if self.geo.page_in_block(p) >= st.write_ptr {
+                return Err(FlashError::NandViolation(format!("read of erased page {p}")));
+            }
+        }
         let data = &self.image_map[ppn as usize * ps..end as usize * ps];
-        self.check(ppn, lpns, data)?;
-        self.counters.pages_read.fetch_add(lpns.len() as u64, Ordering::Relaxed);
+        let oob = &self.oob_map[ppn as usize * OOB_BYTES..end as usize * OOB_BYTES];
+        // Which pages were checked before: the slots are looked up, and the new ones noted, under the
+        // lock; the checksums are computed outside it, so threads reading at once do not wait on them.
+        let known: Vec<bool> = {
+            let mut verified = self.verified.slots();
+            if verified.is_empty() {
+                *verified = vec![0; self.geo.total_pages().min(VERIFIED_SLOTS) as usize];
+            }
+            let slots = verified.len() as u64;
+            (ppn..end).map(|p| verified[(p % slots) as usize] == p + 1).collect()
+        };
+        for (i, want_lpn) in lpns.iter().enumerate() {
+            let p = ppn + i as u64;
+            let rec = Oob::decode(&oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
+            let detail = match rec {
+                None => Some("spare area unreadable".to_string()),
+                Some(r) if r.lpn != *want_lpn => {
+                    Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
+                }
+                Some(_) if known[i] => None,
+                Some(r) if r.crc != crc32fast::hash(&data[i * ps..(i + 1) * ps]) => {
+                    Some("data does not match its checksum".to_string())
+                }
+                Some(_) => None,
+            };
+            if let Some(detail) = detail {
+                return Err(FlashError::CorruptPage {
+                    ppn: p,
+                    addr: self.geo.physical(p).to_string(),
+                    detail,
+                });
+            }
+        }
+        if known.iter().any(|k| !k) {
+            let mut verified = self.verified.slots();
+            let slots = verified.len() as u64;
+            // An `fsck` in between emptied the slots: nothing to note then.
+            if slots > 0 {
+                for p in (ppn..end).filter(|p| !known[(p - ppn) as usize]) {
+                    verified[(p % slots) as usize] = p + 1;
+                }
+            }
+        }
+        self.counters.pages_read.fetch_add(count as u64, Ordering::Relaxed);
         Ok(f(data))
     }
 
@@ -507,14 +489,7 @@ impl RawFlash for Nand {
         let count = buf.len() / ps;
         let tags: Vec<Lpn> =
             (0..count as u64).map(|i| self.read_oob(ppn + i).map_or(u64::MAX, |o| o.lpn)).collect();
-        // Read from the image file rather than through its map: a copy is made either way, and a read
-        // maps no page of the image (a page fault, and its unmapping at close, cost more than the
-        // read's system call for a page or a few, as the raw interface reads them).
-        self.programmed(ppn, count)?;
-        let buf = &mut buf[..count * ps];
-        self.image.read_exact_at(buf, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
-        self.check(ppn, &tags, buf)?;
-        self.counters.pages_read.fetch_add(count as u64, Ordering::Relaxed);
+        self.with_pages(ppn, &tags, |data| insitu_kernels::arch::copy(&mut buf[..count * ps], data))?;
         Ok(tags)
     }
 }
@@ -543,7 +518,7 @@ mod tests {
         let mut buf = vec![0u8; 1024];
         n.read(4, &[7, 8], &mut buf).unwrap();
         assert_eq!(buf, data);
-        // A read of the image file (the raw interface's) gives the same bytes, and the pages' tags.
+        // The raw interface's read gives the same bytes, and the pages' tags.
         let mut copy = vec![0u8; 1024];
         assert_eq!(n.read_tagged(4, &mut copy).unwrap(), vec![7, 8]);
         assert_eq!(copy, data);

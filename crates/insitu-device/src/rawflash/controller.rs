@@ -71,12 +71,11 @@ impl<M: RawFlash> Cells for M {
     }
 }
 
-/// Page `ppn` of `media` in a buffer of its own, checked against its checksum whatever its spare area
-/// says, and that spare-area record ([`RawFlash::read_tagged`]).
+/// Page `ppn` of `media` in a buffer of its own (not zeroed first: it is copied whole), checked against
+/// its checksum whatever its spare area says, and that spare-area record (as [`RawFlash::read_tagged`]).
 pub(crate) fn read_page<M: RawFlash>(media: &M, ppn: Ppn) -> Result<(Vec<u8>, u64), FlashError> {
-    let mut page = vec![0u8; media.geometry().page_size as usize];
-    let spare = media.read_tagged(ppn, &mut page)?[0];
-    Ok((page, spare))
+    let spare = media.read_oob(ppn).map_or(u64::MAX, |o| o.lpn);
+    Ok((media.with_pages(ppn, &[spare], insitu_kernels::arch::to_vec)?, spare))
 }
 
 #[derive(Debug)]
