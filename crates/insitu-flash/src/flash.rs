@@ -465,12 +465,37 @@ impl<M: RawFlash> Flash<M> {
 
     /// Reads `buf.len()` bytes of object `name` from byte `offset`.
     pub fn read(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let copy_in = |buf: &mut [u8], offset: u64| {
+            let mut at = 0usize;
+            self.read_with(name, offset, buf.len() as u64, |data| {
+                insitu_kernels::arch::copy(&mut buf[at..at + data.len()], data);
+                at += data.len();
+                Ok(())
+            })
+        };
+        // The whole pages inside the range go straight into `buf` (`Ftl::read`: a long run is read from
+        // the image file, not its map); a partial page at either end, or a short read, is copied from
+        // the pages in place.
+        let ps = self.page_size() as u64;
+        let end = offset + buf.len() as u64;
+        let (lo, hi) = (offset.next_multiple_of(ps), end / ps * ps);
+        if hi <= lo || (hi - lo) < 2 * ps {
+            return copy_in(buf, offset);
+        }
+        let obj = self.stat(name)?;
+        if end > obj.size {
+            return copy_in(buf, offset); // refused there, naming the object
+        }
+        let (head, rest) = buf.split_at_mut((lo - offset) as usize);
+        let (middle, tail) = rest.split_at_mut((hi - lo) as usize);
+        copy_in(head, offset)?;
         let mut at = 0usize;
-        self.read_with(name, offset, buf.len() as u64, |data| {
-            insitu_kernels::arch::copy(&mut buf[at..at + data.len()], data);
-            at += data.len();
-            Ok(())
-        })
+        for (lpn, n) in obj.runs(lo / ps, (hi - lo) / ps) {
+            let len = (n * ps) as usize;
+            self.ftl.read(lpn, &mut middle[at..at + len])?;
+            at += len;
+        }
+        copy_in(tail, hi)
     }
 
     /// Hands bytes `offset..offset + len` of object `name` to `f` in order, as slices of the flash pages

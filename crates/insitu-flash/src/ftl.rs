@@ -362,15 +362,33 @@ impl<M: RawFlash> Ftl<M> {
         Ok(())
     }
 
-    /// Reads `buf.len() / page_size` logical pages from `lpn`; unmapped pages read as zeros.
+    /// Reads `buf.len() / page_size` logical pages from `lpn` into `buf`, physically consecutive pages
+    /// in one [`RawFlash::read_into`] (runs as [`Ftl::read_with`] makes them); unmapped pages read as
+    /// zeros.
     pub fn read(&self, lpn: Lpn, buf: &mut [u8]) -> Result<()> {
-        let ps = self.geometry().page_size as u64;
-        let mut at = 0usize;
-        self.read_with(lpn, buf.len() as u64 / ps, |data| {
-            insitu_kernels::arch::copy(&mut buf[at..at + data.len()], data);
-            at += data.len();
-            Ok(())
-        })
+        let ps = self.geometry().page_size as usize;
+        let pages = (buf.len() / ps) as u64;
+        let max_run = (MAX_RUN_BYTES / ps as u64).max(1);
+        let mut lpns: Vec<Lpn> = Vec::new();
+        let mut i = 0u64;
+        while i < pages {
+            let at = i as usize * ps;
+            let Some(ppn) = self.map.get(lpn + i) else {
+                buf[at..at + ps].fill(0);
+                i += 1;
+                continue;
+            };
+            lpns.clear();
+            lpns.push(lpn + i);
+            let mut j = i + 1;
+            while j < pages && j - i < max_run && self.map.get(lpn + j) == Some(ppn + (j - i)) {
+                lpns.push(lpn + j);
+                j += 1;
+            }
+            self.nand.read_into(ppn, &lpns, &mut buf[at..j as usize * ps])?;
+            i = j;
+        }
+        Ok(())
     }
 
     /// Hands the `pages` logical pages from `lpn` to `f` in order, as slices of at most

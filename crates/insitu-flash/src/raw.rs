@@ -105,6 +105,12 @@ pub trait RawFlash {
     /// whatever its tag; returns the tags.
     fn read_tagged(&self, ppn: Ppn, buf: &mut [u8]) -> Result<Vec<Lpn>>;
 
+    /// [`RawFlash::with_pages`] into `buf` (whole pages, as many as `tags`): the same checks, the bytes
+    /// copied. Media whose pages a read can copy straight from their store do so (see `Nand`).
+    fn read_into(&self, ppn: Ppn, tags: &[Lpn], buf: &mut [u8]) -> Result<()> {
+        self.with_pages(ppn, tags, |data| insitu_kernels::arch::copy(buf, data))
+    }
+
     /// The spare-area record of one page, if it holds one.
     fn read_oob(&self, ppn: Ppn) -> Option<Oob>;
 

@@ -320,6 +320,10 @@ impl RawFlash for FtlMedia {
         on_media!(self, m => m.read_tagged(ppn, buf))
     }
 
+    fn read_into(&self, ppn: Ppn, tags: &[Lpn], buf: &mut [u8]) -> insitu_flash::Result<()> {
+        on_media!(self, m => m.read_into(ppn, tags, buf))
+    }
+
     fn read_oob(&self, ppn: Ppn) -> Option<Oob> {
         on_media!(self, m => m.read_oob(ppn))
     }

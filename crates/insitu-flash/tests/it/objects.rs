@@ -375,3 +375,33 @@ fn blocks_the_block_view_overwrote_are_erased_at_the_flush_and_written_again() {
     assert!(flash.stats().nand.blocks_erased >= erased + 8);
     assert!(flash.fsck().problems.is_empty());
 }
+
+#[test]
+fn long_reads_come_from_the_image_file_with_every_check_of_a_read_in_place() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 4 << 20).unwrap();
+    let data = bytes(200_000, 7);
+    put(&mut flash, "long", &data);
+    // Whole-page runs of 64 KiB (a block of this geometry) are read from the file; the partial pages at
+    // the ends, and short runs, through the map: any range gives the object's bytes.
+    for (offset, len) in [(0usize, 200_000usize), (5_000, 150_000), (4_096, 65_536), (100, 9_000), (199_999, 1)] {
+        let mut buf = vec![0u8; len];
+        flash.read("long", offset as u64, &mut buf).unwrap();
+        assert!(buf == data[offset..offset + len], "{offset}+{len}");
+    }
+    // A damaged page inside a long run is found by the read that covers it, and by it only.
+    let page = 20u64; // object page 20: bytes 81,920..86,016
+    let ppn = flash.ftl().map().get(flash.stat("long").unwrap().extents[0].lpn + page).unwrap();
+    flash.close().unwrap();
+    let img = std::fs::OpenOptions::new().write(true).open(dir.path().join("nand.img")).unwrap();
+    img.write_all_at(b"XXXX", ppn * 4096 + 100).unwrap();
+    let flash = Flash::open(dir.path()).unwrap();
+    let mut buf = vec![0u8; 200_000];
+    let err = flash.read("long", 0, &mut buf).unwrap_err();
+    assert!(matches!(err, FlashError::CorruptPage { ppn: p, .. } if p == ppn), "{err}");
+    let mut buf = vec![0u8; 70_000];
+    assert!(matches!(flash.read("long", 20_000, &mut buf), Err(FlashError::CorruptPage { .. })));
+    flash.read("long", 90_000, &mut buf).unwrap();
+    assert!(buf == data[90_000..160_000]);
+}
