@@ -385,7 +385,9 @@ fn long_reads_come_from_the_image_file_with_every_check_of_a_read_in_place() {
     put(&mut flash, "long", &data);
     // Whole-page runs of 64 KiB (a block of this geometry) are read from the file; the partial pages at
     // the ends, and short runs, through the map: any range gives the object's bytes.
-    for (offset, len) in [(0usize, 200_000usize), (5_000, 150_000), (4_096, 65_536), (100, 9_000), (199_999, 1)] {
+    for (offset, len) in
+        [(0usize, 200_000usize), (5_000, 150_000), (4_096, 65_536), (100, 9_000), (199_999, 1)]
+    {
         let mut buf = vec![0u8; len];
         flash.read("long", offset as u64, &mut buf).unwrap();
         assert!(buf == data[offset..offset + len], "{offset}+{len}");
