@@ -80,19 +80,137 @@ pub struct FsFile {
 /// parse 7.5 MB of JSON per GiB stored when it opened the file system (0.12 s a GiB here); as numbers,
 /// about 2 MB, parsed without building a map per page. Metadata written before names each page as an
 /// object (`pages`); it is read as well. (Written straight from an [`FsFile`], without a copy.)
-#[derive(Deserialize)]
 struct StoredFile {
     id: u64,
     name: String,
     size: u64,
-    #[serde(default)]
     pages: Vec<GlobalPage>,
-    #[serde(default)]
-    page_table: Vec<u64>,
+    page_table: PageTable,
+}
+
+impl<'de> Deserialize<'de> for StoredFile {
+    /// The fields in any order, `pages` and `page_table` optional; the size, written before the page
+    /// table, sizes the table's room (the page table is most of what opening a file system parses, and
+    /// growing it by doubling was a third of that).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<StoredFile, D::Error> {
+        struct File;
+        impl<'de> serde::de::Visitor<'de> for File {
+            type Value = StoredFile;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a file: its id, name, size and pages")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<StoredFile, A::Error> {
+                use serde::de::Error;
+                let (mut id, mut name, mut size) = (None, None, None);
+                let (mut pages, mut page_table) = (Vec::new(), PageTable::default());
+                while let Some(key) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "id" => id = Some(m.next_value()?),
+                        "name" => name = Some(m.next_value()?),
+                        "size" => size = Some(m.next_value()?),
+                        "pages" => pages = m.next_value()?,
+                        "page_table" => page_table = m.next_value_seed(Room(size.unwrap_or(0)))?,
+                        _ => {
+                            m.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(StoredFile {
+                    id: id.ok_or_else(|| A::Error::missing_field("id"))?,
+                    name: name.ok_or_else(|| A::Error::missing_field("name"))?,
+                    size: size.ok_or_else(|| A::Error::missing_field("size"))?,
+                    pages,
+                    page_table,
+                })
+            }
+        }
+        d.deserialize_struct("StoredFile", &["id", "name", "size", "pages", "page_table"], File)
+    }
+}
+
+/// A [`PageTable`] read with room made first for the pages of a file of this many bytes (at 4 KiB a
+/// page, the smallest a profile has; at most 2^24 pages, whatever a damaged size says).
+struct Room(u64);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Room {
+    type Value = PageTable;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<PageTable, D::Error> {
+        d.deserialize_seq(Numbers((self.0.div_ceil(4096)).min(1 << 24) as usize))
+    }
 }
 
 /// Numbers a page takes in [`StoredFile::page_table`].
 const PAGE_FIELDS: usize = 6;
+
+/// [`StoredFile::page_table`], read straight into pages six numbers at a time (not into a table of
+/// numbers first, then pages: that was most of the time every command took to open a file system
+/// holding gigabytes), or what is wrong with it, for [`FsFile::try_from`] to say with the file's name.
+struct PageTable(std::result::Result<Vec<GlobalPage>, String>);
+
+impl Default for PageTable {
+    fn default() -> PageTable {
+        PageTable(Ok(Vec::new()))
+    }
+}
+
+impl<'de> Deserialize<'de> for PageTable {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<PageTable, D::Error> {
+        d.deserialize_seq(Numbers(0))
+    }
+}
+
+/// Reads a [`PageTable`], with room for this many pages first.
+struct Numbers(usize);
+
+impl<'de> serde::de::Visitor<'de> for Numbers {
+    type Value = PageTable;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "an array of {PAGE_FIELDS} numbers a page")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<PageTable, A::Error> {
+        let mut pages = Vec::with_capacity(self.0.max(seq.size_hint().unwrap_or(0) / PAGE_FIELDS));
+        let (mut n, mut count, mut bad) = ([0u64; PAGE_FIELDS], 0usize, None);
+        while let Some(v) = seq.next_element::<u64>()? {
+            n[count % PAGE_FIELDS] = v;
+            count += 1;
+            if count.is_multiple_of(PAGE_FIELDS) && bad.is_none() {
+                match page_of(n) {
+                    Ok(p) => pages.push(p),
+                    Err(e) => bad = Some(e),
+                }
+            }
+        }
+        if !count.is_multiple_of(PAGE_FIELDS) {
+            bad = Some(format!("its page table holds {count} numbers, not {PAGE_FIELDS} a page"));
+        }
+        Ok(PageTable(bad.map_or(Ok(pages), Err)))
+    }
+}
+
+/// The page of six numbers (node, card, bus, chip, block, page), each in the range of its field.
+fn page_of(
+    [node, card, bus, chip, block, page]: [u64; PAGE_FIELDS],
+) -> std::result::Result<GlobalPage, String> {
+    let small = |v: u64| u32::try_from(v).map_err(|_| format!("a page's address has a field of {v}"));
+    Ok(GlobalPage {
+        node: small(node)?,
+        addr: FlashAddr {
+            card: small(card)?,
+            bus: small(bus)?,
+            chip: small(chip)?,
+            block,
+            page: small(page)?,
+        },
+    })
+}
 
 impl Serialize for FsFile {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -117,35 +235,14 @@ impl TryFrom<StoredFile> for FsFile {
     type Error = String;
 
     fn try_from(s: StoredFile) -> std::result::Result<FsFile, String> {
-        if s.page_table.is_empty() {
-            return Ok(FsFile { id: s.id, name: s.name, size: s.size, pages: s.pages });
-        }
-        if !s.pages.is_empty() || !s.page_table.len().is_multiple_of(PAGE_FIELDS) {
-            return Err(format!(
-                "file {}: its page table holds {} numbers, not {PAGE_FIELDS} a page",
-                s.name,
-                s.page_table.len()
-            ));
-        }
-        let small = |v: u64| {
-            u32::try_from(v).map_err(|_| format!("file {}: a page's address has a field of {v}", s.name))
+        let table = s.page_table.0.map_err(|e| format!("file {}: {e}", s.name))?;
+        let pages = match (table.is_empty(), s.pages.is_empty()) {
+            (true, _) => s.pages,
+            (false, true) => table,
+            (false, false) => {
+                return Err(format!("file {}: its pages are given twice, as a table and one by one", s.name))
+            }
         };
-        let pages = s
-            .page_table
-            .chunks_exact(PAGE_FIELDS)
-            .map(|c| {
-                Ok(GlobalPage {
-                    node: small(c[0])?,
-                    addr: FlashAddr {
-                        card: small(c[1])?,
-                        bus: small(c[2])?,
-                        chip: small(c[3])?,
-                        block: c[4],
-                        page: small(c[5])?,
-                    },
-                })
-            })
-            .collect::<std::result::Result<Vec<_>, String>>()?;
         Ok(FsFile { id: s.id, name: s.name, size: s.size, pages })
     }
 }
@@ -1405,5 +1502,16 @@ mod tests {
             .to_string();
             assert!(err.contains("file f"), "{err}");
         }
+        let both = serde_json::json!({"id": 7, "name": "f", "size": 1, "page_table": [1, 0, 3, 2, 5, 9],
+            "pages": [{"node": 1, "card": 0, "bus": 3, "chip": 2, "block": 5, "page": 9}]});
+        let err = serde_json::from_value::<FsFile>(both).unwrap_err().to_string();
+        assert!(err.contains("file f") && err.contains("twice"), "{err}");
+        // The fields in any order, one unknown to this version left aside.
+        let shuffled = serde_json::json!({"page_table": [1, 0, 3, 2, 5_000_000_000u64, 9, 0, 1, 7, 0, 0, 0],
+            "later": {"x": [1]}, "size": 20_000, "name": "f", "id": 7});
+        assert_eq!(serde_json::from_value::<FsFile>(shuffled).unwrap(), f);
+        // An empty file has neither.
+        let empty = serde_json::json!({"id": 7, "name": "f", "size": 0, "page_table": []});
+        assert!(serde_json::from_value::<FsFile>(empty).unwrap().pages.is_empty());
     }
 }
