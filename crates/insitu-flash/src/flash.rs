@@ -477,14 +477,14 @@ impl<M: RawFlash> Flash<M> {
         // the image file, not its map); a partial page at either end, or a short read, is copied from
         // the pages in place.
         let ps = self.page_size() as u64;
-        let end = offset + buf.len() as u64;
+        let obj = self.stat(name)?;
+        // A range past the object (or past any offset) is refused by `read_with`, naming the object.
+        let Some(end) = offset.checked_add(buf.len() as u64).filter(|e| *e <= obj.size) else {
+            return copy_in(buf, offset);
+        };
         let (lo, hi) = (offset.next_multiple_of(ps), end / ps * ps);
         if hi <= lo || (hi - lo) < 2 * ps {
             return copy_in(buf, offset);
-        }
-        let obj = self.stat(name)?;
-        if end > obj.size {
-            return copy_in(buf, offset); // refused there, naming the object
         }
         let (head, rest) = buf.split_at_mut((lo - offset) as usize);
         let (middle, tail) = rest.split_at_mut((hi - lo) as usize);

@@ -362,62 +362,65 @@ impl<M: RawFlash> Ftl<M> {
         Ok(())
     }
 
-    /// Reads `buf.len() / page_size` logical pages from `lpn` into `buf`, physically consecutive pages
-    /// in one [`RawFlash::read_into`] (runs as [`Ftl::read_with`] makes them); unmapped pages read as
-    /// zeros.
+    /// Reads `buf.len() / page_size` logical pages from `lpn` into `buf`, a run of physically
+    /// consecutive pages at a time (the runs of [`Ftl::read_with`]) by [`RawFlash::read_into`]; unmapped
+    /// pages read as zeros.
     pub fn read(&self, lpn: Lpn, buf: &mut [u8]) -> Result<()> {
         let ps = self.geometry().page_size as usize;
-        let pages = (buf.len() / ps) as u64;
-        let max_run = (MAX_RUN_BYTES / ps as u64).max(1);
-        let mut lpns: Vec<Lpn> = Vec::new();
-        let mut i = 0u64;
-        while i < pages {
-            let at = i as usize * ps;
-            let Some(ppn) = self.map.get(lpn + i) else {
-                buf[at..at + ps].fill(0);
-                i += 1;
-                continue;
-            };
-            lpns.clear();
-            lpns.push(lpn + i);
-            let mut j = i + 1;
-            while j < pages && j - i < max_run && self.map.get(lpn + j) == Some(ppn + (j - i)) {
-                lpns.push(lpn + j);
-                j += 1;
+        self.for_each_run(lpn, (buf.len() / ps) as u64, |i, ppn, lpns| {
+            let dst = &mut buf[i as usize * ps..(i as usize + lpns.len()) * ps];
+            match ppn {
+                Some(ppn) => self.nand.read_into(ppn, lpns, dst),
+                None => {
+                    dst.fill(0);
+                    Ok(())
+                }
             }
-            self.nand.read_into(ppn, &lpns, &mut buf[at..j as usize * ps])?;
-            i = j;
-        }
-        Ok(())
+        })
     }
 
     /// Hands the `pages` logical pages from `lpn` to `f` in order, as slices of at most
     /// [`MAX_RUN_BYTES`]: physically consecutive pages go together, in place (no copy); unmapped pages
     /// come as zeros.
     pub fn read_with(&self, lpn: Lpn, pages: u64, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        let ps = self.geometry().page_size as u64;
-        let max_run = (MAX_RUN_BYTES / ps).max(1);
         // Unmapped pages read as zeros: a page of them, made only when one is met (a read of a few bytes
         // is the common call, from a gather a row at a time).
         let mut zeros = Vec::new();
+        self.for_each_run(lpn, pages, |_, ppn, lpns| match ppn {
+            Some(ppn) => self.nand.with_pages(ppn, lpns, &mut f)?,
+            None => {
+                zeros.resize(self.geometry().page_size as usize, 0);
+                f(&zeros)
+            }
+        })
+    }
+
+    /// Walks the `pages` logical pages from `lpn` in runs, calling `run(first, ppn, lpns)` with the run's
+    /// first page (counted from `lpn`) and its logical pages: physically consecutive mapped pages, at most
+    /// [`MAX_RUN_BYTES`] of them, from physical page `Some(ppn)`; or one unmapped page, with `None`.
+    fn for_each_run(
+        &self,
+        lpn: Lpn,
+        pages: u64,
+        mut run: impl FnMut(u64, Option<Ppn>, &[Lpn]) -> Result<()>,
+    ) -> Result<()> {
+        let max_run = (MAX_RUN_BYTES / self.geometry().page_size as u64).max(1);
         let mut lpns: Vec<Lpn> = Vec::new();
         let mut i = 0u64;
         while i < pages {
-            let l = lpn + i;
-            let Some(ppn) = self.map.get(l) else {
-                zeros.resize(ps as usize, 0);
-                f(&zeros)?;
+            lpns.clear();
+            lpns.push(lpn + i);
+            let Some(ppn) = self.map.get(lpn + i) else {
+                run(i, None, &lpns)?;
                 i += 1;
                 continue;
             };
-            lpns.clear();
-            lpns.push(l);
             let mut j = i + 1;
             while j < pages && j - i < max_run && self.map.get(lpn + j) == Some(ppn + (j - i)) {
                 lpns.push(lpn + j);
                 j += 1;
             }
-            self.nand.with_pages(ppn, &lpns, &mut f)??;
+            run(i, Some(ppn), &lpns)?;
             i = j;
         }
         Ok(())

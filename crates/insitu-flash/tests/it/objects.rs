@@ -392,6 +392,12 @@ fn long_reads_come_from_the_image_file_with_every_check_of_a_read_in_place() {
         flash.read("long", offset as u64, &mut buf).unwrap();
         assert!(buf == data[offset..offset + len], "{offset}+{len}");
     }
+    // A range past the object, or past any offset, is refused, not read.
+    let mut buf = vec![0u8; 100_000];
+    for offset in [150_000, u64::MAX - 10] {
+        let err = flash.read("long", offset, &mut buf).unwrap_err();
+        assert!(matches!(err, FlashError::ReadPastEnd { .. }), "{err}");
+    }
     // A damaged page inside a long run is found by the read that covers it, and by it only.
     let page = 20u64; // object page 20: bytes 81,920..86,016
     let ppn = flash.ftl().map().get(flash.stat("long").unwrap().extents[0].lpn + page).unwrap();
