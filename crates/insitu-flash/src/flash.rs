@@ -474,16 +474,20 @@ impl<M: RawFlash> Flash<M> {
             })
         };
         // The whole pages inside the range go straight into `buf` (`Ftl::read`: a long run is read from
-        // the image file, not its map); a partial page at either end, or a short read, is copied from
-        // the pages in place.
+        // the image file, not its map); a partial page at either end is copied from the pages in place.
+        // A short read (a gather's row) goes by `read_with` at once, without a second look-up of the
+        // object, as does a range past the object or past any offset (refused there, naming the object).
         let ps = self.page_size() as u64;
-        let obj = self.stat(name)?;
-        // A range past the object (or past any offset) is refused by `read_with`, naming the object.
-        let Some(end) = offset.checked_add(buf.len() as u64).filter(|e| *e <= obj.size) else {
+        let Some((end, lo)) = offset.checked_add(buf.len() as u64).zip(offset.checked_next_multiple_of(ps))
+        else {
             return copy_in(buf, offset);
         };
-        let (lo, hi) = (offset.next_multiple_of(ps), end / ps * ps);
+        let hi = end / ps * ps;
         if hi <= lo || (hi - lo) < 2 * ps {
+            return copy_in(buf, offset);
+        }
+        let obj = self.stat(name)?;
+        if end > obj.size {
             return copy_in(buf, offset);
         }
         let (head, rest) = buf.split_at_mut((lo - offset) as usize);
