@@ -159,12 +159,6 @@ impl Default for PageTable {
     }
 }
 
-impl<'de> Deserialize<'de> for PageTable {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<PageTable, D::Error> {
-        d.deserialize_seq(Numbers(0))
-    }
-}
-
 /// Reads a [`PageTable`], with room for this many pages first.
 struct Numbers(usize);
 
