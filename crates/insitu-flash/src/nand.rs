@@ -263,47 +263,53 @@ impl Nand {
     /// programmed).
     fn check(&self, ppn: Ppn, lpns: &[Lpn], data: &[u8]) -> Result<()> {
         let ps = self.geo.page_size as usize;
-        let end = ppn + lpns.len() as u64;
-        let oob = &self.oob_map[ppn as usize * OOB_BYTES..end as usize * OOB_BYTES];
-        // Which pages were checked before: the slots are looked up, and the new ones noted, under the
-        // lock; the checksums are computed outside it, so threads reading at once do not wait on them.
-        let known: Vec<bool> = {
-            let mut verified = self.verified.slots();
-            if verified.is_empty() {
-                *verified = vec![0; self.geo.total_pages().min(VERIFIED_SLOTS) as usize];
-            }
-            let slots = verified.len() as u64;
-            (ppn..end).map(|p| verified[(p % slots) as usize] == p + 1).collect()
-        };
-        for (i, want_lpn) in lpns.iter().enumerate() {
-            let p = ppn + i as u64;
-            let rec = Oob::decode(&oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
-            let detail = match rec {
-                None => Some("spare area unreadable".to_string()),
-                Some(r) if r.lpn != *want_lpn => {
-                    Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
+        // 64 pages at a time, a bit each: which were checked before is looked up, and the newly checked
+        // noted, under the lock; the checksums are computed outside it, so threads reading at once do not
+        // wait on them (and a read of one page, a gather's row, allocates nothing).
+        for (c, chunk) in lpns.chunks(64).enumerate() {
+            let first = ppn + 64 * c as u64;
+            let known: u64 = {
+                let mut verified = self.verified.slots();
+                if verified.is_empty() {
+                    *verified = vec![0; self.geo.total_pages().min(VERIFIED_SLOTS) as usize];
                 }
-                Some(_) if known[i] => None,
-                Some(r) if r.crc != crc32fast::hash(&data[i * ps..(i + 1) * ps]) => {
-                    Some("data does not match its checksum".to_string())
-                }
-                Some(_) => None,
+                let slots = verified.len() as u64;
+                (0..chunk.len() as u64)
+                    .filter(|i| verified[((first + i) % slots) as usize] == first + i + 1)
+                    .fold(0, |m, i| m | 1 << i)
             };
-            if let Some(detail) = detail {
-                return Err(FlashError::CorruptPage {
-                    ppn: p,
-                    addr: self.geo.physical(p).to_string(),
-                    detail,
-                });
+            for (i, want_lpn) in chunk.iter().enumerate() {
+                let p = first + i as u64;
+                let at = (p - ppn) as usize;
+                let rec = Oob::decode(&self.oob_map[p as usize * OOB_BYTES..(p as usize + 1) * OOB_BYTES]);
+                let detail = match rec {
+                    None => Some("spare area unreadable".to_string()),
+                    Some(r) if r.lpn != *want_lpn => {
+                        Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
+                    }
+                    Some(_) if known >> i & 1 == 1 => None,
+                    Some(r) if r.crc != crc32fast::hash(&data[at * ps..(at + 1) * ps]) => {
+                        Some("data does not match its checksum".to_string())
+                    }
+                    Some(_) => None,
+                };
+                if let Some(detail) = detail {
+                    return Err(FlashError::CorruptPage {
+                        ppn: p,
+                        addr: self.geo.physical(p).to_string(),
+                        detail,
+                    });
+                }
             }
-        }
-        if known.iter().any(|k| !k) {
-            let mut verified = self.verified.slots();
-            let slots = verified.len() as u64;
-            // An `fsck` in between emptied the slots: nothing to note then.
-            if slots > 0 {
-                for p in (ppn..end).filter(|p| !known[(p - ppn) as usize]) {
-                    verified[(p % slots) as usize] = p + 1;
+            let all = if chunk.len() == 64 { u64::MAX } else { (1 << chunk.len()) - 1 };
+            if known != all {
+                let mut verified = self.verified.slots();
+                let slots = verified.len() as u64;
+                // An `fsck` in between emptied the slots: nothing to note then.
+                if slots > 0 {
+                    for i in (0..chunk.len() as u64).filter(|i| known >> i & 1 == 0) {
+                        verified[((first + i) % slots) as usize] = first + i + 1;
+                    }
                 }
             }
         }
