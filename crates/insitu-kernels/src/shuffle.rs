@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::prefetch;
 use crate::columnar::{
-    compress, decompress, push_value, records_to_columns, FieldKind, FormatError, RecordFormat,
+    compress, decompress, push_value, records_to_columns, split_fields, FieldKind, FormatError, RecordFormat,
 };
 use crate::dict::{Codes, DecodeError};
 use crate::gather::gather_var;
@@ -540,6 +540,9 @@ impl<'a> RowBatch<'a> {
                         _ => Vec::new(),
                     })
                     .collect();
+                // The rows come into cache here, in partition order, with their bitmaps and keys; their
+                // fields are then split a column at a time from the cache.
+                let (mut at, mut ends) = (Vec::with_capacity(order.len()), Vec::with_capacity(order.len()));
                 self.for_each_row_in(order, |r, row| {
                     if self.bitmap > 0 {
                         cols[0].extend_from_slice(
@@ -548,14 +551,11 @@ impl<'a> RowBatch<'a> {
                         );
                     }
                     self.push_key_field(r, &mut cols[first]);
-                    self.row_format.for_each_field(row, |j, range| {
-                        let c = &mut cols[first + 1 + j];
-                        if let FieldKind::Var = self.row_format.fields[j] {
-                            c.extend_from_slice(&(range.len() as u32).to_le_bytes());
-                        }
-                        push_value(c, &row[range]);
-                    })
+                    at.push(self.offsets[r] as usize + self.bitmap);
+                    ends.push(self.offsets[r + 1] as usize);
+                    Ok::<(), FormatError>(())
                 })?;
+                split_fields(self.rows, &mut at, &ends, &self.row_format.fields, &mut cols[first + 1..])?;
                 Ok(cols.iter().map(|c| spec.codec.encode(c)).collect())
             }
         }
