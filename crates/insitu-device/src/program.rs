@@ -15,9 +15,6 @@ use crate::memory::{Buffer, DeviceMemory, MemHandle, MemReservation};
 use crate::meters::Meters;
 use crate::sys::thread_cpu_ns;
 
-/// Reads into buffers of this size or more ask the kernel to back the whole buffer first.
-const POPULATE_BYTES: usize = 1 << 20;
-
 /// The context of one program run.
 #[derive(Debug)]
 pub struct ProgramContext<'a> {
@@ -100,14 +97,7 @@ impl<'a> ProgramContext<'a> {
 
     /// Reads object bytes from flash into device memory (the internal path).
     pub fn read_object(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.io(|| {
-            // A large buffer is most often fresh memory: backed in one call, not a fault per page as the
-            // copy from flash first writes each.
-            if buf.len() >= POPULATE_BYTES {
-                insitu_kernels::arch::populate(buf);
-            }
-            self.media.read().read(name, offset, buf)
-        })?;
+        self.io(|| self.media.read().read(name, offset, buf))?;
         Meters::add(&self.meters.flash_to_device_mem, buf.len() as u64);
         self.bytes_in.set(self.bytes_in.get() + buf.len() as u64);
         Ok(())

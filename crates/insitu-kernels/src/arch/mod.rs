@@ -116,44 +116,9 @@ pub fn vec_with_huge_pages<T>(capacity: usize) -> Vec<T> {
     v
 }
 
-/// Asks the kernel to back all of `buf` with memory now, in one call, rather than a page fault at a
-/// time as it is first written.
-#[allow(unsafe_code)]
-pub fn populate(buf: &mut [u8]) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = buf.as_ptr() as usize;
-        let lo = start.div_ceil(PAGE) * PAGE;
-        let hi = (start + buf.len()) / PAGE * PAGE;
-        if hi > lo {
-            // SAFETY: madvise only changes how the kernel backs this range of our own buffer; it changes
-            // no byte of it (the pages are zero or keep their contents) and an error leaves all as it was.
-            unsafe {
-                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_POPULATE_WRITE);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn populate_keeps_every_byte_of_any_buffer() {
-        for len in [0usize, 1, 4095, 4096, 3 * 4096 + 17, 1 << 20] {
-            let mut buf: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-            let before = buf.clone();
-            populate(&mut buf);
-            populate(&mut buf[len.min(5)..]);
-            assert_eq!(buf, before);
-        }
-        // Fresh zeroed memory stays zero.
-        let mut fresh = vec![0u8; 8 << 20];
-        populate(&mut fresh);
-        assert!(fresh.iter().all(|&b| b == 0));
-    }
 
     #[test]
     fn prefetch_takes_any_range_and_changes_nothing() {
