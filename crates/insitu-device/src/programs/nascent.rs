@@ -430,6 +430,27 @@ const PREFETCH_BYTES: usize = 512;
 /// Items a gather places and copies at a time.
 const BATCH: usize = 256;
 
+/// `places` in consecutive pieces of at most `limit` bytes each (an item longer than `limit` alone).
+fn pieces(places: &[(u64, usize)], limit: usize) -> impl Iterator<Item = &[(u64, usize)]> {
+    let mut rest = places;
+    std::iter::from_fn(move || {
+        let (mut n, mut bytes) = (0, 0usize);
+        while n < rest.len() && (n == 0 || bytes + rest[n].1 <= limit) {
+            bytes += rest[n].1;
+            n += 1;
+        }
+        let (piece, more) = rest.split_at(n);
+        rest = more;
+        (!piece.is_empty()).then_some(piece)
+    })
+}
+
+/// Items a gather places at a time when they come from flash, and the most bytes of them read at once:
+/// a batch's reads go in the order of their offsets (`read_object_ranges`), which walks the flash map and
+/// pages forward only when the batch covers much of the part.
+const FLASH_BATCH: usize = 16384;
+const FLASH_BATCH_BYTES: usize = 16 << 20;
+
 /// Room for `len` more bytes at `written` in a gather's output buffer.
 fn room<'b>(ctx: &ProgramContext<'_>, dst: &'b mut [u8], written: usize, len: usize) -> Result<&'b mut [u8]> {
     let held = dst.len();
@@ -479,8 +500,10 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
         Ok((lo, len as usize))
     };
     let mut first = 0usize;
+    let from_flash = rows_guard.is_none() || (var && off_guard.is_none());
+    let per_batch = if from_flash { FLASH_BATCH } else { BATCH };
     while first < order.len() {
-        let batch = first..(first + BATCH).min(order.len());
+        let batch = first..(first + per_batch).min(order.len());
         first = batch.end;
         places.clear();
         match &a.shape {
@@ -534,15 +557,17 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
                 }
             }
             None => {
-                scratch.resize(places.iter().map(|p| p.1).sum(), 0);
-                ctx.read_object_ranges(&a.source, places.iter().copied(), &mut scratch)?;
-                let mut from = 0usize;
-                for &(_, len) in &places {
-                    room(ctx, &mut dst, written, len)?.copy_from_slice(&scratch[from..from + len]);
-                    from += len;
-                    written += len;
-                    if var {
-                        offsets.push(written as u64);
+                for piece in pieces(&places, FLASH_BATCH_BYTES) {
+                    scratch.resize(piece.iter().map(|p| p.1).sum(), 0);
+                    ctx.read_object_ranges(&a.source, piece.iter().copied(), &mut scratch)?;
+                    let mut from = 0usize;
+                    for &(_, len) in piece {
+                        room(ctx, &mut dst, written, len)?.copy_from_slice(&scratch[from..from + len]);
+                        from += len;
+                        written += len;
+                        if var {
+                            offsets.push(written as u64);
+                        }
                     }
                 }
             }
@@ -553,4 +578,29 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
         work::add(w, work::GATHER_BYTES, written as u64);
     });
     Ok(GatherOutput { bytes: written as u64, rows: count, offsets: (!offsets.is_empty()).then_some(offsets) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn pieces_hold_every_item_once_in_order_and_within_the_limit() {
+        let places: Vec<(u64, usize)> =
+            [5, 3, 9, 1, 20, 0, 4, 4].iter().enumerate().map(|(i, &l)| (i as u64 * 7, l)).collect();
+        for limit in [0, 1, 8, 10, 100] {
+            let got: Vec<&[(u64, usize)]> = pieces(&places, limit).collect();
+            assert_eq!(got.concat(), places, "limit {limit}");
+            for p in &got {
+                let bytes: usize = p.iter().map(|x| x.1).sum();
+                assert!(!p.is_empty() && (p.len() == 1 || bytes <= limit), "{p:?} over {limit}");
+            }
+            // Each piece is as long as it can be: the next one's first item would not fit it.
+            for w in got.windows(2) {
+                let bytes: usize = w[0].iter().map(|x| x.1).sum();
+                assert!(bytes + w[1][0].1 > limit, "{:?} could take {:?}", w[0], w[1][0]);
+            }
+        }
+        assert_eq!(pieces(&[], 10).count(), 0);
+    }
 }
