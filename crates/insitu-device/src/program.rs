@@ -178,27 +178,25 @@ impl<'a> ProgramContext<'a> {
         ranges: impl IntoIterator<Item = (u64, usize)>,
         out: &mut [u8],
     ) -> Result<()> {
-        let mut at = 0usize;
-        let mut places: Vec<(u64, usize, usize)> = ranges
-            .into_iter()
-            .map(|(offset, len)| {
-                let p = (offset, len, at);
-                at += len;
-                p
-            })
-            .collect();
-        if at > out.len() {
-            return Err(self.bad("read ranges overflow their buffer"));
+        // Each range's own part of `out`, in the order given.
+        let ranges = ranges.into_iter();
+        let mut rest = &mut out[..];
+        let mut places: Vec<(u64, &mut [u8])> = Vec::with_capacity(ranges.size_hint().0);
+        for (offset, len) in ranges {
+            if len > rest.len() {
+                return Err(self.bad("read ranges overflow their buffer"));
+            }
+            let (dst, more) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = more;
+            places.push((offset, dst));
         }
+        let at = places.iter().map(|(_, d)| d.len()).sum::<usize>();
         self.io(|| -> Result<()> {
             let media = self.media.read();
             if matches!(media.ftl().nand(), FtlMedia::Image(_)) {
-                places.sort_unstable_by_key(|&(offset, _, _)| offset);
+                places.sort_unstable_by_key(|&(offset, _)| offset);
             }
-            for (offset, len, to) in places {
-                media.read(name, offset, &mut out[to..to + len])?;
-            }
-            Ok(())
+            Ok(media.read_ranges(name, &mut places)?)
         })?;
         Meters::add(&self.meters.flash_to_device_mem, at as u64);
         self.bytes_in.set(self.bytes_in.get() + at as u64);

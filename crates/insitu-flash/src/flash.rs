@@ -502,6 +502,39 @@ impl<M: RawFlash> Flash<M> {
         copy_in(tail, hi)
     }
 
+    /// Reads byte ranges of object `name`, each `(offset, buffer)` filling its buffer from `offset`, in
+    /// the order given: the same reads as one [`Flash::read`] per range, with the object looked up once,
+    /// and each short range's page asked of memory a few ranges ahead (a gather's rows lie at places
+    /// that only the flash map knows, so a plain loop waits for each page in turn).
+    pub fn read_ranges(&self, name: &str, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+        const AHEAD: usize = 8;
+        let obj = self.stat(name)?;
+        let ps = self.page_size() as u64;
+        let ask = |(offset, buf): &(u64, &mut [u8])| {
+            if let Some(ppn) = obj.lpn_of(offset / ps).and_then(|lpn| self.ftl.map().get(lpn)) {
+                self.ftl.nand().prefetch(ppn, (offset % ps) as usize, buf.len());
+            }
+        };
+        ranges.iter().take(AHEAD).for_each(ask);
+        for i in 0..ranges.len() {
+            if let Some(next) = ranges.get(i + AHEAD) {
+                ask(next);
+            }
+            let (offset, dst) = &mut ranges[i];
+            if dst.len() as u64 >= 2 * ps {
+                self.read(name, *offset, dst)?;
+                continue;
+            }
+            let mut pos = 0usize;
+            self.read_object_with(obj, name, *offset, dst.len() as u64, |data| {
+                insitu_kernels::arch::copy(&mut dst[pos..pos + data.len()], data);
+                pos += data.len();
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
     /// Hands bytes `offset..offset + len` of object `name` to `f` in order, as slices of the flash pages
     /// themselves (checked against their checksums, no copy). How in-device programs scan objects.
     pub fn read_with(
@@ -509,9 +542,19 @@ impl<M: RawFlash> Flash<M> {
         name: &str,
         offset: u64,
         len: u64,
+        f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.read_object_with(self.stat(name)?, name, offset, len, f)
+    }
+
+    fn read_object_with(
+        &self,
+        obj: &ObjectMeta,
+        name: &str,
+        offset: u64,
+        len: u64,
         mut f: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        let obj = self.stat(name)?;
         let end =
             offset.checked_add(len).filter(|e| *e <= obj.size).ok_or_else(|| FlashError::ReadPastEnd {
                 name: name.to_string(),

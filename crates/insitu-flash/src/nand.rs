@@ -433,6 +433,19 @@ impl RawFlash for Nand {
         self.oob_map.get(at..at + OOB_BYTES).and_then(Oob::decode)
     }
 
+    /// Asks for the page's bytes and its spare-area record through the maps (a hint: a page not mapped
+    /// yet is not faulted in, and nothing past the image is touched).
+    fn prefetch(&self, ppn: Ppn, at: usize, len: usize) {
+        let (ps, p) = (self.geo.page_size as usize, ppn as usize);
+        let at = at.min(ps);
+        insitu_kernels::arch::prefetch(
+            &self.image_map[..],
+            p.saturating_mul(ps).saturating_add(at),
+            len.min(ps - at),
+        );
+        insitu_kernels::arch::prefetch(&self.oob_map[..], p.saturating_mul(OOB_BYTES), OOB_BYTES);
+    }
+
     /// Erases `block`: all its pages become programmable again; its erase count grows by one.
     fn erase(&mut self, block: BlockId) -> Result<()> {
         if block >= self.geo.total_blocks() {

@@ -114,6 +114,11 @@ pub trait RawFlash {
     /// The spare-area record of one page, if it holds one.
     fn read_oob(&self, ppn: Ppn) -> Option<Oob>;
 
+    /// A hint that bytes `at..at + len` of page `ppn` and its spare area are read soon: media that hold
+    /// pages in memory ask for them now, so that a read of many short ranges at random places overlaps
+    /// their misses. Changes nothing, counts nothing; by default, nothing is done.
+    fn prefetch(&self, _ppn: Ppn, _at: usize, _len: usize) {}
+
     /// Erases `block`.
     fn erase(&mut self, block: BlockId) -> Result<()>;
 

@@ -328,6 +328,10 @@ impl RawFlash for FtlMedia {
         on_media!(self, m => m.read_oob(ppn))
     }
 
+    fn prefetch(&self, ppn: Ppn, at: usize, len: usize) {
+        on_media!(self, m => m.prefetch(ppn, at, len))
+    }
+
     fn erase(&mut self, block: BlockId) -> insitu_flash::Result<()> {
         on_media!(self, m => RawFlash::erase(m, block))
     }

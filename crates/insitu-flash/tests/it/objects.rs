@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 
+use insitu_flash::raw::RawFlash;
 use insitu_flash::{Flash, FlashError, Geometry};
 
 fn geometry() -> Geometry {
@@ -412,4 +413,50 @@ fn long_reads_come_from_the_image_file_with_every_check_of_a_read_in_place() {
     assert!(matches!(flash.read("long", 20_000, &mut buf), Err(FlashError::CorruptPage { .. })));
     flash.read("long", 90_000, &mut buf).unwrap();
     assert!(buf == data[90_000..160_000]);
+}
+
+#[test]
+fn ranges_read_in_any_order_give_what_reads_one_by_one_give_and_count_the_same_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flash = Flash::format(dir.path(), geometry(), 4 << 20).unwrap();
+    let data = bytes(200_000, 3);
+    put(&mut flash, "obj", &data);
+    // Short ranges inside a page and across two, empty ones, whole pages and a long run, out of order.
+    let ranges: Vec<(u64, usize)> = vec![
+        (150_000, 16),
+        (4_090, 12),
+        (0, 0),
+        (70_000, 100_000),
+        (8_192, 4_096),
+        (199_990, 10),
+        (3, 5),
+        (150_000, 16),
+    ];
+    let pages = |f: &Flash| f.ftl().nand().stats().pages_read;
+    let p0 = pages(&flash);
+    let one_by_one: Vec<Vec<u8>> = ranges
+        .iter()
+        .map(|&(offset, len)| {
+            let mut b = vec![0u8; len];
+            flash.read("obj", offset, &mut b).unwrap();
+            b
+        })
+        .collect();
+    let p1 = pages(&flash);
+    let mut bufs: Vec<Vec<u8>> = ranges.iter().map(|&(_, len)| vec![0u8; len]).collect();
+    let mut places: Vec<(u64, &mut [u8])> =
+        ranges.iter().zip(bufs.iter_mut()).map(|(&(offset, _), b)| (offset, &mut b[..])).collect();
+    flash.read_ranges("obj", &mut places).unwrap();
+    assert_eq!(pages(&flash) - p1, p1 - p0);
+    for ((offset, len), b) in ranges.iter().zip(&bufs) {
+        assert!(b[..] == data[*offset as usize..*offset as usize + len], "{offset}+{len}");
+    }
+    assert_eq!(bufs, one_by_one);
+    // A range past the object, or of an object that is not there, is refused.
+    let mut b = [0u8; 20];
+    let (head, tail) = b.split_at_mut(4);
+    let err = flash.read_ranges("obj", &mut [(0, head), (199_990, tail)]).unwrap_err();
+    assert!(matches!(err, FlashError::ReadPastEnd { .. }), "{err}");
+    let err = flash.read_ranges("nothing", &mut [(0, &mut b[..])]).unwrap_err();
+    assert!(matches!(err, FlashError::NotFound(_)), "{err}");
 }
