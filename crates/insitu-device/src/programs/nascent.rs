@@ -447,7 +447,8 @@ fn pieces(places: &[(u64, usize)], limit: usize) -> impl Iterator<Item = &[(u64,
 
 /// Items a gather places at a time when they come from flash, and the most bytes of them read at once:
 /// a batch's reads go in the order of their offsets (`read_object_ranges`), which walks the flash map and
-/// pages forward only when the batch covers much of the part.
+/// pages forward only when the batch covers much of the part. The bytes wait in the emulator's staging
+/// buffer, not in device memory: the device moves each row to its place as it reads it.
 const FLASH_BATCH: usize = 16384;
 const FLASH_BATCH_BYTES: usize = 16 << 20;
 
