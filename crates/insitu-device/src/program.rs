@@ -191,13 +191,10 @@ impl<'a> ProgramContext<'a> {
             places.push((offset, dst));
         }
         let at = places.iter().map(|(_, d)| d.len()).sum::<usize>();
-        self.io(|| -> Result<()> {
-            let media = self.media.read();
-            if matches!(media.ftl().nand(), FtlMedia::Image(_)) {
-                places.sort_unstable_by_key(|&(offset, _)| offset);
-            }
-            Ok(media.read_ranges(name, &mut places)?)
-        })?;
+        if matches!(self.media.read().ftl().nand(), FtlMedia::Image(_)) {
+            places.sort_unstable_by_key(|&(offset, _)| offset);
+        }
+        self.io(|| Ok::<_, DeviceError>(self.media.read().read_ranges(name, &mut places)?))?;
         Meters::add(&self.meters.flash_to_device_mem, at as u64);
         self.bytes_in.set(self.bytes_in.get() + at as u64);
         Ok(())

@@ -165,8 +165,8 @@ pub fn split_fields(
     fields: &[FieldKind],
     cols: &mut [Vec<u8>],
 ) -> Result<(), FormatError> {
-    debug_assert_eq!(at.len(), ends.len());
-    debug_assert!(cols.len() >= fields.len());
+    assert_eq!(at.len(), ends.len(), "a start and an end for every record");
+    assert!(cols.len() >= fields.len(), "a column for every field");
     for (kind, col) in fields.iter().zip(cols.iter_mut()) {
         match *kind {
             FieldKind::Fixed(8) => split_fixed::<8>(data, at, ends, col)?,
@@ -174,7 +174,7 @@ pub fn split_fields(
             FieldKind::Fixed(2) => split_fixed::<2>(data, at, ends, col)?,
             FieldKind::Fixed(1) => split_fixed::<1>(data, at, ends, col)?,
             FieldKind::Fixed(w) => {
-                col.reserve(w * at.len());
+                col.reserve(w.saturating_mul(at.len()).min(data.len()));
                 for (p, &end) in at.iter_mut().zip(ends) {
                     let v = data.get(*p..*p + w).filter(|_| *p + w <= end).ok_or_else(short_record)?;
                     col.extend_from_slice(v);
@@ -332,12 +332,14 @@ mod tests {
     proptest! {
         /// Field by field gives the columns (or the refusal) that record by record gives, for fields of
         /// every width, values on both sides of the short copy's size, and a record cut short anywhere
-        /// (bytes that are not its own follow each record, so a read past its end would find some).
+        /// (bytes that are not its own follow each record, so a read past its end would find some; fewer
+        /// than the short copy's size after the last, so that its fallback runs).
         #[test]
         fn fields_split_a_column_at_a_time_as_record_by_record(
             kinds in proptest::collection::vec(0usize..7, 1..8),
             lens in proptest::collection::vec(0usize..70, 0..60),
             cut in proptest::option::of((0usize..60, 1usize..40)),
+            pad in 0usize..40,
         ) {
             let fields: Vec<FieldKind> = kinds
                 .iter()
@@ -360,7 +362,7 @@ mod tests {
                     data.extend((0..n).map(|b| (i * 31 + j * 7 + b) as u8));
                 }
                 ends.push(data.len());
-                data.extend_from_slice(&[0x11; 40]);
+                data.extend(std::iter::repeat_n(0x11, pad));
             }
             if let (Some((r, by)), false) = (cut, lens.is_empty()) {
                 let r = r % lens.len();

@@ -435,8 +435,8 @@ fn pieces(places: &[(u64, usize)], limit: usize) -> impl Iterator<Item = &[(u64,
     let mut rest = places;
     std::iter::from_fn(move || {
         let (mut n, mut bytes) = (0, 0usize);
-        while n < rest.len() && (n == 0 || bytes + rest[n].1 <= limit) {
-            bytes += rest[n].1;
+        while n < rest.len() && (n == 0 || bytes.saturating_add(rest[n].1) <= limit) {
+            bytes = bytes.saturating_add(rest[n].1);
             n += 1;
         }
         let (piece, more) = rest.split_at(n);
@@ -455,7 +455,9 @@ const FLASH_BATCH_BYTES: usize = 16 << 20;
 /// Room for `len` more bytes at `written` in a gather's output buffer.
 fn room<'b>(ctx: &ProgramContext<'_>, dst: &'b mut [u8], written: usize, len: usize) -> Result<&'b mut [u8]> {
     let held = dst.len();
-    dst.get_mut(written..written + len)
+    written
+        .checked_add(len)
+        .and_then(|end| dst.get_mut(written..end))
         .ok_or_else(|| ctx.bad(format!("buffer 0 holds {held} bytes, too few for the gathered items")))
 }
 
@@ -559,7 +561,11 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
             }
             None => {
                 for piece in pieces(&places, FLASH_BATCH_BYTES) {
-                    scratch.resize(piece.iter().map(|p| p.1).sum(), 0);
+                    // Items that cannot all fit the output are refused before any memory is taken for
+                    // them (a damaged offset can say anything).
+                    let bytes = piece.iter().fold(0usize, |b, p| b.saturating_add(p.1));
+                    room(ctx, &mut dst, written, bytes)?;
+                    scratch.resize(bytes, 0);
                     ctx.read_object_ranges(&a.source, piece.iter().copied(), &mut scratch)?;
                     let mut from = 0usize;
                     for &(_, len) in piece {
