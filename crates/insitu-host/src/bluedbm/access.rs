@@ -89,7 +89,7 @@ pub fn fig12(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Vec<Row>> {
             paper::ISP_F,
             [
                 "no software: the ISP asks the network directly",
-                "request across, card latency, tR (75 us), the first sixteenth of the page's bus transfer",
+                "request across, card latency, tR (75 us), the first tenth of the page's bus transfer",
                 "the rest of the page streams out at its bus's pace (bus_page_us) and across as it comes",
                 NETWORK,
             ],
