@@ -445,10 +445,11 @@ fn pieces(places: &[(u64, usize)], limit: usize) -> impl Iterator<Item = &[(u64,
     })
 }
 
-/// Items a gather places at a time when they come from flash, and the most bytes of them read at once:
-/// a batch's reads go in the order of their offsets (`read_object_ranges`), which walks the flash map and
-/// pages forward only when the batch covers much of the part. The bytes wait in the emulator's staging
-/// buffer, not in device memory: the device moves each row to its place as it reads it.
+/// Items a gather places at a time when they come from flash, and the most bytes of them read at once
+/// (and no more than a sixteenth of the device's memory): a batch's reads go in the order of their offsets
+/// (`read_object_ranges`), which walks the flash map and pages forward only when the batch covers much of
+/// the part. The bytes wait in the emulator's staging buffer, not in device memory: the device moves each
+/// row to its place as it reads it.
 const FLASH_BATCH: usize = 16384;
 const FLASH_BATCH_BYTES: usize = 16 << 20;
 
@@ -560,7 +561,8 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
                 }
             }
             None => {
-                for piece in pieces(&places, FLASH_BATCH_BYTES) {
+                let most = FLASH_BATCH_BYTES.min((ctx.memory.capacity() / 16) as usize);
+                for piece in pieces(&places, most) {
                     // Items that cannot all fit the output are refused before any memory is taken for
                     // them (a damaged offset can say anything).
                     let bytes = piece.iter().fold(0usize, |b, p| b.saturating_add(p.1));
