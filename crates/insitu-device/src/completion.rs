@@ -122,9 +122,13 @@ pub trait WireSink: Send + Sync + std::fmt::Debug {
 
 /// A command's result as the device produced it, typed, with how to encode it should it cross a transport
 /// (encoding happens on delivery, after the work is charged, so both transports charge the same work).
-pub struct Prepared {
-    value: Box<dyn Any + Send>,
-    encode: fn(Box<dyn Any + Send>) -> Result<Payload>,
+pub struct Prepared(Outcome);
+
+enum Outcome {
+    /// The typed result of a request, and how to encode it.
+    Done { value: Box<dyn Any + Send>, encode: fn(Box<dyn Any + Send>) -> Result<Payload> },
+    /// An error that any request may end with, whatever its response type.
+    Failed(DeviceError),
 }
 
 impl std::fmt::Debug for Prepared {
@@ -136,7 +140,12 @@ impl std::fmt::Debug for Prepared {
 impl Prepared {
     /// The result of request `R`.
     pub fn of<R: Request>(r: Result<R::Response>) -> Prepared {
-        Prepared { value: Box::new(r), encode: encode_as::<R> }
+        Prepared(Outcome::Done { value: Box::new(r), encode: encode_as::<R> })
+    }
+
+    /// A request of any kind that failed with `e` (a device whose handler panicked answers this way).
+    pub fn failed(e: DeviceError) -> Prepared {
+        Prepared(Outcome::Failed(e))
     }
 }
 
@@ -159,9 +168,43 @@ pub enum ReplyTo {
 impl ReplyTo {
     /// Delivers the result of command `id`.
     pub fn deliver(&self, id: CommandId, p: Prepared) {
-        match self {
-            ReplyTo::Table(t) => t.complete(id, Reply::Local(p.value)),
-            ReplyTo::Wire(w) => w.send(id, (p.encode)(p.value)),
+        match (self, p.0) {
+            (ReplyTo::Table(t), Outcome::Done { value, .. }) => t.complete(id, Reply::Local(value)),
+            (ReplyTo::Wire(w), Outcome::Done { value, encode }) => w.send(id, encode(value)),
+            // An error decodes as the response to any request (`Reply::into_response`).
+            (ReplyTo::Table(t), Outcome::Failed(e)) => t.complete(id, Reply::Remote(Err(e))),
+            (ReplyTo::Wire(w), Outcome::Failed(e)) => w.send(id, Err(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Identify;
+
+    #[derive(Debug, Default)]
+    struct Sent(Mutex<Vec<(CommandId, Result<Payload>)>>);
+
+    impl WireSink for Sent {
+        fn send(&self, id: CommandId, reply: Result<Payload>) {
+            self.0.lock().unwrap().push((id, reply));
+        }
+    }
+
+    #[test]
+    fn a_failure_reaches_the_waiter_as_the_error_of_whatever_it_asked() {
+        let failed = || DeviceError::ProgramFailed { program: "gather".into(), detail: "it panicked".into() };
+        // In this process: the waiter gets the error as the response to its own request.
+        let table = Arc::new(Completions::default());
+        ReplyTo::Table(Arc::clone(&table)).deliver(7, Prepared::failed(failed()));
+        let err = table.wait(7).into_response::<Identify>().unwrap_err();
+        assert_eq!(err.to_string(), failed().to_string());
+        // Across a transport: the error is what is written back.
+        let sent = Arc::new(Sent::default());
+        ReplyTo::Wire(sent.clone()).deliver(8, Prepared::failed(failed()));
+        let got = sent.0.lock().unwrap().pop().unwrap();
+        assert_eq!(got.0, 8);
+        assert_eq!(got.1.unwrap_err().to_string(), failed().to_string());
     }
 }

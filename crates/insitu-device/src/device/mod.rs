@@ -19,9 +19,9 @@ use insitu_flash::Flash;
 
 use crate::rawflash::FtlMedia;
 
-use crate::completion::{CommandId, Completions, Reply, ReplyTo};
+use crate::completion::{CommandId, Completions, Prepared, Reply, ReplyTo};
 use crate::device::config::DeviceConfig;
-use crate::device::handlers::dispatch;
+use crate::device::handlers::{dispatch, Charge};
 use crate::device::state::Inner;
 use crate::error::{DeviceError, Result};
 use crate::fabric::Fabric;
@@ -250,7 +250,23 @@ fn spawn_worker(name: String, inner: Arc<Inner>, rx: Arc<Mutex<Receiver<Job>>>) 
             if let Some(t) = ticket {
                 inner.accel.begin(t);
             }
-            let (charge, r) = dispatch(&inner, cmd);
+            // A handler that panics (a bug) fails its command with an error naming it, and the device
+            // goes on: its state is journaled and its locks are taken over, as after a crash.
+            let name = cmd.name();
+            let (charge, r) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(&inner, cmd)))
+                    .unwrap_or_else(|panic| {
+                        let why = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "no message".into());
+                        let e = DeviceError::ProgramFailed {
+                            program: name.into(),
+                            detail: format!("the device's handler panicked ({why}); this is a bug in insitu"),
+                        };
+                        (Charge { class: "transfer", io_ns: 0, helper_ns: 0 }, Prepared::failed(e))
+                    });
             if ticket.is_some() {
                 inner.accel.end();
             }
