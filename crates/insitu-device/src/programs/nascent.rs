@@ -430,28 +430,10 @@ const PREFETCH_BYTES: usize = 512;
 /// Items a gather places and copies at a time.
 const BATCH: usize = 256;
 
-/// `places` in consecutive pieces of at most `limit` bytes each (an item longer than `limit` alone).
-fn pieces(places: &[(u64, usize)], limit: usize) -> impl Iterator<Item = &[(u64, usize)]> {
-    let mut rest = places;
-    std::iter::from_fn(move || {
-        let (mut n, mut bytes) = (0, 0usize);
-        while n < rest.len() && (n == 0 || bytes.saturating_add(rest[n].1) <= limit) {
-            bytes = bytes.saturating_add(rest[n].1);
-            n += 1;
-        }
-        let (piece, more) = rest.split_at(n);
-        rest = more;
-        (!piece.is_empty()).then_some(piece)
-    })
-}
-
-/// Items a gather places at a time when they come from flash, and the most bytes of them read at once
-/// (and no more than a sixteenth of the device's memory): a batch's reads go in the order of their offsets
-/// (`read_object_ranges`), which walks the flash map and pages forward only when the batch covers much of
-/// the part. The bytes wait in the emulator's staging buffer, not in device memory: the device moves each
-/// row to its place as it reads it.
+/// Items a gather places at a time when they come from flash: a batch's reads go in the order of their
+/// offsets (`read_object_ranges`), which walks the flash map and pages forward only when the batch covers
+/// much of the part.
 const FLASH_BATCH: usize = 16384;
-const FLASH_BATCH_BYTES: usize = 16 << 20;
 
 /// Room for `len` more bytes at `written` in a gather's output buffer.
 fn room<'b>(ctx: &ProgramContext<'_>, dst: &'b mut [u8], written: usize, len: usize) -> Result<&'b mut [u8]> {
@@ -561,22 +543,15 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
                 }
             }
             None => {
-                let most = FLASH_BATCH_BYTES.min((ctx.memory.capacity() / 16) as usize);
-                for piece in pieces(&places, most) {
-                    // Items that cannot all fit the output are refused before any memory is taken for
-                    // them (a damaged offset can say anything).
-                    let bytes = piece.iter().fold(0usize, |b, p| b.saturating_add(p.1));
-                    room(ctx, &mut dst, written, bytes)?;
-                    scratch.resize(bytes, 0);
-                    ctx.read_object_ranges(&a.source, piece.iter().copied(), &mut scratch)?;
-                    let mut from = 0usize;
-                    for &(_, len) in piece {
-                        room(ctx, &mut dst, written, len)?.copy_from_slice(&scratch[from..from + len]);
-                        from += len;
-                        written += len;
-                        if var {
-                            offsets.push(written as u64);
-                        }
+                // The batch's items are read straight into their places in the output, one after another
+                // (refused at once if they cannot all fit it: a damaged offset can say anything).
+                let bytes = places.iter().fold(0usize, |b, p| b.saturating_add(p.1));
+                let to = room(ctx, &mut dst, written, bytes)?;
+                ctx.read_object_ranges(&a.source, places.iter().copied(), to)?;
+                for &(_, len) in &places {
+                    written += len;
+                    if var {
+                        offsets.push(written as u64);
                     }
                 }
             }
@@ -587,29 +562,4 @@ pub(crate) fn gather(ctx: &ProgramContext<'_>, a: GatherArgs) -> Result<GatherOu
         work::add(w, work::GATHER_BYTES, written as u64);
     });
     Ok(GatherOutput { bytes: written as u64, rows: count, offsets: (!offsets.is_empty()).then_some(offsets) })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pieces;
-
-    #[test]
-    fn pieces_hold_every_item_once_in_order_and_within_the_limit() {
-        let places: Vec<(u64, usize)> =
-            [5, 3, 9, 1, 20, 0, 4, 4].iter().enumerate().map(|(i, &l)| (i as u64 * 7, l)).collect();
-        for limit in [0, 1, 8, 10, 100] {
-            let got: Vec<&[(u64, usize)]> = pieces(&places, limit).collect();
-            assert_eq!(got.concat(), places, "limit {limit}");
-            for p in &got {
-                let bytes: usize = p.iter().map(|x| x.1).sum();
-                assert!(!p.is_empty() && (p.len() == 1 || bytes <= limit), "{p:?} over {limit}");
-            }
-            // Each piece is as long as it can be: the next one's first item would not fit it.
-            for w in got.windows(2) {
-                let bytes: usize = w[0].iter().map(|x| x.1).sum();
-                assert!(bytes + w[1][0].1 > limit, "{:?} could take {:?}", w[0], w[1][0]);
-            }
-        }
-        assert_eq!(pieces(&[], 10).count(), 0);
-    }
 }

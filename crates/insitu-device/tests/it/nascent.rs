@@ -248,8 +248,7 @@ fn gathers_from_device_memory_and_from_flash_agree_with_the_reference() {
 #[test]
 fn a_gather_from_flash_of_many_batches_reads_each_row_where_it_is() {
     // More rows than a flash batch takes (16384), in a random order: each batch's reads go in the order
-    // of their offsets, and every row must still land in its own place. The variable rows of a batch
-    // (about 550 KB) are more than one piece of the tiny device's (a sixteenth of its 8 MiB).
+    // of their offsets, and every row must still land in its own place.
     let dir = tempfile::tempdir().unwrap();
     let dev = tiny(dir.path(), 0);
     let n = 40_000usize;
