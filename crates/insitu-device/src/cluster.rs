@@ -35,7 +35,7 @@ use std::sync::Arc;
 use insitu_flash::nand::Nand;
 
 use crate::error::DeviceError;
-use crate::network::{NetConfig, NetError, Network, NodeId, Ps, Topology};
+use crate::network::{NetConfig, NetError, Network, NodeId, Payload, Ps, Topology};
 use crate::profile::Profile;
 use crate::rawflash::{
     Event, FlashAddr, FlashCommand, FlashController, RawConfig, RawFlashError, Source, Splitter,
@@ -138,7 +138,7 @@ enum Act {
     /// Issue the read of request `id` at `node`'s splitter for `source`.
     Issue { node: NodeId, source: Source, id: u64 },
     /// Send a message on the network.
-    Send { from: NodeId, to: NodeId, msg: Vec<u8> },
+    Send { from: NodeId, to: NodeId, msg: Message },
     /// Bytes of the page reach the reader.
     Deliver { id: u64, offset: usize, bytes: Bytes },
     /// The page's host has the request (H-RH-F, H-D).
@@ -158,29 +158,25 @@ struct Pending {
     /// The page, while every piece so far was a range of this one buffer (a flash page: no copy).
     page: Option<Arc<Vec<u8>>>,
     got: usize,
-    /// H-RH-F: bytes of the page in the remote host's memory so far.
+    /// H-RH-F: bytes of the page in the remote host's memory so far, and the page once whole there.
     staged: usize,
+    host_copy: Option<Arc<Vec<u8>>>,
 }
 
 impl Pending {
     /// Takes `bytes`, which belong at `offset` of the page.
     fn take(&mut self, offset: usize, bytes: Bytes, page_size: usize) {
-        match bytes {
-            Bytes::Page(page, range)
-                if self.data.is_empty() && self.page.as_ref().is_none_or(|p| Arc::ptr_eq(p, &page)) =>
-            {
-                self.got += range.len();
-                self.page = Some(page);
-            }
-            other => {
-                if self.data.is_empty() {
-                    self.data = self.page.take().map_or_else(|| vec![0; page_size], |p| (*p).clone());
-                }
-                let b = other.as_slice();
-                self.data[offset..offset + b.len()].copy_from_slice(b);
-                self.got += b.len();
-            }
+        if self.data.is_empty() && self.page.as_ref().is_none_or(|p| Arc::ptr_eq(p, &bytes.page)) {
+            self.got += bytes.range.len();
+            self.page = Some(bytes.page);
+            return;
         }
+        if self.data.is_empty() {
+            self.data = self.page.take().map_or_else(|| vec![0; page_size], |p| (*p).clone());
+        }
+        let b = bytes.as_slice();
+        self.data[offset..offset + b.len()].copy_from_slice(b);
+        self.got += b.len();
     }
 
     /// The whole page, once every byte has come.
@@ -240,51 +236,72 @@ impl InFlight {
     }
 }
 
-/// Bytes on their way to a reader, held where they already are rather than copied out.
+/// Bytes of a page on their way to a reader, held where they already are (the buffer a flash read or a
+/// host filled) rather than copied out: a range of that page.
 #[derive(Debug)]
-enum Bytes {
-    /// A range of a page (a flash slice, or a page in a host's memory).
-    Page(Arc<Vec<u8>>, std::ops::Range<usize>),
-    /// A data message off the network: the bytes after its header.
-    Message(Vec<u8>),
+struct Bytes {
+    page: Arc<Vec<u8>>,
+    range: std::ops::Range<usize>,
 }
 
 impl Bytes {
     fn as_slice(&self) -> &[u8] {
-        match self {
-            Bytes::Page(page, range) => &page[range.clone()],
-            Bytes::Message(msg) => &msg[DATA_HEADER..],
+        &self.page[self.range.clone()]
+    }
+}
+
+/// A message between the nodes' devices: a read's request, or bytes of its page. On the wire a request
+/// is 32 bytes, and data is the page's bytes after 13 of header (kind, request id, offset); the network
+/// prices a message by that length and carries the bytes by reference.
+#[derive(Debug)]
+pub struct Message {
+    id: u64,
+    /// `None` for a request; the bytes and their offset in the page for data.
+    data: Option<(usize, Bytes)>,
+}
+
+impl Payload for Message {
+    fn wire_len(&self) -> usize {
+        match &self.data {
+            None => REQUEST_BYTES,
+            Some((_, bytes)) => DATA_HEADER + bytes.range.len(),
         }
     }
 }
 
-/// A message waiting to be sent: (destination, bytes).
-type Outgoing = (NodeId, Vec<u8>);
+/// A message waiting to be sent: (destination, message).
+type Outgoing<P> = (NodeId, P);
 
 /// Sends into a [`Network`] that never refuse one for want of room: a message whose endpoint's send
 /// queue is full waits here, in order per (node, endpoint), until the network has moved on. Counts what
 /// went out.
-#[derive(Debug, Default)]
-pub(crate) struct Outbox {
-    blocked: BTreeMap<(NodeId, u32), VecDeque<Outgoing>>,
+#[derive(Debug)]
+pub(crate) struct Outbox<P = Vec<u8>> {
+    blocked: BTreeMap<(NodeId, u32), VecDeque<Outgoing<P>>>,
     /// The network's [`Network::room_freed`] at the last retry.
     room_seen: u64,
     pub messages: u64,
     pub bytes: u64,
 }
 
-impl Outbox {
+impl<P> Default for Outbox<P> {
+    fn default() -> Self {
+        Outbox { blocked: BTreeMap::new(), room_seen: 0, messages: 0, bytes: 0 }
+    }
+}
+
+impl<P: Payload> Outbox<P> {
     /// Sends `msg` from endpoint `ep` of `from` to `to` now, or after the messages of that endpoint
     /// already waiting.
     pub(crate) fn send(
         &mut self,
-        net: &mut Network,
+        net: &mut Network<P>,
         from: NodeId,
         ep: u32,
         to: NodeId,
-        msg: Vec<u8>,
+        msg: P,
     ) -> Result<(), NetError> {
-        if self.blocked.contains_key(&(from, ep)) || !net.can_send(from, ep, msg.len()) {
+        if self.blocked.contains_key(&(from, ep)) || !net.can_send(from, ep, msg.wire_len()) {
             self.blocked.entry((from, ep)).or_default().push_back((to, msg));
             return Ok(());
         }
@@ -292,7 +309,7 @@ impl Outbox {
     }
 
     /// Sends the waiting messages that fit now, each endpoint's in order.
-    pub(crate) fn retry(&mut self, net: &mut Network) -> Result<(), NetError> {
+    pub(crate) fn retry(&mut self, net: &mut Network<P>) -> Result<(), NetError> {
         // Nothing refused can go while no send queue has had room freed since the last look; and of the
         // endpoints waiting, only one whose queue got room back since then (here or during this pass, as
         // sends free room on others) can send: each one's first message did not fit when last tried.
@@ -307,7 +324,7 @@ impl Outbox {
             if net.room_freed_at(from, ep) <= seen {
                 continue;
             }
-            while queue.front().is_some_and(|(_, msg)| net.can_send(from, ep, msg.len())) {
+            while queue.front().is_some_and(|(_, msg)| net.can_send(from, ep, msg.wire_len())) {
                 let (to, msg) = queue.pop_front().expect("a front");
                 self.out(net, from, ep, to, msg)?;
             }
@@ -322,14 +339,14 @@ impl Outbox {
 
     fn out(
         &mut self,
-        net: &mut Network,
+        net: &mut Network<P>,
         from: NodeId,
         ep: u32,
         to: NodeId,
-        msg: Vec<u8>,
+        msg: P,
     ) -> Result<(), NetError> {
         self.messages += 1;
-        self.bytes += msg.len() as u64;
+        self.bytes += msg.wire_len() as u64;
         net.send(from, ep, to, msg)
     }
 }
@@ -372,7 +389,7 @@ pub struct Cluster {
     pcie: Vec<Pcie>,
     /// Pages each node's host holds in memory (H-D).
     dram: Vec<HashMap<FlashAddr, Arc<Vec<u8>>>>,
-    net: Network,
+    net: Network<Message>,
     acts: BinaryHeap<Reverse<(Ps, u64, usize)>>,
     /// Acts due when bytes have crossed a PCIe link (index [`Cluster::up`] or [`Cluster::down`]), in the
     /// order made. A link's times never go back, so each queue is in (time, order) order and merging
@@ -385,7 +402,7 @@ pub struct Cluster {
     act_slots: Vec<Option<Act>>,
     free_acts: Vec<usize>,
     order: u64,
-    outbox: Outbox,
+    outbox: Outbox<Message>,
     pending: InFlight,
     done: VecDeque<ReadDone>,
     next_id: u64,
@@ -476,7 +493,7 @@ impl Cluster {
         }
     }
 
-    pub fn network(&self) -> &Network {
+    pub fn network(&self) -> &Network<Message> {
         &self.net
     }
 
@@ -579,6 +596,7 @@ impl Cluster {
                 page: None,
                 got: 0,
                 staged: 0,
+                host_copy: None,
             },
         );
         if read.node == read.origin {
@@ -588,14 +606,13 @@ impl Cluster {
             if own_dram {
                 let page = Arc::clone(&self.dram[read.node as usize][&read.addr]);
                 self.pending.get_mut(id).first_out = Some(t);
-                self.act(t, Act::Deliver { id, offset: 0, bytes: Bytes::Page(page, 0..self.page_size) });
+                let bytes = Bytes { page, range: 0..self.page_size };
+                self.act(t, Act::Deliver { id, offset: 0, bytes });
             } else {
                 self.act_via(via, at_device, Act::Issue { node: read.node, source, id });
             }
         } else {
-            let mut msg = vec![0u8; REQUEST_BYTES];
-            msg[0] = KIND_REQUEST;
-            msg[1..9].copy_from_slice(&id.to_le_bytes());
+            let msg = Message { id, data: None };
             self.act_via(via, at_device, Act::Send { from: read.origin, to: read.node, msg });
         }
         Ok(id)
@@ -783,25 +800,21 @@ impl Cluster {
             Act::HostSend { id } => {
                 let read = self.pending.get(id).read;
                 let page = if read.access == Access::HostRemoteDram {
+                    self.pending.get_mut(id).first_out = Some(t);
                     Arc::clone(&self.dram[read.node as usize][&read.addr])
                 } else {
-                    Arc::new(std::mem::take(&mut self.pending.get_mut(id).data))
+                    self.pending.get_mut(id).host_copy.take().expect("the page is whole in its host's memory")
                 };
-                if read.access == Access::HostRemoteDram {
-                    self.pending.get_mut(id).first_out = Some(t);
-                } else {
-                    self.pending.get_mut(id).data = Vec::new();
-                }
                 // The page goes down the host's PCIe slice by slice, each on to the network as it lands.
                 let slice = self.cfg.raw.slice_bytes as usize;
                 for off in (0..self.page_size).step_by(slice) {
                     let len = slice.min(self.page_size - off);
                     let at = self.pcie_down(read.node, t, len as u64);
+                    let bytes = Bytes { page: Arc::clone(&page), range: off..off + len };
                     let act = if read.node == read.origin {
-                        let bytes = Bytes::Page(Arc::clone(&page), off..off + len);
                         Act::Deliver { id, offset: off, bytes }
                     } else {
-                        let msg = data_message(id, off, &page[off..off + len]);
+                        let msg = Message { id, data: Some((off, bytes)) };
                         Act::Send { from: read.node, to: read.origin, msg }
                     };
                     self.act_via(Some(Self::down(read.node)), at, act);
@@ -810,9 +823,8 @@ impl Cluster {
         }
     }
 
-    fn send(&mut self, from: NodeId, to: NodeId, msg: Vec<u8>) {
-        let id = u64::from_le_bytes(msg[1..9].try_into().expect("8 bytes"));
-        let ep = (id % self.cfg.net.endpoints as u64) as u32;
+    fn send(&mut self, from: NodeId, to: NodeId, msg: Message) {
+        let ep = (msg.id % self.cfg.net.endpoints as u64) as u32;
         if let Err(e) = self.outbox.send(&mut self.net, from, ep, to, msg) {
             panic!("the network refused a message it had room for: {e}");
         }
@@ -821,9 +833,9 @@ impl Cluster {
     fn run_network(&mut self, t: Ps) {
         self.net.run_until(t);
         while let Some(d) = self.net.receive_any() {
-            let id = u64::from_le_bytes(d.data[1..9].try_into().expect("8 bytes"));
-            match d.data[0] {
-                KIND_REQUEST => {
+            let id = d.data.id;
+            match d.data.data {
+                None => {
                     let read = self.pending.get(id).read;
                     match read.access {
                         Access::IspFlash | Access::HostFlash => self.act(
@@ -835,11 +847,10 @@ impl Cluster {
                         }
                     }
                 }
-                _ => {
-                    let offset = u32::from_le_bytes(d.data[9..13].try_into().expect("4 bytes")) as usize;
-                    let len = (d.data.len() - DATA_HEADER) as u64;
+                Some((offset, bytes)) => {
+                    let len = bytes.range.len() as u64;
                     let origin = self.pending.get(id).read.origin;
-                    let act = Act::Deliver { id, offset, bytes: Bytes::Message(d.data) };
+                    let act = Act::Deliver { id, offset, bytes };
                     if self.pending.get(id).read.access == Access::IspFlash {
                         self.act(d.delivered_ps, act);
                     } else {
@@ -867,16 +878,17 @@ impl Cluster {
             };
             let p = self.pending.get_mut(id);
             let read = p.read;
-            let bytes = slice.bytes();
+            let offset = slice.offset();
             match source {
                 Source::Isp => {
                     p.first_out.get_or_insert(slice.first_at_ps);
-                    let (offset, bytes) = (slice.offset(), Bytes::Page(slice.page, slice.range));
+                    let bytes = Bytes { page: slice.page, range: slice.range };
                     self.act(c.at_ps, Act::Deliver { id, offset, bytes });
                 }
                 Source::Remote(origin) => {
                     p.first_out.get_or_insert(c.at_ps);
-                    let msg = data_message(id, slice.offset(), bytes);
+                    let msg =
+                        Message { id, data: Some((offset, Bytes { page: slice.page, range: slice.range })) };
                     self.act(c.at_ps, Act::Send { from: node as NodeId, to: origin, msg });
                 }
                 Source::Host
@@ -884,22 +896,24 @@ impl Cluster {
                         && matches!(read.access, Access::HostFlash | Access::HostRemoteHost) =>
                 {
                     p.first_out.get_or_insert(c.at_ps);
-                    let (offset, len) = (slice.offset(), bytes.len() as u64);
+                    let len = slice.range.len() as u64;
                     let at = self.pcie_up(node as NodeId, c.at_ps, len);
-                    let act = Act::Deliver { id, offset, bytes: Bytes::Page(slice.page, slice.range) };
+                    let act =
+                        Act::Deliver { id, offset, bytes: Bytes { page: slice.page, range: slice.range } };
                     self.act_via(Some(Self::up(node as NodeId)), at, act);
                 }
                 Source::Host => {
-                    // H-RH-F: the page's host reads its flash into its memory, then sends it on.
-                    if p.data.is_empty() {
-                        p.data = vec![0; self.page_size];
-                    }
-                    p.data[slice.offset()..slice.offset() + bytes.len()].copy_from_slice(bytes);
-                    p.staged += bytes.len();
+                    // H-RH-F: the page's host reads its flash into its memory, then sends it on. Every
+                    // slice is a range of the one buffer the flash read filled: the host's copy is that
+                    // buffer, once its last slice is in.
+                    let len = slice.range.len();
+                    p.staged += len;
                     let whole = p.staged == self.page_size;
-                    let at = self.pcie_up(node as NodeId, c.at_ps, bytes.len() as u64);
+                    let at = self.pcie_up(node as NodeId, c.at_ps, len as u64);
                     if whole {
-                        self.pending.get_mut(id).first_out = Some(at);
+                        let p = self.pending.get_mut(id);
+                        p.first_out = Some(at);
+                        p.host_copy = Some(slice.page);
                         self.act_via(Some(Self::up(node as NodeId)), at, Act::HostSend { id });
                     }
                 }

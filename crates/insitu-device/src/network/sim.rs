@@ -96,13 +96,27 @@ pub enum NetError {
     TooLarge { ep: EndpointId, flits: u64, limit: u64 },
 }
 
+/// What a message carries. The network moves it whole, without looking inside, and prices it by its
+/// length on the wire: a caller whose bytes already sit in a buffer of their own (a page read from
+/// flash) sends a reference to them rather than a copy.
+pub trait Payload {
+    /// Bytes the message takes on the wire, headers included: its flits are counted from them.
+    fn wire_len(&self) -> usize;
+}
+
+impl Payload for Vec<u8> {
+    fn wire_len(&self) -> usize {
+        self.len()
+    }
+}
+
 /// A message as the destination receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
+pub struct Delivery<P = Vec<u8>> {
     pub src: NodeId,
     pub dst: NodeId,
     pub ep: EndpointId,
-    pub data: Vec<u8>,
+    pub data: P,
     pub sent_ps: Ps,
     /// When its last flit reached the destination's endpoint.
     pub delivered_ps: Ps,
@@ -138,11 +152,11 @@ struct Unit {
 }
 
 #[derive(Debug)]
-struct Msg {
+struct Msg<P> {
     src: NodeId,
     dst: NodeId,
     ep: EndpointId,
-    data: Vec<u8>,
+    data: P,
     units_left: u32,
     sent_ps: Ps,
     seq: u64,
@@ -158,8 +172,8 @@ struct ChannelState {
     stats: ChannelStats,
 }
 
-#[derive(Debug, Default)]
-struct EndpointState {
+#[derive(Debug)]
+struct EndpointState<P> {
     /// Units not yet handed to their first channel (they wait for end-to-end credits).
     pending: VecDeque<UnitId>,
     /// Flits in the send queue (pending or waiting for the first channel).
@@ -171,7 +185,7 @@ struct EndpointState {
     /// Units in the receive queue.
     queued: VecDeque<UnitId>,
     paused: bool,
-    ready: VecDeque<Delivery>,
+    ready: VecDeque<Delivery<P>>,
     /// [`Network::room_freed`] when this endpoint's send queue last got room back.
     room_freed_at: u64,
 }
@@ -190,9 +204,25 @@ enum Event {
     EndToEnd { src: NodeId, dst: NodeId, ep: EndpointId, flits: u64 },
 }
 
-/// A storage network in simulation: nodes, channels, endpoints, and the events still to happen.
+impl<P> Default for EndpointState<P> {
+    fn default() -> Self {
+        EndpointState {
+            pending: VecDeque::new(),
+            send_flits: 0,
+            recv_flits: 0,
+            parked: VecDeque::new(),
+            queued: VecDeque::new(),
+            paused: false,
+            ready: VecDeque::new(),
+            room_freed_at: 0,
+        }
+    }
+}
+
+/// A storage network in simulation: nodes, channels, endpoints, and the events still to happen. The
+/// messages carry `P` (bytes by default, see [`Payload`]).
 #[derive(Debug)]
-pub struct Network {
+pub struct Network<P = Vec<u8>> {
     cfg: NetConfig,
     routes: Routes,
     now: Ps,
@@ -203,12 +233,12 @@ pub struct Network {
     hop_events: VecDeque<(Ps, u64, Event)>,
     event_seq: u64,
     channels: Vec<ChannelState>,
-    endpoints: Vec<EndpointState>,
+    endpoints: Vec<EndpointState<P>>,
     /// Current position of every unit in flight (the node it is at).
     at: Vec<NodeId>,
     units: Vec<Option<Unit>>,
     free_units: Vec<UnitId>,
-    msgs: Vec<Option<Msg>>,
+    msgs: Vec<Option<Msg<P>>>,
     free_msgs: Vec<MsgId>,
     msg_seq: u64,
     /// Units queued at channels so far (their arrival numbers).
@@ -223,8 +253,8 @@ pub struct Network {
     room_freed: u64,
 }
 
-impl Network {
-    pub fn new(topology: &Topology, cfg: NetConfig) -> Network {
+impl<P: Payload> Network<P> {
+    pub fn new(topology: &Topology, cfg: NetConfig) -> Network<P> {
         let routes = Routes::build(topology, cfg.endpoints);
         let n = topology.nodes() as usize;
         let classes = (0..n as NodeId)
@@ -286,7 +316,7 @@ impl Network {
     /// Sends `data` from endpoint `ep` of `src` to the same endpoint of `dst`, now. Refused with
     /// [`NetError::Full`] when the endpoint's send queue has no room (back-pressure: nothing is lost,
     /// the caller keeps the data and tries again once the network has moved on).
-    pub fn send(&mut self, src: NodeId, ep: EndpointId, dst: NodeId, data: Vec<u8>) -> Result<(), NetError> {
+    pub fn send(&mut self, src: NodeId, ep: EndpointId, dst: NodeId, data: P) -> Result<(), NetError> {
         for node in [src, dst] {
             if node >= self.routes.nodes() {
                 return Err(NetError::UnknownNode(node));
@@ -295,7 +325,7 @@ impl Network {
         if ep >= self.cfg.endpoints {
             return Err(NetError::UnknownEndpoint(ep, self.cfg.endpoints));
         }
-        let flits = self.cfg.flits(data.len());
+        let flits = self.cfg.flits(data.wire_len());
         let limit = if self.e2e_on(ep) { self.e2e_share() } else { self.cfg.send_queue_flits as u64 };
         if flits > limit {
             return Err(NetError::TooLarge { ep, flits, limit });
@@ -317,7 +347,7 @@ impl Network {
         self.msg_seq += 1;
         self.endpoints[e].send_flits += flits;
         let mut left = flits;
-        let mut bytes_left = self.msg(msg).data.len() as u64;
+        let mut bytes_left = self.msg(msg).data.wire_len() as u64;
         for _ in 0..units {
             let f = left.min(self.cfg.unit_flits as u64) as u32;
             left -= f as u64;
@@ -367,7 +397,7 @@ impl Network {
     }
 
     /// The next message delivered to endpoint `ep` of `node`, in delivery order.
-    pub fn receive(&mut self, node: NodeId, ep: EndpointId) -> Option<Delivery> {
+    pub fn receive(&mut self, node: NodeId, ep: EndpointId) -> Option<Delivery<P>> {
         let e = self.ep_index(node, ep);
         let d = self.endpoints[e].ready.pop_front()?;
         // Its marker in the completion order is now stale; drop stale markers once they dominate.
@@ -381,7 +411,7 @@ impl Network {
     }
 
     /// The next message delivered anywhere, in delivery order.
-    pub fn receive_any(&mut self) -> Option<Delivery> {
+    pub fn receive_any(&mut self) -> Option<Delivery<P>> {
         while let Some((node, ep, seq)) = self.completed.pop_front() {
             let e = self.ep_index(node, ep);
             // A delivery taken by `receive` leaves a stale marker behind.
@@ -672,7 +702,7 @@ impl Network {
         node as usize * self.cfg.endpoints as usize + ep as usize
     }
 
-    fn msg(&self, m: MsgId) -> &Msg {
+    fn msg(&self, m: MsgId) -> &Msg<P> {
         self.msgs[m as usize].as_ref().expect("a live message")
     }
 
@@ -696,7 +726,7 @@ impl Network {
         }
     }
 
-    fn alloc_msg(&mut self, msg: Msg) -> MsgId {
+    fn alloc_msg(&mut self, msg: Msg<P>) -> MsgId {
         match self.free_msgs.pop() {
             Some(m) => {
                 self.msgs[m as usize] = Some(msg);

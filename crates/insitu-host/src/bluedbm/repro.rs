@@ -98,7 +98,7 @@ pub fn run(profile: &Profile, progress: &dyn Fn(&str)) -> Result<Figures> {
     );
     progress("fig11: a 20-node ring with 4 lanes to each neighbour");
     let ring = Topology::ring(20, 4, ports).map_err(topo_err)?;
-    let net = Network::new(&ring, cfg.clone());
+    let net: Network = Network::new(&ring, cfg.clone());
     let hops: u32 = (1..20).map(|d| net.routes().hops(0, d)).sum();
     let mean = hops as f64 / 19.0;
     fig11.push(
