@@ -130,8 +130,6 @@ impl ClusterConfig {
 pub(crate) const REQUEST_BYTES: usize = 32;
 /// Bytes of a request crossing PCIe (an RPC or an interrupt's descriptor).
 pub(crate) const DESCRIPTOR_BYTES: u64 = 64;
-pub(crate) const KIND_REQUEST: u8 = 0;
-const KIND_DATA: u8 = 1;
 
 #[derive(Debug)]
 enum Act {
@@ -934,13 +932,4 @@ impl Cluster {
 }
 
 /// Bytes of a data message before its payload: kind, request id, offset in the page.
-const DATA_HEADER: usize = 13;
-
-pub(crate) fn data_message(id: u64, offset: usize, bytes: &[u8]) -> Vec<u8> {
-    let mut msg = Vec::with_capacity(DATA_HEADER + bytes.len());
-    msg.push(KIND_DATA);
-    msg.extend_from_slice(&id.to_le_bytes());
-    msg.extend_from_slice(&(offset as u32).to_le_bytes());
-    msg.extend_from_slice(bytes);
-    msg
-}
+pub(crate) const DATA_HEADER: usize = 13;

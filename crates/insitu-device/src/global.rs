@@ -4,9 +4,9 @@
 //! processor, or through that node's host for H-RH-F and H-D, below), and prices the whole read on the
 //! storage network of the topology.
 //!
-//! The data moves for real (each remote device reads its NAND image and hands the pages over; the pages
-//! the reader returns are the ones that came out of the simulated network). The time is simulated, in
-//! three steps that need no clock shared between devices:
+//! The data moves for real (each remote device reads its NAND image and hands the pages over; each slice
+//! goes into the page the reader returns when the simulated network delivers it). The time is simulated,
+//! in three steps that need no clock shared between devices:
 //! 1. the requests cross the reader's PCIe link (a host's read) and the network to each remote node:
 //!    the time each reaches its node's splitter;
 //! 2. each node's device reads its pages with those arrival times, relative to the read's start, and
@@ -36,11 +36,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::cluster::{
-    data_message, Access, ClusterConfig, Link, Outbox, DESCRIPTOR_BYTES, KIND_REQUEST, REQUEST_BYTES,
-};
+use crate::cluster::{Access, ClusterConfig, Link, Outbox, DATA_HEADER, DESCRIPTOR_BYTES, REQUEST_BYTES};
 use crate::error::{DeviceError, Result};
-use crate::network::{Delivery, Network, NodeId, Ps};
+use crate::network::{Delivery, Network, NodeId, Payload, Ps};
 use crate::protocol::{GlobalRead, GlobalReadReply, PeerPages, PeerRawRead};
 use crate::rawflash::{FlashAddr, Source, TimedPages};
 
@@ -123,15 +121,13 @@ where
     let requests: Vec<Message> = (0..n)
         .filter(|&i| req.pages[i].node != origin)
         .map(|i| {
-            let mut msg = vec![0u8; REQUEST_BYTES];
-            msg[0] = KIND_REQUEST;
-            msg[1..9].copy_from_slice(&(i as u64).to_le_bytes());
+            let msg = Wire { page: i, slice: None };
             Message { at: at_device[i], from: origin, to: req.pages[i].node, msg }
         })
         .collect();
     let mut by_node: BTreeMap<NodeId, (Vec<usize>, Vec<Ps>)> = BTreeMap::new();
     for d in carry(&mut net, requests, &mut reply)? {
-        let i = message_id(&d) as usize;
+        let i = d.data.page;
         let e = by_node.entry(d.dst).or_default();
         e.0.push(i);
         e.1.push(d.delivered_ps);
@@ -189,7 +185,8 @@ where
         })?
     };
     let mut answers = Vec::new();
-    for (node, idx, got) in remote_pages {
+    for (answer, (node, idx, got)) in remote_pages.iter().enumerate() {
+        let node = *node;
         if got.data.len() != idx.len() * ps || got.spares.len() != idx.len() {
             return Err(refuse(format!(
                 "node {node} answered {} bytes and {} spare areas for {} pages",
@@ -206,7 +203,8 @@ where
             if k >= idx.len() || off + len > ps {
                 return Err(refuse(format!("node {node} answered a slice outside its pages")));
             }
-            let msg = data_message(idx[k] as u64, off, &got.data[k * ps + off..k * ps + off + len]);
+            let msg =
+                Wire { page: idx[k], slice: Some(Slice { answer, offset: off, at: k * ps + off, len }) };
             answers.push(Message { at: t, from: node, to: origin, msg });
         }
     }
@@ -215,11 +213,10 @@ where
     answers.sort_by_key(|m| m.at);
     let mut net = Network::new(&req.topology, cfg.net.clone());
     for d in carry(&mut net, answers, &mut reply)? {
-        let i = message_id(&d) as usize;
-        let off = u32::from_le_bytes(d.data[9..13].try_into().expect("4 bytes")) as usize;
-        let bytes = &d.data[13..];
-        reply.data[i * ps + off..i * ps + off + bytes.len()].copy_from_slice(bytes);
-        arrived.push((d.delivered_ps, i, off, bytes.len()));
+        let (i, s) = (d.data.page, d.data.slice.expect("an answer carries a slice"));
+        let bytes = &remote_pages[s.answer].2.data[s.at..s.at + s.len];
+        reply.data[i * ps + s.offset..i * ps + s.offset + s.len].copy_from_slice(bytes);
+        arrived.push((d.delivered_ps, i, s.offset, s.len));
     }
 
     // To the reader: the ISP has each byte as it arrives; a host, after its PCIe link, in arrival order.
@@ -250,18 +247,41 @@ struct Message {
     at: Ps,
     from: NodeId,
     to: NodeId,
-    msg: Vec<u8>,
+    msg: Wire,
 }
 
-/// The request or page a message belongs to (its id, as [`crate::cluster`] writes them).
-fn message_id(d: &Delivery) -> u64 {
-    u64::from_le_bytes(d.data[1..9].try_into().expect("8 bytes"))
+/// What crosses the network: the request for page `page` of the read, or a slice of its answer. On the
+/// wire they are as long as [`crate::cluster`]'s messages (a request, or a slice after a data header);
+/// a slice's bytes stay in the answer that holds them until it is delivered.
+#[derive(Debug)]
+struct Wire {
+    page: usize,
+    slice: Option<Slice>,
+}
+
+/// A slice of an answer: `len` bytes at `at` of answer `answer`'s data, for `offset` of its page.
+#[derive(Debug, Clone, Copy)]
+struct Slice {
+    answer: usize,
+    offset: usize,
+    at: usize,
+    len: usize,
+}
+
+impl Payload for Wire {
+    fn wire_len(&self) -> usize {
+        self.slice.map_or(REQUEST_BYTES, |s| DATA_HEADER + s.len)
+    }
 }
 
 /// Sends `msgs` (in time order) through `net`, each at its time (or, when its endpoint's send queue is
 /// full, as soon as there is room: back-pressure, nothing dropped), on the endpoint its id picks; returns
 /// every delivery, and counts the messages into `reply`.
-fn carry(net: &mut Network, msgs: Vec<Message>, reply: &mut GlobalReadReply) -> Result<Vec<Delivery>> {
+fn carry(
+    net: &mut Network<Wire>,
+    msgs: Vec<Message>,
+    reply: &mut GlobalReadReply,
+) -> Result<Vec<Delivery<Wire>>> {
     let endpoints = net.config().endpoints as u64;
     let total = msgs.len();
     let mut msgs = msgs.into_iter().peekable();
@@ -284,7 +304,7 @@ fn carry(net: &mut Network, msgs: Vec<Message>, reply: &mut GlobalReadReply) -> 
         // Sends waiting for room go first; then those due now.
         outbox.retry(net).map_err(net_err)?;
         while let Some(m) = msgs.next_if(|m| m.at <= t) {
-            let ep = (u64::from_le_bytes(m.msg[1..9].try_into().expect("8 bytes")) % endpoints) as u32;
+            let ep = (m.msg.page as u64 % endpoints) as u32;
             outbox.send(net, m.from, ep, m.to, m.msg).map_err(net_err)?;
         }
     }
