@@ -355,16 +355,21 @@ pub(crate) struct Link {
     free: Ps,
     ps_per_byte: f64,
     latency_ps: Ps,
+    /// The last transfer's size and time on the link: most are slices of one size.
+    last: (u64, Ps),
 }
 
 impl Link {
     pub(crate) fn new(ps_per_byte: f64, latency_ps: Ps) -> Link {
-        Link { free: 0, ps_per_byte, latency_ps }
+        Link { free: 0, ps_per_byte, latency_ps, last: (0, 0) }
     }
 
     /// When `bytes` handed over at `t` have crossed.
     pub(crate) fn cross(&mut self, t: Ps, bytes: u64) -> Ps {
-        self.free = t.max(self.free) + (bytes as f64 * self.ps_per_byte).round() as Ps;
+        if self.last.0 != bytes {
+            self.last = (bytes, (bytes as f64 * self.ps_per_byte).round() as Ps);
+        }
+        self.free = t.max(self.free) + self.last.1;
         self.free + self.latency_ps
     }
 }

@@ -224,6 +224,9 @@ impl<P> Default for EndpointState<P> {
 #[derive(Debug)]
 pub struct Network<P = Vec<u8>> {
     cfg: NetConfig,
+    /// [`NetConfig::unit_ps`] of every unit size up to [`NetConfig::unit_flits`] (a lookup, not a rounding,
+    /// on each unit's crossing).
+    unit_ps: Vec<Ps>,
     routes: Routes,
     now: Ps,
     events: BinaryHeap<Reverse<(Ps, u64, Event)>>,
@@ -274,6 +277,7 @@ impl<P: Payload> Network<P> {
         let share = e2e_share(&cfg, n as u32);
         Network {
             e2e: vec![share; n * n * cfg.endpoints as usize],
+            unit_ps: (0..=cfg.unit_flits).map(|f| cfg.unit_ps(f)).collect(),
             cfg,
             routes,
             now: 0,
@@ -558,7 +562,7 @@ impl<P: Payload> Network<P> {
         let unit = self.units[u as usize].as_ref().expect("a waiting unit exists");
         let (flits, held, msg, payload) = (unit.flits, unit.held, unit.msg, unit.bytes as u64);
         ch.credits[class] -= flits;
-        let ser = self.cfg.unit_ps(flits);
+        let ser = self.unit_ps[flits as usize];
         ch.busy_until = self.now + ser;
         ch.stats.flits += flits as u64;
         ch.stats.busy_ps += ser;
@@ -624,7 +628,7 @@ impl<P: Payload> Network<P> {
             if let Some((h, class)) = held {
                 self.schedule(self.now + self.cfg.hop_latency_ps, Event::Credit(h, class, flits));
             }
-            let tail = if held.is_some() { head_ps + self.cfg.unit_ps(flits) } else { head_ps };
+            let tail = if held.is_some() { head_ps + self.unit_ps[flits as usize] } else { head_ps };
             self.schedule(tail.max(self.now), Event::Land(u));
         }
     }
