@@ -162,10 +162,7 @@ where
                 group.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
             let got = local(source, &reads)?;
             for (k, &i) in group.iter().enumerate() {
-                insitu_kernels::arch::copy(
-                    &mut reply.data[i * ps..(i + 1) * ps],
-                    &got.data[k * ps..(k + 1) * ps],
-                );
+                insitu_kernels::arch::copy(&mut reply.data[i * ps..(i + 1) * ps], &got.pages[k]);
                 reply.spares[i] = got.spares[k];
             }
             arrived.extend(got.slices.iter().map(|&(k, off, len, t)| {
@@ -336,7 +333,7 @@ pub fn serve(
     let reads: Vec<(FlashAddr, Ps)> =
         req.addrs.iter().copied().zip(req.arrivals_ps.iter().copied()).collect();
     let got = read_at(Source::Remote(req.origin), &reads)?;
-    Ok(PeerPages { slices: got.slices, spares: got.spares, data: got.data })
+    Ok(PeerPages { slices: got.slices, spares: got.spares, data: got.pages.concat() })
 }
 
 /// H-RH-F and H-D at the page's node, as [`crate::cluster`] has them: each request interrupts the host (a
@@ -374,12 +371,12 @@ fn through_host(
         }
         let reads: Vec<(FlashAddr, Ps)> = group.iter().map(|&k| (req.addrs[k], at[k])).collect();
         let got = read_at(Source::Host, &reads)?;
-        let ps = got.data.len() / group.len();
+        let ps = got.pages.first().map_or(0, Vec::len);
         if data.is_empty() {
             *data = vec![0u8; n * ps];
         }
         for (j, &k) in group.iter().enumerate() {
-            insitu_kernels::arch::copy(&mut data[k * ps..(k + 1) * ps], &got.data[j * ps..(j + 1) * ps]);
+            insitu_kernels::arch::copy(&mut data[k * ps..(k + 1) * ps], &got.pages[j]);
             spares[k] = got.spares[j];
         }
         Ok(got.slices.into_iter().map(|(j, off, len, t)| (group[j as usize] as u32, off, len, t)).collect())

@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use insitu_flash::geometry::{BlockId, Geometry};
 use insitu_flash::nand::Nand;
@@ -64,8 +65,8 @@ pub struct RawPartition {
 /// Pages read by [`RawPartition::read_at`], and when each slice of each came out of the cards.
 #[derive(Debug, Clone, Default)]
 pub struct TimedPages {
-    /// The pages one after another.
-    pub data: Vec<u8>,
+    /// The pages, in the order asked, each in the buffer its flash read filled (no copy was made).
+    pub pages: Vec<Vec<u8>>,
     /// Each page's spare-area value.
     pub spares: Vec<u64>,
     /// (page index, offset in the page, length, time out of the card relative to the batch's start), in
@@ -272,25 +273,22 @@ impl RawPartition {
         source: Source,
         reads: &[(FlashAddr, Ps)],
     ) -> std::result::Result<TimedPages, RawFlashError> {
-        let ps = self.ctrl().geometry().page_size as usize;
         for (a, _) in reads {
             self.ctrl().ppn_of(a)?;
         }
         let mut order: Vec<usize> = (0..reads.len()).collect();
         order.sort_by_key(|&i| reads[i].1);
         let base = self.sp.now();
-        let mut out = TimedPages {
-            data: vec![0u8; reads.len() * ps],
-            spares: vec![0; reads.len()],
-            slices: Vec::new(),
-        };
+        // Every slice of a read is a range of the one buffer its page was read into: that buffer is kept.
+        let mut pages: Vec<Option<Arc<Vec<u8>>>> = vec![None; reads.len()];
+        let mut out = TimedPages { pages: Vec::new(), spares: vec![0; reads.len()], slices: Vec::new() };
         let mut first_error = None;
-        let on = |(_, c): (Source, Completion), out: &mut TimedPages| match c.event {
+        let mut on = |(_, c): (Source, Completion), out: &mut TimedPages| match c.event {
             Event::ReadData(slice) => {
-                let (i, off, len) = (c.tag as usize, slice.offset(), slice.bytes().len());
-                out.data[i * ps + off..i * ps + off + len].copy_from_slice(slice.bytes());
+                let (i, off, len) = (c.tag as usize, slice.offset(), slice.range.len());
                 out.spares[i] = slice.spare;
                 out.slices.push((c.tag, off as u32, len as u32, c.at_ps - base));
+                pages[i].get_or_insert(slice.page);
                 None
             }
             Event::Ack(Err(e)) => Some(e),
@@ -319,10 +317,20 @@ impl RawPartition {
                 first_error.get_or_insert(e);
             }
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(out),
+        if let Some(e) = first_error {
+            return Err(e);
         }
+        let missing = pages.iter().filter(|p| p.is_none()).count();
+        if missing > 0 {
+            return Err(RawFlashError::Lost { pending: missing });
+        }
+        // The controller lets go of a page when its read ends: the buffer is taken over, not copied.
+        out.pages = pages
+            .into_iter()
+            .flatten()
+            .map(|p| Arc::try_unwrap(p).unwrap_or_else(|p| (*p).clone()))
+            .collect();
+        Ok(out)
     }
 
     /// Streams pages to engines of the in-store processor, as a closed loop (BlueDBM §7): engine `e` reads
