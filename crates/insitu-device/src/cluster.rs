@@ -274,7 +274,7 @@ type Outgoing<P> = (NodeId, P);
 /// queue is full waits here, in order per (node, endpoint), until the network has moved on. Counts what
 /// went out.
 #[derive(Debug)]
-pub(crate) struct Outbox<P = Vec<u8>> {
+pub(crate) struct Outbox<P> {
     blocked: BTreeMap<(NodeId, u32), VecDeque<Outgoing<P>>>,
     /// The network's [`Network::room_freed`] at the last retry.
     room_seen: u64,
