@@ -52,49 +52,49 @@ enum Transport {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Create an array of emulated computational storage devices.
-    Init(array::Init),
+    Init(Lazy<array::Init>),
     /// Store a file as an object (striped over all devices unless --device is given).
-    Put(blob::Put),
+    Put(Lazy<blob::Put>),
     /// Read an object back (to stdout unless -o is given; the report then goes to stderr).
-    Get(blob::Get),
+    Get(Lazy<blob::Get>),
     /// List objects.
     Ls,
     /// Remove an object.
-    Rm(blob::Rm),
+    Rm(Lazy<blob::Rm>),
     /// Count (and locate) a literal byte string in an object.
-    Search(blob::Search),
+    Search(Lazy<blob::Search>),
     /// Load a Parquet or CSV table, spreading its rows over the devices in NASCENT's hybrid layout.
-    PutTable(table::PutTable),
+    PutTable(Lazy<table::PutTable>),
     /// Write a table back as Parquet (parts in device order).
-    GetTable(table::GetTable),
+    GetTable(Lazy<table::GetTable>),
     /// Sort a table by its key column on every device at once (NASCENT), or on the host. Each device's
     /// part comes out sorted; `--merge -o FILE` (or `get-table OUT --merged`) gives one globally sorted file.
-    Sort(table::Sort),
+    Sort(Lazy<table::Sort>),
     /// Shuffle write (PSACS): hash-partition every device's part of a table into P partitions, in storage.
-    Shuffle(shuffle::Shuffle),
+    Shuffle(Lazy<shuffle::Shuffle>),
     /// Shuffle read: gather partition p of a shuffle output from every device, as Parquet.
-    ShuffleRead(shuffle::ShuffleRead),
+    ShuffleRead(Lazy<shuffle::ShuffleRead>),
     /// Store a sorted list of u32 IDs (binary little-endian or text) as entries of ENTRY_SIZE bytes.
-    PutList(intersect::PutList),
+    PutList(Lazy<intersect::PutList>),
     /// Build an inverted index of a text corpus: a posting list NAME.TERM per frequent term.
-    IndexText(intersect::IndexText),
+    IndexText(Lazy<intersect::IndexText>),
     /// Intersect lists (SvS) in the device that holds them, on the host, or where the cost model says.
-    Intersect(intersect::Intersect),
+    Intersect(Lazy<intersect::Intersect>),
     /// Block I/O on one device: write a file at an LBA, read, trim.
     #[command(subcommand)]
-    Lba(lba::LbaCmd),
+    Lba(Lazy<lba::LbaCmd>),
     /// Self-Sorting SSD: records sorted by the drive as they are written or on command, read in key order.
     #[command(subcommand)]
-    Selfsort(selfsort::SelfSortCmd),
+    Selfsort(Lazy<selfsort::SelfSortCmd>),
     /// BlueDBM's storage network: check a topology, print its routing tables.
     #[command(subcommand)]
-    Net(net::NetCmd),
+    Net(Lazy<net::NetCmd>),
     /// BlueDBM's file system on the nodes' raw flash: files as physical pages.
     #[command(subcommand)]
-    Fs(fs::FsCmd),
+    Fs(Lazy<fs::FsCmd>),
     /// BlueDBM's applications on an appliance (§7): graphs stored a vertex a page.
     #[command(subcommand)]
-    Bluedbm(bluedbm::BluedbmCmd),
+    Bluedbm(Lazy<bluedbm::BluedbmCmd>),
     /// Space, wear, write amplification and counters of every device.
     Stats,
     /// Check the array: FTL invariants, namespace, checksums of every page, catalog vs devices.
@@ -110,17 +110,72 @@ enum Cmd {
     Profiles,
     /// Analytical models: predict host vs device cost before running anything.
     #[command(subcommand)]
-    Model(intersect::ModelCmd),
+    Model(Lazy<intersect::ModelCmd>),
     /// Reproduce a seed paper's headline experiment.
     #[command(subcommand)]
-    Repro(repro::ReproCmd),
+    Repro(Lazy<repro::ReproCmd>),
     /// Generate data sets (deterministic, seeded).
     #[command(subcommand)]
-    Gen(gen::GenCmd),
+    Gen(Lazy<gen::GenCmd>),
     /// Build a demo array, store a text corpus, search it in the devices and on the host, compare.
-    Demo(demo::Demo),
+    Demo(Lazy<demo::Demo>),
     /// Serve one device directory to a host in another process (what `--transport process` starts).
-    ServeDevice(array::ServeDevice),
+    ServeDevice(Lazy<array::ServeDevice>),
+}
+
+/// A command's arguments (or subcommands), built only when it is the command given. Building every
+/// command's arguments at each start took about 0.7 ms, most of clap's share of a short call's start;
+/// help that lists them (`insitu CMD --help`) builds them then.
+#[derive(Debug)]
+struct Lazy<T>(T);
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Lazy<T> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Lazy)
+    }
+
+    fn from_arg_matches_mut(m: &mut clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        T::from_arg_matches_mut(m).map(Lazy)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> std::result::Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+
+    fn update_from_arg_matches_mut(
+        &mut self,
+        m: &mut clap::ArgMatches,
+    ) -> std::result::Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(m)
+    }
+}
+
+impl<T: clap::Args> clap::Args for Lazy<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_args)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_args_for_update)
+    }
+
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+impl<T: Subcommand> Subcommand for Lazy<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_subcommands)
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_subcommands_for_update)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
 }
 
 /// Every allocation of the process goes through mimalloc: see Cargo.toml.
@@ -161,33 +216,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
         host: cli.host_profile.as_deref().map(insitu_host::profile::HostProfile::load).transpose()?,
     };
     match cli.cmd {
-        Cmd::Init(c) => c.run(&ctx),
-        Cmd::Put(c) => c.run(&ctx),
-        Cmd::Get(c) => c.run(&ctx),
+        Cmd::Init(Lazy(c)) => c.run(&ctx),
+        Cmd::Put(Lazy(c)) => c.run(&ctx),
+        Cmd::Get(Lazy(c)) => c.run(&ctx),
         Cmd::Ls => blob::ls(&ctx),
-        Cmd::Rm(c) => c.run(&ctx),
-        Cmd::Search(c) => c.run(&ctx),
-        Cmd::PutTable(c) => c.run(&ctx),
-        Cmd::GetTable(c) => c.run(&ctx),
-        Cmd::Sort(c) => c.run(&ctx),
-        Cmd::Shuffle(c) => c.run(&ctx),
-        Cmd::ShuffleRead(c) => c.run(&ctx),
-        Cmd::PutList(c) => c.run(&ctx),
-        Cmd::IndexText(c) => c.run(&ctx),
-        Cmd::Intersect(c) => c.run(&ctx),
-        Cmd::Lba(c) => c.run(&ctx),
-        Cmd::Selfsort(c) => c.run(&ctx),
-        Cmd::Net(c) => c.run(&ctx),
-        Cmd::Fs(c) => c.run(&ctx),
-        Cmd::Bluedbm(c) => c.run(&ctx),
+        Cmd::Rm(Lazy(c)) => c.run(&ctx),
+        Cmd::Search(Lazy(c)) => c.run(&ctx),
+        Cmd::PutTable(Lazy(c)) => c.run(&ctx),
+        Cmd::GetTable(Lazy(c)) => c.run(&ctx),
+        Cmd::Sort(Lazy(c)) => c.run(&ctx),
+        Cmd::Shuffle(Lazy(c)) => c.run(&ctx),
+        Cmd::ShuffleRead(Lazy(c)) => c.run(&ctx),
+        Cmd::PutList(Lazy(c)) => c.run(&ctx),
+        Cmd::IndexText(Lazy(c)) => c.run(&ctx),
+        Cmd::Intersect(Lazy(c)) => c.run(&ctx),
+        Cmd::Lba(Lazy(c)) => c.run(&ctx),
+        Cmd::Selfsort(Lazy(c)) => c.run(&ctx),
+        Cmd::Net(Lazy(c)) => c.run(&ctx),
+        Cmd::Fs(Lazy(c)) => c.run(&ctx),
+        Cmd::Bluedbm(Lazy(c)) => c.run(&ctx),
         Cmd::Stats => array::stats(&ctx),
         Cmd::Fsck { repair } => array::fsck(&ctx, repair),
         Cmd::Profiles => array::profiles(&ctx),
-        Cmd::Model(c) => c.run(&ctx),
-        Cmd::Repro(c) => c.run(&ctx),
-        Cmd::Gen(c) => c.run(&ctx),
-        Cmd::Demo(c) => c.run(&ctx),
-        Cmd::ServeDevice(c) => c.run(),
+        Cmd::Model(Lazy(c)) => c.run(&ctx),
+        Cmd::Repro(Lazy(c)) => c.run(&ctx),
+        Cmd::Gen(Lazy(c)) => c.run(&ctx),
+        Cmd::Demo(Lazy(c)) => c.run(&ctx),
+        Cmd::ServeDevice(Lazy(c)) => c.run(),
     }
 }
 
@@ -213,7 +268,12 @@ mod tests {
             }
         }
         let mut missing = Vec::new();
-        walk(&super::Cli::command(), "insitu", &mut missing);
+        // Commands' arguments are built when asked for (`Lazy`): build them all first.
+        let mut cli = super::Cli::command();
+        cli.build();
+        let intersect = cli.find_subcommand("intersect").expect("an intersect command");
+        assert!(intersect.get_arguments().any(|a| a.get_id() == "placement"), "deferred arguments built");
+        walk(&cli, "insitu", &mut missing);
         assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }
