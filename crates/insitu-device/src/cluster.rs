@@ -138,7 +138,7 @@ enum Act {
     /// Send a message on the network.
     Send { from: NodeId, to: NodeId, msg: Message },
     /// Bytes of the page reach the reader.
-    Deliver { id: u64, offset: usize, bytes: Bytes },
+    Deliver { id: u64, bytes: Bytes },
     /// The page's host has the request (H-RH-F, H-D).
     HostServe { id: u64 },
     /// The page's host has the whole page in memory: send it back through its device.
@@ -151,9 +151,8 @@ struct Pending {
     issued: Ps,
     at_device: Ps,
     first_out: Option<Ps>,
-    /// The page as it arrives, once it has come in pieces of more than one buffer (empty until then).
-    data: Vec<u8>,
-    /// The page, while every piece so far was a range of this one buffer (a flash page: no copy).
+    /// The buffer the page came in (every piece of a read is a range of it: see [`Bytes`]), and how
+    /// many of its bytes have arrived.
     page: Option<Arc<Vec<u8>>>,
     got: usize,
     /// H-RH-F: bytes of the page in the remote host's memory so far, and the page once whole there.
@@ -162,27 +161,19 @@ struct Pending {
 }
 
 impl Pending {
-    /// Takes `bytes`, which belong at `offset` of the page.
-    fn take(&mut self, offset: usize, bytes: Bytes, page_size: usize) {
-        if self.data.is_empty() && self.page.as_ref().is_none_or(|p| Arc::ptr_eq(p, &bytes.page)) {
-            self.got += bytes.range.len();
-            self.page = Some(bytes.page);
-            return;
-        }
-        if self.data.is_empty() {
-            self.data = self.page.take().map_or_else(|| vec![0; page_size], |p| (*p).clone());
-        }
-        let b = bytes.as_slice();
-        self.data[offset..offset + b.len()].copy_from_slice(b);
-        self.got += b.len();
+    /// Takes `bytes` of the page.
+    fn take(&mut self, bytes: Bytes) {
+        debug_assert!(
+            self.page.as_ref().is_none_or(|p| Arc::ptr_eq(p, &bytes.page)),
+            "the pieces of a read are ranges of one buffer"
+        );
+        self.got += bytes.range.len();
+        self.page.get_or_insert(bytes.page);
     }
 
-    /// The whole page, once every byte has come.
+    /// The whole page, once every byte has come: its buffer, taken over once nothing else holds it.
     fn into_data(self) -> Vec<u8> {
-        match self.page {
-            Some(p) => Arc::try_unwrap(p).unwrap_or_else(|p| (*p).clone()),
-            None => self.data,
-        }
+        self.page.map(|p| Arc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())).unwrap_or_default()
     }
 }
 
@@ -234,18 +225,13 @@ impl InFlight {
     }
 }
 
-/// Bytes of a page on their way to a reader, held where they already are (the buffer a flash read or a
-/// host filled) rather than copied out: a range of that page.
+/// Bytes of a page on their way to a reader, held where they already are rather than copied out: `range`
+/// of `page`, the whole page as a flash read (or a host's memory) holds it. All the pieces of one read are
+/// ranges of one such buffer, so the reader's page is that buffer once every range has come.
 #[derive(Debug)]
 struct Bytes {
     page: Arc<Vec<u8>>,
     range: std::ops::Range<usize>,
-}
-
-impl Bytes {
-    fn as_slice(&self) -> &[u8] {
-        &self.page[self.range.clone()]
-    }
 }
 
 /// A message between the nodes' devices: a read's request, or bytes of its page. On the wire a request
@@ -254,15 +240,15 @@ impl Bytes {
 #[derive(Debug)]
 pub struct Message {
     id: u64,
-    /// `None` for a request; the bytes and their offset in the page for data.
-    data: Option<(usize, Bytes)>,
+    /// `None` for a request; the bytes for data.
+    data: Option<Bytes>,
 }
 
 impl Payload for Message {
     fn wire_len(&self) -> usize {
         match &self.data {
             None => REQUEST_BYTES,
-            Some((_, bytes)) => DATA_HEADER + bytes.range.len(),
+            Some(bytes) => DATA_HEADER + bytes.range.len(),
         }
     }
 }
@@ -595,7 +581,6 @@ impl Cluster {
                 issued: t,
                 at_device,
                 first_out: None,
-                data: Vec::new(),
                 page: None,
                 got: 0,
                 staged: 0,
@@ -610,7 +595,7 @@ impl Cluster {
                 let page = Arc::clone(&self.dram[read.node as usize][&read.addr]);
                 self.pending.get_mut(id).first_out = Some(t);
                 let bytes = Bytes { page, range: 0..self.page_size };
-                self.act(t, Act::Deliver { id, offset: 0, bytes });
+                self.act(t, Act::Deliver { id, bytes });
             } else {
                 self.act_via(via, at_device, Act::Issue { node: read.node, source, id });
             }
@@ -763,9 +748,9 @@ impl Cluster {
                 self.run_network(t);
                 self.send(from, to, msg);
             }
-            Act::Deliver { id, offset, bytes } => {
+            Act::Deliver { id, bytes } => {
                 let p = self.pending.get_mut(id);
-                p.take(offset, bytes, self.page_size);
+                p.take(bytes);
                 if p.got == self.page_size {
                     let p = self.pending.remove(id);
                     let hops = if p.read.node == p.read.origin {
@@ -815,9 +800,9 @@ impl Cluster {
                     let at = self.pcie_down(read.node, t, len as u64);
                     let bytes = Bytes { page: Arc::clone(&page), range: off..off + len };
                     let act = if read.node == read.origin {
-                        Act::Deliver { id, offset: off, bytes }
+                        Act::Deliver { id, bytes }
                     } else {
-                        let msg = Message { id, data: Some((off, bytes)) };
+                        let msg = Message { id, data: Some(bytes) };
                         Act::Send { from: read.node, to: read.origin, msg }
                     };
                     self.act_via(Some(Self::down(read.node)), at, act);
@@ -850,10 +835,10 @@ impl Cluster {
                         }
                     }
                 }
-                Some((offset, bytes)) => {
+                Some(bytes) => {
                     let len = bytes.range.len() as u64;
                     let origin = self.pending.get(id).read.origin;
-                    let act = Act::Deliver { id, offset, bytes };
+                    let act = Act::Deliver { id, bytes };
                     if self.pending.get(id).read.access == Access::IspFlash {
                         self.act(d.delivered_ps, act);
                     } else {
@@ -881,17 +866,15 @@ impl Cluster {
             };
             let p = self.pending.get_mut(id);
             let read = p.read;
-            let offset = slice.offset();
             match source {
                 Source::Isp => {
                     p.first_out.get_or_insert(slice.first_at_ps);
                     let bytes = Bytes { page: slice.page, range: slice.range };
-                    self.act(c.at_ps, Act::Deliver { id, offset, bytes });
+                    self.act(c.at_ps, Act::Deliver { id, bytes });
                 }
                 Source::Remote(origin) => {
                     p.first_out.get_or_insert(c.at_ps);
-                    let msg =
-                        Message { id, data: Some((offset, Bytes { page: slice.page, range: slice.range })) };
+                    let msg = Message { id, data: Some(Bytes { page: slice.page, range: slice.range }) };
                     self.act(c.at_ps, Act::Send { from: node as NodeId, to: origin, msg });
                 }
                 Source::Host
@@ -901,8 +884,7 @@ impl Cluster {
                     p.first_out.get_or_insert(c.at_ps);
                     let len = slice.range.len() as u64;
                     let at = self.pcie_up(node as NodeId, c.at_ps, len);
-                    let act =
-                        Act::Deliver { id, offset, bytes: Bytes { page: slice.page, range: slice.range } };
+                    let act = Act::Deliver { id, bytes: Bytes { page: slice.page, range: slice.range } };
                     self.act_via(Some(Self::up(node as NodeId)), at, act);
                 }
                 Source::Host => {
