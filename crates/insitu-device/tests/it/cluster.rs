@@ -88,6 +88,34 @@ fn every_access_path_returns_the_page_and_their_latencies_order_as_their_work() 
     assert!(l(Access::IspFlash, 0) > cfg.raw.read_ps + cfg.raw.bus_page_ps);
 }
 
+/// A remote read puts on the network one request of 32 bytes and its page's slices, each after a data
+/// header of 13 bytes (kind, request id, offset): the messages travel by reference, and this is what
+/// their flits are priced from. A local read puts nothing on it.
+#[test]
+fn a_remote_read_crosses_the_network_as_one_request_and_its_page_in_slices() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, _) = cluster(dir.path(), 3, 1);
+    let a = FlashAddr { card: 0, bus: 3, chip: 1, block: 0, page: 0 };
+    c.put_dram(2, a, page(2, &a));
+    let slice = c.config().raw.slice_bytes as u64;
+    let slices = 8192u64.div_ceil(slice);
+    for (access, node) in [
+        (Access::IspFlash, 0),
+        (Access::IspFlash, 2),
+        (Access::HostFlash, 2),
+        (Access::HostRemoteHost, 2),
+        (Access::HostRemoteDram, 2),
+    ] {
+        let before = c.stats();
+        c.submit(Read { origin: 0, access, node, addr: a }).unwrap();
+        assert!(c.next_done().unwrap().data == page(node, &a), "{access:?}");
+        let after = c.stats();
+        let (messages, bytes) = if node == 0 { (0, 0) } else { (1 + slices, 32 + 13 * slices + 8192) };
+        assert_eq!(after.network_messages - before.network_messages, messages, "{access:?} at node {node}");
+        assert_eq!(after.network_bytes - before.network_bytes, bytes, "{access:?} at node {node}");
+    }
+}
+
 #[test]
 fn many_reads_in_flight_across_nodes_all_arrive_intact() {
     let dir = tempfile::tempdir().unwrap();
