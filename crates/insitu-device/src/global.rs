@@ -4,9 +4,9 @@
 //! processor, or through that node's host for H-RH-F and H-D, below), and prices the whole read on the
 //! storage network of the topology.
 //!
-//! The data moves for real (each remote device reads its NAND image and hands the pages over; each slice
-//! goes into the page the reader returns when the simulated network delivers it). The time is simulated,
-//! in three steps that need no clock shared between devices:
+//! The data moves for real (each remote device reads its NAND image and hands the pages over; the reader
+//! returns them once the simulated network has delivered every slice of them). The time is simulated, in
+//! three steps that need no clock shared between devices:
 //! 1. the requests cross the reader's PCIe link (a host's read) and the network to each remote node:
 //!    the time each reaches its node's splitter;
 //! 2. each node's device reads its pages with those arrival times, relative to the read's start, and
@@ -79,12 +79,7 @@ where
     }
     let n = req.pages.len();
     let ps = page_size;
-    let mut reply = GlobalReadReply {
-        pages: n as u64,
-        data: vec![0u8; n * ps],
-        spares: vec![0; n],
-        ..Default::default()
-    };
+    let mut reply = GlobalReadReply { pages: n as u64, spares: vec![0; n], ..Default::default() };
     if n == 0 {
         return Ok(reply);
     }
@@ -147,9 +142,11 @@ where
         }
         Ok(got)
     };
-    let mut read_local = || -> Result<Vec<(Ps, usize, usize, usize)>> {
-        // When each slice reaches the reader's device: (time, page, offset, length), and where its bytes are.
+    // When each slice reaches the reader's device: (time, page, offset, length); and this node's pages.
+    type Local = (Vec<(Ps, usize, usize, usize)>, Vec<(usize, Vec<u8>)>);
+    let mut read_local = || -> Result<Local> {
         let mut arrived: Vec<(Ps, usize, usize, usize)> = Vec::new();
+        let mut pages = Vec::with_capacity(mine.len());
         // Pages from this node's flash, then those in its host's memory, read apart: the second's bytes
         // only (they are there at once; none of that read's times is used).
         let (in_mem, from_flash): (Vec<usize>, Vec<usize>) = mine.iter().partition(|&&i| in_dram(i));
@@ -161,17 +158,17 @@ where
             let reads: Vec<(FlashAddr, Ps)> =
                 group.iter().map(|&i| (req.pages[i].addr, at_device[i])).collect();
             let got = local(source, &reads)?;
-            for (k, &i) in group.iter().enumerate() {
-                insitu_kernels::arch::copy(&mut reply.data[i * ps..(i + 1) * ps], &got.pages[k]);
-                reply.spares[i] = got.spares[k];
-            }
             arrived.extend(got.slices.iter().map(|&(k, off, len, t)| {
                 (if timed { t } else { 0 }, group[k as usize], off as usize, len as usize)
             }));
+            for ((&i, spare), page) in group.iter().zip(got.spares).zip(got.pages) {
+                reply.spares[i] = spare;
+                pages.push((i, page));
+            }
         }
-        Ok(arrived)
+        Ok((arrived, pages))
     };
-    let (mut arrived, remote_pages) = if !remote_reads || mine.is_empty() {
+    let ((mut arrived, local_pages), remote_pages) = if !remote_reads || mine.is_empty() {
         (read_local()?, ask(remote)?)
     } else {
         std::thread::scope(|scope| {
@@ -182,7 +179,7 @@ where
         })?
     };
     let mut answers = Vec::new();
-    for (answer, (node, idx, got)) in remote_pages.iter().enumerate() {
+    for (node, idx, got) in &remote_pages {
         let node = *node;
         if got.data.len() != idx.len() * ps || got.spares.len() != idx.len() {
             return Err(refuse(format!(
@@ -200,8 +197,7 @@ where
             if k >= idx.len() || off + len > ps {
                 return Err(refuse(format!("node {node} answered a slice outside its pages")));
             }
-            let msg =
-                Wire { page: idx[k], slice: Some(Slice { answer, offset: off, at: k * ps + off, len }) };
+            let msg = Wire { page: idx[k], slice: Some(Slice { offset: off, len }) };
             answers.push(Message { at: t, from: node, to: origin, msg });
         }
     }
@@ -211,8 +207,6 @@ where
     let mut net = Network::new(&req.topology, cfg.net.clone());
     for d in carry(&mut net, answers, &mut reply)? {
         let (i, s) = (d.data.page, d.data.slice.expect("an answer carries a slice"));
-        let bytes = &remote_pages[s.answer].2.data[s.at..s.at + s.len];
-        reply.data[i * ps + s.offset..i * ps + s.offset + s.len].copy_from_slice(bytes);
         arrived.push((d.delivered_ps, i, s.offset, s.len));
     }
 
@@ -236,6 +230,23 @@ where
             req.pages[i], got[i]
         )));
     }
+    // Every slice has come: the pages, in the order asked, each copied once from where it was read.
+    let mut from: Vec<&[u8]> = vec![&[]; n];
+    for (i, page) in &local_pages {
+        from[*i] = page;
+    }
+    for (_, idx, answer) in &remote_pages {
+        for (k, &i) in idx.iter().enumerate() {
+            from[i] = &answer.data[k * ps..(k + 1) * ps];
+        }
+    }
+    reply.data = Vec::with_capacity(n * ps);
+    for page in from {
+        if page.len() != ps {
+            return Err(refuse(format!("a page read came back with {} bytes, not {ps}", page.len())));
+        }
+        reply.data.extend_from_slice(page);
+    }
     Ok(reply)
 }
 
@@ -249,19 +260,17 @@ struct Message {
 
 /// What crosses the network: the request for page `page` of the read, or a slice of its answer. On the
 /// wire they are as long as [`crate::cluster`]'s messages (a request, or a slice after a data header);
-/// a slice's bytes stay in the answer that holds them until it is delivered.
+/// a slice's bytes stay in the answer that holds them (the reply takes each page once all have come).
 #[derive(Debug)]
 struct Wire {
     page: usize,
     slice: Option<Slice>,
 }
 
-/// A slice of an answer: `len` bytes at `at` of answer `answer`'s data, for `offset` of its page.
+/// A slice of a page: `len` bytes at `offset`.
 #[derive(Debug, Clone, Copy)]
 struct Slice {
-    answer: usize,
     offset: usize,
-    at: usize,
     len: usize,
 }
 
