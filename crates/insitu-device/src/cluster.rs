@@ -171,9 +171,13 @@ impl Pending {
         self.page.get_or_insert(bytes.page);
     }
 
-    /// The whole page, once every byte has come: its buffer, taken over once nothing else holds it.
-    fn into_data(self) -> Vec<u8> {
-        self.page.map(|p| Arc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())).unwrap_or_default()
+    /// The whole page of `page_size` bytes, once every byte has come: its buffer, taken over once
+    /// nothing else holds it, with the zeros after its head (see [`crate::rawflash::PageSlice::bytes`]).
+    fn into_data(self, page_size: usize) -> Vec<u8> {
+        let mut page =
+            self.page.map(|p| Arc::try_unwrap(p).unwrap_or_else(|p| (*p).clone())).unwrap_or_default();
+        page.resize(page_size, 0);
+        page
     }
 }
 
@@ -768,7 +772,7 @@ impl Cluster {
                         first_out_ps: p.first_out.unwrap_or(t),
                         done_ps: t,
                         hops,
-                        data: p.into_data(),
+                        data: p.into_data(self.page_size),
                     });
                 }
             }

@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use crate::cluster::{Access, ClusterConfig, Link, Outbox, DATA_HEADER, DESCRIPTOR_BYTES, REQUEST_BYTES};
 use crate::error::{DeviceError, Result};
 use crate::network::{Delivery, Network, NodeId, Payload, Ps};
-use crate::protocol::{GlobalRead, GlobalReadReply, PeerPages, PeerRawRead};
+use crate::protocol::{page_heads, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead};
 use crate::rawflash::{FlashAddr, Source, TimedPages};
 
 fn refuse(detail: String) -> DeviceError {
@@ -179,15 +179,20 @@ where
         })?
     };
     let mut answers = Vec::new();
+    let mut from: Vec<&[u8]> = vec![&[]; n];
     for (node, idx, got) in &remote_pages {
         let node = *node;
-        if got.data.len() != idx.len() * ps || got.spares.len() != idx.len() {
+        let pages = page_heads(&got.heads, &got.data, ps).map_err(|e| refuse(format!("node {node}: {e}")))?;
+        if pages.len() != idx.len() || got.spares.len() != idx.len() {
             return Err(refuse(format!(
-                "node {node} answered {} bytes and {} spare areas for {} pages",
-                got.data.len(),
+                "node {node} answered {} pages and {} spare areas for {} pages",
+                pages.len(),
                 got.spares.len(),
                 idx.len()
             )));
+        }
+        for (&i, page) in idx.iter().zip(pages) {
+            from[i] = page;
         }
         for (k, &i) in idx.iter().enumerate() {
             reply.spares[i] = got.spares[k];
@@ -230,21 +235,20 @@ where
             req.pages[i], got[i]
         )));
     }
-    // Every slice has come: the pages, in the order asked, each copied once from where it was read.
-    let mut from: Vec<&[u8]> = vec![&[]; n];
+    // Every slice has come: the pages, in the order asked, each copied once from where it was read,
+    // without its zero tail.
     for (i, page) in &local_pages {
+        if page.len() > ps {
+            return Err(refuse(format!(
+                "a page read came back with {} bytes, over a page of {ps}",
+                page.len()
+            )));
+        }
         from[*i] = page;
     }
-    for (_, idx, answer) in &remote_pages {
-        for (k, &i) in idx.iter().enumerate() {
-            from[i] = &answer.data[k * ps..(k + 1) * ps];
-        }
-    }
-    reply.data = Vec::with_capacity(n * ps);
+    reply.heads = from.iter().map(|p| p.len() as u32).collect();
+    reply.data = Vec::with_capacity(from.iter().map(|p| p.len()).sum());
     for page in from {
-        if page.len() != ps {
-            return Err(refuse(format!("a page read came back with {} bytes, not {ps}", page.len())));
-        }
         reply.data.extend_from_slice(page);
     }
     Ok(reply)
@@ -319,10 +323,12 @@ fn carry(
     Ok(out)
 }
 
-/// Serves a [`PeerRawRead`] on a device's raw partition: `read_at` reads for the in-store processor of
-/// the asking node, or for this node's host (H-RH-F, H-D, priced on the figures `cfg` gives).
+/// Serves a [`PeerRawRead`] of pages of `page_size` bytes on a device's raw partition: `read_at` reads
+/// for the in-store processor of the asking node, or for this node's host (H-RH-F, H-D, priced on the
+/// figures `cfg` gives). The pages go back without their zero tails.
 pub fn serve(
     req: &PeerRawRead,
+    page_size: usize,
     cfg: impl FnOnce() -> Result<ClusterConfig>,
     mut read_at: impl FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
 ) -> Result<PeerPages> {
@@ -334,7 +340,7 @@ pub fn serve(
         )));
     }
     if matches!(req.access, Access::HostRemoteHost | Access::HostRemoteDram) {
-        return through_host(req, &cfg()?, read_at);
+        return through_host(req, page_size, &cfg()?, read_at);
     }
     if !req.misses.is_empty() {
         return Err(refuse(format!("{:?} has no host memory to miss", req.access)));
@@ -342,7 +348,8 @@ pub fn serve(
     let reads: Vec<(FlashAddr, Ps)> =
         req.addrs.iter().copied().zip(req.arrivals_ps.iter().copied()).collect();
     let got = read_at(Source::Remote(req.origin), &reads)?;
-    Ok(PeerPages { slices: got.slices, spares: got.spares, data: got.pages.concat() })
+    let heads = got.pages.iter().map(|p| p.len() as u32).collect();
+    Ok(PeerPages { slices: got.slices, spares: got.spares, heads, data: got.pages.concat() })
 }
 
 /// H-RH-F and H-D at the page's node, as [`crate::cluster`] has them: each request interrupts the host (a
@@ -354,6 +361,7 @@ pub fn serve(
 /// takes everything in time order.
 fn through_host(
     req: &PeerRawRead,
+    ps: usize,
     cfg: &ClusterConfig,
     mut read_at: impl FnMut(Source, &[(FlashAddr, Ps)]) -> Result<TimedPages>,
 ) -> Result<PeerPages> {
@@ -371,26 +379,26 @@ fn through_host(
     // The pages the host reads from its flash, asked for as their interrupts reach it; those in its
     // memory read from the image apart (their bytes only: none of that read's times is used).
     let (in_mem, from_flash): (Vec<usize>, Vec<usize>) = (0..n).partition(|&k| in_memory(k));
-    let mut data = Vec::new();
+    let mut pages = vec![Vec::new(); n];
     let mut spares = vec![0; n];
     type Slices = Vec<(u32, u32, u32, Ps)>;
-    let mut read = |group: &[usize], at: &[Ps], data: &mut Vec<u8>, spares: &mut [u64]| -> Result<Slices> {
+    let mut read = |group: &[usize],
+                    at: &[Ps],
+                    pages: &mut [Vec<u8>],
+                    spares: &mut [u64]|
+     -> Result<Slices> {
         if group.is_empty() {
             return Ok(Vec::new());
         }
         let reads: Vec<(FlashAddr, Ps)> = group.iter().map(|&k| (req.addrs[k], at[k])).collect();
         let got = read_at(Source::Host, &reads)?;
-        let ps = got.pages.first().map_or(0, Vec::len);
-        if data.is_empty() {
-            *data = vec![0u8; n * ps];
-        }
-        for (j, &k) in group.iter().enumerate() {
-            insitu_kernels::arch::copy(&mut data[k * ps..(k + 1) * ps], &got.pages[j]);
-            spares[k] = got.spares[j];
+        for ((&k, page), spare) in group.iter().zip(got.pages).zip(got.spares) {
+            pages[k] = page;
+            spares[k] = spare;
         }
         Ok(got.slices.into_iter().map(|(j, off, len, t)| (group[j as usize] as u32, off, len, t)).collect())
     };
-    read(&in_mem, &vec![0; n], &mut data, &mut spares)?;
+    read(&in_mem, &vec![0; n], &mut pages, &mut spares)?;
     let slice = (cfg.raw.slice_bytes as usize).max(1);
     // The down link in the order the host gets its interrupts: a page it holds goes down at once, slice
     // by slice; a page it must read sends its request down.
@@ -404,13 +412,13 @@ fn through_host(
     };
     for &k in &order {
         if in_memory(k) {
-            send(k, at_host[k], data.len() / n, &mut down, &mut slices);
+            send(k, at_host[k], ps, &mut down, &mut slices);
         } else {
             at_device[k] = down.cross(at_host[k], DESCRIPTOR_BYTES);
         }
     }
     // The pages read from flash, each ready once its last slice is up in the host's memory, then down.
-    let mut up_slices = read(&from_flash, &at_device, &mut data, &mut spares)?;
+    let mut up_slices = read(&from_flash, &at_device, &mut pages, &mut spares)?;
     up_slices.sort_by_key(|s| s.3);
     let mut ready = vec![0; n];
     for (k, _, len, t) in up_slices {
@@ -419,9 +427,10 @@ fn through_host(
     let mut flash_order = from_flash;
     flash_order.sort_by_key(|&k| (ready[k], k));
     for k in flash_order {
-        send(k, ready[k], data.len() / n, &mut down, &mut slices);
+        send(k, ready[k], ps, &mut down, &mut slices);
     }
-    Ok(PeerPages { slices, spares, data })
+    let heads = pages.iter().map(|p| p.len() as u32).collect();
+    Ok(PeerPages { slices, spares, heads, data: pages.concat() })
 }
 
 /// `n` flags, set at `indices` (pages of a read that miss their host's memory); an index past the read

@@ -3,8 +3,9 @@
 //! Page-granular read / program / erase with the rules of real NAND enforced: a page is programmed only
 //! once between erases, and pages of a block are programmed in order (so "erase before write" holds
 //! without a per-page bitmap). Each page has an out-of-band (OOB) spare area, kept in a second sparse file,
-//! holding the logical page it stores and a CRC-32 of its data: reads check it, as the ECC of a real
-//! controller would, and `fsck` uses it to cross-check the FTL map.
+//! holding the logical page it stores and a CRC-32 of its data (of its head, the bytes up to its last
+//! nonzero 64: see [`Oob::head`]): reads check it, as the ECC of a real controller would, and `fsck` uses
+//! it to cross-check the FTL map.
 //!
 //! Reads go through a read-only memory map of the image, so in-device programs can scan pages in place
 //! (zero-copy, like a flash engine streaming pages past its logic) and a copy, when wanted, is one memcpy.
@@ -263,6 +264,14 @@ impl Nand {
     /// programmed).
     fn check(&self, ppn: Ppn, lpns: &[Lpn], data: &[u8]) -> Result<()> {
         let ps = self.geo.page_size as usize;
+        self.check_pages(ppn, lpns, |at| &data[at * ps..(at + 1) * ps])
+    }
+
+    /// [`Nand::check`] with page `ppn + i`'s bytes given by `page(i)`: all of it, or its head alone
+    /// (see [`Oob::head`]). A page given whole that matches is noted as checked; a head alone is not,
+    /// since its tail went unseen.
+    fn check_pages<'d>(&self, ppn: Ppn, lpns: &[Lpn], page: impl Fn(usize) -> &'d [u8]) -> Result<()> {
+        let ps = self.geo.page_size as usize;
         // 64 pages at a time, a bit each: which were checked before is looked up, and the newly checked
         // noted, under the lock; the checksums are computed outside it, so threads reading at once do not
         // wait on them (and a read of one page, a gather's row, allocates nothing).
@@ -288,7 +297,7 @@ impl Nand {
                         Some(format!("spare area names logical page {}, map says {want_lpn}", r.lpn))
                     }
                     Some(_) if known >> i & 1 == 1 => None,
-                    Some(r) if r.crc != crc32fast::hash(&data[at * ps..(at + 1) * ps]) => {
+                    Some(r) if !r.matches(page(at), ps) => {
                         Some("data does not match its checksum".to_string())
                     }
                     Some(_) => None,
@@ -307,7 +316,8 @@ impl Nand {
                 let slots = verified.len() as u64;
                 // An `fsck` in between emptied the slots: nothing to note then.
                 if slots > 0 {
-                    for i in (0..chunk.len() as u64).filter(|i| known >> i & 1 == 0) {
+                    let whole = |i: &u64| page((first + i - ppn) as usize).len() == ps;
+                    for i in (0..chunk.len() as u64).filter(|i| known >> i & 1 == 0).filter(whole) {
                         verified[((first + i) % slots) as usize] = first + i + 1;
                     }
                 }
@@ -370,8 +380,7 @@ impl RawFlash for Nand {
         }
         let mut oob = vec![0u8; count * OOB_BYTES];
         for (i, lpn) in lpns.iter().enumerate() {
-            let crc = crc32fast::hash(&data[i * ps..(i + 1) * ps]);
-            Oob { lpn: *lpn, crc }.encode(&mut oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
+            Oob::of(*lpn, &data[i * ps..(i + 1) * ps]).encode(&mut oob[i * OOB_BYTES..(i + 1) * OOB_BYTES]);
         }
         self.image.write_all_at(data, ppn * ps as u64).map_err(|e| FlashError::io(&self.image_path, e))?;
         self.writeback.note(&self.image, ppn * ps as u64, data.len() as u64);
@@ -418,6 +427,18 @@ impl RawFlash for Nand {
         self.check(ppn, lpns, buf)?;
         self.counters.pages_read.fetch_add(lpns.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Copies and checks the page's head alone when its spare area records one: the rest of the page
+    /// was programmed as zeros, and is neither read nor copied.
+    fn read_head(&self, ppn: Ppn, tag: Lpn) -> Result<Vec<u8>> {
+        let ps = self.geo.page_size as usize;
+        self.programmed(ppn, 1)?;
+        let head = self.read_oob(ppn).map_or(ps, |r| r.head_len(ps));
+        let bytes = &self.image_map[ppn as usize * ps..][..head];
+        self.check_pages(ppn, &[tag], |_| bytes)?;
+        self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+        Ok(insitu_kernels::arch::to_vec(bytes))
     }
 
     /// Reads the OOB record of one page without reading its data (fsck). Pages past their block's write
@@ -612,6 +633,57 @@ mod tests {
         let err = n.read(0, &[4], &mut buf).unwrap_err().to_string();
         assert!(err.contains("logical page"), "{err}");
         let err = n.read_tagged(0, &mut buf).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn a_page_mostly_zeros_is_read_by_its_head_and_checked_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut n = nand(dir.path());
+        let mut page = vec![0u8; 512];
+        page[..70].fill(5);
+        n.program(0, &[3], &page).unwrap();
+        assert_eq!(n.read_oob(0).unwrap().head, Some(128), "the unit holding byte 69 ends the head");
+        // A read into a buffer of its own copies the head; the page is that, then zeros.
+        let head = n.read_head(0, 3).unwrap();
+        assert_eq!(head, page[..128]);
+        // A byte changed after the head: the page read whole fails its check; a read of its head
+        // still gives the bytes programmed.
+        n.image.write_all_at(&[1u8], 300).unwrap();
+        let mut buf = vec![0u8; 512];
+        let err = n.read(0, &[3], &mut buf).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
+        assert_eq!(n.read_head(0, 3).unwrap(), page[..128]);
+        // One in the head: both fail, and so does a read naming another tag.
+        n.image.write_all_at(&[9u8], 10).unwrap();
+        let err = n.read_head(0, 3).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
+        let err = n.read_head(0, 4).unwrap_err().to_string();
+        assert!(err.contains("logical page"), "{err}");
+        assert!(n.read_head(1, 3).unwrap_err().to_string().contains("erased page"));
+        // A page of zeros has an empty head.
+        n.program(1, &[4], &[0u8; 512]).unwrap();
+        assert_eq!(n.read_head(1, 4).unwrap(), Vec::<u8>::new());
+        n.read(1, &[4], &mut buf).unwrap();
+        assert_eq!(buf, vec![0u8; 512]);
+    }
+
+    #[test]
+    fn a_page_recorded_whole_by_an_older_version_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut n = nand(dir.path());
+        let mut page = vec![0u8; 512];
+        page[..10].fill(8);
+        n.program(0, &[6], &page).unwrap();
+        // The record as the first format wrote it: a checksum of the whole page.
+        let mut area = [0u8; OOB_BYTES];
+        Oob { lpn: 6, crc: crc32fast::hash(&page), head: None }.encode(&mut area);
+        n.oob.write_all_at(&area, 0).unwrap();
+        assert_eq!(n.read_head(0, 6).unwrap(), page);
+        // Checked whole, so noted as checked: forgotten, as `fsck` does, for the change to be seen.
+        n.image.write_all_at(&[1u8], 400).unwrap();
+        n.forget_verified();
+        let err = n.read_head(0, 6).unwrap_err().to_string();
         assert!(err.contains("checksum"), "{err}");
     }
 

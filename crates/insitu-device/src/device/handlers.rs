@@ -484,8 +484,9 @@ impl Handle for GlobalRead {
         // This node's pages in its host's memory (H-D) never touch the device.
         let dram = self.access == crate::cluster::Access::HostRemoteDram;
         Meters::add(&dev.meters.flash_to_device_mem, if dram { 0 } else { local });
-        Meters::add(&dev.meters.device_to_device_in, reply.data.len() as u64 - local);
-        Meters::add(&dev.meters.device_to_host, reply.data.len() as u64 - if dram { local } else { 0 });
+        let bytes = reply.pages * page_size as u64;
+        Meters::add(&dev.meters.device_to_device_in, bytes - local);
+        Meters::add(&dev.meters.device_to_host, bytes - if dram { local } else { 0 });
         Ok(reply)
     }
 }
@@ -493,12 +494,14 @@ impl Handle for GlobalRead {
 impl Handle for PeerRawRead {
     fn handle(self, dev: &Inner) -> Result<PeerPages> {
         use crate::cluster::Access;
+        let page_size = dev.raw()?.page_size();
         let got = crate::global::serve(
             &self,
+            page_size,
             || crate::cluster::ClusterConfig::from_profile(&dev.profile),
             |source, reads| Ok(dev.raw()?.read_at(source, reads)?),
         )?;
-        let bytes = got.data.len() as u64;
+        let bytes = (self.addrs.len() * page_size) as u64;
         if self.access != Access::HostRemoteDram {
             Meters::add(&dev.meters.flash_to_device_mem, bytes);
         }

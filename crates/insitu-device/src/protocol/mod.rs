@@ -47,8 +47,8 @@ pub use self::memory::{
 pub use self::payload::Payload;
 pub use self::programs::*;
 pub use self::raw::{
-    GlobalPage, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawDiscard, RawErase, RawIdentify,
-    RawRead, RawSync, RawWrite,
+    page_heads, GlobalPage, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawDiscard, RawErase,
+    RawIdentify, RawRead, RawSync, RawWrite,
 };
 pub use self::request::{Queue, Request};
 pub use self::storage::{

@@ -103,7 +103,9 @@ pub struct GlobalReadReply {
     pub pcie_down_bytes: u64,
     /// Each page's spare-area value.
     pub spares: Vec<u64>,
-    /// The pages one after another (sent as bulk data).
+    /// Bytes of each page `data` holds (see [`page_heads`]).
+    pub heads: Vec<u32>,
+    /// The pages one after another without their zero tails (sent as bulk data).
     #[serde(skip)]
     pub data: Vec<u8>,
 }
@@ -132,8 +134,38 @@ pub struct PeerRawRead {
 pub struct PeerPages {
     pub slices: Vec<(u32, u32, u32, Ps)>,
     pub spares: Vec<u64>,
+    /// Bytes of each page `data` holds (see [`page_heads`]).
+    pub heads: Vec<u32>,
     #[serde(skip)]
     pub data: Vec<u8>,
+}
+
+/// The pages of a reply, which travel without their zero tails: page `i` is the next `heads[i]` bytes
+/// of `data`, then zeros up to `page_size` (a page's head, as its flash read gave it: see
+/// [`insitu_flash::raw::Oob::head`]; a vertex of a graph fills a tenth of its page). Each page's bytes,
+/// or what does not add up.
+pub fn page_heads<'a>(
+    heads: &[u32],
+    data: &'a [u8],
+    page_size: usize,
+) -> std::result::Result<Vec<&'a [u8]>, String> {
+    let mut pages = Vec::with_capacity(heads.len());
+    let mut at = 0;
+    for (i, &held) in heads.iter().enumerate() {
+        let held = held as usize;
+        if held > page_size {
+            return Err(format!("page {i} holds {held} bytes, more than a page of {page_size}"));
+        }
+        let Some(bytes) = data.get(at..at + held) else {
+            return Err(format!("{} bytes of data, short of page {i}'s", data.len()));
+        };
+        pages.push(bytes);
+        at += held;
+    }
+    if at != data.len() {
+        return Err(format!("{} bytes of data for pages that hold {at}", data.len()));
+    }
+    Ok(pages)
 }
 
 /// A reply whose `data` travels as bulk beside its header.

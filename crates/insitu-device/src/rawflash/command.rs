@@ -104,8 +104,25 @@ pub struct PageSlice {
 }
 
 impl PageSlice {
+    /// The slice's bytes the page's buffer holds: all of them, or fewer (maybe none) where the slice
+    /// reaches past the page's head, whose bytes are zeros (see [`RawFlash::read_head`]).
+    ///
+    /// [`RawFlash::read_head`]: insitu_flash::raw::RawFlash::read_head
     pub fn bytes(&self) -> &[u8] {
-        &self.page[self.range.clone()]
+        let end = self.range.end.min(self.page.len());
+        &self.page[self.range.start.min(end)..end]
+    }
+
+    /// Bytes of the page the slice spans.
+    pub fn span(&self) -> usize {
+        self.range.len()
+    }
+
+    /// Puts the slice's bytes into `dst` (as long as its span): the ones held, then zeros.
+    pub fn copy_to(&self, dst: &mut [u8]) {
+        let held = self.bytes();
+        dst[..held.len()].copy_from_slice(held);
+        dst[held.len()..].fill(0);
     }
 
     /// Where in the page the slice starts.

@@ -71,11 +71,12 @@ impl<M: RawFlash> Cells for M {
     }
 }
 
-/// Page `ppn` of `media` in a buffer of its own (not zeroed first: it is copied whole), checked against
-/// its checksum whatever its spare area says, and that spare-area record (as [`RawFlash::read_tagged`]).
+/// Page `ppn` of `media` in a buffer of its own, checked against its checksum whatever its spare area
+/// says, and that spare-area record (as [`RawFlash::read_tagged`]). The buffer holds the page's head
+/// ([`RawFlash::read_head`]): a slice past it is zeros.
 pub(crate) fn read_page<M: RawFlash>(media: &M, ppn: Ppn) -> Result<(Vec<u8>, u64), FlashError> {
     let spare = media.read_oob(ppn).map_or(u64::MAX, |o| o.lpn);
-    Ok((media.with_pages(ppn, &[spare], insitu_kernels::arch::to_vec)?, spare))
+    Ok((media.read_head(ppn, spare)?, spare))
 }
 
 #[derive(Debug)]

@@ -112,7 +112,7 @@ impl<M: RawFlash> TaggedMedia<M> {
                 match c.event {
                     Event::ReadData(s) => {
                         let at = i * ps + s.offset();
-                        buf[at..at + s.bytes().len()].copy_from_slice(s.bytes());
+                        s.copy_to(&mut buf[at..at + s.span()]);
                         spares[i] = s.spare;
                     }
                     Event::Ack(Err(e)) => fail(&mut first_error, i, e),
@@ -322,6 +322,10 @@ impl RawFlash for FtlMedia {
 
     fn read_into(&self, ppn: Ppn, tags: &[Lpn], buf: &mut [u8]) -> insitu_flash::Result<()> {
         on_media!(self, m => m.read_into(ppn, tags, buf))
+    }
+
+    fn read_head(&self, ppn: Ppn, tag: Lpn) -> insitu_flash::Result<Vec<u8>> {
+        on_media!(self, m => m.read_head(ppn, tag))
     }
 
     fn read_oob(&self, ppn: Ppn) -> Option<Oob> {

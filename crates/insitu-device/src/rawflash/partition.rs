@@ -65,7 +65,8 @@ pub struct RawPartition {
 /// Pages read by [`RawPartition::read_at`], and when each slice of each came out of the cards.
 #[derive(Debug, Clone, Default)]
 pub struct TimedPages {
-    /// The pages, in the order asked, each in the buffer its flash read filled (no copy was made).
+    /// The pages, in the order asked, each in the buffer its flash read filled (no copy was made): the
+    /// page's bytes up to its head, the rest being zeros (see [`crate::rawflash::PageSlice::bytes`]).
     pub pages: Vec<Vec<u8>>,
     /// Each page's spare-area value.
     pub spares: Vec<u64>,
@@ -188,7 +189,7 @@ impl RawPartition {
             &cmds,
             |i, slice| {
                 let at = i * ps + slice.offset();
-                data[at..at + slice.bytes().len()].copy_from_slice(slice.bytes());
+                slice.copy_to(&mut data[at..at + slice.span()]);
                 spares[i * 8..i * 8 + 8].copy_from_slice(&slice.spare.to_le_bytes());
             },
             |_| &[],
@@ -354,6 +355,9 @@ impl RawPartition {
             self.ctrl().ppn_of(a)?;
         }
         let base = self.sp.now();
+        let ps = self.ctrl().geometry().page_size as usize;
+        // A page read by its head is handed over whole, its zeros after the head put back here.
+        let mut whole = Vec::new();
         // When each engine asks for its next page.
         let mut asks: BinaryHeap<Reverse<(Ps, usize)>> = BinaryHeap::new();
         for (e, pages) in engines.iter().enumerate() {
@@ -379,7 +383,15 @@ impl RawPartition {
                 Some((_, c)) => match c.event {
                     Event::ReadData(slice) => {
                         let Some((e, i)) = reading.remove(&c.tag) else { continue };
-                        on_page(e, i, slice.bytes(), slice.spare);
+                        let page = slice.bytes();
+                        let page = if page.len() < ps {
+                            whole.resize(ps, 0);
+                            slice.copy_to(&mut whole);
+                            &whole[..]
+                        } else {
+                            page
+                        };
+                        on_page(e, i, page, slice.spare);
                         let start = (c.at_ps - base).max(free_at[e]);
                         free_at[e] = start.saturating_add(work(e, i));
                         asks.push(Reverse((start, e)));

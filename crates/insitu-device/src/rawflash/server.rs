@@ -155,7 +155,7 @@ impl FlashServer {
         let Some(b) = self.buffers.iter_mut().find(|b| b.tag == c.tag && b.status.is_none()) else { return };
         match c.event {
             Event::ReadData(s) => {
-                b.data[s.offset()..s.offset() + s.bytes().len()].copy_from_slice(s.bytes());
+                s.copy_to(&mut b.data[s.offset()..s.offset() + s.span()]);
                 if s.last {
                     b.status = Some(Ok(()));
                     b.at_ps = c.at_ps;

@@ -32,7 +32,8 @@ use std::path::{Path, PathBuf};
 
 pub use insitu_device::cluster::Access;
 use insitu_device::protocol::{
-    GlobalPage as DevicePage, GlobalRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
+    page_heads, GlobalPage as DevicePage, GlobalRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync,
+    RawWrite,
 };
 use insitu_device::rawflash::{FlashAddr, RawInfo};
 use serde::{Deserialize, Serialize};
@@ -313,6 +314,29 @@ impl ViaReport {
         self.pcie_up_bytes += r.pcie_up_bytes;
         self.pcie_down_bytes += r.pcie_down_bytes;
         self.modeled_s += r.modeled_s;
+    }
+}
+
+/// The pages of one [`GlobalRead`], checked to add up, as they came: each without its zero tail (see
+/// [`page_heads`]).
+struct Heads {
+    heads: Vec<u32>,
+    data: Vec<u8>,
+}
+
+impl Heads {
+    /// Each page's bytes up to its head, in order.
+    fn pages(&self) -> impl Iterator<Item = &[u8]> {
+        self.heads.iter().scan(0, |at, &held| {
+            let page = &self.data[*at..*at + held as usize];
+            *at += held as usize;
+            Some(page)
+        })
+    }
+
+    /// Whether every page came whole (`data` is the pages one after another).
+    fn is_whole(&self, page_size: usize) -> bool {
+        self.heads.iter().all(|&h| h as usize == page_size)
     }
 }
 
@@ -862,11 +886,16 @@ impl<'a> Fs<'a> {
         let started = std::time::Instant::now();
         for first in (0..f.pages.len()).step_by(GLOBAL_BATCH_PAGES) {
             let idx: Vec<usize> = (first..(first + GLOBAL_BATCH_PAGES).min(f.pages.len())).collect();
-            let data = self.via_batch(f, &idx, (origin, access), &[], &mut report)?;
-            let take = left.min(data.len() as u64) as usize;
-            out.write_all(&data[..take]).map_err(|e| HostError::io("output", e))?;
-            left -= take as u64;
-            debug_assert_eq!(data.len(), idx.len() * ps);
+            let batch = self.via_batch(f, &idx, (origin, access), &[], &mut report)?;
+            let zeros = vec![0u8; ps];
+            for page in batch.pages() {
+                // The file's bytes of the page: its head, then the zeros after it.
+                let take = left.min(ps as u64) as usize;
+                let held = page.len().min(take);
+                out.write_all(&page[..held]).map_err(|e| HostError::io("output", e))?;
+                out.write_all(&zeros[..take - held]).map_err(|e| HostError::io("output", e))?;
+                left -= take as u64;
+            }
         }
         report.bytes = f.size;
         report.wall_s = started.elapsed().as_secs_f64();
@@ -883,14 +912,20 @@ impl<'a> Fs<'a> {
         origin: u32,
         access: Access,
     ) -> Result<(Vec<u8>, ViaReport)> {
+        let ps = self.page_size();
         let mut out = Vec::new();
-        let report = self.for_each_batch(name, indices, (origin, access), &[], |_, data| {
-            // A single batch (the usual request) is the device's buffer itself, not a copy of it.
-            if out.is_empty() {
-                out = data;
-                out.reserve_exact(indices.len() * self.page_size() - out.len());
+        let report = self.for_each_batch(name, indices, (origin, access), &[], |_, batch| {
+            // A single batch of whole pages (the usual request) is the device's buffer itself, not a
+            // copy of it.
+            if out.is_empty() && batch.is_whole(ps) {
+                out = batch.data;
+                out.reserve_exact(indices.len() * ps - out.len());
             } else {
-                out.extend_from_slice(&data);
+                out.reserve(batch.heads.len() * ps);
+                for page in batch.pages() {
+                    out.extend_from_slice(page);
+                    out.resize(out.len() + ps - page.len(), 0);
+                }
             }
             Ok(())
         })?;
@@ -910,23 +945,35 @@ impl<'a> Fs<'a> {
         mut each: impl FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<ViaReport> {
         let ps = self.page_size();
-        self.for_each_batch(name, indices, (origin, access), misses, |first, data| {
-            for (j, page) in data.chunks_exact(ps).enumerate() {
-                each(first + j, page)?;
+        // A page that came without its zero tail is put back together here, the tail of the one before
+        // cleared: one buffer, in cache, for the whole read.
+        let (mut whole, mut dirty) = (vec![0u8; ps], 0);
+        self.for_each_batch(name, indices, (origin, access), misses, |first, batch| {
+            for (j, page) in batch.pages().enumerate() {
+                if page.len() == ps {
+                    each(first + j, page)?;
+                    continue;
+                }
+                whole[..page.len()].copy_from_slice(page);
+                if dirty > page.len() {
+                    whole[page.len()..dirty].fill(0);
+                }
+                dirty = page.len();
+                each(first + j, &whole)?;
             }
             Ok(())
         })
     }
 
     /// [`Fs::for_each_page`] a batch of pages at a time: `each(k, pages)` gets pages `indices[k..]`, as
-    /// many as one `GlobalRead` returns, one after another in one buffer.
+    /// many as one `GlobalRead` returns.
     fn for_each_batch(
         &self,
         name: &str,
         indices: &[usize],
         (origin, access): (u32, Access),
         misses: &[bool],
-        mut each: impl FnMut(usize, Vec<u8>) -> Result<()>,
+        mut each: impl FnMut(usize, Heads) -> Result<()>,
     ) -> Result<ViaReport> {
         let f = self.file(name)?;
         if !misses.is_empty() && misses.len() != indices.len() {
@@ -946,9 +993,9 @@ impl<'a> Fs<'a> {
         let started = std::time::Instant::now();
         for (k, idx) in indices.chunks(GLOBAL_BATCH_PAGES).enumerate() {
             let m = if misses.is_empty() { &[][..] } else { &misses[k * GLOBAL_BATCH_PAGES..][..idx.len()] };
-            let data = self.via_batch(f, idx, (origin, access), m, &mut report)?;
-            report.bytes += data.len() as u64;
-            each(k * GLOBAL_BATCH_PAGES, data)?;
+            let batch = self.via_batch(f, idx, (origin, access), m, &mut report)?;
+            report.bytes += (idx.len() * self.page_size()) as u64;
+            each(k * GLOBAL_BATCH_PAGES, batch)?;
         }
         report.wall_s = started.elapsed().as_secs_f64();
         Ok(report)
@@ -962,7 +1009,7 @@ impl<'a> Fs<'a> {
         (origin, access): (u32, Access),
         missed: &[bool],
         report: &mut ViaReport,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Heads> {
         let topology = self.array.config().topology.clone().ok_or_else(|| {
             HostError::InvalidArgument(
                 "this array has no storage network: make an appliance with `insitu init --nodes N --topology T`"
@@ -975,13 +1022,14 @@ impl<'a> Fs<'a> {
         let misses = (0..missed.len() as u32).filter(|k| missed[*k as usize]).collect();
         let got =
             reader.call(GlobalRead { access, topology, pages, misses }).map_err(HostError::device(origin))?;
-        if got.data.len() != idx.len() * self.page_size() || got.spares.len() != idx.len() {
-            return Err(HostError::device(origin)(insitu_device::DeviceError::Protocol(format!(
-                "a read of {} pages answered {} bytes and {} spare areas",
+        let protocol = |e: String| HostError::device(origin)(insitu_device::DeviceError::Protocol(e));
+        let pages = page_heads(&got.heads, &got.data, self.page_size()).map_err(protocol)?.len();
+        if pages != idx.len() || got.spares.len() != idx.len() {
+            return Err(protocol(format!(
+                "a read of {} pages answered {pages} pages and {} spare areas",
                 idx.len(),
-                got.data.len(),
                 got.spares.len()
-            ))));
+            )));
         }
         for (k, i) in idx.iter().enumerate() {
             check_spare(f, *i, &f.pages[*i], got.spares[k])?;
@@ -997,7 +1045,7 @@ impl<'a> Fs<'a> {
             modeled_s: got.modeled_ps as f64 * 1e-12,
             ..Default::default()
         });
-        Ok(got.data)
+        Ok(Heads { heads: got.heads, data: got.data })
     }
 
     /// Removes file `name`: its pages are dead, for cleaning to reclaim.
