@@ -475,35 +475,33 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
     let started = std::time::Instant::now();
     let (mut frontier, mut depth, mut rounds) = (vec![from], 0u32, 0u64);
     while !frontier.is_empty() {
+        // The next level: vertices not reached before, marked as their pages' neighbours arrive, then in
+        // order. An id past the graph's pages goes in too, for the next round's read to refuse as damage.
         let mut found = Vec::new();
         // (page, the vertex it belongs to, whether it is the vertex's own page)
         let mut want: Vec<(usize, u32, bool)> = frontier.iter().map(|v| (*v as usize, *v, true)).collect();
         while !want.is_empty() {
             let start = (depth == 0).then_some(from);
-            let got = read_round(fs, name, &want, by, start, &mut report)?;
-            rounds += 1;
             let mut next = Vec::new();
-            for ((_, v, _), (_, nb, more)) in want.iter().zip(got) {
-                found.extend(nb);
-                if more != NO_PAGE {
-                    next.push((more as usize, *v, false));
+            read_round(fs, name, &want, by, start, &mut report, |k, _, nb, more| {
+                for &v in nb {
+                    match level.get_mut(v as usize) {
+                        Some(l) if *l == UNSEEN => {
+                            *l = depth + 1;
+                            found.push(v);
+                        }
+                        Some(_) => {}
+                        None => found.push(v),
+                    }
                 }
-            }
+                if more != NO_PAGE {
+                    next.push((more as usize, want[k].1, false));
+                }
+            })?;
+            rounds += 1;
             want = next;
         }
-        // The next level: vertices not reached before, in order. An id past the graph's pages stays in
-        // it, for the next round's read to refuse as damage.
-        frontier = Vec::new();
-        for v in found {
-            match level.get_mut(v as usize) {
-                Some(l) if *l == UNSEEN => {
-                    *l = depth + 1;
-                    frontier.push(v);
-                }
-                Some(_) => {}
-                None => frontier.push(v),
-            }
-        }
+        frontier = found;
         frontier.sort_unstable();
         frontier.dedup();
         if !frontier.is_empty() {
@@ -521,7 +519,7 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
 /// One round of a traversal's dependent reads: pages `want` (page, the vertex it belongs to, whether it
 /// is the vertex's own page) read by `by`, each checked to be that vertex's, the cost added to `report`.
 /// On the first round, `start` is the start vertex: its page turning out to be a spill page means the
-/// graph has no such vertex. Returns each page's (degree, neighbours here, next page).
+/// graph has no such vertex. `each(k, degree, neighbours here, next page)` gets page `want[k]`, in order.
 fn read_round(
     fs: &crate::bluedbm::fs::Fs<'_>,
     name: &str,
@@ -529,7 +527,8 @@ fn read_round(
     by: Reader,
     start: Option<u32>,
     report: &mut crate::bluedbm::fs::ViaReport,
-) -> Result<Vec<(u32, Vec<u32>, u32)>> {
+    mut each: impl FnMut(usize, u32, &[u32], u32),
+) -> Result<()> {
     let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
     let pages = fs.file(name)?.pages.len();
     let idx: Vec<usize> = want.iter().map(|w| w.0).collect();
@@ -539,8 +538,7 @@ fn read_round(
     // DRAM + x% F: the round's misses are read from the pages' flash by their hosts, in the same read.
     let seq = report.pages;
     let miss: Vec<bool> = (0..idx.len()).map(|k| by.misses_dram(seq + k as u64)).collect();
-    // Each page is decoded as its batch arrives: a round's memory is its neighbour lists, not its pages.
-    let mut out = Vec::with_capacity(want.len());
+    // Each page is decoded as its batch arrives: a round's memory is a batch, not its pages.
     let r = fs.for_each_page(name, &idx, (by.origin, by.placement.access()), &miss, |k, data| {
         let (page, v, own) = want[k];
         let the_start = own && Some(v) == start;
@@ -561,11 +559,11 @@ fn read_round(
             let what = if own { "its vertex" } else { "a spill page of" };
             return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
         }
-        out.push((degree, nb, more));
+        each(k, degree, &nb, more);
         Ok(())
     })?;
     report.add(&r);
-    Ok(out)
+    Ok(())
 }
 
 /// The error for a traversal of a file whose start page is not a vertex page at all (`why`): not a graph.
@@ -648,7 +646,10 @@ pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Rea
         while !want.is_empty() {
             let pages: Vec<(usize, u32, bool)> = want.iter().map(|w| (w.1, w.2, w.3.is_none())).collect();
             let start = (step == 0).then_some(from);
-            let got = read_round(fs, name, &pages, by, start, &mut report)?;
+            let mut got = Vec::with_capacity(pages.len());
+            read_round(fs, name, &pages, by, start, &mut report, |_, degree, nb, more| {
+                got.push((degree, nb.to_vec(), more))
+            })?;
             rounds += 1;
             let mut next = Vec::new();
             for ((w, _, v, skip), (degree, nb, more)) in want.iter().zip(got) {
