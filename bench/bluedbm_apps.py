@@ -139,11 +139,12 @@ q = it[rng.choice({args.items}, 16, replace=False)].copy(); q[:, ::101] ^= 0x55;
     t_put, _ = timed([INSITU, "--data", data, "bluedbm", "put-graph", edges, "--name", "g"])
     e = open(edges, "rb").read(8)
     start = int.from_bytes(e[:4], "little")
-    s = json.loads(run([PY, "-c", SCIPY, edges, str(start)]))
-    body = [f"BFS over a Graph500 graph of 2^{args.scale} vertices, edge factor 10, from vertex {start} (put-graph: {t_put:.1f} s).", "",
+    # Best of 2 for every contender: the first run after a put of 16 GiB can meet its write-back.
+    s = min((json.loads(run([PY, "-c", SCIPY, edges, str(start)])) for _ in range(2)), key=lambda r: r["total_s"])
+    body = [f"BFS over a Graph500 graph of 2^{args.scale} vertices, edge factor 10, from vertex {start} (put-graph: {t_put:.1f} s; best of 2 runs each).", "",
             "| tool | measured s | vs scipy | reached | modeled s (bluedbm) |", "|---|---:|---:|---:|---:|"]
     for placement in ["isp", "host"]:
-        t, out = timed([INSITU, "--json", "--data", data, "bluedbm", "bfs", "g", "--from", str(start), "--placement", placement])
+        t, out = best(lambda: timed([INSITU, "--json", "--data", data, "bluedbm", "bfs", "g", "--from", str(start), "--placement", placement]), 2)
         r = json.loads(out)["result"]
         assert r["reached"] == s["reached"], (placement, r["reached"], s["reached"])
         body.append(f"| insitu bluedbm bfs ({placement}) | {t:.3f} | {s['total_s'] / t:.2f}x | {r['reached']} | {r['modeled_s']:.3f} |")
