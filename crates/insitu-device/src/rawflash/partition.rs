@@ -12,7 +12,7 @@
 //! in-order programming resumes after the last whole page. Erases after the last sync are not counted
 //! after a crash.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -74,6 +74,34 @@ pub struct TimedPages {
     /// the order the slices came out. For the local in-store processor, which needs only when each page
     /// is whole, one entry a page: all of it, at its last slice's time.
     pub slices: Vec<(u32, u32, u32, Ps)>,
+}
+
+/// Which engine's which page each read of [`RawPartition::stream`] in flight is for, by tag: tags are
+/// given out in order, so a window from the oldest one in flight (a map hashed every tag was 3% of a
+/// search).
+#[derive(Default)]
+struct Reading {
+    /// The tag of `slots[0]`.
+    first: Tag,
+    slots: VecDeque<Option<(usize, usize)>>,
+}
+
+impl Reading {
+    /// Notes a read of page `i` of engine `e`; returns its tag.
+    fn insert(&mut self, read: (usize, usize)) -> Tag {
+        self.slots.push_back(Some(read));
+        self.first.wrapping_add(self.slots.len() as Tag - 1)
+    }
+
+    /// The read of `tag`, if it is in flight; it no longer is.
+    fn remove(&mut self, tag: Tag) -> Option<(usize, usize)> {
+        let read = self.slots.get_mut(tag.wrapping_sub(self.first) as usize)?.take();
+        while self.slots.front().is_some_and(Option::is_none) {
+            self.slots.pop_front();
+            self.first = self.first.wrapping_add(1);
+        }
+        read
+    }
 }
 
 impl RawPartition {
@@ -368,8 +396,7 @@ impl RawPartition {
         let mut next = vec![0usize; engines.len()];
         let mut free_at = vec![0 as Ps; engines.len()];
         // Which engine's which page each tag reads.
-        let mut reading: HashMap<Tag, (usize, usize)> = HashMap::new();
-        let mut tag: Tag = 0;
+        let mut reading = Reading::default();
         let mut first_error = None;
         // When the throttle lets the next read go.
         let mut next_slot: Ps = 0;
@@ -382,7 +409,7 @@ impl RawPartition {
             match event {
                 Some((_, c)) => match c.event {
                     Event::ReadData(slice) => {
-                        let Some((e, i)) = reading.remove(&c.tag) else { continue };
+                        let Some((e, i)) = reading.remove(c.tag) else { continue };
                         let page = slice.bytes();
                         let page = if page.len() < ps {
                             whole.resize(ps, 0);
@@ -397,7 +424,7 @@ impl RawPartition {
                         asks.push(Reverse((start, e)));
                     }
                     Event::Ack(Err(err)) => {
-                        reading.remove(&c.tag);
+                        reading.remove(c.tag);
                         first_error.get_or_insert(err);
                     }
                     _ => {}
@@ -416,11 +443,10 @@ impl RawPartition {
                     }
                     next_slot = at.saturating_add(gap_ps);
                     next[e] += 1;
-                    tag = tag.wrapping_add(1);
-                    reading.insert(tag, (e, i));
+                    let tag = reading.insert((e, i));
                     if let Err(err) = self.sp.issue(Source::Isp, FlashCommand::read_page(engines[e][i], tag))
                     {
-                        reading.remove(&tag);
+                        reading.remove(tag);
                         first_error.get_or_insert(err);
                     }
                 }
