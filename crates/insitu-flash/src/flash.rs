@@ -134,11 +134,14 @@ impl<M: RawFlash> Flash<M> {
     /// already restored from the checkpoint; the journal is replayed through `M`).
     pub fn open_on(dir: &Path, media: impl FnOnce(Nand) -> Result<M>) -> Result<Flash<M>> {
         let sb_copies = persist::read_superblock_copies(dir)?;
-        let sb = sb_copies.state;
+        let mut sb = sb_copies.state;
         sb.geometry.validate()?;
         let ckpt_copies = persist::read_checkpoint_copies(dir)?;
-        // The bad copy is rewritten from the good one before anything else changes.
-        if !sb_copies.damaged.is_empty() {
+        // The bad copy is rewritten from the good one before anything else changes; a device of an
+        // older format is marked with this one before this build writes anything of its own.
+        let older = sb.version < FORMAT_VERSION;
+        sb.version = sb.version.max(FORMAT_VERSION);
+        if !sb_copies.damaged.is_empty() || older {
             persist::write_superblock(dir, &sb)?;
         }
         if !ckpt_copies.damaged.is_empty() {

@@ -25,7 +25,12 @@ use crate::namespace::ObjectMeta;
 use crate::raw::BlockState;
 
 /// 2: objects carry the transaction that made them; devices record the array's catalog generation.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: a page's spare-area record may cover its head alone ([`crate::raw::Oob::head`]). A device of format
+/// 2 is read as it is and marked 3 when opened, so that a build that cannot read such records refuses it
+/// by its version rather than find its pages unreadable.
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format this build reads.
+const OLDEST_FORMAT: u32 = 2;
 /// The journal's own format: 3 notes after every sync how far it is durable (`Record::Durable`). A
 /// journal of format 2 has no such notes: any bad record with valid ones after it is damage there.
 pub const JOURNAL_VERSION: u32 = 3;
@@ -129,7 +134,7 @@ fn unframe<'a>(magic: &[u8; 4], what: &'static str, path: &Path, bytes: &'a [u8]
         return Err(corrupt("bad magic or truncated header"));
     }
     let version = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
+    if !(OLDEST_FORMAT..=FORMAT_VERSION).contains(&version) {
         return Err(FlashError::Version {
             path: path.to_path_buf(),
             found: version,
@@ -537,6 +542,71 @@ mod tests {
 
     fn trims(records: &[Record]) -> usize {
         records.iter().filter(|r| matches!(r, Record::Trim { .. })).count()
+    }
+
+    #[test]
+    fn a_device_of_format_2_is_read_and_marked_3_and_a_later_format_is_refused() {
+        use crate::raw::{Oob, OOB_BYTES};
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let geo = Geometry {
+            channels: 2,
+            chips_per_channel: 1,
+            blocks_per_chip: 2,
+            pages_per_block: 8,
+            page_size: 4096,
+        };
+        let mut flash = crate::Flash::format(dir.path(), geo, 1 << 20).unwrap();
+        // A page and a fifth: the second page is mostly zeros, so its record covers its head alone.
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8 | 1).collect();
+        let txn = flash.create_object("x", "blob", Default::default(), Some(5000)).unwrap();
+        flash.append(txn, &data).unwrap();
+        flash.commit(txn).unwrap();
+        flash.close().unwrap();
+        // Made as format 2 made it: every record over its whole page, the metadata's frames marked 2.
+        let img = std::fs::read(dir.path().join("nand.img")).unwrap();
+        let oob =
+            std::fs::OpenOptions::new().read(true).write(true).open(dir.path().join("nand.oob")).unwrap();
+        let mut heads = 0;
+        for p in 0..geo.total_pages() as usize {
+            let mut area = [0u8; OOB_BYTES];
+            oob.read_exact_at(&mut area, (p * OOB_BYTES) as u64).unwrap();
+            let Some(rec) = Oob::decode(&area) else { continue };
+            heads += usize::from(rec.head_len(4096) < 4096);
+            let page = &img[p * 4096..(p + 1) * 4096];
+            Oob { crc: crc32fast::hash(page), head: None, ..rec }.encode(&mut area);
+            oob.write_all_at(&area, (p * OOB_BYTES) as u64).unwrap();
+        }
+        assert!(heads > 0, "a page was recorded by its head");
+        let sb = read_superblock_copies(dir.path()).unwrap().state;
+        write_superblock(dir.path(), &Superblock { version: 2, ..sb }).unwrap();
+        let mark = |name: &str, version: u32| {
+            let p = dir.path().join(name);
+            let mut b = std::fs::read(&p).unwrap();
+            b[4..8].copy_from_slice(&version.to_le_bytes());
+            std::fs::write(&p, b).unwrap();
+        };
+        for name in ["superblock", "superblock.b", "checkpoint", "checkpoint.b"] {
+            mark(name, 2);
+        }
+        // Read as it is, and marked 3 before anything else.
+        let flash = crate::Flash::open(dir.path()).unwrap();
+        let mut back = vec![0u8; 5000];
+        flash.read("x", 0, &mut back).unwrap();
+        assert_eq!(back, data);
+        assert!(flash.recovery().mended_copies.is_empty());
+        flash.close().unwrap();
+        assert_eq!(read_superblock_copies(dir.path()).unwrap().state.version, 3);
+        for name in ["superblock", "superblock.b"] {
+            let b = std::fs::read(dir.path().join(name)).unwrap();
+            assert_eq!(b[4..8], 3u32.to_le_bytes(), "{name}");
+        }
+        // A format past this build's is refused by its number, not read.
+        for name in ["superblock", "superblock.b"] {
+            mark(name, 4);
+        }
+        let err = crate::Flash::open(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("format version 4") && err.contains("reads 3"), "{err}");
     }
 
     #[test]
