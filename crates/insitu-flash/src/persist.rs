@@ -247,8 +247,10 @@ pub fn read_superblock(dir: &Path) -> Result<Superblock> {
     Ok(read_superblock_copies(dir)?.state)
 }
 
+/// A copy of an older format than the other is the older one (a crash between the two writes of an
+/// upgrade), mended with the newer.
 pub fn read_superblock_copies(dir: &Path) -> Result<Copies<Superblock>> {
-    read_copies(dir, SUPERBLOCK_COPIES, SUPER_MAGIC, "superblock", |_, _| false)
+    read_copies(dir, SUPERBLOCK_COPIES, SUPER_MAGIC, "superblock", |a: &Superblock, b| a.version > b.version)
 }
 
 pub fn write_checkpoint(dir: &Path, st: &CheckpointState) -> Result<()> {
@@ -579,7 +581,7 @@ mod tests {
         }
         assert!(heads > 0, "a page was recorded by its head");
         let sb = read_superblock_copies(dir.path()).unwrap().state;
-        write_superblock(dir.path(), &Superblock { version: 2, ..sb }).unwrap();
+        write_superblock(dir.path(), &Superblock { version: 2, ..sb.clone() }).unwrap();
         let mark = |name: &str, version: u32| {
             let p = dir.path().join(name);
             let mut b = std::fs::read(&p).unwrap();
@@ -600,6 +602,21 @@ mod tests {
         for name in ["superblock", "superblock.b"] {
             let b = std::fs::read(dir.path().join(name)).unwrap();
             assert_eq!(b[4..8], 3u32.to_le_bytes(), "{name}");
+        }
+        // A crash between the two writes of the upgrade: the copy left at 2 is mended, not kept.
+        let upgraded = std::fs::read(dir.path().join("superblock")).unwrap();
+        write_superblock(dir.path(), &Superblock { version: 2, ..sb }).unwrap();
+        mark("superblock.b", 2);
+        std::fs::write(dir.path().join("superblock"), &upgraded).unwrap();
+        let copies = read_superblock_copies(dir.path()).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("superblock")).unwrap()[4..8], 3u32.to_le_bytes());
+        assert_eq!((copies.state.version, copies.damaged.len()), (3, 1), "{:?}", copies.damaged);
+        let flash = crate::Flash::open(dir.path()).unwrap();
+        assert_eq!(flash.recovery().mended_copies.len(), 1);
+        flash.close().unwrap();
+        for name in ["superblock", "superblock.b"] {
+            let b = std::fs::read(dir.path().join(name)).unwrap();
+            assert_eq!(b[4..8], 3u32.to_le_bytes(), "{name} after the crash");
         }
         // A format past this build's is refused by its number, not read.
         for name in ["superblock", "superblock.b"] {

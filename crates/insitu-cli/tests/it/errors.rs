@@ -154,6 +154,36 @@ fn a_corrupted_image_page_is_named_by_fsck_and_get_fails_cleanly() {
     assert_eq!(names, vec!["array", "out", "victim"]);
 }
 
+/// A raw read takes a page's head alone (the bytes up to its last nonzero 64); the FTL's reads and `fsck`
+/// check pages whole, on a profile whose FTL runs on the raw interface too: a byte changed after a page's
+/// head is found and named, and the get fails cleanly.
+#[test]
+fn a_byte_changed_after_a_pages_head_is_found_by_fsck_on_the_raw_interface() {
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "bluedbm", "--capacity", "256MiB"]);
+    // 300,000 bytes: the last 8 KiB page holds 5,088 of them, its head 5,120.
+    let f = env.write("victim", &text(300_000, 6, b"abcdef"));
+    env.ok(&["put", s(&f)]);
+    let oob = std::fs::read(env.data().join("dev0/nand.oob")).unwrap();
+    let heads: Vec<(usize, usize)> = oob
+        .chunks_exact(16)
+        .enumerate()
+        .filter(|(_, r)| &r[14..16] == b"B2")
+        .map(|(p, r)| (p, u16::from_le_bytes([r[12], r[13]]) as usize * 64))
+        .filter(|&(_, h)| h < 8192)
+        .collect();
+    assert_eq!(heads.iter().map(|h| h.1).collect::<Vec<_>>(), vec![5120], "{heads:?}");
+    let img = std::fs::OpenOptions::new().write(true).open(env.data().join("dev0/nand.img")).unwrap();
+    img.write_all_at(b"garbage!", heads[0].0 as u64 * 8192 + 8000).unwrap();
+    let o = env.run(&["fsck"]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("dev0") && out.contains("checksum"), "{out}");
+    let err = env.fails(&["get", "victim", "-o", s(&env.path("out"))]);
+    assert!(err.contains("checksum"), "{err}");
+    assert!(!env.path("out").exists());
+}
+
 #[test]
 fn corrupted_metadata_is_named_without_a_panic_and_takes_only_its_device_offline() {
     let env = Env::new();

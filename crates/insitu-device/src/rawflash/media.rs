@@ -32,8 +32,11 @@ impl<M: RawFlash> Cells for ReadOnly<'_, M> {
         self.0.block(block).write_ptr
     }
 
+    /// The whole page, checked whole: the FTL hands its pages on as they are (and `fsck` scrubs them
+    /// this way), where the raw interface's reads take a page's head alone.
     fn read_page(&self, ppn: Ppn) -> Result<(Vec<u8>, u64), FlashError> {
-        super::controller::read_page(self.0, ppn)
+        let spare = self.0.read_oob(ppn).map_or(u64::MAX, |o| o.lpn);
+        Ok((self.0.with_pages(ppn, &[spare], insitu_kernels::arch::to_vec)?, spare))
     }
 
     fn program(&mut self, _: Ppn, _: u64, _: &[u8]) -> Result<(), FlashError> {

@@ -36,9 +36,9 @@
 //! ctrl.write_data(1, 7, &vec![5u8; 8192]).unwrap();
 //! assert!(ctrl.poll().unwrap().event.is_done());           // acknowledged after tPROG
 //! ctrl.issue(FlashCommand::read(addr, 9)).unwrap();
-//! let mut page = Vec::new();
-//! while let Some(c) = ctrl.poll() {
-//!     if let Event::ReadData(slice) = &c.event { page.extend_from_slice(slice.bytes()); }
+//! let mut page = vec![0u8; 8192];
+//! while let Some(c) = ctrl.poll() {                         // the slices: their bytes, zeros past the head
+//!     if let Event::ReadData(s) = &c.event { s.copy_to(&mut page[s.offset()..][..s.span()]); }
 //! }
 //! assert_eq!(page, vec![5u8; 8192]);
 //! assert!(ctrl.now() > 75_000_000);                        // tR alone is 75 us on this profile

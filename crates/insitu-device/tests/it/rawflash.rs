@@ -288,7 +288,7 @@ fn timing_adds_up_from_the_profiles_figures() {
         }
         let Some(e) = ctrl.poll() else { break };
         if let Event::ReadData(s) = &e.event {
-            bytes += s.bytes().len() as u64;
+            bytes += s.span() as u64;
             if s.last {
                 free[e.card as usize].push(e.tag);
             }
