@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use crate::cluster::{Access, ClusterConfig, Link, Outbox, DATA_HEADER, DESCRIPTOR_BYTES, REQUEST_BYTES};
 use crate::error::{DeviceError, Result};
 use crate::network::{Delivery, Network, NodeId, Payload, Ps};
-use crate::protocol::{page_heads, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead};
+use crate::protocol::{pack_heads, page_heads, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead};
 use crate::rawflash::{FlashAddr, Source, TimedPages};
 
 fn refuse(detail: String) -> DeviceError {
@@ -246,11 +246,7 @@ where
         }
         from[*i] = page;
     }
-    reply.heads = from.iter().map(|p| p.len() as u32).collect();
-    reply.data = Vec::with_capacity(from.iter().map(|p| p.len()).sum());
-    for page in from {
-        reply.data.extend_from_slice(page);
-    }
+    (reply.heads, reply.data) = pack_heads(&from);
     Ok(reply)
 }
 
@@ -348,8 +344,8 @@ pub fn serve(
     let reads: Vec<(FlashAddr, Ps)> =
         req.addrs.iter().copied().zip(req.arrivals_ps.iter().copied()).collect();
     let got = read_at(Source::Remote(req.origin), &reads)?;
-    let heads = got.pages.iter().map(|p| p.len() as u32).collect();
-    Ok(PeerPages { slices: got.slices, spares: got.spares, heads, data: got.pages.concat() })
+    let (heads, data) = pack_heads(&got.pages);
+    Ok(PeerPages { slices: got.slices, spares: got.spares, heads, data })
 }
 
 /// H-RH-F and H-D at the page's node, as [`crate::cluster`] has them: each request interrupts the host (a
@@ -429,8 +425,8 @@ fn through_host(
     for k in flash_order {
         send(k, ready[k], ps, &mut down, &mut slices);
     }
-    let heads = pages.iter().map(|p| p.len() as u32).collect();
-    Ok(PeerPages { slices, spares, heads, data: pages.concat() })
+    let (heads, data) = pack_heads(&pages);
+    Ok(PeerPages { slices, spares, heads, data })
 }
 
 /// `n` flags, set at `indices` (pages of a read that miss their host's memory); an index past the read

@@ -47,8 +47,8 @@ pub use self::memory::{
 pub use self::payload::Payload;
 pub use self::programs::*;
 pub use self::raw::{
-    page_heads, GlobalPage, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawDiscard, RawErase,
-    RawIdentify, RawRead, RawSync, RawWrite,
+    pack_heads, page_heads, GlobalPage, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawDiscard,
+    RawErase, RawIdentify, RawRead, RawSync, RawWrite,
 };
 pub use self::request::{Queue, Request};
 pub use self::storage::{

@@ -168,6 +168,17 @@ pub fn page_heads<'a>(
     Ok(pages)
 }
 
+/// Pages (each without its zero tail) put one after another as a reply carries them, for
+/// [`page_heads`] to split: (each page's bytes, the bytes).
+pub fn pack_heads<P: AsRef<[u8]>>(pages: &[P]) -> (Vec<u32>, Vec<u8>) {
+    let heads = pages.iter().map(|p| p.as_ref().len() as u32).collect();
+    let mut data = Vec::with_capacity(pages.iter().map(|p| p.as_ref().len()).sum());
+    for p in pages {
+        data.extend_from_slice(p.as_ref());
+    }
+    (heads, data)
+}
+
 /// A reply whose `data` travels as bulk beside its header.
 macro_rules! bulk_reply {
     ($req:ty => $resp:ty, $q:ident) => {
