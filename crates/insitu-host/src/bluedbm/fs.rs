@@ -325,13 +325,9 @@ struct Heads {
 }
 
 impl Heads {
-    /// Each page's bytes up to its head, in order.
-    fn pages(&self) -> impl Iterator<Item = &[u8]> {
-        self.heads.iter().scan(0, |at, &held| {
-            let page = &self.data[*at..*at + held as usize];
-            *at += held as usize;
-            Some(page)
-        })
+    /// Each page's bytes up to its head, in order (pages of `page_size` bytes).
+    fn pages(&self, page_size: usize) -> Vec<&[u8]> {
+        page_heads(&self.heads, &self.data, page_size).expect("checked when the batch came")
     }
 
     /// Whether every page came whole (`data` is the pages one after another).
@@ -893,7 +889,7 @@ impl<'a> Fs<'a> {
             // Whole pages go out as runs of the batch's buffer. A page without its zero tail, or the one
             // the file ends in, ends a run: the file's bytes of it, then its zeros.
             let (mut from, mut at) = (0, 0);
-            for page in batch.pages() {
+            for page in batch.pages(ps) {
                 let take = left.min(ps as u64) as usize;
                 let held = page.len().min(take);
                 if held < take || take < page.len() {
@@ -932,7 +928,7 @@ impl<'a> Fs<'a> {
                 out.reserve_exact(indices.len() * ps - out.len());
             } else {
                 out.reserve(batch.heads.len() * ps);
-                for page in batch.pages() {
+                for page in batch.pages(ps) {
                     out.extend_from_slice(page);
                     out.resize(out.len() + ps - page.len(), 0);
                 }
@@ -959,7 +955,7 @@ impl<'a> Fs<'a> {
         // cleared: one buffer, in cache, for the whole read.
         let (mut whole, mut dirty) = (vec![0u8; ps], 0);
         self.for_each_batch(name, indices, (origin, access), misses, |first, batch| {
-            for (j, page) in batch.pages().enumerate() {
+            for (j, page) in batch.pages(ps).into_iter().enumerate() {
                 if page.len() == ps {
                     each(first + j, page)?;
                     continue;
