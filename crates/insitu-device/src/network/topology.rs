@@ -47,6 +47,19 @@ pub struct Cable {
     pub b: PortRef,
 }
 
+/// The most nodes a topology may have: routing tables take nodes x nodes x endpoints entries (32 MiB
+/// with 8 endpoints here), and each node's shortest routes are found from every other.
+pub const MAX_NODES: u32 = 1024;
+
+/// [`TopologyError::NoNodes`] or [`TopologyError::TooManyNodes`] for `nodes` out of range.
+fn check_nodes(nodes: u32) -> Result<(), TopologyError> {
+    match nodes {
+        0 => Err(TopologyError::NoNodes),
+        n if n > MAX_NODES => Err(TopologyError::TooManyNodes { nodes: n, max: MAX_NODES }),
+        _ => Ok(()),
+    }
+}
+
 /// Why a topology is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -55,6 +68,9 @@ pub enum TopologyError {
     Parse { origin: String, detail: String },
     #[error("topology: a network needs at least one node")]
     NoNodes,
+    /// More nodes than [`MAX_NODES`]: the routing tables grow with the square of the nodes.
+    #[error("topology: at most {max} nodes (BlueDBM's appliance had 20), not {nodes}")]
+    TooManyNodes { nodes: u32, max: u32 },
     #[error("topology: link {link} names node {node}, but there are only {nodes} nodes (0..{nodes})")]
     UnknownNode { link: usize, node: NodeId, nodes: u32 },
     #[error("topology: link {link} joins node {node} to itself")]
@@ -120,9 +136,7 @@ impl Topology {
     }
 
     fn from_specs(nodes: u32, ports: u32, specs: &[LinkSpec]) -> Result<Topology, TopologyError> {
-        if nodes == 0 {
-            return Err(TopologyError::NoNodes);
-        }
+        check_nodes(nodes)?;
         // Named ports first, so that a lowest-free-port choice never takes a port named later.
         let mut used: Vec<Vec<bool>> = vec![vec![false; ports as usize]; nodes as usize];
         for (i, s) in specs.iter().enumerate() {
@@ -181,6 +195,7 @@ impl Topology {
 
     /// `n` nodes in a ring, `lanes` cables between neighbours (two nodes: `lanes` cables between them).
     pub fn ring(n: u32, lanes: u32, ports: u32) -> Result<Topology, TopologyError> {
+        check_nodes(n)?;
         let pairs: Vec<(NodeId, NodeId)> = match n {
             0 | 1 => vec![],
             2 => vec![(0, 1)],
@@ -191,6 +206,7 @@ impl Topology {
 
     /// `n` nodes in a line.
     pub fn line(n: u32, lanes: u32, ports: u32) -> Result<Topology, TopologyError> {
+        check_nodes(n)?;
         let pairs: Vec<(NodeId, NodeId)> = (1..n.max(1)).map(|i| (i - 1, i)).collect();
         Self::lanes(n, ports, &pairs, lanes)
     }
@@ -198,6 +214,7 @@ impl Topology {
     /// `n` nodes in a 2-D mesh, row-major in rows of `ceil(sqrt(n))`, each cabled to its right and lower
     /// neighbour.
     pub fn mesh(n: u32, lanes: u32, ports: u32) -> Result<Topology, TopologyError> {
+        check_nodes(n)?;
         let width = (1..=n.max(1)).find(|w| w * w >= n).unwrap_or(1);
         let mut pairs = Vec::new();
         for i in 0..n {
@@ -259,9 +276,7 @@ impl Topology {
 
     /// Checks the rules of the module docs.
     pub fn validate(&self) -> Result<(), TopologyError> {
-        if self.nodes == 0 {
-            return Err(TopologyError::NoNodes);
-        }
+        check_nodes(self.nodes)?;
         let mut owner: Vec<Vec<Option<usize>>> = vec![vec![None; self.ports as usize]; self.nodes as usize];
         for (i, c) in self.cables.iter().enumerate() {
             if c.a.node == c.b.node {
@@ -343,6 +358,13 @@ mod tests {
         assert_eq!(Topology::full(9, 1, 8).unwrap().cables().len(), 36);
         assert!(matches!(Topology::full(10, 1, 8), Err(TopologyError::TooManyPorts { needed: 9, .. })));
         assert_eq!(Topology::ring(1, 1, 8).unwrap().cables().len(), 0);
+        // Too many nodes is refused before any table is sized by them (65536 squared overflowed a u32).
+        for n in [MAX_NODES + 1, 65_536, u32::MAX] {
+            for t in [Topology::ring(n, 1, 8), Topology::line(n, 1, 8), Topology::mesh(n, 1, 8)] {
+                assert_eq!(t.unwrap_err(), TopologyError::TooManyNodes { nodes: n, max: MAX_NODES });
+            }
+        }
+        assert!(Topology::line(MAX_NODES, 1, 8).is_ok());
     }
 
     #[test]

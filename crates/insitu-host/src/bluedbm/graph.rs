@@ -64,6 +64,9 @@ impl EdgeFormat {
     }
 }
 
+/// Most vertices of a stored graph: a file of the appliance has at most 2^24 pages, one a vertex.
+pub const MAX_VERTICES: u64 = 1 << 24;
+
 /// The Graph500 Kronecker graph of `2^scale` vertices and `edge_factor x 2^scale` edges, seeded;
 /// `permute` relabels the vertices and shuffles the edges as the reference does (off: the raw R-MAT
 /// quadrant structure, for tests).
@@ -193,6 +196,12 @@ impl Adjacency {
             Some(n) => n,
             None => edges.iter().map(|(u, v)| u64::from(*u.max(v)) + 1).max().unwrap_or(0),
         };
+        // A vertex a page: no more vertices than a file has pages, refused before anything is sized by them.
+        if n > MAX_VERTICES {
+            return Err(HostError::InvalidArgument(format!(
+                "a graph stored a vertex a page has at most {MAX_VERTICES} vertices (a file's most pages), not {n}"
+            )));
+        }
         if let Some((i, (u, v))) = edges.iter().enumerate().find(|(_, (u, v))| u64::from(*u.max(v)) >= n) {
             return Err(HostError::InvalidArgument(format!(
                 "edge {i} ({u}, {v}) names a vertex past the graph's {n} vertices (0..{n})"
@@ -750,6 +759,12 @@ mod tests {
         assert_eq!(adj.neighbours(4), [] as [u32; 0]);
         let directed = Adjacency::build(&edges, None, true).unwrap();
         assert_eq!((directed.vertices(), directed.neighbours(1)), (4, &[0][..]));
+        // More vertices than a file has pages, given or implied by an id, is refused before anything is
+        // sized by it (u64::MAX + 1 wrapped to an empty table and panicked; 4e9 asked for 32 GB).
+        for (edges, vertices) in [(&[(0, 1)][..], Some(u64::MAX)), (&[(1, 4_000_000_000)][..], None)] {
+            let err = Adjacency::build(edges, vertices, false).unwrap_err().to_string();
+            assert!(err.contains("at most 16777216 vertices"), "{err}");
+        }
         assert!(Adjacency::build(&edges, Some(3), false).unwrap_err().to_string().contains("edge 3 (3, 3)"));
         // A hub with more neighbours than a 64-byte page holds (12): three spill pages after the vertices.
         let star: Vec<(u32, u32)> = (1..=40).map(|v| (0, v)).collect();
