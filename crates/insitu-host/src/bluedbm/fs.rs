@@ -340,7 +340,7 @@ impl Heads {
 /// batch's ends (a page's latency, about 0.1 ms) cost under 1% of a batch (about 13 ms at 2.4 GB/s).
 const GLOBAL_BATCH_PAGES: usize = 4096;
 /// Most pages a file may have: the page index takes 24 bits of the spare area.
-const MAX_FILE_PAGES: u64 = 1 << 24;
+pub(crate) const MAX_FILE_PAGES: u64 = 1 << 24;
 /// Pages read or written per device command.
 const BATCH_PAGES: usize = 256;
 /// A checkpoint is taken once the journal is this long, and at least as long as the last checkpoint over

@@ -64,8 +64,8 @@ impl EdgeFormat {
     }
 }
 
-/// Most vertices of a stored graph: a file of the appliance has at most 2^24 pages, one a vertex.
-pub const MAX_VERTICES: u64 = 1 << 24;
+/// Most vertices of a stored graph: one a page, and a file has at most 2^24 pages (the file system's limit).
+pub const MAX_VERTICES: u64 = crate::bluedbm::fs::MAX_FILE_PAGES;
 
 /// The Graph500 Kronecker graph of `2^scale` vertices and `edge_factor x 2^scale` edges, seeded;
 /// `permute` relabels the vertices and shuffles the edges as the reference does (off: the raw R-MAT
