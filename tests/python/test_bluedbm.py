@@ -241,3 +241,19 @@ def test_the_storage_networks_routes_and_bench_agree_with_the_cli(tmp_path, cli)
     assert list(work.iterdir()) == [], "the NAND images go with the run"
     with pytest.raises(insitu.errors.InvalidArgumentError, match="2 nodes"):
         insitu.net_bench(nodes=1, topology="line", size="16MiB", reads=10, work=work)
+
+
+def test_a_put_that_cannot_fit_is_refused_and_fsck_reads_the_file_system(appliance, tmp_path):
+    data = bytes(random.Random(5).choice(b"xyz") for _ in range(50_000))
+    appliance.fs_put("small", data)
+    # A file larger than the appliance's flash (a sparse one: nothing is read) is refused before a page is
+    # written.
+    big = tmp_path / "big"
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)
+    with pytest.raises(insitu.errors.DeviceFullError, match="the file system is full"):
+        appliance.fs_put("big", big)
+    assert [f["name"] for f in appliance.fs_ls()] == ["small"]
+    report = appliance.fsck()
+    assert report["ok"], report
+    assert any("file system: 1 file(s), 7 page(s) read back" in n for n in report["notes"]), report

@@ -64,6 +64,12 @@ pub enum DeviceError {
          file system and applications need an appliance of a profile that has one, such as `bluedbm`"
     )]
     NoRawFlash(u32),
+    /// The device's profile has a raw flash interface, but its partition is not in the device directory
+    /// (removed by hand, or lost): the pages it held are gone.
+    #[error(
+        "the raw flash partition {0} is missing (its geometry.json is not there): the pages it held are lost"
+    )]
+    RawFlashMissing(PathBuf),
     /// A read across the storage network that cannot be done as asked (BlueDBM §3).
     #[error("storage network: {0}")]
     StorageNetwork(String),

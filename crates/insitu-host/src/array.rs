@@ -1092,7 +1092,7 @@ impl Array {
     }
 
     /// Checks every device (FTL invariants, namespace, a scrub of every page) and the catalog against the
-    /// devices' parts.
+    /// devices' parts. (An appliance's file system is checked beside: [`crate::fsck::check`].)
     pub fn fsck(&self) -> Result<Vec<String>> {
         Ok(self.check()?.problems)
     }
@@ -1172,6 +1172,16 @@ impl Array {
         transport: &DeviceTransport,
         wait: std::time::Duration,
     ) -> Result<FsckSummary> {
+        Self::fsck_dir_with(dir, transport, wait, Array::check)
+    }
+
+    /// [`Array::fsck_dir`], checking an array that opens with `check`.
+    pub fn fsck_dir_with(
+        dir: &Path,
+        transport: &DeviceTransport,
+        wait: std::time::Duration,
+        check: impl Fn(&Array) -> Result<FsckSummary>,
+    ) -> Result<FsckSummary> {
         if !dir.join("array.json").exists() {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
@@ -1182,7 +1192,7 @@ impl Array {
         let opts = OpenOptions { transport: transport.clone(), ..Default::default() };
         match Array::open_locked(dir, held, opts) {
             Ok(a) => {
-                let s = a.check()?;
+                let s = check(&a)?;
                 a.close()?;
                 Ok(s)
             }

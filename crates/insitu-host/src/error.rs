@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use insitu_device::rawflash::RawFlashError;
 use insitu_device::{DeviceError, FlashError};
 
 pub type Result<T> = std::result::Result<T, HostError>;
@@ -45,6 +46,17 @@ pub enum HostError {
     InvalidArgument(String),
     #[error("object {name:?} is damaged: {detail}")]
     Damaged { name: String, detail: String },
+    /// The BlueDBM file system's files (`insitu fs`), named as files, not objects.
+    #[error("no file named {0:?} in the file system")]
+    NoFile(String),
+    #[error("a file named {0:?} already exists in the file system")]
+    FileExists(String),
+    #[error("file {name:?} is damaged: {detail}")]
+    FileDamaged { name: String, detail: String },
+    /// The file system has no room for a write: what it needs and what is free, said in the file system's
+    /// terms (pages, buses and the blocks cleaning keeps).
+    #[error("the file system is full: {0}")]
+    FsFull(String),
 }
 
 impl HostError {
@@ -115,18 +127,21 @@ impl HostError {
             HostError::ArrayExists(_) => ErrorKind::ArrayExists,
             HostError::Locked(_) => ErrorKind::Locked,
             HostError::Corrupt { .. } => ErrorKind::Corrupt,
-            HostError::NotFound(_) => ErrorKind::NotFound,
-            HostError::AlreadyExists(_) => ErrorKind::AlreadyExists,
+            HostError::NotFound(_) | HostError::NoFile(_) => ErrorKind::NotFound,
+            HostError::AlreadyExists(_) | HostError::FileExists(_) => ErrorKind::AlreadyExists,
             HostError::NoSuchDevice { .. } | HostError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             HostError::Offline { .. } => ErrorKind::Offline,
-            HostError::Damaged { .. } => ErrorKind::Damaged,
+            HostError::Damaged { .. } | HostError::FileDamaged { .. } => ErrorKind::Damaged,
+            HostError::FsFull(_) => ErrorKind::DeviceFull,
         }
     }
 }
 
 fn device_kind(e: &DeviceError) -> ErrorKind {
     match e {
-        DeviceError::Flash(f) => flash_kind(f),
+        DeviceError::Flash(f) | DeviceError::RawFlash(RawFlashError::Flash(f)) => flash_kind(f),
+        // A page the raw interface finds erased is one a file system's map names but never programmed.
+        DeviceError::RawFlash(RawFlashError::ErasedPage { .. }) => ErrorKind::Damaged,
         DeviceError::MemoryExhausted { .. } => ErrorKind::DeviceMemory,
         DeviceError::UnknownProfile { .. }
         | DeviceError::InvalidProfile { .. }
@@ -134,7 +149,7 @@ fn device_kind(e: &DeviceError) -> ErrorKind {
         | DeviceError::FirmwareRefused { .. } => ErrorKind::InvalidArgument,
         DeviceError::ShutDown(_) | DeviceError::Disconnected(_) => ErrorKind::Offline,
         DeviceError::InUse(_) => ErrorKind::Locked,
-        DeviceError::NotADevice(_) => ErrorKind::Corrupt,
+        DeviceError::NotADevice(_) | DeviceError::RawFlashMissing(_) => ErrorKind::Corrupt,
         _ => ErrorKind::Device,
     }
 }

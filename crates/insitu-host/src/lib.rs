@@ -44,6 +44,7 @@ pub mod catalog;
 pub mod devices;
 pub mod error;
 pub mod figure;
+pub mod fsck;
 pub mod input;
 pub mod intersect;
 pub mod lba;

@@ -850,7 +850,7 @@ impl PyArray {
     /// Checks the array: `{"ok": ..., "problems": [...], "notes": [...]}` as JSON.
     fn fsck(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |a| {
-            let s = a.check()?;
+            let s = insitu_host::fsck::check(a)?;
             Ok(serde_json::json!({ "ok": s.problems.is_empty(), "problems": s.problems, "notes": s.notes })
                 .to_string())
         })

@@ -104,8 +104,8 @@ fn bad_input_is_refused_by_name_and_changes_nothing() {
         (&["bluedbm", "bfs", "a", "--from", "0", "--node", "7"], "no node 7"),
         (&["fs", "put", s(&f), "--name", "../up"], "invalid"),
         (&["fs", "put", s(&missing)], "cannot open"),
-        (&["fs", "get", "nope", "-o", s(&out)], "no object named \"nope\""),
-        (&["fs", "rm", "nope"], "no object named"),
+        (&["fs", "get", "nope", "-o", s(&out)], "no file named \"nope\" in the file system"),
+        (&["fs", "rm", "nope"], "no file named \"nope\""),
     ];
     for (args, want) in cases {
         let err = env.fails(args);
@@ -434,6 +434,15 @@ fn put_graph_stores_a_vertex_a_page_with_its_neighbours() {
     let err =
         env.fails(&["bluedbm", "bfs", "g", "--from", "5", "--placement", "host-dram", "--flash-share", "2"]);
     assert!(err.contains("must be 0 to 1"), "{err}");
+    // Walks that hold nothing, or more paths than a call keeps, are refused before a page is read.
+    for (walks, length, want) in [
+        ("0", "3", "at least one walk"),
+        ("2", "0", "at least one step"),
+        ("2000000", "10", "at most 16777216"),
+    ] {
+        let err = env.fails(&["bluedbm", "walk", "g", "--walks", walks, "--length", length]);
+        assert!(err.contains(want), "{walks} x {length}: {err}");
+    }
     // A node whose device server dies in the middle of a traversal: the command fails naming node 1,
     // with no partial answer, and the same walk afterwards gives the same vertices.
     for (what, point) in [("walk", "dev1-command:4"), ("bfs", "dev1-command:3")] {
@@ -583,4 +592,71 @@ fn removing_gives_back_the_disk_space_of_a_files_pages_in_blocks_it_shares() {
     assert_eq!(gc["result"]["stats"]["dead_pages"], 0, "{gc}");
     env.ok(&["fs", "put", s(&env.write("h", &f)), "--name", "h"]);
     assert_eq!(get(&env, "h"), f);
+}
+
+/// Flips a byte of whichever node's raw image holds `slice` (bytes of one file page); returns the node.
+fn damage(env: &Env, slice: &[u8]) -> u32 {
+    for node in 0..3 {
+        let path = env.data().join(format!("dev{node}/raw/nand.img"));
+        let mut image = std::fs::read(&path).unwrap();
+        if let Some(at) = image.windows(slice.len()).position(|w| w == slice) {
+            image[at + 10] ^= 0xff;
+            std::fs::write(&path, image).unwrap();
+            return node;
+        }
+    }
+    panic!("no image holds the slice")
+}
+
+#[test]
+fn fsck_reads_every_page_of_every_file_and_names_a_damaged_one() {
+    let env = appliance("8MiB");
+    let (a, b) = (text(200_000, 1, b"alpha"), text(300_000, 2, b"beta"));
+    env.ok(&["fs", "put", s(&env.write("a", &a))]);
+    env.ok(&["fs", "put", s(&env.write("b", &b))]);
+    let clean = env.ok(&["fsck"]);
+    assert!(
+        clean.contains("clean") && clean.contains("file system: 2 file(s), 62 page(s) read back"),
+        "{clean}"
+    );
+    // A byte of b's changed on its node's flash: fsck names the file, the page and the node (exit 2).
+    let node = damage(&env, &b[100_000..104_000]);
+    let o = env.run(&["fsck"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("1 problem(s)") && out.contains("file \"b\" is damaged: page 12"), "{out}");
+    assert!(out.contains(&format!("on node {node}")) && out.contains("`insitu fs rm b` removes it"), "{out}");
+    // Reads name it too, whoever reads; the other file reads whole.
+    for args in [&["fs", "get", "b"][..], &["fs", "get", "b", "--via", "isp", "--from", "0"]] {
+        let err = env.fails(args);
+        assert!(
+            err.contains("file \"b\" is damaged: page 12") && err.contains(&format!("on node {node}")),
+            "{err}"
+        );
+    }
+    assert_eq!(get(&env, "a"), a);
+    env.ok(&["fs", "rm", "b"]);
+    assert!(env.ok(&["fsck"]).contains("clean"));
+    // A node's raw partition gone is said so (not that the profile lacks a raw interface).
+    std::fs::remove_dir_all(env.data().join("dev1/raw")).unwrap();
+    let o = env.run(&["fsck"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("raw flash partition") && out.contains("is missing"), "{out}");
+    let err = env.fails(&["fs", "ls"]);
+    assert!(err.contains("is missing") && !err.contains("no raw flash interface"), "{err}");
+}
+
+#[test]
+fn a_put_that_cannot_fit_is_refused_before_it_writes() {
+    let env = appliance("2MiB");
+    let before = env.json(&["fs", "ls"])["result"].clone();
+    let big = env.write("big", &text(40 << 20, 3, b"xy"));
+    let err = env.fails(&["fs", "put", s(&big)]);
+    assert!(err.contains("the file system is full") && err.contains("needs 5120 page(s)"), "{err}");
+    assert_eq!(env.json(&["fs", "ls"])["result"], before, "nothing written");
+    let edges = env.write("edges", b"0 1\n1 2\n");
+    let err = env.fails(&["bluedbm", "put-graph", s(&edges), "--name", "g", "--vertices", "2000000"]);
+    assert!(err.contains("the file system is full"), "{err}");
+    assert_eq!(env.json(&["fs", "ls"])["result"], before, "nothing written");
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::completion::Prepared;
 use crate::device::state::Inner;
-use crate::error::Result;
+use crate::error::{DeviceError, Result};
 use crate::firmware::{Decision, Io};
 use crate::memory::check_range;
 use crate::meters::Meters;
@@ -171,6 +171,13 @@ impl Handle for Statistics {
 impl Handle for Fsck {
     fn handle(self, dev: &Inner) -> Result<insitu_flash::FsckReport> {
         let mut report = dev.media.read().fsck();
+        // The raw partition's pages are checked by the file system that owns them (the host reads them
+        // back): every one is checked again, not taken as checked by an earlier read.
+        match dev.raw() {
+            Ok(raw) => raw.forget_verified(),
+            Err(e @ DeviceError::RawFlashMissing(_)) => report.problems.push(e.to_string()),
+            Err(_) => {}
+        }
         let fw = dev.firmware_context();
         dev.selfsort.with(|st| st.fsck(&fw, &mut report))?;
         Ok(report)

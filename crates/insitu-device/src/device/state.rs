@@ -94,7 +94,10 @@ impl Inner {
 
     /// The raw partition, or the error saying this device has none.
     pub(crate) fn raw(&self) -> Result<std::sync::MutexGuard<'_, RawPartition>> {
-        let raw = self.raw.as_ref().ok_or(DeviceError::NoRawFlash(self.id))?;
+        let raw = self.raw.as_ref().ok_or_else(|| match self.profile.nand.interface {
+            Some(_) => DeviceError::RawFlashMissing(self.dir.join(crate::rawflash::partition::DIR)),
+            None => DeviceError::NoRawFlash(self.id),
+        })?;
         Ok(raw.lock().unwrap_or_else(|p| p.into_inner()))
     }
 

@@ -28,7 +28,8 @@ use crate::error::{DeviceError, Result};
 use crate::network::Ps;
 use crate::profile::Profile;
 
-const DIR: &str = "raw";
+/// The partition's folder in the device directory.
+pub(crate) const DIR: &str = "raw";
 const GEOMETRY_FILE: &str = "geometry.json";
 const WEAR_FILE: &str = "wear.json";
 
@@ -232,6 +233,12 @@ impl RawPartition {
         }
         let cmds: Vec<FlashCommand> = addrs.iter().map(|a| FlashCommand::erase(*a, 0)).collect();
         self.run(&cmds, |_, _| {}, |_| &[])
+    }
+
+    /// Forgets which pages were checked against their checksums, so that every later read checks its
+    /// pages again (what `fsck` wants).
+    pub fn forget_verified(&self) {
+        self.sp.controller().media().forget_verified();
     }
 
     /// Gives back the host's disk space of the programmed pages at `addrs` (see [`Nand::discard_pages`]):

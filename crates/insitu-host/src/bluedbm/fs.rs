@@ -38,7 +38,7 @@ use insitu_device::protocol::{
 use insitu_device::rawflash::{FlashAddr, RawInfo};
 use serde::{Deserialize, Serialize};
 
-use crate::array::{validate_user_name, Array};
+use crate::array::{validate_user_name, Array, FsckSummary};
 use crate::blob::read_full;
 use crate::error::{HostError, Result};
 
@@ -428,6 +428,9 @@ pub struct Fs<'a> {
     pending: Option<FsFile>,
     /// A journal write failed in a way that leaves its durability unknown: no more changes.
     poisoned: bool,
+    /// Segments (node, (card, bus, chip, block)) cleaning set aside: a live page of each does not read
+    /// back, so it cannot be moved.
+    stuck: std::collections::HashSet<(u32, (u32, u32, u32, u64))>,
     /// Journal bytes past which a checkpoint is taken, at the least ([`CHECKPOINT_AFTER`]).
     checkpoint_after: u64,
     /// The checkpoint's size, and the share of it the journal may reach before the next ([`JOURNAL_SHARE`]).
@@ -484,6 +487,7 @@ impl<'a> Fs<'a> {
             moved: 0,
             pending: None,
             poisoned: false,
+            stuck: Default::default(),
             checkpoint_after: CHECKPOINT_AFTER,
             checkpoint_bytes,
             journal_share: JOURNAL_SHARE,
@@ -542,7 +546,7 @@ impl<'a> Fs<'a> {
     }
 
     pub fn file(&self, name: &str) -> Result<&FsFile> {
-        self.index.files.get(name).ok_or_else(|| HostError::NotFound(name.to_string()))
+        self.index.files.get(name).ok_or_else(|| HostError::NoFile(name.to_string()))
     }
 
     pub fn stats(&self) -> FsStats {
@@ -724,7 +728,7 @@ impl<'a> Fs<'a> {
     fn put_pages(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
         validate_user_name(name)?;
         if self.index.files.contains_key(name) {
-            return Err(HostError::AlreadyExists(name.to_string()));
+            return Err(HostError::FileExists(name.to_string()));
         }
         let nodes: Vec<u32> = match node {
             Some(n) => {
@@ -847,25 +851,137 @@ impl<'a> Fs<'a> {
         Ok(f.size)
     }
 
-    /// Reads `pages` (pages `first..` of `f`) from their nodes, in order, checking their spare areas.
+    /// Reads `pages` (pages `first..` of `f`) from their nodes, in order, checking their spare areas. A
+    /// page that fails is named: the file, the page, its node and address.
     fn read_pages(&self, f: &FsFile, first: usize, pages: &[GlobalPage]) -> Result<Vec<u8>> {
         let ps = self.page_size();
         let mut out = vec![0u8; pages.len() * ps];
         let mut by_node: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, p) in pages.iter().enumerate() {
-            by_node.entry(p.node).or_default().push(i);
+            by_node.entry(p.node).or_default().push(first + i);
         }
         for (nd, idx) in by_node {
-            let addrs: Vec<FlashAddr> = idx.iter().map(|i| pages[*i].addr).collect();
-            let got = self.device(nd)?.call(RawRead { addrs }).map_err(HostError::device(nd))?;
-            let (data, spares) = got.split_at(idx.len() * ps);
+            let data = match self.read_on(f, nd, &idx) {
+                Ok(d) => d,
+                Err(e) => return Err(self.locate_damage(f, &idx).unwrap_or(e)),
+            };
             for (k, i) in idx.iter().enumerate() {
-                let s = u64::from_le_bytes(spares[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
-                check_spare(f, first + i, &pages[*i], s)?;
-                out[i * ps..(i + 1) * ps].copy_from_slice(&data[k * ps..(k + 1) * ps]);
+                out[(i - first) * ps..(i - first + 1) * ps].copy_from_slice(&data[k * ps..(k + 1) * ps]);
             }
         }
         Ok(out)
+    }
+
+    /// Reads pages `idx` of `f`, all on node `nd`, straight from its raw partition (no network): each
+    /// checked whole against its checksum, and against the spare-area value it was written with. The
+    /// pages, one after another.
+    fn read_on(&self, f: &FsFile, nd: u32, idx: &[usize]) -> Result<Vec<u8>> {
+        let ps = self.page_size();
+        let addrs: Vec<FlashAddr> = idx.iter().map(|i| f.pages[*i].addr).collect();
+        let mut got = self.device(nd)?.call(RawRead { addrs }).map_err(HostError::device(nd))?;
+        for (k, i) in idx.iter().enumerate() {
+            let at = idx.len() * ps + k * 8;
+            let s = u64::from_le_bytes(got[at..at + 8].try_into().expect("8 bytes"));
+            check_spare(f, *i, &f.pages[*i], s)?;
+        }
+        got.truncate(idx.len() * ps);
+        Ok(got)
+    }
+
+    /// Reads pages `idx` of `f` from their nodes as [`Fs::read_on`] does, a batch a node at a time, and
+    /// each page of a batch that fails alone: `bad(i, error)` gets each page that does not read back
+    /// whole as written, its error naming the file, the page, its node and address. Returns how many
+    /// pages read good.
+    fn scrub(&self, f: &FsFile, idx: &[usize], bad: &mut dyn FnMut(usize, HostError)) -> u64 {
+        let mut by_node: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for &i in idx {
+            by_node.entry(f.pages[i].node).or_default().push(i);
+        }
+        let mut good = 0;
+        for (nd, idx) in by_node {
+            for group in idx.chunks(BATCH_PAGES) {
+                if self.read_on(f, nd, group).is_ok() {
+                    good += group.len() as u64;
+                    continue;
+                }
+                for &i in group {
+                    match self.read_on(f, nd, &[i]) {
+                        Ok(_) => good += 1,
+                        Err(e) => bad(i, page_error(f, i, e)),
+                    }
+                }
+            }
+        }
+        good
+    }
+
+    /// The first of pages `idx` of `f` that does not read back as written, as an error that names it
+    /// (a read through another node, or of many pages at once, fails naming neither); `None` if every
+    /// one reads good.
+    fn locate_damage(&self, f: &FsFile, idx: &[usize]) -> Option<HostError> {
+        let mut first = None;
+        self.scrub(f, idx, &mut |i, e| {
+            if first.as_ref().is_none_or(|(j, _)| i < *j) {
+                first = Some((i, e));
+            }
+        });
+        first.map(|(_, e)| e)
+    }
+
+    /// Checks the file system against its nodes' flash, for `insitu fsck`: each file's size fits its
+    /// pages, no page is held by two files, and every page of every file reads back whole (its checksum)
+    /// holding what it was written with (its spare area). One problem a damaged file: how many of its
+    /// pages are bad, and the first. Notes say what was checked and what opening recovered.
+    pub fn check(&self) -> FsckSummary {
+        let (mut problems, mut notes) = (Vec::new(), Vec::new());
+        let ps = self.page_size() as u64;
+        let mut owners: Vec<(GlobalPage, &str)> =
+            self.index.files.values().flat_map(|f| f.pages.iter().map(|p| (*p, f.name.as_str()))).collect();
+        owners.sort_unstable();
+        for w in owners.windows(2) {
+            if w[0].0 == w[1].0 {
+                problems.push(format!(
+                    "file system: page {} is held by files {:?} and {:?}",
+                    w[0].0, w[0].1, w[1].1
+                ));
+            }
+        }
+        let mut scrubbed = 0;
+        for f in self.index.files.values() {
+            if f.pages.len() as u64 != f.size.div_ceil(ps) {
+                problems.push(format!(
+                    "file {:?}: {} bytes in {} pages of {ps} bytes",
+                    f.name,
+                    f.size,
+                    f.pages.len()
+                ));
+            }
+            let idx: Vec<usize> = (0..f.pages.len()).collect();
+            let (mut count, mut first) = (0u64, None);
+            scrubbed += self.scrub(f, &idx, &mut |_, e| {
+                count += 1;
+                first.get_or_insert(e);
+            });
+            if let Some(e) = first {
+                problems.push(format!(
+                    "{e}; {count} of its {} page(s) bad; `insitu fs rm {}` removes it",
+                    f.pages.len(),
+                    f.name
+                ));
+            }
+        }
+        let s = self.stats();
+        notes.push(format!(
+            "file system: {} file(s), {scrubbed} page(s) read back and checked; {} dead page(s) for cleaning",
+            s.files, s.dead_pages
+        ));
+        if self.report.torn_journal_bytes > 0 {
+            notes.push(format!(
+                "file system: cut a torn record of {} byte(s) off its journal (a change cut off by a crash)",
+                self.report.torn_journal_bytes
+            ));
+        }
+        FsckSummary { problems, notes }
     }
 
     /// Writes file `name` to `out` as node `origin`'s in-store processor (`Access::IspFlash`) or host
@@ -1026,8 +1142,15 @@ impl<'a> Fs<'a> {
         let pages =
             idx.iter().map(|i| DevicePage { node: f.pages[*i].node, addr: f.pages[*i].addr }).collect();
         let misses = (0..missed.len() as u32).filter(|k| missed[*k as usize]).collect();
-        let got =
-            reader.call(GlobalRead { access, topology, pages, misses }).map_err(HostError::device(origin))?;
+        let got = match reader.call(GlobalRead { access, topology, pages, misses }) {
+            Ok(got) => got,
+            // The reading node names the page by its address only, whichever node holds it.
+            Err(e) => {
+                let e = HostError::device(origin)(e);
+                let damaged = e.kind() == crate::error::ErrorKind::Damaged;
+                return Err(damaged.then(|| self.locate_damage(f, idx)).flatten().unwrap_or(e));
+            }
+        };
         let protocol = |e: String| HostError::device(origin)(insitu_device::DeviceError::Protocol(e));
         let pages = page_heads(&got.heads, &got.data, self.page_size()).map_err(protocol)?.len();
         if pages != idx.len() || got.spares.len() != idx.len() {
@@ -1117,10 +1240,6 @@ impl<'a> Fs<'a> {
                 v
             };
             for key in dead {
-                let node = &mut self.nodes[nd as usize];
-                if node.host.get(&(key.0, key.1, key.2)).is_some_and(|o| o.block == key.3) {
-                    node.host.remove(&(key.0, key.1, key.2));
-                }
                 self.erase(nd, key)?;
                 n += 1;
             }
@@ -1168,6 +1287,9 @@ impl<'a> Fs<'a> {
         self.device(nd)?.call(RawErase { addrs: vec![addr] }).map_err(HostError::device(nd))?;
         let node = &mut self.nodes[nd as usize];
         node.segments.remove(&key);
+        if node.host.get(&(card, bus, chip)).is_some_and(|o| o.block == block) {
+            node.host.remove(&(card, bus, chip));
+        }
         node.free.entry((card, bus)).or_default().push_back((block, chip));
         self.cleaned += 1;
         Ok(())
@@ -1228,9 +1350,62 @@ impl<'a> Fs<'a> {
                 }
             }
         }
-        let ps = self.page_size() as u32;
-        let error = insitu_device::FlashError::DeviceFull { needed_pages: 1, free_pages: 0, page_size: ps };
-        Err(HostError::Device { device: nodes[0], error: error.into() })
+        let mut why = format!(
+            "no bus of node(s) {nodes:?} has an erased page left or a segment with dead pages to clean (each \
+             bus keeps one erased block for cleaning); `insitu fs rm` files to make room"
+        );
+        let stuck = self.stuck.iter().filter(|(nd, _)| nodes.contains(nd)).count();
+        if stuck > 0 {
+            why += &format!(
+                "; {stuck} segment(s) with dead pages could not be cleaned: a live page of each does not read \
+                 back (`insitu fsck` names their files)"
+            );
+        }
+        Err(HostError::FsFull(why))
+    }
+
+    /// Pages a put could take on `nodes` (every node if `None`) at the most: each bus's pages less its
+    /// live ones and the erased block it keeps for cleaning.
+    pub fn room(&self, node: Option<u32>) -> u64 {
+        let mut room = 0;
+        for (nd, n) in self.nodes.iter().enumerate() {
+            if node.is_some_and(|k| k as usize != nd) {
+                continue;
+            }
+            let i = &n.info;
+            let per_bus = i.chips_per_bus as u64 * i.blocks_per_chip * i.pages_per_block as u64;
+            let mut live: HashMap<(u32, u32), u64> = HashMap::new();
+            for (k, seg) in &n.segments {
+                *live.entry((k.0, k.1)).or_default() += seg.live as u64;
+            }
+            for bus in n.buses() {
+                let held = live.get(&bus).copied().unwrap_or(0) + i.pages_per_block as u64;
+                room += per_bus.saturating_sub(held);
+            }
+        }
+        room
+    }
+
+    /// Refuses a put of `bytes` on `node` (every node if `None`) before it writes anything when it cannot
+    /// fit ([`Fs::room`]), saying what it needs and what there is. A put that passes may still find the
+    /// room taken by pages cleaning cannot move, and then fails as it would have, leaving nothing.
+    pub fn check_room(&self, bytes: u64, node: Option<u32>) -> Result<()> {
+        if let Some(n) = node {
+            self.check_node(n)?;
+        }
+        let ps = self.page_size() as u64;
+        let (need, room) = (bytes.div_ceil(ps), self.room(node));
+        if need <= room {
+            return Ok(());
+        }
+        let on = node
+            .map_or_else(|| format!("its {} node(s) have", self.nodes.len()), |n| format!("node {n} has"));
+        Err(HostError::FsFull(format!(
+            "{} needs {need} page(s) of {} and {on} room for {room} (each bus's pages less its live ones \
+             and the erased block it keeps for cleaning); `insitu fs rm` files to make room",
+            crate::units::human_bytes(bytes),
+            crate::units::human_bytes(ps)
+        )))
     }
 
     fn take(&mut self, nd: u32, card: u32, bus: u32, o: Open) -> FlashAddr {
@@ -1245,10 +1420,14 @@ impl<'a> Fs<'a> {
     }
 
     /// Cleans the segment of (node, card, bus) with the fewest live pages, if one has dead pages: its
-    /// live pages move to the bus's write points, the moves are journaled, the block is erased.
+    /// live pages move to the bus's write points, the moves are journaled, the block is erased. A write
+    /// point whose pages are all dead (a put cut off by a crash wrote them) is erased as it is. Returns
+    /// whether it changed anything: a block cleaned, or one set aside because a live page of it does not
+    /// read back (it cannot be moved; its file fails to read by name and `insitu fsck` names it), so
+    /// that the caller tries again.
     fn clean_one(&mut self, nd: u32, card: u32, bus: u32) -> Result<bool> {
-        // A victim must have dead pages, be closed, and have no more live pages than the cleaner can
-        // take: what its open block has left, and the bus's erased blocks.
+        // A victim must have dead pages, be closed (or all dead), and have no more live pages than the
+        // cleaner can take: what its open block has left, and the bus's erased blocks.
         let key = {
             let node = &self.nodes[nd as usize];
             let ppb = node.info.pages_per_block;
@@ -1259,8 +1438,9 @@ impl<'a> Fs<'a> {
             let room = open_room as u64 + self.free_on(nd, card, bus) as u64 * ppb as u64;
             node.segments
                 .iter()
-                .filter(|(k, s)| k.0 == card && k.1 == bus && s.live < s.written && !node.is_open(**k))
-                .filter(|(_, s)| s.live as u64 <= room)
+                .filter(|(k, s)| k.0 == card && k.1 == bus && s.live < s.written)
+                .filter(|(k, s)| s.live == 0 || !node.is_open(**k))
+                .filter(|(k, s)| s.live as u64 <= room && !self.stuck.contains(&(nd, **k)))
                 .min_by_key(|(k, s)| (s.live, **k))
                 .map(|(k, _)| *k)
         };
@@ -1279,11 +1459,26 @@ impl<'a> Fs<'a> {
             }
         }
         if !live.is_empty() {
-            let ps = self.page_size();
-            let mut moves = Vec::new();
+            // Every live page is read before any is written: a page that does not read back leaves the
+            // block as it is, with nothing programmed for it.
+            let mut read = Vec::new();
             for group in live.chunks(BATCH_PAGES) {
                 let addrs: Vec<FlashAddr> = group.iter().map(|l| l.2.addr).collect();
-                let got = self.device(nd)?.call(RawRead { addrs }).map_err(HostError::device(nd))?;
+                match self.device(nd)?.call(RawRead { addrs }) {
+                    Ok(got) => read.push(got),
+                    Err(e) => {
+                        let e = HostError::device(nd)(e);
+                        if e.kind() != crate::error::ErrorKind::Damaged {
+                            return Err(e);
+                        }
+                        self.stuck.insert((nd, key));
+                        return Ok(true);
+                    }
+                }
+            }
+            let ps = self.page_size();
+            let mut moves = Vec::new();
+            for (group, got) in live.chunks(BATCH_PAGES).zip(read) {
                 let (data, spares) = got.split_at(group.len() * ps);
                 let mut list = Vec::new();
                 for (k, (name, index, _)) in group.iter().enumerate() {
@@ -1322,13 +1517,12 @@ impl<'a> Fs<'a> {
     }
 }
 
-/// Reads until `buf` is full or the input ends.
 /// Checks that page `index` of `f`, read from `at`, holds the spare-area value it was written with.
 fn check_spare(f: &FsFile, index: usize, at: &GlobalPage, found: u64) -> Result<()> {
     if found == spare(f.id, index as u64) {
         return Ok(());
     }
-    Err(HostError::Damaged {
+    Err(HostError::FileDamaged {
         name: f.name.clone(),
         detail: format!(
             "page {index} at {at} holds file {} page {}, not this file's",
@@ -1336,6 +1530,23 @@ fn check_spare(f: &FsFile, index: usize, at: &GlobalPage, found: u64) -> Result<
             found & (MAX_FILE_PAGES - 1)
         ),
     })
+}
+
+/// `e`, from reading page `index` of `f`, as an error of the file that names the page, its node and its
+/// address.
+fn page_error(f: &FsFile, index: usize, e: HostError) -> HostError {
+    let at = f.pages[index];
+    let why = match e {
+        HostError::Device { error, .. } => error.to_string(),
+        HostError::FileDamaged { detail, .. } => {
+            return HostError::FileDamaged { name: f.name.clone(), detail }
+        }
+        e => e.to_string(),
+    };
+    HostError::FileDamaged {
+        name: f.name.clone(),
+        detail: format!("page {index} on node {} (at {at}): {why}", at.node),
+    }
 }
 
 /// Applies the journal's records to `index`; returns the length of its valid part.
@@ -1561,5 +1772,120 @@ mod tests {
         // An empty file has neither.
         let empty = serde_json::json!({"id": 7, "name": "f", "size": 0, "page_table": []});
         assert!(serde_json::from_value::<FsFile>(empty).unwrap().pages.is_empty());
+    }
+
+    /// The byte offset in node `node`'s raw image of the first page holding `page` (every page of the
+    /// tests' files repeats its first 256 bytes, so any page of a file's data finds one of its pages).
+    fn find_in_image(dir: &Path, node: u32, page: &[u8]) -> u64 {
+        let image = std::fs::read(dir.join(format!("dev{node}/raw/nand.img"))).unwrap();
+        image.windows(page.len()).position(|w| w == page).expect("the page is in the image") as u64
+    }
+
+    fn flip(dir: &Path, node: u32, at: u64) {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.join(format!("dev{node}/raw/nand.img")));
+        let f = f.unwrap();
+        let mut b = [0u8];
+        f.read_exact_at(&mut b, at).unwrap();
+        f.write_all_at(&[!b[0]], at).unwrap();
+    }
+
+    #[test]
+    fn a_write_point_whose_pages_are_all_dead_is_erased_by_cleaning() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        let mut fs = Fs::open(&array).unwrap();
+        fs.put("a", &mut &bytes(3 * 8192, 1)[..], Some(0)).unwrap();
+        let p = fs.file("a").unwrap().pages[0];
+        fs.remove("a").unwrap();
+        let (a, key) = (p.addr, (p.addr.card, p.addr.bus, p.addr.chip, p.addr.block));
+        assert!(fs.nodes[0].is_open(key));
+        let free = fs.free_on(0, a.card, a.bus);
+        // As a put cut off by a crash leaves its write points: open, every page dead. A bus with no
+        // erased block but its reserve must get this one back without `fs gc`.
+        assert!(fs.clean_one(0, a.card, a.bus).unwrap());
+        assert!(!fs.nodes[0].segments.contains_key(&key));
+        assert!(!fs.nodes[0].host.contains_key(&(a.card, a.bus, a.chip)), "the write point went with it");
+        assert_eq!(fs.free_on(0, a.card, a.bus), free + 1);
+        fs.put("b", &mut &bytes(40_000, 2)[..], Some(0)).unwrap();
+        let mut out = Vec::new();
+        fs.get("b", &mut out).unwrap();
+        assert_eq!(out, bytes(40_000, 2));
+    }
+
+    #[test]
+    fn a_page_that_does_not_read_back_is_named_and_cleaning_sets_its_block_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        let ps = 8192;
+        let mut fs = Fs::open(&array).unwrap();
+        // Node 1's 8 write points (4 buses x 2 chips, 16 pages a block): `dead` fills half of each block,
+        // `bad` the other half, so every block is closed with 8 live pages once `dead` is removed.
+        fs.put("dead", &mut &bytes(64 * ps, 1)[..], Some(1)).unwrap();
+        fs.put("bad", &mut &bytes(64 * ps, 5)[..], Some(1)).unwrap();
+        fs.put("good", &mut &bytes(10 * ps, 9)[..], None).unwrap();
+        fs.remove("dead").unwrap();
+        let at = find_in_image(dir.path(), 1, &bytes(ps, 5));
+        flip(dir.path(), 1, at + 100);
+        let summary = crate::fsck::check(&array).unwrap();
+        let named: Vec<&String> = summary.problems.iter().filter(|p| p.contains("\"bad\"")).collect();
+        assert_eq!(named.len(), 1, "{summary:?}");
+        assert!(named[0].contains("on node 1") && named[0].contains("checksum"), "{}", named[0]);
+        assert!(named[0].contains("1 of its 64 page(s) bad"), "{}", named[0]);
+        assert_eq!(summary.problems.len(), 1, "{summary:?}");
+        // Reads name the page and its node, whoever reads.
+        let mut out = Vec::new();
+        let e = fs.get("bad", &mut out).unwrap_err().to_string();
+        assert!(e.contains("file \"bad\" is damaged: page") && e.contains("on node 1"), "{e}");
+        let e = fs.get_via("bad", 0, Access::IspFlash, &mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("on node 1") && e.contains("checksum"), "{e}");
+        // Cleaning node 1 moves what it can and sets the damaged block aside, not failing on it.
+        let bad = fs.file("bad").unwrap().clone();
+        let mut cleaned = 0;
+        for (card, bus) in fs.nodes[1].buses() {
+            while fs.clean_one(1, card, bus).unwrap() {
+                cleaned += 1;
+                assert!(cleaned < 100, "cleaning never ends");
+            }
+        }
+        assert_eq!(fs.stuck.len(), 1, "{:?}", fs.stuck);
+        let (_, k) = *fs.stuck.iter().next().unwrap();
+        assert!(fs.nodes[1].segments.contains_key(&k), "the damaged block is kept");
+        let moved = fs.file("bad").unwrap().pages.iter().zip(&bad.pages).filter(|(a, b)| a != b).count();
+        assert_eq!(moved, 56, "every page of the other 7 blocks moved");
+        let mut out = Vec::new();
+        fs.get("good", &mut out).unwrap();
+        assert_eq!(out, bytes(10 * ps, 9));
+        // Removing the damaged file frees its block for cleaning again.
+        fs.remove("bad").unwrap();
+        fs.put("after", &mut &bytes(100 * ps, 3)[..], Some(1)).unwrap();
+        assert!(crate::fsck::check(&array).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn a_put_that_cannot_fit_is_refused_before_it_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        let mut fs = Fs::open(&array).unwrap();
+        let (ps, room) = (fs.page_size() as u64, fs.room(None));
+        // 2 nodes x 4 buses, each keeping one 16-page block of its 2 chips' blocks.
+        let i = &fs.nodes[0].info;
+        let per_bus = i.chips_per_bus as u64 * i.blocks_per_chip * 16;
+        assert_eq!(room, 8 * (per_bus - 16));
+        assert_eq!(fs.room(Some(1)), room / 2);
+        fs.check_room(room * ps, None).unwrap();
+        let e = fs.check_room(room * ps + 1, None).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::DeviceFull);
+        assert!(e.to_string().contains(&format!("have room for {room}")), "{e}");
+        fs.put("a", &mut &bytes(10 * ps as usize, 1)[..], Some(1)).unwrap();
+        assert_eq!(fs.room(Some(1)), room / 2 - 10);
+        fs.remove("a").unwrap();
+        assert_eq!(fs.room(None), room, "dead pages are room: cleaning reclaims them");
+        // What the room promises, a put can take whole.
+        fs.put("all", &mut &bytes((room * ps) as usize, 2)[..], None).unwrap();
+        assert_eq!(fs.room(None), 0);
     }
 }
