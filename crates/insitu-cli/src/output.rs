@@ -23,6 +23,15 @@ impl Output {
         }
     }
 
+    /// [`Output::plain`] for a command whose data owns stdout (`fs get` to stdout).
+    pub fn plain_to_stderr(&self, op: &str, result: Value, text: &str) {
+        if self.json {
+            eprintln!("{}", json!({ "op": op, "result": result }));
+        } else {
+            eprintln!("{text}");
+        }
+    }
+
     pub fn report(&self, r: &Report) {
         if self.json {
             println!("{}", serde_json::to_string(r).expect("reports serialize"));

@@ -41,8 +41,10 @@ use crate::rawflash::{
     Event, FlashAddr, FlashCommand, FlashController, RawConfig, RawFlashError, Source, Splitter,
 };
 
-/// How a read reaches its page.
+/// How a read reaches its page (named in reports and on the wire as `isp-flash`, `host-flash`,
+/// `host-remote-host` and `host-remote-dram`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Access {
     /// The reader's in-store processor reads the page's flash: ISP-Local, or ISP-F when remote.
     #[default]

@@ -28,8 +28,9 @@ impl OutFile {
             _ => Path::new("."),
         };
         if !parent.is_dir() {
+            let why = if parent.exists() { "is not a directory" } else { "does not exist" };
             return Err(HostError::InvalidArgument(format!(
-                "cannot write {}: {} is not a directory",
+                "cannot write {}: {} {why}",
                 path.display(),
                 parent.display()
             )));

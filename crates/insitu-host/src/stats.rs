@@ -1,6 +1,6 @@
 //! `stats`: space, wear, write amplification, device memory and counters of every device.
 
-use insitu_device::protocol::Identify;
+use insitu_device::protocol::{Identify, RawIdentify};
 use serde_json::{json, Value};
 
 use crate::array::Array;
@@ -40,7 +40,31 @@ pub fn stats(array: &Array) -> Result<(Value, String)> {
             f.wear.max_erase_count,
             human_bytes(p.memory_bytes),
         ));
-        devices.push(json!({ "device": d.id(), "properties": p, "counters": c }));
+        // An appliance node's raw partition (BlueDBM's file system, `insitu fs`), beside its FTL.
+        let raw = match d.call(RawIdentify) {
+            Ok(r) => {
+                let total = r.cards as u64
+                    * r.buses_per_card as u64
+                    * r.chips_per_bus as u64
+                    * r.blocks_per_chip
+                    * r.pages_per_block as u64;
+                let programmed: u64 = r.written.iter().map(|(_, n)| *n as u64).sum();
+                let ps = r.page_size as u64;
+                text.push_str(&format!(
+                    "dev{} raw flash (file system): {} programmed of {} ({} of {} blocks written), {} erases\n",
+                    d.id(),
+                    human_bytes(programmed * ps),
+                    human_bytes(total * ps),
+                    r.written.len(),
+                    total / r.pages_per_block as u64,
+                    r.erases
+                ));
+                json!({ "programmed_pages": programmed, "pages": total, "page_size": ps,
+                        "written_blocks": r.written.len(), "erases": r.erases })
+            }
+            Err(_) => serde_json::Value::Null,
+        };
+        devices.push(json!({ "device": d.id(), "properties": p, "counters": c, "raw_flash": raw }));
     }
     let (disk, apparent) = disk_use(array.dir());
     text.push_str(&format!(
@@ -55,7 +79,7 @@ pub fn stats(array: &Array) -> Result<(Value, String)> {
 }
 
 /// Bytes the files under `dir` take on disk, and their apparent size (sparse files take less).
-fn disk_use(dir: &std::path::Path) -> (u64, u64) {
+pub fn disk_use(dir: &std::path::Path) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     let (mut disk, mut apparent) = (0, 0);
     let mut stack = vec![dir.to_path_buf()];

@@ -55,6 +55,20 @@ impl Init {
         }
         let c = array.config().clone();
         array.close()?;
+        // Said when the geometry rounded the capacity up by more than a little (a `bluedbm` node holds
+        // 238 MiB of objects at the least).
+        let asked = capacity.unwrap_or(c.profile.default_capacity_bytes);
+        if c.capacity_bytes > asked + asked / 20 {
+            let g = c.profile.base_geometry();
+            eprintln!(
+                "note: {} asked, {} a device: a {} device holds whole erase blocks ({}) on each of its {} chips",
+                human_bytes(asked),
+                human_bytes(c.capacity_bytes),
+                c.profile.name,
+                human_bytes(g.block_bytes()),
+                g.chips()
+            );
+        }
         // Flash images are sparse: they take disk space as pages are written. Say so when the array could
         // outgrow its file system (as LVM does for thin volumes beyond their pool).
         let most = c.capacity_bytes.saturating_mul(c.devices as u64);
@@ -136,7 +150,7 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
             );
         }
     }
-    let summary = ctx.when_free(|wait| Array::fsck_dir(&ctx.data, &ctx.transport, wait))?;
+    let summary = ctx.when_free(|wait| insitu_host::fsck::check_dir(&ctx.data, &ctx.transport, wait))?;
     let (problems, notes) = (&summary.problems, &summary.notes);
     let ok = problems.is_empty();
     let mut text = if ok {

@@ -68,8 +68,8 @@ pub struct AppArgs {
     /// The node whose host runs it (host placements).
     #[arg(long, default_value_t = 0)]
     node: u32,
-    /// Host threads (host placements).
-    #[arg(long, default_value_t = 1)]
+    /// Host threads (host placements), 1 to 1024.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: u32,
     /// In-store processor engines per flash bus (search) or per card (knn), instead of the profile's.
     #[arg(long)]
@@ -114,8 +114,8 @@ pub enum BluedbmCmd {
     Search {
         /// The file (stored by `insitu fs put`).
         file: String,
-        /// The string, 1 to 1024 bytes.
-        needle: String,
+        /// The string, 1 to 1024 bytes (any bytes: it need not be UTF-8).
+        needle: std::ffi::OsString,
         /// Also give every occurrence's byte offset.
         #[arg(long)]
         offsets: bool,
@@ -213,7 +213,9 @@ impl BluedbmCmd {
                 let fs = Fs::open(&array)?;
                 let (placement, node, threads) = (run.placement.into(), run.node, run.threads);
                 let opts = SearchOptions { placement, offsets, node, threads, limits: run.limits()? };
+                use std::os::unix::ffi::OsStrExt;
                 let r = crate::output::busy("searching", || search(&fs, &file, needle.as_bytes(), opts))?;
+                let needle = String::from_utf8_lossy(needle.as_bytes());
                 let mut out = json!({ "file": file, "count": r.count, "lines": r.lines, "cost": r.cost });
                 if let Some(o) = &r.offsets {
                     out["offsets"] = json!(o);
@@ -426,8 +428,12 @@ fn isp_limits(engines: Option<u32>, throttle: Option<&str>) -> Result<IspLimits>
     let throttle_bw = match throttle {
         Some(t) => {
             let bw = insitu_host::units::parse_size(t.trim_end_matches("/s"))?;
-            if bw == 0 {
-                anyhow::bail!("--throttle must be a positive rate, not {t}");
+            // The smallest page a profile has: the device refuses less than its own page a second.
+            if bw < 4096 {
+                anyhow::bail!(
+                    "--throttle {t} reads as {bw} B a second; a flash throttle must be at least a page a \
+                     second: give a rate with its unit (such as 600MB, §7.1's throttled BlueDBM)"
+                );
             }
             Some(bw as f64)
         }

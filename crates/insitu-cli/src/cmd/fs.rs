@@ -97,6 +97,10 @@ impl FsCmd {
             FsCmd::Put { file, name, node } => {
                 let name = name_for(name, &file, true, "file")?;
                 let f = File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
+                // A file of known size that cannot fit is refused before a page is written.
+                if let Some(m) = f.metadata().ok().filter(|m| m.is_file()) {
+                    fs.check_room(m.len(), node)?;
+                }
                 let stored = fs.put(&name, &mut BufReader::with_capacity(1 << 20, f), node)?;
                 let nodes: std::collections::BTreeSet<u32> = stored.pages.iter().map(|p| p.node).collect();
                 ctx.out.plain(
@@ -124,10 +128,18 @@ impl FsCmd {
                 if output.as_os_str() == "-" {
                     let stdout = std::io::stdout();
                     let mut lock = stdout.lock();
-                    let (_, r) = read(&mut lock)?;
+                    let (n, via) = read(&mut lock)?;
                     lock.flush()?;
-                    if let Some(r) = r {
-                        eprintln!("{}", via_text(&r, array.profile().name.as_str()));
+                    // The data owns stdout: what was read, and at what cost, goes to stderr.
+                    if ctx.out.json || via.is_some() {
+                        let text = via
+                            .as_ref()
+                            .map_or(String::new(), |r| via_text(r, array.profile().name.as_str()));
+                        ctx.out.plain_to_stderr(
+                            "fs get",
+                            json!({"name": name, "size": n, "output": "-", "via": via}),
+                            &text,
+                        );
                     }
                 } else {
                     let mut w = insitu_host::outfile::OutFile::create(&output)?;
@@ -177,15 +189,23 @@ impl FsCmd {
                 ctx.out.plain("fs pages", json!({"name": name, "pages": f.pages}), &text.join("\n"));
             }
             FsCmd::Gc => {
+                // What the host's disk got back is measured, not inferred: a removed file's pages were
+                // given back when it was removed, and punching them again gives nothing.
+                let (before, _) = insitu_host::stats::disk_use(array.dir());
                 let g = fs.collect_garbage()?;
+                let (after, _) = insitu_host::stats::disk_use(array.dir());
                 let s = fs.stats();
                 ctx.out.plain(
                     "fs gc",
-                    json!({"erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages, "stats": s}),
+                    json!({"erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages,
+                           "disk_bytes_before": before, "disk_bytes_after": after, "stats": s}),
                     &format!(
-                        "erased {} block(s) of dead pages; gave back the host disk space of {} dead page(s) \
-                         beside live ones; {} erased block(s) free",
-                        g.erased_blocks, g.discarded_pages, s.free_blocks
+                        "erased {} block(s) of dead pages; {} erased block(s) free; the appliance's files take {} \
+                         of the host's disk ({} before)",
+                        g.erased_blocks,
+                        s.free_blocks,
+                        human_bytes(after),
+                        human_bytes(before)
                     ),
                 );
             }

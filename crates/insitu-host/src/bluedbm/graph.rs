@@ -152,8 +152,22 @@ pub fn read_edges(path: &Path, format: EdgeFormat) -> Result<Vec<(u32, u32)>> {
             }
         }
         EdgeFormat::Text => {
+            // A binary edge list read as text is said to be one, not quoted back byte by byte.
+            let binary = |n: usize| {
+                bad(format!(
+                    "line {}: not text (control bytes or invalid UTF-8); a file of little-endian u32 pairs takes \
+                     --format u32le",
+                    n + 1
+                ))
+            };
             for (n, line) in BufReader::new(file).lines().enumerate() {
-                let line = line.map_err(|e| HostError::io(path, e))?;
+                let line = line.map_err(|e| match e.kind() {
+                    std::io::ErrorKind::InvalidData => binary(n),
+                    _ => HostError::io(path, e),
+                })?;
+                if line.bytes().any(|b| b < 0x20 && b != b'\t' && b != b'\r') {
+                    return Err(binary(n));
+                }
                 let line = line.trim();
                 if line.is_empty() || line.starts_with('#') {
                     continue;
@@ -375,6 +389,7 @@ pub fn put_graph(
 ) -> Result<StoredGraph> {
     let mut pages = GraphPages::new(adj, fs.page_size())?;
     let (n, spill) = pages.pages();
+    fs.check_room(n * fs.page_size() as u64, node)?;
     let f = fs.put(name, &mut pages, node)?;
     let max_degree = (0..adj.vertices() as u32).map(|v| adj.neighbours(v).len() as u64).max().unwrap_or(0);
     Ok(StoredGraph {
@@ -538,7 +553,7 @@ fn read_round(
     report: &mut crate::bluedbm::fs::ViaReport,
     mut each: impl FnMut(usize, u32, &[u32], u32),
 ) -> Result<()> {
-    let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
+    let damaged = |d: String| HostError::FileDamaged { name: name.into(), detail: d };
     let pages = fs.file(name)?.pages.len();
     let idx: Vec<usize> = want.iter().map(|w| w.0).collect();
     if let Some(i) = idx.iter().find(|i| **i >= pages) {
@@ -613,6 +628,10 @@ pub fn walk_pick(seed: u64, walk: u32, step: u32) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Most vertices a call's walks may hold (walks x (length + 1)): every path is kept and reported, 64 MiB
+/// of them at the most.
+pub const MAX_WALK_VERTICES: u64 = 1 << 24;
+
 /// Random walks to take: `walks` of them from vertex `from`, `length` steps each, choices by `seed`.
 #[derive(Debug, Clone, Copy)]
 pub struct WalkSpec {
@@ -629,13 +648,25 @@ pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Rea
     by.check()?;
     fs.check_node(by.origin)?;
     let WalkSpec { from, walks, length, seed } = spec;
+    if walks == 0 || length == 0 {
+        return Err(HostError::InvalidArgument(format!(
+            "a walk takes at least one walk of at least one step, not {walks} walk(s) of {length} step(s)"
+        )));
+    }
+    let held = walks as u64 * (length as u64 + 1);
+    if held > MAX_WALK_VERTICES {
+        return Err(HostError::InvalidArgument(format!(
+            "{walks} walks of {length} steps are {held} vertices of paths to keep and report; at most \
+             {MAX_WALK_VERTICES} (fewer walks, or shorter ones)"
+        )));
+    }
     let pages = fs.file(name)?.pages.len();
     if from as usize >= pages {
         return Err(HostError::InvalidArgument(format!(
             "{name} has no vertex {from} (it has {pages} pages)"
         )));
     }
-    let damaged = |d: String| HostError::Damaged { name: name.into(), detail: d };
+    let damaged = |d: String| HostError::FileDamaged { name: name.into(), detail: d };
     let mut paths: Vec<Vec<u32>> = (0..walks).map(|_| vec![from]).collect();
     let access = by.placement.access();
     let mut report = crate::bluedbm::fs::ViaReport { origin: by.origin, access, ..Default::default() };
