@@ -150,7 +150,10 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
             );
         }
     }
-    let summary = ctx.when_free(|wait| insitu_host::fsck::check_dir(&ctx.data, &ctx.transport, wait))?;
+    // Every page of every device and file is read back: a spinner shows it working.
+    let summary = crate::output::busy("checking", || {
+        ctx.when_free(|wait| insitu_host::fsck::check_dir(&ctx.data, &ctx.transport, wait))
+    })?;
     let (problems, notes) = (&summary.problems, &summary.notes);
     let ok = problems.is_empty();
     let mut text = if ok {

@@ -660,3 +660,57 @@ fn a_put_that_cannot_fit_is_refused_before_it_writes() {
     assert!(err.contains("the file system is full"), "{err}");
     assert_eq!(env.json(&["fs", "ls"])["result"], before, "nothing written");
 }
+
+#[test]
+fn the_appliance_says_what_it_holds_and_what_was_wrong() {
+    // A capacity below a block a chip is rounded up by the geometry, and said so; stats shows each node's
+    // raw flash beside its FTL.
+    let env = Env::new();
+    let o = env.run(&[
+        "init",
+        "--nodes",
+        "2",
+        "--topology",
+        "line",
+        "--profile",
+        "bluedbm",
+        "--capacity",
+        "8MiB",
+    ]);
+    assert!(o.status.success());
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("of 238.00 MiB each"), "{out}");
+    assert!(err.contains("8.00 MiB asked, 238.00 MiB a device") && err.contains("128 chips"), "{err}");
+    let hay = env.write("hay", &text(100_000, 4, b"ab\xff\n"));
+    env.ok(&["fs", "put", s(&hay)]);
+    let stats = env.ok(&["stats"]);
+    assert!(stats.contains("dev1 raw flash (file system): ") && stats.contains("of 256.00 MiB"), "{stats}");
+    // A needle of any bytes; the count is a naive scan's.
+    let bytes = text(100_000, 4, b"ab\xff\n");
+    let want = bytes.windows(2).filter(|w| *w == b"\xffa").count();
+    use std::os::unix::ffi::OsStrExt;
+    let needle = std::ffi::OsStr::from_bytes(b"\xffa");
+    let o = env.cmd().args(["--json", "bluedbm", "search", "hay"]).arg(needle).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["result"]["count"].as_u64(), Some(want as u64));
+    // fs get to stdout with --json: the data on stdout, its JSON on stderr, reads named in kebab case.
+    let o = env.cmd().args(["--json", "fs", "get", "hay", "--via", "isp"]).output().unwrap();
+    assert_eq!(o.stdout, bytes);
+    let r: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+    assert_eq!(
+        (r["result"]["size"].as_u64(), r["result"]["via"]["access"].as_str()),
+        (Some(100_000), Some("isp-flash"))
+    );
+    // Arguments refused by what they are.
+    let bin = env.write("bin", &[1, 0, 0, 0, 2, 0, 0, 0]);
+    for (args, want) in [
+        (&["bluedbm", "put-graph", s(&bin), "--name", "g"][..], "--format u32le"),
+        (&["bluedbm", "search", "hay", "ab", "--threads", "0"], "0 is not in 1..=1024"),
+        (&["bluedbm", "search", "hay", "ab", "--throttle", "0.5"], "--throttle 0.5 reads as 1 B a second"),
+        (&["fs", "get", "hay", "-o", "/nonexistent/x"], "/nonexistent does not exist"),
+    ] {
+        let err = env.fails(args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
