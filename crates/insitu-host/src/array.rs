@@ -197,8 +197,17 @@ impl Array {
                 return Err(e);
             }
         };
-        let config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
+        let mut config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
+        // Each device is formatted with the capacity asked. Its geometry holds whole erase blocks on every
+        // chip, so a capacity below a block a chip is rounded up (a `bluedbm` device of 128 chips of 2 MiB
+        // blocks holds 238 MiB of objects at the least): the array records what its devices hold then.
         let capacity_bytes = config.capacity_bytes;
+        if let Ok(g) = config.profile.base_geometry().for_capacity(capacity_bytes) {
+            let held = g.logical_pages() * g.page_size as u64;
+            if held > capacity_bytes + capacity_bytes / 20 {
+                config.capacity_bytes = held;
+            }
+        }
         let mut formatted = Vec::new();
         let mut made: Vec<PathBuf> = Vec::new();
         let built = (|| {

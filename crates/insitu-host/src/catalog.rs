@@ -232,15 +232,9 @@ fn load_checked<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<
 }
 
 impl ArrayConfig {
-    /// A new array's configuration; `capacity_bytes` per device, the profile's when not given, as its
-    /// devices' geometry holds it: whole erase blocks on every chip, so a capacity below a block a chip
-    /// (256 MiB on a `bluedbm` device: 128 chips of 2 MiB blocks) is rounded up to the objects that many
-    /// blocks hold. A capacity no geometry takes is kept as asked, for formatting to refuse by name.
+    /// A new array's configuration; `capacity_bytes` per device, the profile's when not given.
     pub fn new(devices: u32, profile: Profile, capacity_bytes: Option<u64>, stripe_unit: u64) -> ArrayConfig {
-        let asked = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
-        let held =
-            profile.base_geometry().for_capacity(asked).map(|g| g.logical_pages() * g.page_size as u64);
-        let capacity_bytes = held.map_or(asked, |h| h.max(asked));
+        let capacity_bytes = capacity_bytes.unwrap_or(profile.default_capacity_bytes);
         ArrayConfig { format: ARRAY_FORMAT, devices, capacity_bytes, stripe_unit, profile, topology: None }
     }
 
