@@ -897,8 +897,10 @@ impl<'a> Fs<'a> {
         for &i in idx {
             by_node.entry(f.pages[i].node).or_default().push(i);
         }
-        let mut good = 0;
-        for (nd, idx) in by_node {
+        // The nodes read at once, each on a thread (their flash and the host's disk under them both
+        // work); each node's bad pages, in order.
+        let scrub_node = |nd: u32, idx: &[usize]| {
+            let (mut good, mut bad) = (0u64, Vec::new());
             for group in idx.chunks(BATCH_PAGES) {
                 if self.read_on(f, nd, group).is_ok() {
                     good += group.len() as u64;
@@ -907,9 +909,22 @@ impl<'a> Fs<'a> {
                 for &i in group {
                     match self.read_on(f, nd, &[i]) {
                         Ok(_) => good += 1,
-                        Err(e) => bad(i, page_error(f, i, e)),
+                        Err(e) => bad.push((i, page_error(f, i, e))),
                     }
                 }
+            }
+            (good, bad)
+        };
+        let per_node: Vec<(u64, Vec<(usize, HostError)>)> = std::thread::scope(|s| {
+            let running: Vec<_> =
+                by_node.iter().map(|(nd, idx)| s.spawn(move || scrub_node(*nd, idx))).collect();
+            running.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        });
+        let mut good = 0;
+        for (g, errors) in per_node {
+            good += g;
+            for (i, e) in errors {
+                bad(i, e);
             }
         }
         good
