@@ -863,7 +863,11 @@ impl<'a> Fs<'a> {
         for (nd, idx) in by_node {
             let data = match self.read_on(f, nd, &idx) {
                 Ok(d) => d,
-                Err(e) => return Err(self.locate_damage(f, &idx).unwrap_or(e)),
+                // Damage is named by its page; any other failure (a node offline) as it is.
+                Err(e) if e.kind() == crate::error::ErrorKind::Damaged => {
+                    return Err(self.locate_damage(f, &idx).unwrap_or(e))
+                }
+                Err(e) => return Err(e),
             };
             for (k, i) in idx.iter().enumerate() {
                 out[(i - first) * ps..(i - first + 1) * ps].copy_from_slice(&data[k * ps..(k + 1) * ps]);
