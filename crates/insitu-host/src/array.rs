@@ -175,6 +175,19 @@ fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> 
     Ok(stripe_unit)
 }
 
+/// Each device is formatted with the capacity asked. Its geometry holds whole erase blocks on every chip,
+/// so a capacity below a block a chip is rounded up (a `bluedbm` device of 128 chips of 2 MiB blocks holds
+/// 238 MiB of objects at the least): `config` records what its devices hold when that is over 5% more.
+fn record_held_capacity(config: &mut ArrayConfig) {
+    let asked = config.capacity_bytes;
+    if let Ok(g) = config.profile.base_geometry().for_capacity(asked) {
+        let held = g.logical_pages() * g.page_size as u64;
+        if held > asked + asked / 20 {
+            config.capacity_bytes = held;
+        }
+    }
+}
+
 impl Array {
     /// Creates an array of `devices` devices of `profile` in `dir` (formatted in this process).
     pub fn init(
@@ -198,16 +211,8 @@ impl Array {
             }
         };
         let mut config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
-        // Each device is formatted with the capacity asked. Its geometry holds whole erase blocks on every
-        // chip, so a capacity below a block a chip is rounded up (a `bluedbm` device of 128 chips of 2 MiB
-        // blocks holds 238 MiB of objects at the least): the array records what its devices hold then.
         let capacity_bytes = config.capacity_bytes;
-        if let Ok(g) = config.profile.base_geometry().for_capacity(capacity_bytes) {
-            let held = g.logical_pages() * g.page_size as u64;
-            if held > capacity_bytes + capacity_bytes / 20 {
-                config.capacity_bytes = held;
-            }
-        }
+        record_held_capacity(&mut config);
         let mut formatted = Vec::new();
         let mut made: Vec<PathBuf> = Vec::new();
         let built = (|| {
@@ -271,7 +276,8 @@ impl Array {
         let stripe_unit = check_new(dir, devices, stripe_unit)?;
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
         let lock = lock(dir)?;
-        let config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
+        let mut config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
+        record_held_capacity(&mut config);
         let had_catalog = dir.join("catalog.json").exists();
         let undo = || {
             let _ = std::fs::remove_file(dir.join("array.json"));

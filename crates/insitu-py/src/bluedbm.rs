@@ -24,7 +24,7 @@ pub fn placement(text: &str) -> Result<Placement> {
 pub fn fs_put(a: &Array, name: &str, data: Input<'_>, node: Option<u32>) -> Result<String> {
     let mut fs = Fs::open(a)?;
     let mut reader = data.reader()?;
-    fs.check_room(data.size()?, node)?;
+    fs.check_put(name, data.size()?, node)?;
     let f = fs.put(name, &mut reader, node)?;
     let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
     Ok(json!({ "name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes }).to_string())

@@ -99,7 +99,7 @@ impl FsCmd {
                 let f = File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
                 // A file of known size that cannot fit is refused before a page is written.
                 if let Some(m) = f.metadata().ok().filter(|m| m.is_file()) {
-                    fs.check_room(m.len(), node)?;
+                    fs.check_put(&name, m.len(), node)?;
                 }
                 let stored = fs.put(&name, &mut BufReader::with_capacity(1 << 20, f), node)?;
                 let nodes: std::collections::BTreeSet<u32> = stored.pages.iter().map(|p| p.node).collect();

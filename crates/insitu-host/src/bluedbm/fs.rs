@@ -725,11 +725,17 @@ impl<'a> Fs<'a> {
         self.count_live()
     }
 
-    fn put_pages(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
+    /// Refuses `name` for a new file: not a valid name, or a file's already.
+    fn check_new_name(&self, name: &str) -> Result<()> {
         validate_user_name(name)?;
         if self.index.files.contains_key(name) {
             return Err(HostError::FileExists(name.to_string()));
         }
+        Ok(())
+    }
+
+    fn put_pages(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
+        self.check_new_name(name)?;
         let nodes: Vec<u32> = match node {
             Some(n) => {
                 self.check_node(n)?;
@@ -894,44 +900,59 @@ impl<'a> Fs<'a> {
 
     /// Reads pages `idx` of `f` from their nodes as [`Fs::read_on`] does, a batch a node at a time, and
     /// each page of a batch that fails alone: `bad(i, error)` gets each page that does not read back
-    /// whole as written, its error naming the file, the page, its node and address. Returns how many
-    /// pages read good.
-    fn scrub(&self, f: &FsFile, idx: &[usize], bad: &mut dyn FnMut(usize, HostError)) -> u64 {
+    /// whole as written (an error of kind `Damaged`), its error naming the file, the page, its node and
+    /// address. A node that fails otherwise (offline, its server gone) is not read further: its error
+    /// comes back, one a node, and its pages that were not read count neither good nor bad. Returns how
+    /// many pages read good, and those errors.
+    fn scrub(
+        &self,
+        f: &FsFile,
+        idx: &[usize],
+        bad: &mut dyn FnMut(usize, HostError),
+    ) -> (u64, Vec<HostError>) {
         let mut by_node: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for &i in idx {
             by_node.entry(f.pages[i].node).or_default().push(i);
         }
+        let damaged = |e: &HostError| e.kind() == crate::error::ErrorKind::Damaged;
         // The nodes read at once, each on a thread (their flash and the host's disk under them both
         // work); each node's bad pages, in order.
         let scrub_node = |nd: u32, idx: &[usize]| {
             let (mut good, mut bad) = (0u64, Vec::new());
             for group in idx.chunks(BATCH_PAGES) {
-                if self.read_on(f, nd, group).is_ok() {
-                    good += group.len() as u64;
-                    continue;
+                match self.read_on(f, nd, group) {
+                    Ok(_) => {
+                        good += group.len() as u64;
+                        continue;
+                    }
+                    Err(e) if !damaged(&e) => return (good, bad, Some(e)),
+                    Err(_) => {}
                 }
                 for &i in group {
                     match self.read_on(f, nd, &[i]) {
                         Ok(_) => good += 1,
+                        Err(e) if !damaged(&e) => return (good, bad, Some(e)),
                         Err(e) => bad.push((i, page_error(f, i, e))),
                     }
                 }
             }
-            (good, bad)
+            (good, bad, None)
         };
-        let per_node: Vec<(u64, Vec<(usize, HostError)>)> = std::thread::scope(|s| {
+        type NodeScrub = (u64, Vec<(usize, HostError)>, Option<HostError>);
+        let per_node: Vec<NodeScrub> = std::thread::scope(|s| {
             let running: Vec<_> =
                 by_node.iter().map(|(nd, idx)| s.spawn(move || scrub_node(*nd, idx))).collect();
             running.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
         });
-        let mut good = 0;
-        for (g, errors) in per_node {
+        let (mut good, mut failed) = (0, Vec::new());
+        for (g, errors, node_error) in per_node {
             good += g;
             for (i, e) in errors {
                 bad(i, e);
             }
+            failed.extend(node_error);
         }
-        good
+        (good, failed)
     }
 
     /// The first of pages `idx` of `f` that does not read back as written, as an error that names it
@@ -939,7 +960,8 @@ impl<'a> Fs<'a> {
     /// one reads good.
     fn locate_damage(&self, f: &FsFile, idx: &[usize]) -> Option<HostError> {
         let mut first = None;
-        self.scrub(f, idx, &mut |i, e| {
+        // A node that fails otherwise fails the read as it did: only damage is located here.
+        let _ = self.scrub(f, idx, &mut |i, e| {
             if first.as_ref().is_none_or(|(j, _)| i < *j) {
                 first = Some((i, e));
             }
@@ -965,7 +987,8 @@ impl<'a> Fs<'a> {
                 ));
             }
         }
-        let mut scrubbed = 0;
+        let (mut scrubbed, mut unread) = (0, 0u64);
+        let mut node_errors: Vec<String> = Vec::new();
         for f in self.index.files.values() {
             if f.pages.len() as u64 != f.size.div_ceil(ps) {
                 problems.push(format!(
@@ -977,10 +1000,18 @@ impl<'a> Fs<'a> {
             }
             let idx: Vec<usize> = (0..f.pages.len()).collect();
             let (mut count, mut first) = (0u64, None);
-            scrubbed += self.scrub(f, &idx, &mut |_, e| {
+            let (good, failed) = self.scrub(f, &idx, &mut |_, e| {
                 count += 1;
                 first.get_or_insert(e);
             });
+            scrubbed += good;
+            unread += f.pages.len() as u64 - good - count;
+            for e in failed {
+                let e = e.to_string();
+                if !node_errors.contains(&e) {
+                    node_errors.push(e);
+                }
+            }
             if let Some(e) = first {
                 problems.push(format!(
                     "{e}; {count} of its {} page(s) bad; `insitu fs rm {}` removes it",
@@ -988,6 +1019,12 @@ impl<'a> Fs<'a> {
                     f.name
                 ));
             }
+        }
+        if !node_errors.is_empty() {
+            problems.push(format!(
+                "file system: {unread} page(s) could not be read to check them: {}",
+                node_errors.join("; ")
+            ));
         }
         let s = self.stats();
         notes.push(format!(
@@ -1208,6 +1245,10 @@ impl<'a> Fs<'a> {
             if let Some(s) = self.segment_of(p) {
                 s.live = s.live.saturating_sub(1);
             }
+            // A block set aside for a page that did not read back may have held this file's: cleaning
+            // tries it again (and sets it aside again if another file's page there fails too).
+            let a = p.addr;
+            self.stuck.remove(&(p.node, (a.card, a.bus, a.chip, a.block)));
         }
         self.index.files.remove(name);
         self.maybe_checkpoint();
@@ -1304,6 +1345,7 @@ impl<'a> Fs<'a> {
         let addr = FlashAddr { card, bus, chip, block, page: 0 };
         self.array.faults.hit("fs-gc-erase");
         self.device(nd)?.call(RawErase { addrs: vec![addr] }).map_err(HostError::device(nd))?;
+        self.stuck.remove(&(nd, key));
         let node = &mut self.nodes[nd as usize];
         node.segments.remove(&key);
         if node.host.get(&(card, bus, chip)).is_some_and(|o| o.block == block) {
@@ -1384,7 +1426,7 @@ impl<'a> Fs<'a> {
     }
 
     /// Pages a put could take on `nodes` (every node if `None`) at the most: each bus's pages less its
-    /// live ones and the erased block it keeps for cleaning.
+    /// live ones, the blocks cleaning set aside, and the erased block it keeps for cleaning.
     pub fn room(&self, node: Option<u32>) -> u64 {
         let mut room = 0;
         for (nd, n) in self.nodes.iter().enumerate() {
@@ -1393,9 +1435,12 @@ impl<'a> Fs<'a> {
             }
             let i = &n.info;
             let per_bus = i.chips_per_bus as u64 * i.blocks_per_chip * i.pages_per_block as u64;
+            // A block set aside by cleaning holds its dead pages too: it is not erased until it is
+            // cleaned.
             let mut live: HashMap<(u32, u32), u64> = HashMap::new();
             for (k, seg) in &n.segments {
-                *live.entry((k.0, k.1)).or_default() += seg.live as u64;
+                let held = if self.stuck.contains(&(nd as u32, *k)) { i.pages_per_block } else { seg.live };
+                *live.entry((k.0, k.1)).or_default() += held as u64;
             }
             for bus in n.buses() {
                 let held = live.get(&bus).copied().unwrap_or(0) + i.pages_per_block as u64;
@@ -1405,10 +1450,13 @@ impl<'a> Fs<'a> {
         room
     }
 
-    /// Refuses a put of `bytes` on `node` (every node if `None`) before it writes anything when it cannot
-    /// fit ([`Fs::room`]), saying what it needs and what there is. A put that passes may still find the
-    /// room taken by pages cleaning cannot move, and then fails as it would have, leaving nothing.
-    pub fn check_room(&self, bytes: u64, node: Option<u32>) -> Result<()> {
+    /// Refuses a put of `bytes` as `name` on `node` (every node if `None`) before it writes anything, as
+    /// [`Fs::put`] would refuse it: a name that is not valid or taken, a node the appliance does not have,
+    /// or bytes that cannot fit ([`Fs::room`]: the error says what it needs and what there is). A put
+    /// that passes may still find the room taken by pages cleaning cannot move, and then fails as it would
+    /// have, leaving nothing.
+    pub fn check_put(&self, name: &str, bytes: u64, node: Option<u32>) -> Result<()> {
+        self.check_new_name(name)?;
         if let Some(n) = node {
             self.check_node(n)?;
         }
@@ -1544,7 +1592,8 @@ fn check_spare(f: &FsFile, index: usize, at: &GlobalPage, found: u64) -> Result<
     Err(HostError::FileDamaged {
         name: f.name.clone(),
         detail: format!(
-            "page {index} at {at} holds file {} page {}, not this file's",
+            "page {index} on node {} (at {at}) holds file {} page {}, not this file's",
+            at.node,
             found >> 24,
             found & (MAX_FILE_PAGES - 1)
         ),
@@ -1878,10 +1927,48 @@ mod tests {
         let mut out = Vec::new();
         fs.get("good", &mut out).unwrap();
         assert_eq!(out, bytes(10 * ps, 9));
-        // Removing the damaged file frees its block for cleaning again.
+        // Removing the damaged file frees its block for cleaning again; until then the block's dead
+        // pages are no room (it holds 8 of `bad`'s live pages and 8 dead ones).
+        let room = fs.room(Some(1));
         fs.remove("bad").unwrap();
+        assert_eq!(
+            fs.room(Some(1)),
+            room + 64 + 8,
+            "the set-aside block's dead pages count once it is cleanable"
+        );
+        assert!(fs.stuck.is_empty(), "{:?}", fs.stuck);
+        while fs.nodes[1].segments.contains_key(&k) {
+            assert!(fs.clean_one(1, k.0, k.1).unwrap(), "the block is cleaned");
+        }
         fs.put("after", &mut &bytes(100 * ps, 3)[..], Some(1)).unwrap();
         assert!(crate::fsck::check(&array).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn a_node_that_goes_down_during_a_check_is_one_problem_not_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        let ps = 8192;
+        let fs = {
+            let mut fs = Fs::open(&array).unwrap();
+            for k in 0..3 {
+                fs.put(&format!("f{k}"), &mut &bytes(40 * ps, k)[..], None).unwrap();
+            }
+            fs
+        };
+        array.device(1).unwrap().close().unwrap();
+        let summary = fs.check();
+        assert_eq!(summary.problems.len(), 1, "{summary:?}");
+        let p = &summary.problems[0];
+        assert!(p.contains("could not be read") && p.contains("device 1"), "{p}");
+        assert!(!p.contains("damaged") && !p.contains("fs rm"), "{p}");
+        // Node 1's pages of the three files went unchecked, each counted once; the others were read.
+        let on1: usize = fs.files().map(|f| f.pages.iter().filter(|p| p.node == 1).count()).sum();
+        assert!(on1 > 0 && p.starts_with(&format!("file system: {on1} page(s)")), "{on1}: {p}");
+        // A spare-area mismatch names its node too.
+        let f = fs.file("f0").unwrap();
+        let e = check_spare(f, 0, &f.pages[0], 7).unwrap_err().to_string();
+        assert!(e.contains(&format!("on node {}", f.pages[0].node)), "{e}");
     }
 
     #[test]
@@ -1895,10 +1982,17 @@ mod tests {
         let per_bus = i.chips_per_bus as u64 * i.blocks_per_chip * 16;
         assert_eq!(room, 8 * (per_bus - 16));
         assert_eq!(fs.room(Some(1)), room / 2);
-        fs.check_room(room * ps, None).unwrap();
-        let e = fs.check_room(room * ps + 1, None).unwrap_err();
+        fs.check_put("next", room * ps, None).unwrap();
+        let e = fs.check_put("next", room * ps + 1, None).unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::DeviceFull);
         assert!(e.to_string().contains(&format!("have room for {room}")), "{e}");
+        // A name that a put would refuse is refused first, whatever the size.
+        fs.put("a", &mut &bytes(ps as usize, 1)[..], Some(0)).unwrap();
+        let e = fs.check_put("a", room * ps + 1, None).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::AlreadyExists, "{e}");
+        let e = fs.check_put("../x", room * ps + 1, None).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{e}");
+        fs.remove("a").unwrap();
         fs.put("a", &mut &bytes(10 * ps as usize, 1)[..], Some(1)).unwrap();
         assert_eq!(fs.room(Some(1)), room / 2 - 10);
         fs.remove("a").unwrap();

@@ -389,7 +389,7 @@ pub fn put_graph(
 ) -> Result<StoredGraph> {
     let mut pages = GraphPages::new(adj, fs.page_size())?;
     let (n, spill) = pages.pages();
-    fs.check_room(n * fs.page_size() as u64, node)?;
+    fs.check_put(name, n * fs.page_size() as u64, node)?;
     let f = fs.put(name, &mut pages, node)?;
     let max_degree = (0..adj.vertices() as u32).map(|v| adj.neighbours(v).len() as u64).max().unwrap_or(0);
     Ok(StoredGraph {

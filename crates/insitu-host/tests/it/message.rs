@@ -157,3 +157,18 @@ fn init_served_leaves_nothing_when_a_device_is_missing() {
             .to_string();
     assert!(err.contains("holds device 1 of an array, not device 0"), "{err}");
 }
+
+#[test]
+fn an_array_served_records_the_capacity_its_geometry_holds_as_the_embedded_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, embedded) = (tmp.path().join("served"), tmp.path().join("embedded"));
+    let bluedbm = || Profile::load("bluedbm").unwrap();
+    let ds = dirs(&root, 1);
+    format_device(&ds[0], 0, bluedbm(), Some(8 << 20)).unwrap();
+    let servers = Servers::start(&ds);
+    let a = Array::init_served(&root, 1, bluedbm(), Some(8 << 20), None, served(&servers)).unwrap();
+    let e = Array::init(&embedded, 1, bluedbm(), Some(8 << 20), None).unwrap();
+    // 128 chips of whole 2 MiB blocks: far above the 8 MiB asked, and said so by both.
+    assert!(e.config().capacity_bytes > 200 << 20, "{}", e.config().capacity_bytes);
+    assert_eq!(a.config().capacity_bytes, e.config().capacity_bytes);
+}
