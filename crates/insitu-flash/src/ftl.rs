@@ -569,6 +569,10 @@ impl<M: RawFlash> Ftl<M> {
                 .collect(),
             None => Vec::new(),
         };
+        // Every byte a move rewrites is checked now, not taken as checked by an earlier read: a page changed
+        // since then would otherwise be programmed again under a fresh checksum.
+        let ppns: Vec<u64> = live.iter().map(|(p, _)| first + *p as u64).collect();
+        self.nand.forget_verified_pages(&ppns);
         let mut page = vec![0u8; ps];
         let mut k = 0;
         while k < live.len() {

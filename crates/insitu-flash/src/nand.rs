@@ -76,8 +76,10 @@ pub struct Nand {
 /// is not checksummed again: a gather from flash reads each 4 KB page once per row it holds, and the same
 /// CRC-32 over and over was 45% of an out-of-core sort. Page `p` is remembered in slot `p % VERIFIED_SLOTS`
 /// (as `p + 1`; 0 is none), so an object written in one run of pages up to 4 GiB (of 4 KB pages) is
-/// remembered whole. An erase, a program or a discard forgets its pages; `fsck` forgets everything, so it
-/// checks every byte. Nothing else writes the image while the array's lock is held.
+/// remembered whole. An erase, a program or a discard forgets its pages; a move (garbage collection, the
+/// raw partition's `RawVerify` before cleaning) forgets the pages it moves, so a page changed since its last
+/// check is not programmed again under a fresh checksum; `fsck` forgets everything, so it checks every byte.
+/// Nothing else should write the image while the array's lock is held.
 #[derive(Debug, Default)]
 struct Verified(std::sync::Mutex<Vec<u64>>);
 
@@ -96,7 +98,15 @@ impl Verified {
 
     /// Forgets pages `ppns`.
     fn forget(&mut self, ppns: impl Iterator<Item = Ppn>) {
-        let slots = self.0.get_mut().unwrap_or_else(|p| p.into_inner());
+        Self::forget_in(self.0.get_mut().unwrap_or_else(|p| p.into_inner()), ppns);
+    }
+
+    /// [`Verified::forget`] by a reader (the lock taken).
+    fn forget_shared(&self, ppns: impl Iterator<Item = Ppn>) {
+        Self::forget_in(&mut self.slots(), ppns);
+    }
+
+    fn forget_in(slots: &mut [u64], ppns: impl Iterator<Item = Ppn>) {
         if slots.is_empty() {
             return;
         }
@@ -507,11 +517,15 @@ impl RawFlash for Nand {
         Ok(())
     }
 
-    /// Bytes the host's file system holding the image can still take, if it says.
     fn forget_verified(&self) {
         self.verified.clear();
     }
 
+    fn forget_verified_pages(&self, ppns: &[Ppn]) {
+        self.verified.forget_shared(ppns.iter().copied());
+    }
+
+    /// Bytes the host's file system holding the image can still take, if it says.
     fn host_free_bytes(&self) -> Option<u64> {
         self.image_path.parent().and_then(sys::free_bytes)
     }
@@ -767,7 +781,14 @@ mod tests {
         n.image.write_all_at(&[0u8], 100).unwrap();
         n.read(0, &[3], &mut buf).unwrap();
         assert_eq!(buf[100], 0);
-        // ...but by any read once the checks are forgotten (what fsck does first).
+        // ...but by any read once the checks of that page are forgotten (what a move does first)...
+        n.forget_verified_pages(&[1, 0]);
+        let err = n.read(0, &[3], &mut buf).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
+        // ...or all of them (what fsck does first).
+        n.image.write_all_at(&[9u8], 100).unwrap();
+        n.read(0, &[3], &mut buf).unwrap();
+        n.image.write_all_at(&[0u8], 100).unwrap();
         n.forget_verified();
         let err = n.read(0, &[3], &mut buf).unwrap_err().to_string();
         assert!(err.contains("checksum"), "{err}");

@@ -213,6 +213,13 @@ pub trait RawFlash {
     /// again (`fsck`). Media that remember nothing do nothing.
     fn forget_verified(&self) {}
 
+    /// Forgets that pages `ppns` were found to match their checksums, so that their next read checks
+    /// every byte: what a move reads (garbage collection, cleaning), so that a page changed since it was
+    /// last checked fails there rather than being written again under a fresh checksum.
+    fn forget_verified_pages(&self, ppns: &[Ppn]) {
+        let _ = ppns;
+    }
+
     /// Bytes the host's file system holding the media can still take, if it says (media kept in memory,
     /// or that cannot tell, say nothing).
     fn host_free_bytes(&self) -> Option<u64> {

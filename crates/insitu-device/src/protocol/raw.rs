@@ -31,6 +31,15 @@ pub struct RawRead {
     pub addrs: Vec<FlashAddr>,
 }
 
+/// Checks the pages at `addrs` against their checksums now, every byte, even those checked since they
+/// were programmed (NVMe's Verify: nothing is returned). What a move runs before it reads pages to write
+/// them elsewhere (the file system's cleaning), so that a page changed since its last check fails there,
+/// naming its address, rather than being programmed again under a fresh checksum.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RawVerify {
+    pub addrs: Vec<FlashAddr>,
+}
+
 /// Erases the blocks holding `addrs`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RawErase {
@@ -53,6 +62,7 @@ pub struct RawSync;
 request!(RawIdentify => RawInfo, Io);
 request!(RawWrite => (), Io);
 request!(RawRead => bulk, Io);
+request!(RawVerify => (), Io);
 request!(RawErase => (), Io);
 request!(RawDiscard => (), Io);
 request!(RawSync => (), Io);

@@ -231,6 +231,10 @@ impl<M: RawFlash> RawFlash for TaggedMedia<M> {
         self.media.forget_verified()
     }
 
+    fn forget_verified_pages(&self, ppns: &[insitu_flash::Ppn]) {
+        self.media.forget_verified_pages(ppns)
+    }
+
     /// The image's space only: the block was erased through the controller already.
     fn discard(&mut self, block: BlockId) -> insitu_flash::Result<()> {
         self.media.discard(block)
@@ -353,6 +357,10 @@ impl RawFlash for FtlMedia {
 
     fn forget_verified(&self) {
         on_media!(self, m => m.forget_verified())
+    }
+
+    fn forget_verified_pages(&self, ppns: &[insitu_flash::Ppn]) {
+        on_media!(self, m => m.forget_verified_pages(ppns))
     }
 
     fn in_place(&self) -> Option<insitu_flash::raw::InPlace<'_>> {

@@ -226,6 +226,20 @@ impl RawPartition {
         Ok(out)
     }
 
+    /// Checks the pages at `addrs` against their checksums, every byte, even those checked since they were
+    /// programmed (see [`crate::protocol::RawVerify`]), as a read of them on the host's behalf.
+    pub fn verify(&mut self, addrs: &[FlashAddr]) -> std::result::Result<(), RawFlashError> {
+        let mut ppns = Vec::with_capacity(addrs.len());
+        for a in addrs {
+            ppns.push(self.ctrl().ppn_of(a)?);
+        }
+        self.ctrl().media().forget_verified_pages(&ppns);
+        for group in addrs.chunks(64) {
+            self.read(group)?;
+        }
+        Ok(())
+    }
+
     /// Erases the blocks of `addrs` (their pages are ignored).
     pub fn erase(&mut self, addrs: &[FlashAddr]) -> std::result::Result<(), RawFlashError> {
         for a in addrs {

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 pub use insitu_device::cluster::Access;
 use insitu_device::protocol::{
     page_heads, GlobalPage as DevicePage, GlobalRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync,
-    RawWrite,
+    RawVerify, RawWrite,
 };
 use insitu_device::rawflash::{FlashAddr, RawInfo};
 use serde::{Deserialize, Serialize};
@@ -1527,11 +1527,14 @@ impl<'a> Fs<'a> {
         }
         if !live.is_empty() {
             // Every live page is read before any is written: a page that does not read back leaves the
-            // block as it is, with nothing programmed for it.
+            // block as it is, with nothing programmed for it. Each is checked whole first, even if a read
+            // checked it before (a page changed since must not move under a fresh checksum).
             let mut read = Vec::new();
             for group in live.chunks(BATCH_PAGES) {
                 let addrs: Vec<FlashAddr> = group.iter().map(|l| l.2.addr).collect();
-                match self.device(nd)?.call(RawRead { addrs }) {
+                let dev = self.device(nd)?;
+                match dev.call(RawVerify { addrs: addrs.clone() }).and_then(|()| dev.call(RawRead { addrs }))
+                {
                     Ok(got) => read.push(got),
                     Err(e) => {
                         let e = HostError::device(nd)(e);
@@ -1942,6 +1945,30 @@ mod tests {
         }
         fs.put("after", &mut &bytes(100 * ps, 3)[..], Some(1)).unwrap();
         assert!(crate::fsck::check(&array).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn cleaning_checks_a_page_changed_since_it_was_read_before_it_moves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        let ps = 8192;
+        let mut fs = Fs::open(&array).unwrap();
+        // As above: once `dead` goes, every block of node 1 holds 8 live pages of `bad` and 8 dead ones.
+        fs.put("dead", &mut &bytes(64 * ps, 1)[..], Some(1)).unwrap();
+        fs.put("bad", &mut &bytes(64 * ps, 5)[..], Some(1)).unwrap();
+        fs.remove("dead").unwrap();
+        // Read whole (so checked) before its byte changes.
+        let mut out = Vec::new();
+        fs.get("bad", &mut out).unwrap();
+        assert_eq!(out, bytes(64 * ps, 5));
+        let at = find_in_image(dir.path(), 1, &bytes(ps, 5));
+        flip(dir.path(), 1, at + 100);
+        for (card, bus) in fs.nodes[1].buses() {
+            while fs.clean_one(1, card, bus).unwrap() {}
+        }
+        assert_eq!(fs.stuck.len(), 1, "the changed page's block is set aside, not moved: {:?}", fs.stuck);
+        let e = fs.get("bad", &mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("checksum") && e.contains("on node 1"), "{e}");
     }
 
     #[test]
