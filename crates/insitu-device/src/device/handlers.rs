@@ -20,7 +20,7 @@ use crate::protocol::{
 };
 use crate::protocol::{
     GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync,
-    RawVerify, RawWrite,
+    RawWrite,
 };
 use crate::protocol::{IspJob, IspNearest, IspNearestReply, IspSearch, IspSearchReply};
 use crate::rawflash::RawInfo;
@@ -63,7 +63,7 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
         CreateObject, Append, Commit, Abort, Delete, List, Stat, PhysicalPages, Read, ReadLba, WriteLba,
         TrimLba, Flush, ReadPages,
         ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus,
-        QueryIndex, RawIdentify, RawWrite, RawRead, RawErase, RawDiscard, RawSync, GlobalRead, PeerRawRead, RawVerify,
+        QueryIndex, RawIdentify, RawWrite, RawRead, RawErase, RawDiscard, RawSync, GlobalRead, PeerRawRead,
     }
 }
 
@@ -441,15 +441,13 @@ impl Handle for RawWrite {
 
 impl Handle for RawRead {
     fn handle(self, dev: &Inner) -> Result<Vec<u8>> {
-        let out = dev.raw()?.read(&self.addrs)?;
+        let mut raw = dev.raw()?;
+        if self.recheck {
+            raw.forget_checks(&self.addrs)?;
+        }
+        let out = raw.read(&self.addrs)?;
         Meters::add(&dev.meters.device_to_host, out.len() as u64);
         Ok(out)
-    }
-}
-
-impl Handle for RawVerify {
-    fn handle(self, dev: &Inner) -> Result<()> {
-        Ok(dev.raw()?.verify(&self.addrs)?)
     }
 }
 

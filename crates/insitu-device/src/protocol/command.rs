@@ -15,7 +15,7 @@ use crate::protocol::memory::{
 };
 use crate::protocol::programs::{Execute, Program, ProgramCall};
 use crate::protocol::raw::{
-    GlobalRead, PeerRawRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync, RawVerify, RawWrite,
+    GlobalRead, PeerRawRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync, RawWrite,
 };
 use crate::protocol::request::{Queue, Request};
 use crate::protocol::storage::{
@@ -73,7 +73,6 @@ commands! {
     Flush, ReadPages,
     ConfigureIndex, ResizeIndex, SetIndexFlags, GenerateIndex, DropIndex, FlushIndexes, IndexStatus, QueryIndex,
     RawIdentify, RawWrite, RawRead, RawErase, RawDiscard, RawSync, GlobalRead, PeerRawRead, IspSearch, IspNearest,
-    RawVerify,
 }
 
 impl<P: Program> From<Execute<P>> for Command {

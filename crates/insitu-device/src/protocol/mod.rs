@@ -14,7 +14,7 @@
 //! | NVMe read / write / dataset mgmt / flush| [`ReadLba`], [`WriteLba`], [`TrimLba`], [`Flush`]      |
 //! | namespace of objects (key-value-like)   | [`CreateObject`] / [`Append`] / [`Commit`] / [`Abort`] / [`Read`] / [`Delete`] / [`List`] / [`Stat`] |
 //! | raw flash (below the FTL)               | [`PhysicalPages`] (where an object lives), [`ReadPages`] |
-//! | raw flash partition (BlueDBM §3.1)      | [`RawIdentify`], [`RawWrite`], [`RawRead`], [`RawVerify`] (NVMe Verify), [`RawErase`], [`RawDiscard`], [`RawSync`] |
+//! | raw flash partition (BlueDBM §3.1)      | [`RawIdentify`], [`RawWrite`], [`RawRead`], [`RawErase`], [`RawDiscard`], [`RawSync`] |
 //! | global address space (BlueDBM §3, §6.4) | [`GlobalRead`] (an ISP's or host's read of any node's pages; [`PeerRawRead`] at each remote node) |
 //! | in-store processor jobs (BlueDBM §4, §7) | [`IspSearch`] (Morris-Pratt engines), [`IspNearest`] (Hamming engines), on the accelerator's FIFO queue |
 //! | vendor commands (Self-Sorting SSD §III-E) | [`ConfigureIndex`], [`GenerateIndex`], [`QueryIndex`], [`FlushIndexes`], [`IndexStatus`]... (also as a command block written to the command LBA) |
@@ -48,7 +48,7 @@ pub use self::payload::Payload;
 pub use self::programs::*;
 pub use self::raw::{
     pack_heads, page_heads, GlobalPage, GlobalRead, GlobalReadReply, PeerPages, PeerRawRead, RawDiscard,
-    RawErase, RawIdentify, RawRead, RawSync, RawVerify, RawWrite,
+    RawErase, RawIdentify, RawRead, RawSync, RawWrite,
 };
 pub use self::request::{Queue, Request};
 pub use self::storage::{

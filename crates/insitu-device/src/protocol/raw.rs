@@ -25,19 +25,15 @@ pub struct RawWrite {
 }
 
 /// Reads pages: the reply is the pages one after another, then each page's spare-area value (8 bytes,
-/// little endian).
+/// little endian). Every page is checked against its checksum; one checked since it was programmed is
+/// taken as checked, unless `recheck` asks for every byte of each again: what a move reads (the file
+/// system's cleaning), so that a page changed since its last check fails there, naming its address,
+/// rather than being programmed again under a fresh checksum.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RawRead {
     pub addrs: Vec<FlashAddr>,
-}
-
-/// Checks the pages at `addrs` against their checksums now, every byte, even those checked since they
-/// were programmed (NVMe's Verify: nothing is returned). What a move runs before it reads pages to write
-/// them elsewhere (the file system's cleaning), so that a page changed since its last check fails there,
-/// naming its address, rather than being programmed again under a fresh checksum.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RawVerify {
-    pub addrs: Vec<FlashAddr>,
+    #[serde(default)]
+    pub recheck: bool,
 }
 
 /// Erases the blocks holding `addrs`.
@@ -62,7 +58,6 @@ pub struct RawSync;
 request!(RawIdentify => RawInfo, Io);
 request!(RawWrite => (), Io);
 request!(RawRead => bulk, Io);
-request!(RawVerify => (), Io);
 request!(RawErase => (), Io);
 request!(RawDiscard => (), Io);
 request!(RawSync => (), Io);

@@ -226,17 +226,11 @@ impl RawPartition {
         Ok(out)
     }
 
-    /// Checks the pages at `addrs` against their checksums, every byte, even those checked since they were
-    /// programmed (see [`crate::protocol::RawVerify`]), as a read of them on the host's behalf.
-    pub fn verify(&mut self, addrs: &[FlashAddr]) -> std::result::Result<(), RawFlashError> {
-        let mut ppns = Vec::with_capacity(addrs.len());
-        for a in addrs {
-            ppns.push(self.ctrl().ppn_of(a)?);
-        }
+    /// Forgets that the pages at `addrs` were checked against their checksums, so that their next read
+    /// checks every byte (see [`crate::protocol::RawRead::recheck`]).
+    pub fn forget_checks(&self, addrs: &[FlashAddr]) -> std::result::Result<(), RawFlashError> {
+        let ppns = addrs.iter().map(|a| self.ctrl().ppn_of(a)).collect::<std::result::Result<Vec<_>, _>>()?;
         self.ctrl().media().forget_verified_pages(&ppns);
-        for group in addrs.chunks(64) {
-            self.read(group)?;
-        }
         Ok(())
     }
 

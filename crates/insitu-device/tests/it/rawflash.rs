@@ -517,7 +517,7 @@ fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening()
         dev.call(RawWrite { pages: pages.clone(), data: data.clone() }).unwrap();
         dev.call(RawSync).unwrap();
         let addrs: Vec<FlashAddr> = pages.iter().map(|p| p.0).collect();
-        let back = dev.call(RawRead { addrs: addrs.clone() }).unwrap();
+        let back = dev.call(RawRead { addrs: addrs.clone(), recheck: false }).unwrap();
         assert_eq!(&back[..data.len()], &data[..], "{via:?}");
         let spares: Vec<u64> =
             back[data.len()..].chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
@@ -527,9 +527,9 @@ fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening()
             .call(RawWrite { pages: vec![(FlashAddr { page: 5, ..a }, 0)], data: vec![0; 8192] })
             .unwrap_err();
         assert!(err.to_string().contains("out of order"), "{via:?}: {err}");
-        let err = dev.call(RawRead { addrs: vec![FlashAddr { chip: 9, ..a }] }).unwrap_err();
+        let err = dev.call(RawRead { addrs: vec![FlashAddr { chip: 9, ..a }], recheck: false }).unwrap_err();
         assert!(err.to_string().contains("past the geometry"), "{via:?}: {err}");
-        let err = dev.call(RawRead { addrs: vec![FlashAddr { page: 3, ..a }] }).unwrap_err();
+        let err = dev.call(RawRead { addrs: vec![FlashAddr { page: 3, ..a }], recheck: false }).unwrap_err();
         assert!(matches!(err, DeviceError::RawFlash(RawFlashError::ErasedPage { .. })), "{via:?}: {err}");
         let info = dev.call(RawIdentify).unwrap();
         assert_eq!(info.written, vec![(a, 3), (b, 3)]);
@@ -538,7 +538,10 @@ fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening()
         // Reopened: the write pointers come back from the spare areas, the pages are intact.
         let dev = transport::in_process(Device::open(&dev_dir).unwrap());
         assert_eq!(dev.call(RawIdentify).unwrap().written, vec![(a, 3), (b, 3)]);
-        assert_eq!(&dev.call(RawRead { addrs: addrs.clone() }).unwrap()[..data.len()], &data[..]);
+        assert_eq!(
+            &dev.call(RawRead { addrs: addrs.clone(), recheck: false }).unwrap()[..data.len()],
+            &data[..]
+        );
         dev.call(RawErase { addrs: vec![a] }).unwrap();
         assert_eq!(dev.call(RawIdentify).unwrap().written, vec![(b, 3)]);
         dev.call(RawWrite { pages: vec![(a, 1)], data: vec![7; 8192] }).unwrap();

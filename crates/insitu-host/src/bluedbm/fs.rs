@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 pub use insitu_device::cluster::Access;
 use insitu_device::protocol::{
     page_heads, GlobalPage as DevicePage, GlobalRead, RawDiscard, RawErase, RawIdentify, RawRead, RawSync,
-    RawVerify, RawWrite,
+    RawWrite,
 };
 use insitu_device::rawflash::{FlashAddr, RawInfo};
 use serde::{Deserialize, Serialize};
@@ -888,7 +888,8 @@ impl<'a> Fs<'a> {
     fn read_on(&self, f: &FsFile, nd: u32, idx: &[usize]) -> Result<Vec<u8>> {
         let ps = self.page_size();
         let addrs: Vec<FlashAddr> = idx.iter().map(|i| f.pages[*i].addr).collect();
-        let mut got = self.device(nd)?.call(RawRead { addrs }).map_err(HostError::device(nd))?;
+        let mut got =
+            self.device(nd)?.call(RawRead { addrs, recheck: false }).map_err(HostError::device(nd))?;
         for (k, i) in idx.iter().enumerate() {
             let at = idx.len() * ps + k * 8;
             let s = u64::from_le_bytes(got[at..at + 8].try_into().expect("8 bytes"));
@@ -1527,14 +1528,12 @@ impl<'a> Fs<'a> {
         }
         if !live.is_empty() {
             // Every live page is read before any is written: a page that does not read back leaves the
-            // block as it is, with nothing programmed for it. Each is checked whole first, even if a read
-            // checked it before (a page changed since must not move under a fresh checksum).
+            // block as it is, with nothing programmed for it. Each is checked whole, even if a read checked
+            // it before (a page changed since must not move under a fresh checksum).
             let mut read = Vec::new();
             for group in live.chunks(BATCH_PAGES) {
                 let addrs: Vec<FlashAddr> = group.iter().map(|l| l.2.addr).collect();
-                let dev = self.device(nd)?;
-                match dev.call(RawVerify { addrs: addrs.clone() }).and_then(|()| dev.call(RawRead { addrs }))
-                {
+                match self.device(nd)?.call(RawRead { addrs, recheck: true }) {
                     Ok(got) => read.push(got),
                     Err(e) => {
                         let e = HostError::device(nd)(e);
