@@ -55,6 +55,9 @@ pub struct FtlStats {
     pub pages_trimmed: u64,
     pub gc_runs: u64,
     pub blocks_reclaimed: u64,
+    /// Victims garbage collection left where they were: a live page of each does not match its checksum
+    /// (it cannot be moved without taking its damage along under a fresh checksum; fsck names it).
+    pub blocks_set_aside: u64,
 }
 
 impl FtlStats {
@@ -93,6 +96,10 @@ pub struct Ftl<M = Nand> {
     gc_high: u64,
     pub(crate) journal: Journal,
     stats: FtlStats,
+    /// Blocks garbage collection set aside, with their valid pages then: a live page of each failed its
+    /// checksum when read to be moved. Passed over as victims until a page of the block is invalidated
+    /// (the damaged one, maybe: overwritten or trimmed).
+    set_aside: HashMap<BlockId, u32>,
 }
 
 impl<M: RawFlash> Ftl<M> {
@@ -116,6 +123,7 @@ impl<M: RawFlash> Ftl<M> {
             gc_high,
             journal,
             stats: FtlStats::default(),
+            set_aside: HashMap::new(),
         }
     }
 
@@ -205,6 +213,7 @@ impl<M: RawFlash> Ftl<M> {
     }
 
     fn mark_erased(&mut self, block: BlockId) -> Result<()> {
+        self.set_aside.remove(&block);
         if let Some(rev) = self.rev.remove(&block) {
             if rev.valid != 0 {
                 return Err(FlashError::NandViolation(format!(
@@ -496,7 +505,19 @@ impl<M: RawFlash> Ftl<M> {
         let mut moved = false;
         while self.free_blocks() < self.gc_high {
             let Some(victim) = self.pick_victim(&pending) else { break };
-            moved |= self.relocate(victim)? > 0;
+            match self.relocate(victim) {
+                Ok(n) => moved |= n > 0,
+                // A live page that does not read back whole stays where it is, damage and all, for reads
+                // and fsck to name: the block is passed over (some of its pages may have moved already).
+                Err(FlashError::CorruptPage { .. }) => {
+                    let valid = self.rev.get(&victim).map_or(0, |r| r.valid);
+                    self.set_aside.insert(victim, valid);
+                    self.stats.blocks_set_aside += 1;
+                    moved = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
             pending.push(victim);
             if self.free_blocks() <= 1 || self.free_blocks() + pending.len() as u64 >= self.gc_high {
                 self.erase_victims(&mut pending, std::mem::take(&mut moved))?;
@@ -549,6 +570,7 @@ impl<M: RawFlash> Ftl<M> {
         let ppb = self.geometry().pages_per_block;
         self.closed_blocks()
             .filter(|(b, _)| !exclude.contains(b))
+            .filter(|(b, valid)| self.set_aside.get(b).is_none_or(|v| v != valid))
             .filter(|(_, valid)| *valid < ppb)
             .min_by_key(|(b, valid)| (*valid, *b))
             .map(|(b, _)| b)

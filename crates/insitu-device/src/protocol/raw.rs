@@ -32,7 +32,6 @@ pub struct RawWrite {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RawRead {
     pub addrs: Vec<FlashAddr>,
-    #[serde(default)]
     pub recheck: bool,
 }
 

@@ -522,6 +522,23 @@ fn a_devices_raw_partition_answers_over_every_transport_and_survives_reopening()
         let spares: Vec<u64> =
             back[data.len()..].chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(spares, pages.iter().map(|p| p.1).collect::<Vec<_>>());
+        // A byte changed behind the device after that read: a plain read takes the page as checked, one
+        // with `recheck` (what cleaning moves) checks every byte again and fails naming the checksum.
+        {
+            use std::os::unix::fs::FileExt;
+            let path = dev_dir.join("raw").join("nand.img");
+            let image = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+            let all = std::fs::read(&path).unwrap();
+            let first = page_of(&a, 1);
+            let at =
+                all.chunks(8192).position(|p| p == &first[..]).expect("page a in the image") as u64 * 8192;
+            image.write_all_at(&[first[100] ^ 0xff], at + 100).unwrap();
+            dev.call(RawRead { addrs: vec![a], recheck: false }).unwrap();
+            let err = dev.call(RawRead { addrs: vec![a], recheck: true }).unwrap_err().to_string();
+            assert!(err.contains("checksum"), "{via:?}: {err}");
+            image.write_all_at(&[first[100]], at + 100).unwrap();
+            dev.call(RawRead { addrs: vec![a], recheck: true }).unwrap();
+        }
         // Refused by name, nothing written: out of order, past the geometry, an erased page.
         let err = dev
             .call(RawWrite { pages: vec![(FlashAddr { page: 5, ..a }, 0)], data: vec![0; 8192] })

@@ -25,7 +25,7 @@
 //! - **Host disk.** A removed file's pages are punched out of the nodes' images at once ([`RawDiscard`]):
 //!   they stay programmed until cleaning erases their block, but no longer take the host's disk.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -644,6 +644,7 @@ impl<'a> Fs<'a> {
             let failed = self.pending.take();
             if let Some(f) = &failed {
                 self.index.next_id = self.index.next_id.max(f.id + 1);
+                self.unstick(&f.pages);
             }
             if !self.poisoned {
                 self.reload()?;
@@ -726,7 +727,7 @@ impl<'a> Fs<'a> {
     }
 
     /// Refuses `name` for a new file: not a valid name, or a file's already.
-    fn check_new_name(&self, name: &str) -> Result<()> {
+    pub fn check_new_name(&self, name: &str) -> Result<()> {
         validate_user_name(name)?;
         if self.index.files.contains_key(name) {
             return Err(HostError::FileExists(name.to_string()));
@@ -901,21 +902,21 @@ impl<'a> Fs<'a> {
 
     /// Reads pages `idx` of `f` from their nodes as [`Fs::read_on`] does, a batch a node at a time, and
     /// each page of a batch that fails alone: `bad(i, error)` gets each page that does not read back
-    /// whole as written (an error of kind `Damaged`), its error naming the file, the page, its node and
-    /// address. A node that fails otherwise (offline, its server gone) is not read further: its error
-    /// comes back, one a node, and its pages that were not read count neither good nor bad. Returns how
-    /// many pages read good, and those errors.
+    /// whole as written (or at all), its error naming the file, the page, its node and address. A node
+    /// that is offline (or goes offline: its server gone) is not read further, nor is any node of `skip`.
+    /// Returns, for each node read, how many of its pages read good and the error that took it offline.
     fn scrub(
         &self,
         f: &FsFile,
         idx: &[usize],
+        skip: &BTreeSet<u32>,
         bad: &mut dyn FnMut(usize, HostError),
-    ) -> (u64, Vec<HostError>) {
+    ) -> Vec<(u32, u64, Option<HostError>)> {
         let mut by_node: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for &i in idx {
+        for &i in idx.iter().filter(|&&i| !skip.contains(&f.pages[i].node)) {
             by_node.entry(f.pages[i].node).or_default().push(i);
         }
-        let damaged = |e: &HostError| e.kind() == crate::error::ErrorKind::Damaged;
+        let offline = |e: &HostError| e.kind() == crate::error::ErrorKind::Offline;
         // The nodes read at once, each on a thread (their flash and the host's disk under them both
         // work); each node's bad pages, in order.
         let scrub_node = |nd: u32, idx: &[usize]| {
@@ -926,34 +927,33 @@ impl<'a> Fs<'a> {
                         good += group.len() as u64;
                         continue;
                     }
-                    Err(e) if !damaged(&e) => return (good, bad, Some(e)),
+                    Err(e) if offline(&e) => return (nd, good, bad, Some(e)),
                     Err(_) => {}
                 }
                 for &i in group {
                     match self.read_on(f, nd, &[i]) {
                         Ok(_) => good += 1,
-                        Err(e) if !damaged(&e) => return (good, bad, Some(e)),
+                        Err(e) if offline(&e) => return (nd, good, bad, Some(e)),
                         Err(e) => bad.push((i, page_error(f, i, e))),
                     }
                 }
             }
-            (good, bad, None)
+            (nd, good, bad, None)
         };
-        type NodeScrub = (u64, Vec<(usize, HostError)>, Option<HostError>);
+        type NodeScrub = (u32, u64, Vec<(usize, HostError)>, Option<HostError>);
         let per_node: Vec<NodeScrub> = std::thread::scope(|s| {
             let running: Vec<_> =
                 by_node.iter().map(|(nd, idx)| s.spawn(move || scrub_node(*nd, idx))).collect();
             running.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
         });
-        let (mut good, mut failed) = (0, Vec::new());
-        for (g, errors, node_error) in per_node {
-            good += g;
+        let mut out = Vec::new();
+        for (nd, good, errors, went) in per_node {
             for (i, e) in errors {
                 bad(i, e);
             }
-            failed.extend(node_error);
+            out.push((nd, good, went));
         }
-        (good, failed)
+        out
     }
 
     /// The first of pages `idx` of `f` that does not read back as written, as an error that names it
@@ -961,8 +961,8 @@ impl<'a> Fs<'a> {
     /// one reads good.
     fn locate_damage(&self, f: &FsFile, idx: &[usize]) -> Option<HostError> {
         let mut first = None;
-        // A node that fails otherwise fails the read as it did: only damage is located here.
-        let _ = self.scrub(f, idx, &mut |i, e| {
+        // A node offline fails the read as it did: only damage is located here.
+        self.scrub(f, idx, &BTreeSet::new(), &mut |i, e| {
             if first.as_ref().is_none_or(|(j, _)| i < *j) {
                 first = Some((i, e));
             }
@@ -988,8 +988,11 @@ impl<'a> Fs<'a> {
                 ));
             }
         }
-        let (mut scrubbed, mut unread) = (0, 0u64);
-        let mut node_errors: Vec<String> = Vec::new();
+        let mut scrubbed = 0;
+        // Nodes found offline, with why: not read again for later files. Pages each node holds, and how
+        // many of them were read (good or bad).
+        let mut down: BTreeMap<u32, String> = BTreeMap::new();
+        let (mut held, mut read): (BTreeMap<u32, u64>, BTreeMap<u32, u64>) = Default::default();
         for f in self.index.files.values() {
             if f.pages.len() as u64 != f.size.div_ceil(ps) {
                 problems.push(format!(
@@ -999,18 +1002,22 @@ impl<'a> Fs<'a> {
                     f.pages.len()
                 ));
             }
+            for p in &f.pages {
+                *held.entry(p.node).or_default() += 1;
+            }
             let idx: Vec<usize> = (0..f.pages.len()).collect();
             let (mut count, mut first) = (0u64, None);
-            let (good, failed) = self.scrub(f, &idx, &mut |_, e| {
+            let skip: BTreeSet<u32> = down.keys().copied().collect();
+            let per_node = self.scrub(f, &idx, &skip, &mut |i, e| {
                 count += 1;
+                *read.entry(f.pages[i].node).or_default() += 1;
                 first.get_or_insert(e);
             });
-            scrubbed += good;
-            unread += f.pages.len() as u64 - good - count;
-            for e in failed {
-                let e = e.to_string();
-                if !node_errors.contains(&e) {
-                    node_errors.push(e);
+            for (nd, good, went) in per_node {
+                scrubbed += good;
+                *read.entry(nd).or_default() += good;
+                if let Some(e) = went {
+                    down.insert(nd, e.to_string());
                 }
             }
             if let Some(e) = first {
@@ -1021,10 +1028,10 @@ impl<'a> Fs<'a> {
                 ));
             }
         }
-        if !node_errors.is_empty() {
+        for (nd, why) in &down {
+            let unread = held[nd] - read.get(nd).copied().unwrap_or(0);
             problems.push(format!(
-                "file system: {unread} page(s) could not be read to check them: {}",
-                node_errors.join("; ")
+                "file system: {unread} page(s) on node {nd} could not be read to check them: {why}"
             ));
         }
         let s = self.stats();
@@ -1246,11 +1253,8 @@ impl<'a> Fs<'a> {
             if let Some(s) = self.segment_of(p) {
                 s.live = s.live.saturating_sub(1);
             }
-            // A block set aside for a page that did not read back may have held this file's: cleaning
-            // tries it again (and sets it aside again if another file's page there fails too).
-            let a = p.addr;
-            self.stuck.remove(&(p.node, (a.card, a.bus, a.chip, a.block)));
         }
+        self.unstick(&f.pages);
         self.index.files.remove(name);
         self.maybe_checkpoint();
         // The file's pages give their space on the host's disk back now: files share blocks, so its blocks
@@ -1339,6 +1343,19 @@ impl<'a> Fs<'a> {
             .segments
             .get_mut(&(a.card, a.bus, a.chip, a.block))
             .expect("a written segment")
+    }
+
+    /// Pages of a file that is gone (removed, or a put that failed) are dead: a block set aside for a page
+    /// that did not read back may have been for one of them, so cleaning tries each of their blocks again
+    /// (and sets it aside again if another file's page there fails too).
+    fn unstick(&mut self, pages: &[GlobalPage]) {
+        if self.stuck.is_empty() {
+            return;
+        }
+        for p in pages {
+            let a = p.addr;
+            self.stuck.remove(&(p.node, (a.card, a.bus, a.chip, a.block)));
+        }
     }
 
     fn erase(&mut self, nd: u32, key: (u32, u32, u32, u64)) -> Result<()> {
@@ -1468,8 +1485,13 @@ impl<'a> Fs<'a> {
         }
         let on = node
             .map_or_else(|| format!("its {} node(s) have", self.nodes.len()), |n| format!("node {n} has"));
+        let aside = self.stuck.iter().filter(|(nd, _)| node.is_none_or(|n| n == *nd)).count();
+        let aside = match aside {
+            0 => String::new(),
+            n => format!(", the {n} block(s) cleaning set aside (a live page of each does not read back)"),
+        };
         Err(HostError::FsFull(format!(
-            "{} needs {need} page(s) of {} and {on} room for {room} (each bus's pages less its live ones \
+            "{} needs {need} page(s) of {} and {on} room for {room} (each bus's pages less its live ones{aside} \
              and the erased block it keeps for cleaning); `insitu fs rm` files to make room",
             crate::units::human_bytes(bytes),
             crate::units::human_bytes(ps)
@@ -1975,13 +1997,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let array = appliance(dir.path());
         let ps = 8192;
-        let fs = {
-            let mut fs = Fs::open(&array).unwrap();
-            for k in 0..3 {
-                fs.put(&format!("f{k}"), &mut &bytes(40 * ps, k)[..], None).unwrap();
-            }
-            fs
-        };
+        let mut fs = Fs::open(&array).unwrap();
+        for k in 0..3 {
+            fs.put(&format!("f{k}"), &mut &bytes(40 * ps, k)[..], None).unwrap();
+        }
+        // A page that fails alone, for a reason other than damage (an index naming an address past the
+        // geometry), is that file's problem; the node's other pages are still checked.
+        let good = fs.index.files["f1"].pages[3];
+        fs.index.files.get_mut("f1").unwrap().pages[3].addr.chip = 99;
+        let summary = fs.check();
+        assert_eq!(summary.problems.len(), 1, "{summary:?}");
+        let p = &summary.problems[0];
+        assert!(p.contains("\"f1\"") && p.contains("past the geometry") && p.contains("fs rm f1"), "{p}");
+        assert!(p.contains("1 of its 40 page(s) bad"), "{p}");
+        fs.index.files.get_mut("f1").unwrap().pages[3] = good;
+        assert!(fs.check().problems.is_empty());
         array.device(1).unwrap().close().unwrap();
         let summary = fs.check();
         assert_eq!(summary.problems.len(), 1, "{summary:?}");
@@ -1990,7 +2020,7 @@ mod tests {
         assert!(!p.contains("damaged") && !p.contains("fs rm"), "{p}");
         // Node 1's pages of the three files went unchecked, each counted once; the others were read.
         let on1: usize = fs.files().map(|f| f.pages.iter().filter(|p| p.node == 1).count()).sum();
-        assert!(on1 > 0 && p.starts_with(&format!("file system: {on1} page(s)")), "{on1}: {p}");
+        assert!(on1 > 0 && p.starts_with(&format!("file system: {on1} page(s) on node 1")), "{on1}: {p}");
         // A spare-area mismatch names its node too.
         let f = fs.file("f0").unwrap();
         let e = check_spare(f, 0, &f.pages[0], 7).unwrap_err().to_string();

@@ -387,6 +387,7 @@ pub fn put_graph(
     adj: &Adjacency,
     node: Option<u32>,
 ) -> Result<StoredGraph> {
+    fs.check_new_name(name)?;
     let mut pages = GraphPages::new(adj, fs.page_size())?;
     let (n, spill) = pages.pages();
     fs.check_put(name, n * fs.page_size() as u64, node)?;
