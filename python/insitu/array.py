@@ -17,6 +17,7 @@ messages.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -61,6 +62,35 @@ def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
 
 
 Progress = Union[bool, Callable[[int, int], None]]
+
+
+class _Checked:
+    """The native array, whose methods take whole numbers of fixed width (a count, a vertex, a node): one
+    out of its parameter's range (a negative ``k``, a vertex past 2**32) is refused as every other bad
+    argument is, with :class:`InvalidArgumentError`, not the bare ``OverflowError`` of the conversion."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: Any):
+        self._native = native
+
+    def __getattr__(self, name: str) -> Any:
+        f = getattr(self._native, name)
+        if not callable(f):
+            return f
+
+        @functools.wraps(f)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return f(*args, **kwargs)
+            except OverflowError as e:
+                from .errors import InvalidArgumentError
+
+                raise InvalidArgumentError(
+                    f"{name}: a whole-number argument is out of the range it takes (negative, or too large): {e}"
+                ) from None
+
+        return call
 
 
 def _progress(
@@ -115,7 +145,7 @@ class Array:
     """
 
     def __init__(self, inner: "_insitu._Array", recovered: Optional[Dict[str, Any]] = None):
-        self._inner = inner
+        self._inner = _Checked(inner)
         #: What opening the array recovered: parts of interrupted writes removed, parts quarantined.
         self.recovered: Dict[str, Any] = recovered or {}
         #: The report of the last call that read data (``get``, ``get_table``, ``shuffle_read``,

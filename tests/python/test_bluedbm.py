@@ -79,6 +79,9 @@ def test_nearest_neighbours_match_numpy_and_faiss(appliance):
     # A tenth of the items on flash instead of DRAM (§7.1): the same answer, those pages read.
     idx, dist, r = appliance.knn("items", queries, k=5, placement="host-dram", flash_share=0.1)
     assert (idx == np.array(ref)).all() and r["cost"]["pages"] > 0
+    # A count out of its range is a bad argument, as any other.
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="knn: a whole-number argument"):
+        appliance.knn("items", queries, k=-1)
 
 
 def test_nearest_neighbours_match_faiss(appliance):
@@ -120,6 +123,8 @@ def test_graph_traversal_matches_a_reference(appliance):
         assert got == level, placement
     got, _ = appliance.bfs("g", start, "host-dram", flash_share=0.5)
     assert got == level
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="bfs: a whole-number argument"):
+        appliance.bfs("g", -1)
     places = ["isp", "host", "remote-host", "host-dram"]
     walks = [appliance.walk("g", start, walks=3, length=8, placement=p)[0] for p in places]
     assert all(w == walks[0] for w in walks), "the placements took different walks"

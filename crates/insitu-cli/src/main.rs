@@ -61,7 +61,8 @@ enum Cmd {
     Ls,
     /// Remove an object.
     Rm(Lazy<blob::Rm>),
-    /// Count (and locate) a literal byte string in an object.
+    /// Count (and locate) a literal byte string in an object: every position it starts at, overlapping
+    /// ones too (`aa` occurs 3 times in `aaaa`, where `grep -o` and `rg -o` count 2).
     Search(Lazy<blob::Search>),
     /// Load a Parquet or CSV table, spreading its rows over the devices in NASCENT's hybrid layout.
     PutTable(Lazy<table::PutTable>),

@@ -81,7 +81,33 @@ pub struct AppArgs {
 }
 
 impl AppArgs {
+    /// The in-store processors' limits. An option the placement does not use is said on stderr, not
+    /// refused: a script may run every placement with the same options.
     fn limits(&self) -> Result<IspLimits> {
+        let isp = matches!(self.placement, AppWhere::Isp);
+        let mut unused = Vec::new();
+        if isp {
+            unused.extend((self.threads != 1).then_some("--threads"));
+            unused.extend((self.node != 0).then_some("--node"));
+        } else {
+            unused.extend(self.engines.is_some().then_some("--engines"));
+            unused.extend(self.throttle.is_some().then_some("--throttle"));
+        }
+        if !unused.is_empty() {
+            let (whose, runs) = if isp {
+                (
+                    "the host placements' (host, remote-host, host-dram)",
+                    "the in-store processors run on the nodes that hold the file",
+                )
+            } else {
+                ("the in-store processors' (--placement isp)", "host software runs on --node with --threads")
+            };
+            eprintln!(
+                "note: {} {} {whose}, unused here: {runs}",
+                unused.join(" and "),
+                if unused.len() > 1 { "are" } else { "is" }
+            );
+        }
         isp_limits(self.engines, self.throttle.as_deref())
     }
 }
@@ -110,7 +136,9 @@ impl TraverseArgs {
 #[derive(Subcommand, Debug)]
 pub enum BluedbmCmd {
     /// Search a file of the appliance's file system for a string (§7.3): count its occurrences and the
-    /// lines they start in.
+    /// lines they start in. An occurrence is every position the string starts at, overlapping ones too, as
+    /// Morris-Pratt engines report them (`aa` occurs 3 times in `aaaa`, where `grep -o` and `rg -o` count 2);
+    /// the lines are those `grep -c` and `rg -c` count.
     Search {
         /// The file (stored by `insitu fs put`).
         file: String,

@@ -108,7 +108,7 @@ pub enum ReproCmd {
         profile: String,
     },
     /// BlueDBM §7, Figs. 16-21: nearest-neighbour search (in-store, throttled, host DRAM by threads, DRAM
-    /// with 10% flash or 5% disk, host software on flash), graph traversal by access path, and string
+    /// with 10% flash or 5% disk, host software on flash, read at random or in order), graph traversal by access path, and string
     /// search by engine count, run on a two-node appliance in the work folder.
     BluedbmApps {
         #[command(flatten)]

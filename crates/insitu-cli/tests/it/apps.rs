@@ -173,13 +173,24 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     let err = env.fails(&["bluedbm", "knn", "items", "/nonexistent/q.bin"]);
     assert!(err.contains("/nonexistent/q.bin"), "{err}");
     let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--lsh", "0"]);
-    assert!(err.contains("at least 1 band"), "{err}");
+    assert!(err.contains("1 to 1024 bands"), "{err}");
+    let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--lsh", "100000"]);
+    assert!(err.contains("1 to 1024 bands") && err.contains("100000 bands"), "{err}");
     let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--engines", "0"]);
     assert!(err.contains("--engines must be at least 1"), "{err}");
     let err = env.fails(&["bluedbm", "knn", "items", s(&one), "--engines", "268435456"]);
     assert!(err.contains("1 to 128 engines"), "{err}");
     let err = env.fails(&["bluedbm", "search", "items", "ab", "--throttle", "100"]);
     assert!(err.contains("at least a page"), "{err}");
+    // An option the placement does not use is said, not silently dropped (nor refused: a script may run
+    // every placement with the same options).
+    for (args, want) in [
+        (&["--threads", "2"][..], "note: --threads is the host placements'"),
+        (&["--placement", "host", "--throttle", "600MB"], "note: --throttle is the in-store processors'"),
+    ] {
+        let o = env.run(&[&["bluedbm", "knn", "items", s(&one)][..], args].concat());
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stderr).contains(want), "{o:?}");
+    }
     // A k past the items gives every item, in order.
     let r = env.json(&["bluedbm", "knn", "items", s(&one), "--k", "4294967295"]);
     assert_eq!(pairs(&r["result"]), naive_nearest(&items, &q[..8192], 300));

@@ -129,7 +129,7 @@ fn repro_bluedbm_apps_gives_figs_16_to_21_beside_the_paper() {
     let work = env.path("work");
     let out = env.json(&["repro", "bluedbm-apps", "--quick", "--work", work.to_str().unwrap()]);
     let figs = &out["result"]["figures"];
-    for id in ["fig16", "fig17", "fig19", "fig20", "fig21"] {
+    for id in ["fig16", "fig17", "fig18", "fig19", "fig20", "fig21"] {
         let rows = figs[id]["rows"].as_array().unwrap_or_else(|| panic!("{id}: {out}"));
         assert!(!rows.is_empty(), "{id}");
         for r in rows {

@@ -404,12 +404,17 @@ fn lsh_path(fs: &Fs, f: &FsFile, lsh: Lsh) -> PathBuf {
     fs.meta_dir().join("lsh").join(format!("{}-{}x{}.bin", f.id, lsh.bands, lsh.bits))
 }
 
+/// The most LSH bands a search takes: each band keeps a key an item (8 bytes) on the host, and far fewer
+/// bands already have a query compare with about every item.
+pub const MAX_LSH_BANDS: u32 = 1024;
+
 /// Every item's bucket in every band (`bands` keys an item), from the metadata folder or built now by
 /// reading every item (and kept); says whether it was built.
 fn lsh_keys(fs: &Fs, f: &FsFile, lsh: Lsh) -> Result<(Vec<u64>, bool)> {
-    if lsh.bands == 0 || !(1..=64).contains(&lsh.bits) {
+    if !(1..=MAX_LSH_BANDS).contains(&lsh.bands) || !(1..=64).contains(&lsh.bits) {
         return Err(HostError::InvalidArgument(format!(
-            "LSH needs at least 1 band and 1 to 64 bits a band, not {} bands of {} bits",
+            "LSH takes 1 to {MAX_LSH_BANDS} bands of 1 to 64 bits, not {} bands of {} bits (with more bands \
+             a query is compared with about every item: leave LSH out to compare with all of them)",
             lsh.bands, lsh.bits
         )));
     }
