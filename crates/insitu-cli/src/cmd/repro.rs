@@ -271,8 +271,13 @@ impl ReproCmd {
             }
             ReproCmd::BluedbmApps { report, profile, work } => {
                 use insitu_host::bluedbm::repro_apps;
-                let work = work.unwrap_or_else(default_work);
-                let figures = repro_apps::run(&ctx.profile(&profile)?, &work, report.quick, progress)?;
+                let profile = ctx.profile(&profile)?;
+                let run = |w: &std::path::Path| repro_apps::run(&profile, w, report.quick, progress);
+                // The run removes its appliance itself; the default folder goes with it when it made it.
+                let figures = match work {
+                    Some(w) => run(&w)?,
+                    None => crate::cmd::in_default_dir(DEFAULT_WORK, run)?,
+                };
                 (repro_apps::figures(&figures), json!(figures))
             }
             ReproCmd::Nascent { report, tpcc, devices, profile, algo, work } => {

@@ -152,6 +152,8 @@ fn repro_bluedbm_apps_gives_figs_16_to_21_beside_the_paper() {
     for f in ["fig16.svg", "fig20.md", "figures.json"] {
         assert!(env.path("repro-out/bluedbm-apps").join(f).is_file(), "{f}");
     }
+    // The appliance goes with the run.
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "the appliance was left in {}", work.display());
 }
 
 #[test]

@@ -113,19 +113,27 @@ fn check(ok: bool, what: &str) -> Result<()> {
 
 /// Runs §7's applications on a two-node appliance of `profile` made in `work`.
 pub fn run(profile: &Profile, work: &Path, quick: bool, progress: &dyn Fn(&str)) -> Result<Figures> {
-    let ps = profile.nand.page_size as usize;
-    let items = if quick { 1024 } else { 8192 };
-    let corpus_bytes = if quick { 8 << 20 } else { 64 << 20 };
-    let scale = if quick { 10 } else { 13 };
     let dir = work.join("bluedbm-apps");
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
     }
     std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
+    // The appliance goes with the run (hundreds of MB of NAND images), whatever its end.
+    let figures = run_in(profile, &dir, quick, progress);
+    let _ = std::fs::remove_dir_all(&dir);
+    figures
+}
+
+/// [`run`] on an appliance made in `dir`.
+fn run_in(profile: &Profile, dir: &Path, quick: bool, progress: &dyn Fn(&str)) -> Result<Figures> {
+    let ps = profile.nand.page_size as usize;
+    let items = if quick { 1024 } else { 8192 };
+    let corpus_bytes = if quick { 8 << 20 } else { 64 << 20 };
+    let scale = if quick { 10 } else { 13 };
     let capacity =
         2 * (items * ps) as u64 + corpus_bytes as u64 + ((1u64 << scale) * 3 * ps as u64) + (256 << 20);
     let topo = super::topology("line", Some(2), 1, profile)?;
-    let mut array = crate::Array::init(&dir, 2, profile.clone(), Some(capacity), None)?;
+    let mut array = crate::Array::init(dir, 2, profile.clone(), Some(capacity), None)?;
     array.set_topology(topo)?;
     let mut fs = Fs::open(&array)?;
 
