@@ -157,8 +157,8 @@ pub enum BluedbmCmd {
         items: String,
         /// The query: one page-sized item, or several one after another (each answered).
         queryfile: PathBuf,
-        /// How many nearest items to give.
-        #[arg(long, default_value_t = 1)]
+        /// How many nearest items to give (at least 1).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         k: u32,
         /// Compare only items sharing an LSH bucket with the query in one of this many bands (bit
         /// sampling; the buckets are built on first use and kept). Default: every item.
@@ -309,7 +309,12 @@ impl BluedbmCmd {
                 );
                 for (q, n) in r.nearest.iter().enumerate() {
                     let list: Vec<String> = n.iter().map(|(i, d)| format!("{i} ({d})")).collect();
-                    text.push_str(&format!("\nquery {q}: {}", list.join(", ")));
+                    let list = if list.is_empty() {
+                        "none (no item shares an LSH bucket with it)".to_string()
+                    } else {
+                        list.join(", ")
+                    };
+                    text.push_str(&format!("\nquery {q}: {list}"));
                 }
                 ctx.out.plain("bluedbm knn", out, &text);
             }

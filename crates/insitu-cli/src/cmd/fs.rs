@@ -33,7 +33,7 @@ impl Via {
 pub enum FsCmd {
     /// Store a file, striped over every node's cards and buses (or kept on one node).
     Put {
-        /// The file to store.
+        /// The file to store (`-`: standard input, with --name).
         file: PathBuf,
         /// Name in the file system (default: the file's name).
         #[arg(long)]
@@ -95,13 +95,22 @@ impl FsCmd {
         }
         match self {
             FsCmd::Put { file, name, node } => {
-                let name = name_for(name, &file, true, "file")?;
-                let f = File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
-                // A file of known size that cannot fit is refused before a page is written.
-                if let Some(m) = f.metadata().ok().filter(|m| m.is_file()) {
-                    fs.check_put(&name, m.len(), node)?;
+                let stdin = file.as_os_str() == "-";
+                if stdin && name.is_none() {
+                    anyhow::bail!("reading standard input (-) needs --name for the file");
                 }
-                let stored = fs.put(&name, &mut BufReader::with_capacity(1 << 20, f), node)?;
+                let name = name_for(name, &file, true, "file")?;
+                let stored = if stdin {
+                    fs.check_new_name(&name)?;
+                    fs.put(&name, &mut BufReader::with_capacity(1 << 20, std::io::stdin().lock()), node)?
+                } else {
+                    let f = File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
+                    // A file of known size that cannot fit is refused before a page is written.
+                    if let Some(m) = f.metadata().ok().filter(|m| m.is_file()) {
+                        fs.check_put(&name, m.len(), node)?;
+                    }
+                    fs.put(&name, &mut BufReader::with_capacity(1 << 20, f), node)?
+                };
                 let nodes: std::collections::BTreeSet<u32> = stored.pages.iter().map(|p| p.node).collect();
                 ctx.out.plain(
                     "fs put",

@@ -75,6 +75,20 @@ fn files_round_trip_and_their_pages_spread_over_nodes_and_buses() {
     assert_eq!(r["result"]["nodes"], serde_json::json!([1]));
     assert!(env.ok(&["fs", "pages", "on-one"]).lines().all(|l| l.starts_with("1 ")));
     assert_eq!(get(&env, "on-one"), text(100_000, 9, b"xy"));
+    // Standard input, named.
+    let piped = text(50_000, 4, b"in");
+    let mut child = env
+        .cmd()
+        .args(["fs", "put", "-", "--name", "piped"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &piped).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(get(&env, "piped"), piped);
+    assert!(env.fails(&["fs", "put", "-"]).contains("needs --name"));
+    env.ok(&["fs", "rm", "piped"]);
     // Existing commands still work on an appliance.
     let obj = env.write("obj", b"an object through the FTL");
     env.ok(&["put", s(&obj)]);

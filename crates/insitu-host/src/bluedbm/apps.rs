@@ -177,9 +177,10 @@ pub(crate) fn page_len(f: &FsFile, i: usize, page_size: usize) -> u32 {
     f.size.saturating_sub(start).min(page_size as u64) as u32
 }
 
-/// The name of the bound of a modeled time made of `parts`: the largest.
+/// The name of the bound of a modeled time made of `parts`: the largest ("no work" when every part is
+/// none, as for an empty file).
 pub(crate) fn bound(parts: &[(&str, f64)]) -> (f64, String) {
-    let (name, s) = parts.iter().fold(("", 0.0f64), |a, (n, s)| if *s > a.1 { (n, *s) } else { a });
+    let (name, s) = parts.iter().fold(("no work", 0.0f64), |a, (n, s)| if *s > a.1 { (n, *s) } else { a });
     (s, name.to_string())
 }
 
