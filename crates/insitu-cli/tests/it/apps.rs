@@ -206,6 +206,9 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     let (free, slow) = (modeled(&[]), modeled(&["--throttle", "100MB/s"]));
     // Each node reads its 100 items at the throttle.
     assert!(slow > 2.0 * free && slow >= 0.99 * 100.0 * 8192.0 / 100e6, "{free} vs {slow}");
+    let r = env.json(&["bluedbm", "knn", "items", s(&one), "--throttle", "100MB/s"]);
+    let bound = r["result"]["cost"]["bound"].as_str().unwrap();
+    assert!(bound.contains("flash reads throttled to"), "{bound}");
     // DRAM with a tenth of the items on flash, or a twentieth on disk (§7.1): the same answer, the misses
     // read (flash) or waited for (disk), and slower than all in DRAM.
     let dram = |extra: &[&str]| {

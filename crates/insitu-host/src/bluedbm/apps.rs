@@ -184,6 +184,16 @@ pub(crate) fn bound(parts: &[(&str, f64)]) -> (f64, String) {
     (s, name.to_string())
 }
 
+/// What bounds an in-store job: its engines, reading flash at the pace `limits` throttles it to, if any.
+pub(crate) fn isp_bound(limits: super::IspLimits) -> String {
+    match limits.throttle_bw {
+        Some(bw) => {
+            format!("in-store engines, flash reads throttled to {}/s", crate::units::human_bytes(bw as u64))
+        }
+        None => "in-store engines".into(),
+    }
+}
+
 /// A page's address as the device protocol names it.
 pub(crate) fn addr(p: &GlobalPage) -> insitu_device::rawflash::FlashAddr {
     p.addr

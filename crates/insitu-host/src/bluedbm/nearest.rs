@@ -232,7 +232,7 @@ fn in_store(
         }
     }
     pass.finish(cost);
-    cost.bound = "in-store engines".into();
+    cost.bound = apps::isp_bound(opts.limits);
     Ok(merged.into_iter().map(Nearest::into_sorted).collect())
 }
 

@@ -103,7 +103,7 @@ fn in_store(fs: &Fs, f: &FsFile, mp: &MorrisPratt, limits: IspLimits, cost: &mut
             found.seams[i] = r.1;
         }
     }
-    cost.bound = "in-store engines".into();
+    cost.bound = apps::isp_bound(limits);
     Ok(found)
 }
 
