@@ -1908,18 +1908,24 @@ mod tests {
         assert_eq!(out, bytes(40_000, 2));
     }
 
+    /// Node 1's 8 write points (4 buses x 2 chips, 16 pages a block): a file `dead` fills half of each
+    /// block, `bad` (64 pages of `bytes(.., 5)`) the other half; `dead` is removed, so every block is closed
+    /// with 8 live pages and 8 dead ones.
+    fn half_dead(fs: &mut Fs) {
+        let ps = 8192;
+        fs.put("dead", &mut &bytes(64 * ps, 1)[..], Some(1)).unwrap();
+        fs.put("bad", &mut &bytes(64 * ps, 5)[..], Some(1)).unwrap();
+        fs.remove("dead").unwrap();
+    }
+
     #[test]
     fn a_page_that_does_not_read_back_is_named_and_cleaning_sets_its_block_aside() {
         let dir = tempfile::tempdir().unwrap();
         let array = appliance(dir.path());
         let ps = 8192;
         let mut fs = Fs::open(&array).unwrap();
-        // Node 1's 8 write points (4 buses x 2 chips, 16 pages a block): `dead` fills half of each block,
-        // `bad` the other half, so every block is closed with 8 live pages once `dead` is removed.
-        fs.put("dead", &mut &bytes(64 * ps, 1)[..], Some(1)).unwrap();
-        fs.put("bad", &mut &bytes(64 * ps, 5)[..], Some(1)).unwrap();
+        half_dead(&mut fs);
         fs.put("good", &mut &bytes(10 * ps, 9)[..], None).unwrap();
-        fs.remove("dead").unwrap();
         let at = find_in_image(dir.path(), 1, &bytes(ps, 5));
         flip(dir.path(), 1, at + 100);
         let summary = crate::fsck::check(&array).unwrap();
@@ -1974,10 +1980,7 @@ mod tests {
         let array = appliance(dir.path());
         let ps = 8192;
         let mut fs = Fs::open(&array).unwrap();
-        // As above: once `dead` goes, every block of node 1 holds 8 live pages of `bad` and 8 dead ones.
-        fs.put("dead", &mut &bytes(64 * ps, 1)[..], Some(1)).unwrap();
-        fs.put("bad", &mut &bytes(64 * ps, 5)[..], Some(1)).unwrap();
-        fs.remove("dead").unwrap();
+        half_dead(&mut fs);
         // Read whole (so checked) before its byte changes.
         let mut out = Vec::new();
         fs.get("bad", &mut out).unwrap();
