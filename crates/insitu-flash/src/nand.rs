@@ -76,10 +76,10 @@ pub struct Nand {
 /// is not checksummed again: a gather from flash reads each 4 KB page once per row it holds, and the same
 /// CRC-32 over and over was 45% of an out-of-core sort. Page `p` is remembered in slot `p % VERIFIED_SLOTS`
 /// (as `p + 1`; 0 is none), so an object written in one run of pages up to 4 GiB (of 4 KB pages) is
-/// remembered whole. An erase, a program or a discard forgets its pages; a move (garbage collection, the
-/// raw partition's `RawRead` with `recheck`, as cleaning reads) forgets the pages it moves, so a page changed since its last
-/// check is not programmed again under a fresh checksum; `fsck` forgets everything, so it checks every byte.
-/// Nothing else should write the image while the array's lock is held.
+/// remembered whole. An erase, a program or a discard forgets its pages; a move (garbage collection, or
+/// the raw partition's `RawRead` with `recheck`, as cleaning reads) forgets the pages it moves, so a page
+/// changed since its last check is not programmed again under a fresh checksum; `fsck` forgets everything,
+/// so it checks every byte. Nothing else should write the image while the array's lock is held.
 #[derive(Debug, Default)]
 struct Verified(std::sync::Mutex<Vec<u64>>);
 

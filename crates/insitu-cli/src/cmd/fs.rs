@@ -101,7 +101,6 @@ impl FsCmd {
                 }
                 let name = name_for(name, &file, true, "file")?;
                 let stored = if stdin {
-                    fs.check_new_name(&name)?;
                     fs.put(&name, &mut BufReader::with_capacity(1 << 20, std::io::stdin().lock()), node)?
                 } else {
                     let f = File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
