@@ -53,6 +53,14 @@ def test_string_search_agrees_on_every_placement(appliance, tmp_path):
         offsets, r = appliance.fs_search("hay", "abba", placement, offsets=True)
         assert offsets == want, placement
         assert r["count"] == len(want) and r["cost"]["modeled_s"] > 0
+        # Modeled time and energy at the top, as the CLI's --json has them: every node draws at least
+        # its idle power; the in-store search leaves both hosts idle.
+        m = r["modeled"]
+        assert m == r["cost"]["modeled"] and m["time_s"] == r["cost"]["modeled_s"] and m["nodes"] == 2
+        assert m["energy_j"] == pytest.approx(m["host_energy_j"] + m["device_energy_j"])
+        assert m["energy_j"] > 2 * m["time_s"] * (80.0 + 20.0), "above the 2 nodes' idle 100 W (bluedbm)"
+        if placement == "isp":
+            assert m["host_energy_j"] == pytest.approx(2 * m["time_s"] * 80.0)
         lines = {hay.count(b"\n", 0, o) for o in want}
         assert r["lines"] == len(lines)
     with pytest.raises(insitu.errors.InvalidArgumentError, match="empty"):
@@ -121,6 +129,7 @@ def test_graph_traversal_matches_a_reference(appliance):
     for placement in ["isp", "host", "remote-host", "host-dram"]:
         got, r = appliance.bfs("g", start, placement)
         assert got == level, placement
+        assert r["modeled"]["time_s"] == r["modeled_s"] and r["modeled"]["energy_j"] > 0, placement
     got, _ = appliance.bfs("g", start, "host-dram", flash_share=0.5)
     assert got == level
     with pytest.raises(insitu.errors.InvalidArgumentError, match="bfs: a whole-number argument"):
@@ -202,6 +211,7 @@ def test_a_files_pages_are_known_and_read_by_one_node_over_the_network(appliance
     assert sh("fs", "pages", "f").stdout.split("\n")[: len(pages)] == [" ".join(map(str, p)) for p in pages]
     r = json.loads(sh("--json", "fs", "get", "f", "--via", "isp", "--from", "1", "-o", str(tmp_path / "g")).stdout)
     assert r["result"]["via"]["modeled_s"] == costs[("isp", 1)]["modeled_s"]
+    assert r["result"]["modeled"] == costs[("isp", 1)]["modeled"] and r["result"]["modeled"]["energy_j"] > 0
 
     with insitu.Array.open(path) as a:
         before = a.fs_gc()["stats"]["free_blocks"]

@@ -53,7 +53,9 @@ pub fn fs_get_via(
     };
     let fs = Fs::open(a)?;
     let (data, r) = crate::to_bytes_or_file(out, |w| fs.get_via(name, node, access, w))?;
-    Ok((data, json!(r).to_string()))
+    let mut v = json!(r);
+    v["modeled"] = json!(r.modeled(a.profile(), fs.node_count(), fs.page_size()));
+    Ok((data, v.to_string()))
 }
 
 /// File `name`'s physical pages, six numbers each (node card bus chip block page), one after another.
@@ -101,7 +103,13 @@ pub fn search_file(a: &Array, s: SearchArgs<'_>) -> Result<String> {
         threads: s.threads,
         limits: IspLimits::default(),
     };
-    Ok(json!(search(&fs, s.name, s.needle, opts)?).to_string())
+    Ok(with_modeled(json!(search(&fs, s.name, s.needle, opts)?)))
+}
+
+/// An application's result with its modeled time and energy at the top, as the CLI's `--json` has it.
+fn with_modeled(mut v: serde_json::Value) -> String {
+    v["modeled"] = v["cost"]["modeled"].clone();
+    v.to_string()
 }
 
 pub struct KnnArgs<'a> {
@@ -127,7 +135,7 @@ pub fn knn(a: &Array, k: KnnArgs<'_>) -> Result<String> {
         limits: IspLimits::default(),
         misses: Misses { flash: k.misses.0, disk: k.misses.1 },
     };
-    Ok(json!(nearest(&fs, k.items, k.queries, opts)?).to_string())
+    Ok(with_modeled(json!(nearest(&fs, k.items, k.queries, opts)?)))
 }
 
 /// Stores a graph from its edges, little-endian u32 pairs one after another.

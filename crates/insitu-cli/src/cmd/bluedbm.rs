@@ -14,6 +14,7 @@ use insitu_host::bluedbm::graph::{
     bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, Reader, WalkSpec,
 };
 use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
+use insitu_host::bluedbm::power::Modeled;
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
 use insitu_host::units::human_bytes;
@@ -244,7 +245,8 @@ impl BluedbmCmd {
                 use std::os::unix::ffi::OsStrExt;
                 let r = crate::output::busy("searching", || search(&fs, &file, needle.as_bytes(), opts))?;
                 let needle = String::from_utf8_lossy(needle.as_bytes());
-                let mut out = json!({ "file": file, "count": r.count, "lines": r.lines, "cost": r.cost });
+                let mut out = json!({ "file": file, "count": r.count, "lines": r.lines, "cost": r.cost,
+                                      "modeled": r.cost.modeled });
                 if let Some(o) = &r.offsets {
                     out["offsets"] = json!(o);
                 }
@@ -288,10 +290,13 @@ impl BluedbmCmd {
                     .collect();
                 let mut out = json!({ "items": items, "item_count": r.items, "compared": r.compared,
                                       "lsh": lsh, "lsh_built": r.lsh_built, "lsh_build_s": r.lsh_build_s,
-                                      "cost": r.cost });
-                if let [one] = per_query.as_slice() {
-                    out["indices"] = one["indices"].clone();
-                    out["distances"] = one["distances"].clone();
+                                      "cost": r.cost, "modeled": r.cost.modeled });
+                // One query: its lists at the top; several: a list a query (as Python's arrays are shaped).
+                for key in ["indices", "distances"] {
+                    out[key] = match per_query.as_slice() {
+                        [one] => one[key].clone(),
+                        all => all.iter().map(|q| q[key].clone()).collect(),
+                    };
                 }
                 out["queries"] = json!(per_query);
                 let mut text = format!(
@@ -359,7 +364,7 @@ impl BluedbmCmd {
                     "local_pages": r.local_pages, "network_bytes": r.network_bytes, "hops": r.hops,
                     "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
                     "modeled_s": b.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": b.software_s,
-                    "wall_s": r.wall_s,
+                    "busy": b.busy, "modeled": b.modeled, "wall_s": r.wall_s,
                 });
                 if levels {
                     out["levels"] = json!(b
@@ -370,14 +375,16 @@ impl BluedbmCmd {
                 }
                 let mut text = format!(
                     "bfs {graph} from {from}: {} vertices reached, {} levels deep, {} pages in {} rounds of dependent \
-                     reads by node {node}'s {}\n  modeled {:.4} s on the appliance's profile ({:.4} s of reads, \
-                     {:.4} s of host software), measured {:.3} s",
+                     reads by node {node}'s {}\n  modeled {:.4} s, {} on {} ({:.4} s of reads, {:.4} s of host \
+                     software), measured {:.3} s",
                     b.reached,
                     b.depth,
                     r.pages,
                     b.rounds,
                     who(placement),
                     b.modeled_s,
+                    joules(&b.modeled),
+                    b.modeled.profile,
                     r.modeled_s,
                     b.software_s,
                     r.wall_s
@@ -402,11 +409,11 @@ impl BluedbmCmd {
                     "placement": placement.name(), "flash_share": flash_share, "node": node, "pages": r.pages,
                     "network_bytes": r.network_bytes, "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
                     "modeled_s": w.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": w.software_s,
-                    "wall_s": r.wall_s,
+                    "busy": w.busy, "modeled": w.modeled, "wall_s": r.wall_s,
                 });
                 let mut text = format!(
                     "{} walk(s) on {graph} from {from}: {} steps, {} pages in {} rounds of dependent reads by node \
-                     {node}'s {}\n  modeled {:.4} s ({:.1} us a step), measured {:.3} s",
+                     {node}'s {}\n  modeled {:.4} s ({:.1} us a step), {} on {}, measured {:.3} s",
                     w.walks.len(),
                     w.steps,
                     r.pages,
@@ -414,6 +421,8 @@ impl BluedbmCmd {
                     who(placement),
                     w.modeled_s,
                     w.modeled_s / w.steps.max(1) as f64 * 1e6,
+                    joules(&w.modeled),
+                    w.modeled.profile,
                     r.wall_s
                 );
                 for p in &w.walks {
@@ -427,6 +436,14 @@ impl BluedbmCmd {
     }
 }
 
+/// A run's modeled energy, for people: the joules and what drew them.
+fn joules(m: &Modeled) -> String {
+    format!(
+        "{:.3} J ({} node(s): hosts {:.3} J, devices {:.3} J)",
+        m.energy_j, m.nodes, m.host_energy_j, m.device_energy_j
+    )
+}
+
 /// Two lines on what an application's run cost: modeled on the profile and measured here.
 fn cost_text(c: &AppCost) -> String {
     let who = match c.placement {
@@ -438,9 +455,11 @@ fn cost_text(c: &AppCost) -> String {
         AppPlacement::HostDram => format!("host software, {} thread(s), the file in DRAM", c.threads),
     };
     format!(
-        "  modeled {:.4} s ({}; bound: {}; queued {:.4} s; host cpu {:.4} s), {} pages read, {} over PCIe, {} over \
-         the storage network\n  measured {:.3} s wall, {:.3} s cpu here",
+        "  modeled {:.4} s, {} on {} ({}; bound: {}; queued {:.4} s; host cpu {:.4} s), {} pages read, {} over \
+         PCIe, {} over the storage network\n  measured {:.3} s wall, {:.3} s cpu here",
         c.modeled_s,
+        joules(&c.modeled),
+        c.modeled.profile,
         who,
         c.bound,
         c.modeled_queue_s,

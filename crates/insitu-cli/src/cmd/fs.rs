@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use insitu_host::bluedbm::fs::{Access, Fs, ViaReport};
+use insitu_host::bluedbm::power::Modeled;
 use serde_json::json;
 
 use crate::cmd::{name_for, Ctx};
@@ -124,6 +125,7 @@ impl FsCmd {
                 );
             }
             FsCmd::Get { name, output, via, from } => {
+                let modeled = |r: &ViaReport| r.modeled(array.profile(), fs.node_count(), fs.page_size());
                 let read = |w: &mut dyn Write| -> Result<(u64, Option<ViaReport>)> {
                     Ok(match via {
                         None => (fs.get(&name, w)?, None),
@@ -140,12 +142,11 @@ impl FsCmd {
                     lock.flush()?;
                     // The data owns stdout: what was read, and at what cost, goes to stderr.
                     if ctx.out.json || via.is_some() {
-                        let text = via
-                            .as_ref()
-                            .map_or(String::new(), |r| via_text(r, array.profile().name.as_str()));
+                        let text = via.as_ref().map_or(String::new(), |r| via_text(r, &modeled(r)));
                         ctx.out.plain_to_stderr(
                             "fs get",
-                            json!({"name": name, "size": n, "output": "-", "via": via}),
+                            json!({"name": name, "size": n, "output": "-", "via": via,
+                                   "modeled": via.as_ref().map(modeled)}),
                             &text,
                         );
                     }
@@ -155,11 +156,12 @@ impl FsCmd {
                     w.commit()?;
                     let mut text = format!("wrote {name} ({}) to {}", human_bytes(n), output.display());
                     if let Some(r) = &via {
-                        text = format!("{text}\n{}", via_text(r, array.profile().name.as_str()));
+                        text = format!("{text}\n{}", via_text(r, &modeled(r)));
                     }
                     ctx.out.plain(
                         "fs get",
-                        json!({"name": name, "size": n, "output": output, "via": via}),
+                        json!({"name": name, "size": n, "output": output, "via": via,
+                               "modeled": via.as_ref().map(modeled)}),
                         &text,
                     );
                 }
@@ -225,14 +227,14 @@ impl FsCmd {
 }
 
 /// A read by one node, for people: who read, where the pages came from, modeled and measured.
-fn via_text(r: &ViaReport, profile: &str) -> String {
+fn via_text(r: &ViaReport, m: &Modeled) -> String {
     let who = match r.access {
         Access::IspFlash => format!("node {}'s in-store processor", r.origin),
         _ => format!("node {}'s host", r.origin),
     };
     let gbps = |s: f64| if s > 0.0 { r.bytes as f64 / s / 1e9 } else { 0.0 };
     format!(
-        "  read by {who}: {} pages, {} on node {}; {} from other nodes over the storage network ({} in {} messages, {} hops)\n  modeled   {profile}: {:.6} s ({:.2} GB/s)   measured here: {:.3} s ({:.2} GB/s)",
+        "  read by {who}: {} pages, {} on node {}; {} from other nodes over the storage network ({} in {} messages, {} hops)\n  modeled   {}: {:.6} s ({:.2} GB/s), {:.3} J on {} node(s)   measured here: {:.3} s ({:.2} GB/s)",
         r.pages,
         r.local_pages,
         r.origin,
@@ -240,8 +242,11 @@ fn via_text(r: &ViaReport, profile: &str) -> String {
         human_bytes(r.network_bytes),
         r.network_messages,
         r.hops,
+        m.profile,
         r.modeled_s,
         gbps(r.modeled_s),
+        m.energy_j,
+        m.nodes,
         r.wall_s,
         gbps(r.wall_s),
     )

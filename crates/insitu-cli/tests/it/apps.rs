@@ -144,6 +144,14 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
         let got: Vec<Vec<(u64, u64)>> =
             r["result"]["queries"].as_array().unwrap().iter().map(pairs).collect();
         assert_eq!(got, want, "{placement}");
+        // Several queries: the top-level lists are a list a query.
+        let top: Vec<Vec<(u64, u64)>> = (0..2)
+            .map(|q| {
+                pairs(&serde_json::json!({ "indices": r["result"]["indices"][q],
+                                           "distances": r["result"]["distances"][q] }))
+            })
+            .collect();
+        assert_eq!(top, want, "{placement}");
         assert_eq!(r["result"]["compared"].as_u64(), Some(600));
         // With LSH, only the near duplicates' buckets are compared, and they are found.
         let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8", "--placement", placement]);
@@ -232,4 +240,111 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     assert_eq!(std::fs::read_dir(&lsh).unwrap().count(), 1);
     env.ok(&["fs", "rm", "items"]);
     assert_eq!(std::fs::read_dir(&lsh).unwrap().count(), 0);
+}
+
+/// Joules of `nodes` nodes over `time_s`, each device and host busy as `busy` says (node number -> s):
+/// the profile's active watts while busy, idle watts otherwise; worked out here from the profile.
+fn joules(p: &insitu_device::Profile, time_s: f64, busy: &serde_json::Value, nodes: u32) -> (f64, f64) {
+    let part = |what: &str, active: f64, idle: f64| -> f64 {
+        (0..nodes)
+            .map(|n| {
+                let b = busy[what][n.to_string()].as_f64().unwrap_or(0.0).min(time_s);
+                active * b + idle * (time_s - b)
+            })
+            .sum()
+    };
+    let hosts = part("hosts", p.host.active_w, p.host.idle_w);
+    (hosts, part("devices", p.power.device_active_w, p.power.device_idle_w))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn every_application_reports_its_modeled_time_and_energy() {
+    let env = appliance("64MiB");
+    let p = insitu_device::Profile::load(s(&env.path("small.toml"))).unwrap();
+    let hay = text(300_000, 31, b"ab\n");
+    let file = env.write("hay.txt", &hay);
+    env.ok(&["fs", "put", s(&file), "--name", "hay"]);
+    // Which node holds each page, from the page table.
+    let nodes_of: Vec<u32> = env
+        .ok(&["fs", "pages", "hay"])
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let pages = nodes_of.len() as f64;
+    let holders: std::collections::BTreeSet<String> = nodes_of.iter().map(|n| n.to_string()).collect();
+    let keys = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    for placement in ["isp", "host", "remote-host", "host-dram"] {
+        let r = env.json(&["bluedbm", "search", "hay", "abba", "--placement", placement, "--node", "1"]);
+        let (m, c) = (&r["result"]["modeled"], &r["result"]["cost"]);
+        assert_eq!(m, &c["modeled"], "{placement}");
+        assert_eq!((m["profile"].as_str(), m["nodes"].as_u64()), (Some("bluedbm"), Some(3)));
+        let t = m["time_s"].as_f64().unwrap();
+        assert!(t > 0.0 && t == c["modeled_s"].as_f64().unwrap(), "{placement}: {m}");
+        let (hosts, devices) = joules(&p, t, &c["busy"], 3);
+        assert!(close(m["host_energy_j"].as_f64().unwrap(), hosts), "{placement}: {m} vs {hosts}");
+        assert!(close(m["device_energy_j"].as_f64().unwrap(), devices), "{placement}: {m} vs {devices}");
+        assert!(close(m["energy_j"].as_f64().unwrap(), hosts + devices), "{placement}: {m}");
+        let busy = &c["busy"];
+        let flash_s: f64 = busy["devices"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
+        match placement {
+            // Only the engines of the nodes holding pages work; no host does.
+            "isp" => {
+                assert_eq!(keys(&busy["devices"]), holders);
+                assert!(keys(&busy["hosts"]).is_empty(), "{busy}");
+                assert!(close(hosts, 3.0 * t * p.host.idle_w));
+            }
+            // Every page read once from its node's flash, and node 1's host busy with its CPU; through
+            // the pages' hosts, each other holder's host serves its pages.
+            "host" | "remote-host" => {
+                assert!(close(flash_s, pages * 8192.0 / p.device.internal_read_bw), "{placement}: {busy}");
+                assert_eq!(busy["hosts"]["1"].as_f64(), c["modeled_host_cpu_s"].as_f64());
+                let mut want: std::collections::BTreeSet<String> = ["1".to_string()].into();
+                if placement == "remote-host" {
+                    want.extend(holders.iter().filter(|n| *n != "1").cloned());
+                }
+                assert_eq!(keys(&busy["hosts"]), want, "{placement}");
+            }
+            // The file in DRAM: no flash read.
+            _ => {
+                assert!(keys(&busy["devices"]).is_empty(), "{busy}");
+                assert!(close(devices, 3.0 * t * p.power.device_idle_w));
+            }
+        }
+    }
+    // Nearest neighbours and a traversal model theirs the same way.
+    let items = env.write("items.bin", &text(20 * 8192, 5, b"abcd"));
+    env.ok(&["fs", "put", s(&items), "--name", "items"]);
+    let q = env.write("q.bin", &text(8192, 6, b"abcd"));
+    let r = env.json(&["bluedbm", "knn", "items", s(&q), "--placement", "host"]);
+    let (m, c) = (&r["result"]["modeled"], &r["result"]["cost"]);
+    let (hosts, devices) = joules(&p, m["time_s"].as_f64().unwrap(), &c["busy"], 3);
+    assert!(close(m["energy_j"].as_f64().unwrap(), hosts + devices) && hosts > 0.0, "{m}");
+    let edges = env.write("edges.txt", b"0 1\n1 2\n2 3\n3 4\n0 5\n");
+    env.ok(&["bluedbm", "put-graph", s(&edges), "--name", "g"]);
+    for placement in ["isp", "remote-host"] {
+        let r = env.json(&["bluedbm", "bfs", "g", "--from", "0", "--placement", placement]);
+        let m = &r["result"]["modeled"];
+        let t = m["time_s"].as_f64().unwrap();
+        assert!(t > 0.0 && t == r["result"]["modeled_s"].as_f64().unwrap(), "{m}");
+        let (hosts, devices) = joules(&p, t, &r["result"]["busy"], 3);
+        assert!(close(m["energy_j"].as_f64().unwrap(), hosts + devices), "{placement}: {m}");
+        let flash_s: f64 =
+            r["result"]["busy"]["devices"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
+        assert!(close(flash_s, 6.0 * 8192.0 / p.device.internal_read_bw), "{placement}: six vertex pages");
+    }
+    // A read over the storage network too.
+    let r = env.json(&["fs", "get", "hay", "--via", "host", "--from", "2", "-o", s(&env.path("back"))]);
+    let m = &r["result"]["modeled"];
+    assert!(m["time_s"].as_f64() == r["result"]["via"]["modeled_s"].as_f64(), "{m}");
+    let t = m["time_s"].as_f64().unwrap();
+    assert!(m["energy_j"].as_f64().unwrap() > 3.0 * t * (p.host.idle_w + p.power.device_idle_w), "{m}");
+    // The text says it too.
+    let out = env.ok(&["bluedbm", "search", "hay", "abba"]);
+    assert!(out.contains(" J (3 node(s): hosts "), "{out}");
 }

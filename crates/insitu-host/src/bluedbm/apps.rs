@@ -7,6 +7,7 @@ use insitu_device::Profile;
 use serde::Serialize;
 
 use crate::bluedbm::fs::{Access, FsFile, GlobalPage};
+use crate::bluedbm::power::{self, Busy, Modeled};
 use crate::error::{HostError, Result};
 
 /// Who runs an application (§7's configurations).
@@ -84,6 +85,21 @@ pub struct AppCost {
     /// Measured here: wall time and this process's CPU time.
     pub wall_s: f64,
     pub host_cpu_s: f64,
+    /// Modeled: what kept each node busy, and the run's time and energy on the profile, every node of
+    /// the appliance drawing power while it lasts.
+    pub busy: Busy,
+    pub modeled: Modeled,
+}
+
+impl AppCost {
+    /// Adds the host CPU of the node that ran the application (`origin`) to what kept the nodes busy and
+    /// models the run's energy on the `nodes` nodes of `profile`.
+    pub(crate) fn finish(&mut self, profile: &Profile, nodes: u32, origin: u32) {
+        if self.modeled_host_cpu_s > 0.0 {
+            self.busy.host(origin, self.modeled_host_cpu_s);
+        }
+        self.modeled = power::modeled(profile, nodes, self.modeled_s, &self.busy);
+    }
 }
 
 /// Seconds of `n` of `item` on the host's CPU, one thread.
@@ -109,9 +125,17 @@ pub(crate) struct Pass {
 }
 
 impl Pass {
-    /// Adds a node's finished `job`, which took `down` bytes to the device and `up` back, to `cost`.
-    pub(crate) fn add(&mut self, cost: &mut AppCost, profile: &Profile, job: &IspJob, down: u64, up: u64) {
+    /// Adds node `node`'s finished `job`, which took `down` bytes to the device and `up` back, to `cost`.
+    pub(crate) fn add(
+        &mut self,
+        cost: &mut AppCost,
+        profile: &Profile,
+        (node, job): (u32, &IspJob),
+        down: u64,
+        up: u64,
+    ) {
         let t = (job.queue_ps + job.service_ps) as f64 * 1e-12 + link_s(profile, down, up);
+        cost.busy.device(node, job.service_ps as f64 * 1e-12);
         self.slowest_s = self.slowest_s.max(t);
         self.queue_s = self.queue_s.max(job.queue_ps as f64 * 1e-12);
         cost.jobs += 1;
@@ -127,12 +151,7 @@ impl Pass {
     }
 }
 
-/// Seconds of one host core in its storage stack for `pages` page requests of `bytes` in all (the
-/// profile's `[storage]` request and byte cycles).
-pub(crate) fn storage_cpu_s(profile: &Profile, pages: u64, bytes: u64) -> f64 {
-    let h = &profile.host;
-    (pages as f64 * h.storage.request_cycles + bytes as f64 * h.storage.byte_cycles) / h.cpu.clock_hz
-}
+pub(crate) use super::power::storage_cpu_s;
 
 /// Seconds of the busiest other node's host serving pages `idx` of `f` to node `origin`'s (H-RH-F): a
 /// request through its storage stack a page.

@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::array::{validate_user_name, Array, FsckSummary};
 use crate::blob::read_full;
+use crate::bluedbm::power::{self, storage_cpu_s, Busy};
 use crate::error::{HostError, Result};
 
 /// A page in the appliance: a node and its flash address.
@@ -298,6 +299,10 @@ pub struct ViaReport {
     /// Bytes over the reading node's PCIe link, device to host and host to device (a host's read).
     pub pcie_up_bytes: u64,
     pub pcie_down_bytes: u64,
+    /// Pages each node's flash read (a page in its host's memory reads none), and pages each other
+    /// node's host served (H-RH-F, H-D): what kept the nodes busy, for the run's energy.
+    pub flash_pages: BTreeMap<u32, u64>,
+    pub served_pages: BTreeMap<u32, u64>,
     /// Wall time here.
     pub wall_s: f64,
 }
@@ -314,6 +319,35 @@ impl ViaReport {
         self.pcie_up_bytes += r.pcie_up_bytes;
         self.pcie_down_bytes += r.pcie_down_bytes;
         self.modeled_s += r.modeled_s;
+        for (n, p) in &r.flash_pages {
+            *self.flash_pages.entry(*n).or_default() += p;
+        }
+        for (n, p) in &r.served_pages {
+            *self.served_pages.entry(*n).or_default() += p;
+        }
+    }
+
+    /// What these reads kept busy: each node's flash for its pages, each serving host's storage stack
+    /// for a request a page (the reader's own CPU is its caller's to add).
+    pub fn busy(&self, profile: &insitu_device::Profile, page_size: usize) -> Busy {
+        let mut b = Busy::default();
+        for (n, p) in &self.flash_pages {
+            b.device(*n, power::flash_s(profile, *p, page_size));
+        }
+        for (n, p) in &self.served_pages {
+            b.host(*n, storage_cpu_s(profile, *p, *p * page_size as u64));
+        }
+        b
+    }
+
+    /// A whole read's modeled time and energy on the `nodes` nodes of `profile`: [`ViaReport::busy`],
+    /// and a reading host's storage stack for each page.
+    pub fn modeled(&self, profile: &insitu_device::Profile, nodes: u32, page_size: usize) -> power::Modeled {
+        let mut b = self.busy(profile, page_size);
+        if self.access != Access::IspFlash {
+            b.host(self.origin, storage_cpu_s(profile, self.pages, self.pages * page_size as u64));
+        }
+        power::modeled(profile, nodes, self.modeled_s, &b)
     }
 }
 
@@ -498,6 +532,11 @@ impl<'a> Fs<'a> {
 
     /// Refuses a node the appliance does not have, by name (a node is a device of the array, but a user of
     /// the appliance names nodes).
+    /// Nodes of the appliance.
+    pub fn node_count(&self) -> u32 {
+        self.nodes.len() as u32
+    }
+
     pub fn check_node(&self, node: u32) -> Result<()> {
         let n = self.nodes.len();
         if (node as usize) < n {
@@ -1224,10 +1263,21 @@ impl<'a> Fs<'a> {
                 got.spares.len()
             )));
         }
+        let (mut flash_pages, mut served_pages) = (BTreeMap::new(), BTreeMap::new());
         for (k, i) in idx.iter().enumerate() {
             check_spare(f, *i, &f.pages[*i], got.spares[k])?;
+            let node = f.pages[*i].node;
+            let in_memory = access == Access::HostRemoteDram && !missed.get(k).copied().unwrap_or(false);
+            if !in_memory {
+                *flash_pages.entry(node).or_default() += 1;
+            }
+            if matches!(access, Access::HostRemoteHost | Access::HostRemoteDram) && node != origin {
+                *served_pages.entry(node).or_default() += 1;
+            }
         }
         report.add(&ViaReport {
+            flash_pages,
+            served_pages,
             pages: got.pages,
             local_pages: got.local_pages,
             network_messages: got.network_messages,

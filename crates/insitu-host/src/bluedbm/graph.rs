@@ -25,6 +25,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::bluedbm::apps::Placement;
+use crate::bluedbm::power::{self, Busy, Modeled};
 use crate::error::{HostError, Result};
 use crate::outfile::OutFile;
 
@@ -421,6 +422,10 @@ pub struct Bfs {
     /// processor's traversal logic is FPGA logic beside its reads), and the whole traversal's.
     pub software_s: f64,
     pub modeled_s: f64,
+    /// What kept each node busy, and the traversal's modeled time and energy, the appliance's nodes
+    /// together.
+    pub busy: Busy,
+    pub modeled: Modeled,
 }
 
 /// Who traverses a graph and how its pages reach them (§7.2, Fig. 20).
@@ -477,6 +482,29 @@ fn software_s(
         Placement::HostDram => 2 * (r.pages - r.local_pages),
     };
     requests as f64 * host.storage.request_cycles / host.cpu.clock_hz
+}
+
+/// What a traversal of `modeled_s` kept busy and its modeled energy: the nodes' flash and serving hosts
+/// for the reads of `r`, and the reader's host for its requests (all but a page from its own memory).
+fn traversal_energy(
+    fs: &crate::bluedbm::fs::Fs<'_>,
+    by: Reader,
+    r: &crate::bluedbm::fs::ViaReport,
+    modeled_s: f64,
+) -> (Busy, Modeled) {
+    let profile = fs.array().profile();
+    let mut busy = r.busy(profile, fs.page_size());
+    let own = match by.placement {
+        Placement::Isp => 0,
+        Placement::Host | Placement::RemoteHost => r.pages,
+        Placement::HostDram => r.pages - r.local_pages,
+    };
+    if own > 0 {
+        let host = &profile.host;
+        busy.host(by.origin, own as f64 * host.storage.request_cycles / host.cpu.clock_hz);
+    }
+    let modeled = power::modeled(profile, fs.node_count(), modeled_s, &busy);
+    (busy, modeled)
 }
 
 /// Breadth-first search of graph `name` (stored by [`put_graph`]) from vertex `from`, by `by`: a level's
@@ -538,7 +566,19 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
     report.wall_s = started.elapsed().as_secs_f64();
     let software_s = software_s(fs, by.placement, &report);
     let modeled_s = report.modeled_s + software_s;
-    Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, read: report, software_s, modeled_s })
+    let (busy, modeled) = traversal_energy(fs, by, &report, modeled_s);
+    Ok(Bfs {
+        from,
+        reached: levels.len() as u64,
+        levels,
+        depth,
+        rounds,
+        read: report,
+        software_s,
+        modeled_s,
+        busy,
+        modeled,
+    })
 }
 
 /// One round of a traversal's dependent reads: pages `want` (page, the vertex it belongs to, whether it
@@ -617,6 +657,8 @@ pub struct Walks {
     pub read: crate::bluedbm::fs::ViaReport,
     pub software_s: f64,
     pub modeled_s: f64,
+    pub busy: Busy,
+    pub modeled: Modeled,
 }
 
 /// The neighbour a walk takes: step `step` of walk `walk` under `seed` picks `pick % degree`, the same
@@ -721,7 +763,8 @@ pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Rea
     report.wall_s = started.elapsed().as_secs_f64();
     let software_s = software_s(fs, by.placement, &report);
     let modeled_s = report.modeled_s + software_s;
-    Ok(Walks { walks: paths, steps, rounds, read: report, software_s, modeled_s })
+    let (busy, modeled) = traversal_energy(fs, by, &report, modeled_s);
+    Ok(Walks { walks: paths, steps, rounds, read: report, software_s, modeled_s, busy, modeled })
 }
 
 /// One stored page, decoded: (vertex, degree, neighbours here, next page); or why it is not a vertex

@@ -185,6 +185,7 @@ pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Res
     }
     cost.wall_s = t0.elapsed().as_secs_f64();
     cost.host_cpu_s = process_cpu_ns().saturating_sub(cpu0) as f64 * 1e-9;
+    cost.finish(fs.array().profile(), fs.node_count(), opts.node);
     Ok(NearestResult { nearest, compared, items: items as u64, lsh_built, lsh_build_s, cost })
 }
 
@@ -226,7 +227,7 @@ fn in_store(
         // Down: the queries and the page list (address, spare record, item number); up: k results a query.
         let down = (queries.len() + pages * 20) as u64;
         let up = (nq * (k as usize).min(pages) * 8) as u64;
-        pass.add(cost, profile, &r.job, down, up);
+        pass.add(cost, profile, (node, &r.job), down, up);
         for (m, found) in merged.iter_mut().zip(&r.nearest) {
             m.merge(found);
         }
@@ -271,6 +272,7 @@ fn on_host(
                         cost.network_bytes += r.network_bytes;
                         cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
                         cost.pages += r.pages;
+                        cost.busy.add(&r.busy(profile, ps));
                         flash_misses += 1;
                         missed.insert(i, page);
                     }
@@ -293,6 +295,7 @@ fn on_host(
                 cost.network_bytes += r.network_bytes;
                 cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
                 cost.pages += r.pages;
+                cost.busy.add(&r.busy(profile, ps));
                 fetched = data;
                 &fetched
             }

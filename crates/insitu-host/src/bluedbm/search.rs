@@ -83,6 +83,7 @@ pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result
     let (count, lines, offsets) = assemble(f, ps, needle, &found, opts.offsets);
     cost.wall_s = t0.elapsed().as_secs_f64();
     cost.host_cpu_s = process_cpu_ns().saturating_sub(cpu0) as f64 * 1e-9;
+    cost.finish(fs.array().profile(), fs.node_count(), opts.node);
     Ok(SearchResult { count, lines, offsets, cost })
 }
 
@@ -152,7 +153,7 @@ fn run_pass(
         // and a newline position a page, and every match.
         let down = (mp.needle().len() + 4 * failure.len() + idx.len() * 24) as u64;
         let up = (idx.len() * 8 + matches * 8) as u64;
-        pass.add(cost, profile, &r.job, down, up);
+        pass.add(cost, profile, (node, &r.job), down, up);
         let mut scans = r.scans.into_iter();
         let mut seams = r.seam_starts.into_iter();
         for &i in idx {
@@ -206,6 +207,7 @@ fn on_host(
                 cost.network_bytes += r.network_bytes;
                 cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
                 cost.pages += r.pages;
+                cost.busy.add(&r.busy(profile, ps));
                 batch(&data, first, &mut found);
                 join_seams(mp, f, &data, first, ps, &mut found);
             }
