@@ -85,6 +85,9 @@ pub fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return bad("the name is empty");
     }
+    if name.chars().all(char::is_whitespace) {
+        return bad("the name is blank (only spaces)");
+    }
     if name.len() > MAX_NAME_BYTES {
         return bad("the name is longer than 255 bytes");
     }
@@ -164,12 +167,15 @@ mod tests {
             ("x..y", "'..'"),
             ("a\0b", "NUL"),
             ("tab\there", "control"),
+            (" ", "blank"),
+            ("\u{3000} ", "blank"),
         ] {
             let err = validate_name(name).unwrap_err().to_string();
             assert!(err.contains(why), "{name:?}: {err}");
         }
         assert!(validate_name(&"n".repeat(256)).is_err());
         assert!(validate_name("lineitem.part-3").is_ok());
+        assert!(validate_name("a name with spaces").is_ok());
     }
 
     #[test]

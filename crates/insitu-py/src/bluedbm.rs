@@ -74,10 +74,16 @@ pub fn fs_gc(a: &Array) -> Result<String> {
         .to_string())
 }
 
+/// The files, from the host's index and journal alone while a node is offline (as `insitu fs ls`).
 pub fn fs_ls(a: &Array) -> Result<String> {
-    let fs = Fs::open(a)?;
-    let files: Vec<_> =
-        fs.files().map(|f| json!({ "name": f.name, "size": f.size, "pages": f.pages.len() })).collect();
+    let entry = |f: &insitu_host::bluedbm::fs::FsFile| json!({ "name": f.name, "size": f.size, "pages": f.pages.len() });
+    let files: Vec<_> = match Fs::open(a) {
+        Ok(fs) => fs.files().map(entry).collect(),
+        Err(e) if e.kind() == insitu_host::error::ErrorKind::Offline => {
+            insitu_host::bluedbm::fs::catalog(a)?.iter().map(entry).collect()
+        }
+        Err(e) => return Err(e),
+    };
     Ok(json!(files).to_string())
 }
 

@@ -8,8 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use insitu_host::bluedbm::fs::{Access, Fs, ViaReport};
+use insitu_host::bluedbm::fs::{catalog, Access, Fs, FsFile, ViaReport};
 use insitu_host::bluedbm::power::Modeled;
+use insitu_host::error::ErrorKind;
+use insitu_host::HostError;
 use serde_json::json;
 
 use crate::cmd::{name_for, Ctx};
@@ -80,7 +82,14 @@ pub enum FsCmd {
 impl FsCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let array = ctx.open()?;
-        let mut fs = Fs::open(&array)?;
+        let mut fs = match Fs::open(&array) {
+            Ok(fs) => fs,
+            // The listing and the page table are the host's: they need no node.
+            Err(e) if e.kind() == ErrorKind::Offline && matches!(self, FsCmd::Ls | FsCmd::Pages { .. }) => {
+                return self.without_nodes(ctx, &array, &e);
+            }
+            Err(e) => return Err(e.into()),
+        };
         let r = fs.report();
         if !r.damaged.is_empty() {
             eprintln!(
@@ -167,18 +176,8 @@ impl FsCmd {
                 }
             }
             FsCmd::Ls => {
-                let files: Vec<_> = fs
-                    .files()
-                    .map(|f| {
-                        let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
-                        json!({"name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes})
-                    })
-                    .collect();
+                let (files, mut text) = listing(fs.files(), &[]);
                 let s = fs.stats();
-                let mut text: String = fs
-                    .files()
-                    .map(|f| format!("{:>12}  {:>8} pages  {}\n", f.size, f.pages.len(), f.name))
-                    .collect();
                 text += &format!(
                     "{} file(s), {}; pages: {} live, {} dead; {} erased block(s) free",
                     s.files,
@@ -222,6 +221,50 @@ impl FsCmd {
         }
         drop(fs);
         array.close()?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// The files as JSON and as lines for people, those with pages on an `offline` node marked.
+fn listing<'f>(files: impl Iterator<Item = &'f FsFile>, offline: &[u32]) -> (Vec<serde_json::Value>, String) {
+    let (mut json, mut text) = (Vec::new(), String::new());
+    for f in files {
+        let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
+        json.push(json!({"name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes}));
+        let down: Vec<String> = nodes.iter().filter(|n| offline.contains(n)).map(|n| n.to_string()).collect();
+        let mark = match down.as_slice() {
+            [] => String::new(),
+            d => format!("  (pages on offline node {})", d.join(", ")),
+        };
+        text += &format!("{:>12}  {:>8} pages  {}{mark}\n", f.size, f.pages.len(), f.name);
+    }
+    (json, text)
+}
+
+impl FsCmd {
+    /// `fs ls` and `fs pages` while a node is offline (`why`): from the host's index and journal alone.
+    fn without_nodes(self, ctx: &Ctx, array: &insitu_host::Array, why: &HostError) -> Result<ExitCode> {
+        let files = catalog(array)?;
+        let offline: Vec<u32> =
+            (0..array.device_count() as u32).filter(|n| array.device(*n).is_err()).collect();
+        match self {
+            FsCmd::Ls => {
+                eprintln!(
+                    "note: the files as the host's index holds them; the nodes' space is not known while a \
+                     node is offline ({why})"
+                );
+                let (json, mut text) = listing(files.iter(), &offline);
+                text += &format!("{} file(s); offline node(s): {offline:?}", files.len());
+                ctx.out.plain("fs ls", json!({"files": json, "stats": null, "offline": offline}), &text);
+            }
+            FsCmd::Pages { name } => {
+                let f =
+                    files.iter().find(|f| f.name == name).ok_or_else(|| HostError::NoFile(name.clone()))?;
+                let text: Vec<String> = f.pages.iter().map(|p| p.to_string()).collect();
+                ctx.out.plain("fs pages", json!({"name": name, "pages": f.pages}), &text.join("\n"));
+            }
+            _ => unreachable!("only the listing and the page table are read without the nodes"),
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

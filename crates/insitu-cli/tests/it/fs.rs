@@ -728,3 +728,34 @@ fn the_appliance_says_what_it_holds_and_what_was_wrong() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_listing_and_page_table_need_no_node_but_reads_do() {
+    let env = appliance("8MiB");
+    for (name, node) in [("here", "0"), ("there", "2")] {
+        let f = env.write(name, &text(20_000, 3, b"xy"));
+        env.ok(&["fs", "put", s(&f), "--node", node]);
+    }
+    let pages = env.ok(&["fs", "pages", "there"]);
+    let node2 = env.data().join("dev2");
+    let away = env.path("dev2.away");
+    std::fs::rename(&node2, &away).unwrap();
+    let r = env.json(&["fs", "ls"]);
+    assert_eq!(r["result"]["offline"], serde_json::json!([2]));
+    assert!(r["result"]["stats"].is_null());
+    let listed: Vec<&str> =
+        r["result"]["files"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(listed, ["here", "there"]);
+    let text = env.ok(&["fs", "ls"]);
+    assert!(text.contains("there  (pages on offline node 2)") && text.contains(" here\n"), "{text}");
+    assert_eq!(env.ok(&["fs", "pages", "there"]), pages);
+    let err = env.fails(&["fs", "pages", "nope"]);
+    assert!(err.contains("nope"), "{err}");
+    // Reading or writing needs every node: refused, naming the one that is down.
+    let err = env.fails(&["fs", "get", "here", "-o", s(&env.path("out"))]);
+    assert!(err.contains("device 2"), "{err}");
+    std::fs::rename(&away, &node2).unwrap();
+    assert_eq!(names(&env), ["here", "there"]);
+    assert!(env.json(&["fs", "ls"])["result"]["stats"]["files"].as_u64() == Some(2));
+    env.ok(&["fsck"]);
+}

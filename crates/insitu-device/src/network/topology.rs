@@ -73,6 +73,8 @@ pub enum TopologyError {
     TooManyNodes { nodes: u32, max: u32 },
     #[error("topology: link {link} names node {node}, but there are only {nodes} nodes (0..{nodes})")]
     UnknownNode { link: usize, node: NodeId, nodes: u32 },
+    #[error("topology: link {link} has no lanes (lanes = 0): a link is at least one cable")]
+    NoLanes { link: usize },
     #[error("topology: link {link} joins node {node} to itself")]
     SelfLink { link: usize, node: NodeId },
     #[error("topology: {port} is used twice (links {first} and {second})")]
@@ -140,6 +142,9 @@ impl Topology {
         // Named ports first, so that a lowest-free-port choice never takes a port named later.
         let mut used: Vec<Vec<bool>> = vec![vec![false; ports as usize]; nodes as usize];
         for (i, s) in specs.iter().enumerate() {
+            if s.lanes == 0 {
+                return Err(TopologyError::NoLanes { link: i });
+            }
             for (node, port) in [(s.a, s.a_port), (s.b, s.b_port)] {
                 if node >= nodes {
                     return Err(TopologyError::UnknownNode { link: i, node, nodes });
@@ -391,6 +396,10 @@ mod tests {
         let split = "nodes = 4\n[[link]]\na = 0\nb = 1\n[[link]]\na = 2\nb = 3\n";
         assert!(matches!(err(split), TopologyError::Unreachable { from: 0, to: 2 }));
         assert!(matches!(err("nodes = 2\n[[link]]\na = 1\nb = 1\n"), TopologyError::SelfLink { .. }));
+        assert!(matches!(
+            err("nodes = 2\n[[link]]\na = 0\nb = 1\nlanes = 0\n"),
+            TopologyError::NoLanes { link: 0 }
+        ));
         assert!(err("nodes = 2\nlinks = 3\n").to_string().contains("t.toml"));
         assert!(matches!(Topology::named("torus", Some(4), 1, 8), Err(TopologyError::UnknownShape(_))));
     }

@@ -482,15 +482,7 @@ impl<'a> Fs<'a> {
     pub fn open(array: &'a Array) -> Result<Fs<'a>> {
         let dir = array.dir().join("fs");
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
-        let index_path = dir.join("index.json");
-        let (mut index, checkpoint_bytes): (Index, u64) = match std::fs::read(&index_path) {
-            Ok(bytes) => (
-                serde_json::from_slice(&bytes).map_err(|e| corrupt(&index_path, e.to_string()))?,
-                bytes.len() as u64,
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Index::default(), 0),
-            Err(e) => return Err(HostError::io(&index_path, e)),
-        };
+        let (mut index, checkpoint_bytes) = read_index(&dir.join("index.json"))?;
         let mut report = FsReport::default();
         let journal_path = dir.join("journal");
         let mut journal = OpenOptions::new()
@@ -530,13 +522,13 @@ impl<'a> Fs<'a> {
         Ok(fs)
     }
 
-    /// Refuses a node the appliance does not have, by name (a node is a device of the array, but a user of
-    /// the appliance names nodes).
     /// Nodes of the appliance.
     pub fn node_count(&self) -> u32 {
         self.nodes.len() as u32
     }
 
+    /// Refuses a node the appliance does not have, by name (a node is a device of the array, but a user of
+    /// the appliance names nodes).
     pub fn check_node(&self, node: u32) -> Result<()> {
         let n = self.nodes.len();
         if (node as usize) < n {
@@ -1728,6 +1720,35 @@ fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsRep
         valid += n as u64;
     }
     Ok(valid)
+}
+
+/// The file system's index checkpoint, and its size in bytes (none yet: empty).
+fn read_index(path: &Path) -> Result<(Index, u64)> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok((
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?,
+            bytes.len() as u64,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Index::default(), 0)),
+        Err(e) => Err(HostError::io(path, e)),
+    }
+}
+
+/// The files of `array`'s file system as its index and journal hold them, read without asking the nodes
+/// and writing nothing: a listing while a node is offline (a torn journal tail is left for
+/// [`Fs::open`] to cut).
+pub fn catalog(array: &Array) -> Result<Vec<FsFile>> {
+    let dir = array.dir().join("fs");
+    let (mut index, _) = read_index(&dir.join("index.json"))?;
+    let path = dir.join("journal");
+    match File::open(&path) {
+        Ok(mut journal) => {
+            replay(&mut journal, &path, &mut index, &mut FsReport::default())?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(HostError::io(&path, e)),
+    }
+    Ok(index.files.into_values().collect())
 }
 
 /// Every node's blocks, from its raw partition.
