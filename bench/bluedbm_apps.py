@@ -8,7 +8,7 @@
 - BFS over a Graph500 graph of 2^21 vertices and 20M edges (the issue's 2M and about 20M; 16 GiB stored, a
   vertex a page): `insitu bluedbm bfs` (isp, host) vs scipy.sparse.csgraph.breadth_first_order end to end
   from the edge file at rest (load, CSR, traversal).
-Every answer is checked against the peer's. Measured times here; the modeled time on `bluedbm` beside them.
+Every answer is checked against the peer's. Measured times here; the modeled time and energy on `bluedbm` beside them.
 Usage: bench/run.sh bluedbm-apps [--corpus-mb 1024] [--items 100000] [--scale 21]
 """
 import argparse
@@ -102,13 +102,14 @@ def main():
         t, out = best(lambda: timed([INSITU, "--json", "--data", data, "bluedbm", "search", "corpus", needle.decode(), "--placement", placement]), 1)
         r = json.loads(out)["result"]
         assert r["lines"] == lines, (placement, r["lines"], lines)
-        rows.append((f"insitu bluedbm search ({placement})", t, r["cost"]["modeled_s"]))
+        rows.append((f"insitu bluedbm search ({placement})", t, r["modeled"]))
     rows.append(("rg -F -c", t_rg, None))
     gb = os.path.getsize(text) / 1e9
     body = [f"String search, {gb:.2f} GB corpus, {lines} matching lines (put into the appliance: {t_put:.1f} s).", "",
-            "| tool | measured s | GB/s | vs rg | modeled s (bluedbm) |", "|---|---:|---:|---:|---:|"]
+            "| tool | measured s | GB/s | vs rg | modeled s (bluedbm) | modeled J |", "|---|---:|---:|---:|---:|---:|"]
     for name, t, m in rows:
-        body.append(f"| {name} | {t:.3f} | {gb / t:.2f} | {t_rg / t:.2f}x | {'-' if m is None else f'{m:.3f}'} |")
+        modeled = "- | -" if m is None else f"{m['time_s']:.3f} | {m['energy_j']:.1f}"
+        body.append(f"| {name} | {t:.3f} | {gb / t:.2f} | {t_rg / t:.2f}x | {modeled} |")
     sections.append("\n".join(body))
 
     # Nearest neighbours (data made by the bench venv's numpy).
@@ -123,14 +124,14 @@ q = it[rng.choice({args.items}, 16, replace=False)].copy(); q[:, ::101] ^= 0x55;
     run([INSITU, "--data", data, "fs", "put", items, "--name", "items"])
     f = json.loads(run([PY, "-c", FAISS, items, queries]))
     body = [f"Hamming top-10 of 16 queries over {args.items} items of 8 KiB (faiss, remote-host and host-dram: 2 threads).", "",
-            "| tool | measured s | vs faiss search | vs faiss end to end | modeled s (bluedbm) |", "|---|---:|---:|---:|---:|"]
+            "| tool | measured s | vs faiss search | vs faiss end to end | modeled s (bluedbm) | modeled J |", "|---|---:|---:|---:|---:|---:|"]
     for placement, extra in [("isp", []), ("remote-host", ["--threads", "2"]), ("host-dram", ["--threads", "2"])]:
         t, out = timed([INSITU, "--json", "--data", data, "bluedbm", "knn", "items", queries, "--k", "10", "--placement", placement, *extra])
         r = json.loads(out)["result"]
-        got = [q["indices"] for q in r["queries"]]
-        assert got == f["indices"], placement
-        body.append(f"| insitu bluedbm knn ({placement}) | {t:.3f} | {f['search_s'] / t:.2f}x | {f['total_s'] / t:.2f}x | {r['cost']['modeled_s']:.3f} |")
-    body.append(f"| faiss IndexBinaryFlat | search {f['search_s']:.3f}, from the file {f['total_s']:.3f} | 1.00x | 1.00x | - |")
+        assert r["indices"] == f["indices"], placement
+        m = r["modeled"]
+        body.append(f"| insitu bluedbm knn ({placement}) | {t:.3f} | {f['search_s'] / t:.2f}x | {f['total_s'] / t:.2f}x | {m['time_s']:.3f} | {m['energy_j']:.1f} |")
+    body.append(f"| faiss IndexBinaryFlat | search {f['search_s']:.3f}, from the file {f['total_s']:.3f} | 1.00x | 1.00x | - | - |")
     sections.append("\n".join(body))
 
     # BFS.
@@ -142,13 +143,14 @@ q = it[rng.choice({args.items}, 16, replace=False)].copy(); q[:, ::101] ^= 0x55;
     # Best of 2 for every contender: the first run after a put of 16 GiB can meet its write-back.
     s = min((json.loads(run([PY, "-c", SCIPY, edges, str(start)])) for _ in range(2)), key=lambda r: r["total_s"])
     body = [f"BFS over a Graph500 graph of 2^{args.scale} vertices, edge factor 10, from vertex {start} (put-graph: {t_put:.1f} s; best of 2 runs each).", "",
-            "| tool | measured s | vs scipy | reached | modeled s (bluedbm) |", "|---|---:|---:|---:|---:|"]
+            "| tool | measured s | vs scipy | reached | modeled s (bluedbm) | modeled J |", "|---|---:|---:|---:|---:|---:|"]
     for placement in ["isp", "host"]:
         t, out = best(lambda: timed([INSITU, "--json", "--data", data, "bluedbm", "bfs", "g", "--from", str(start), "--placement", placement]), 2)
         r = json.loads(out)["result"]
         assert r["reached"] == s["reached"], (placement, r["reached"], s["reached"])
-        body.append(f"| insitu bluedbm bfs ({placement}) | {t:.3f} | {s['total_s'] / t:.2f}x | {r['reached']} | {r['modeled_s']:.3f} |")
-    body.append(f"| scipy breadth_first_order (from the edge file) | {s['total_s']:.3f} | 1.00x | {s['reached']} | - |")
+        m = r["modeled"]
+        body.append(f"| insitu bluedbm bfs ({placement}) | {t:.3f} | {s['total_s'] / t:.2f}x | {r['reached']} | {m['time_s']:.3f} | {m['energy_j']:.1f} |")
+    body.append(f"| scipy breadth_first_order (from the edge file) | {s['total_s']:.3f} | 1.00x | {s['reached']} | - | - |")
     sections.append("\n".join(body))
     append_results("BlueDBM applications vs rg, faiss, scipy (issue 15)", "\n\n".join(sections))
     shutil.rmtree(work, ignore_errors=True)

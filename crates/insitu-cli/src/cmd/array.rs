@@ -49,6 +49,18 @@ impl Init {
             (None, None) => None,
         };
         let devices = topology.as_ref().map_or(self.devices, |t| t.nodes());
+        // What was in the directory before: said after, so that the array's files beside others (a
+        // mistyped --data) are no surprise.
+        let others: Vec<String> = std::fs::read_dir(&ctx.data)
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        // Less what an init cut off before left (an empty catalog, device folders, the reserve).
+        let ours = |n: &str| {
+            matches!(n, "catalog.json" | "reserve" | "fs")
+                || n.strip_prefix("dev")
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let others: Vec<String> = others.into_iter().filter(|n| !ours(n)).collect();
         let mut array = Array::init(&ctx.data, devices, profile, capacity, unit)?;
         if let Some(t) = topology {
             array.set_topology(t)?;
@@ -67,6 +79,15 @@ impl Init {
                 c.profile.name,
                 human_bytes(g.block_bytes()),
                 g.chips()
+            );
+        }
+        if let Some(first) = others.iter().min() {
+            eprintln!(
+                "note: {} held {} other entr{} ({first}{}); the array's files are beside them",
+                ctx.data.display(),
+                others.len(),
+                if others.len() == 1 { "y" } else { "ies" },
+                if others.len() > 1 { ", ..." } else { "" }
             );
         }
         // Flash images are sparse: they take disk space as pages are written. Say so when the array could

@@ -26,9 +26,14 @@ fn bad_names_and_duplicates_are_refused() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);
     let f = env.write("x", b"data");
-    for (name, why) in
-        [("", "empty"), ("a/b", "separator"), ("..", "'..'"), ("../etc", "separator"), ("x..y", "'..'")]
-    {
+    for (name, why) in [
+        ("", "empty"),
+        (" ", "blank"),
+        ("a/b", "separator"),
+        ("..", "'..'"),
+        ("../etc", "separator"),
+        ("x..y", "'..'"),
+    ] {
         let err = env.fails(&["put", s(&f), "--name", name]);
         assert!(err.contains(why), "{name:?}: {err}");
     }
@@ -52,7 +57,13 @@ fn unknown_objects_devices_profiles_and_arrays_are_named() {
         include_str!("../../../../profiles/tiny.toml").replace("memory_bw = 10.0e9", "memory_bw = 0.0");
     let p = env.write("broken.toml", broken.as_bytes());
     assert!(env.fails(&["init", "--profile", s(&p)]).contains("device.memory_bw"));
-    env.init(&["--devices", "2", "--profile", "tiny"]);
+    // A directory holding other files: the array goes beside them, and init says so.
+    std::fs::create_dir_all(env.data()).unwrap();
+    std::fs::write(env.data().join("notes.txt"), b"mine").unwrap();
+    let o = env.run(&["init", "--devices", "2", "--profile", "tiny"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("held 1 other entry (notes.txt)"), "{err}");
+    assert_eq!(std::fs::read(env.data().join("notes.txt")).unwrap(), b"mine");
     assert!(env.fails(&["init", "--profile", "tiny"]).contains("already exists"));
     assert!(env.fails(&["get", "ghost"]).contains("no object named \"ghost\""));
     assert!(env.fails(&["search", "ghost", "x"]).contains("ghost"));
