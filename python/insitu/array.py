@@ -449,7 +449,8 @@ class Array:
         """Searches file ``name`` for ``needle`` (1 to 1024 bytes) with the in-store processors'
         Morris-Pratt engines (``isp``) or host software reading through the device (``host``), through
         the pages' hosts (``remote-host``) or from DRAM (``host-dram``). Returns the number of occurrences (or, with ``offsets``, their byte
-        offsets) and the whole result: ``count``, ``lines``, ``offsets`` and ``cost``."""
+        offsets) and the whole result: ``count``, ``lines``, ``offsets``, ``cost`` and ``modeled`` (time and
+        energy on the appliance's profile)."""
         n = needle.encode() if isinstance(needle, str) else bytes(needle)
         r = json.loads(self._inner.fs_search(name, n, placement, offsets, node, threads))
         return (r["offsets"] if offsets else r["count"]), r

@@ -77,12 +77,9 @@ pub fn fs_gc(a: &Array) -> Result<String> {
 /// The files, from the host's index and journal alone while a node is offline (as `insitu fs ls`).
 pub fn fs_ls(a: &Array) -> Result<String> {
     let entry = |f: &insitu_host::bluedbm::fs::FsFile| json!({ "name": f.name, "size": f.size, "pages": f.pages.len() });
-    let files: Vec<_> = match Fs::open(a) {
-        Ok(fs) => fs.files().map(entry).collect(),
-        Err(e) if e.kind() == insitu_host::error::ErrorKind::Offline => {
-            insitu_host::bluedbm::fs::catalog(a)?.iter().map(entry).collect()
-        }
-        Err(e) => return Err(e),
+    let files: Vec<_> = match a.offline().next() {
+        Some(_) => insitu_host::bluedbm::fs::catalog(a)?.iter().map(entry).collect(),
+        None => Fs::open(a)?.files().map(entry).collect(),
     };
     Ok(json!(files).to_string())
 }

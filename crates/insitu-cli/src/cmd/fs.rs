@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 use insitu_host::bluedbm::fs::{catalog, Access, Fs, FsFile, ViaReport};
 use insitu_host::bluedbm::power::Modeled;
-use insitu_host::error::ErrorKind;
 use insitu_host::HostError;
 use serde_json::json;
 
@@ -82,14 +81,12 @@ pub enum FsCmd {
 impl FsCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let array = ctx.open()?;
-        let mut fs = match Fs::open(&array) {
-            Ok(fs) => fs,
-            // The listing and the page table are the host's: they need no node.
-            Err(e) if e.kind() == ErrorKind::Offline && matches!(self, FsCmd::Ls | FsCmd::Pages { .. }) => {
-                return self.without_nodes(ctx, &array, &e);
-            }
-            Err(e) => return Err(e.into()),
-        };
+        // The listing and the page table are the host's: read without the nodes (and without opening the
+        // file system, which would recover its journal) while one is offline.
+        if array.offline().next().is_some() && matches!(self, FsCmd::Ls | FsCmd::Pages { .. }) {
+            return self.without_nodes(ctx, array);
+        }
+        let mut fs = Fs::open(&array)?;
         let r = fs.report();
         if !r.damaged.is_empty() {
             eprintln!(
@@ -135,6 +132,12 @@ impl FsCmd {
             }
             FsCmd::Get { name, output, via, from } => {
                 let modeled = |r: &ViaReport| r.modeled(array.profile(), fs.node_count(), fs.page_size());
+                // The read's report with its modeled time and energy inside (as Python's `fs_get_via` has it).
+                let report = |r: &ViaReport| {
+                    let mut v = json!(r);
+                    v["modeled"] = json!(modeled(r));
+                    v
+                };
                 let read = |w: &mut dyn Write| -> Result<(u64, Option<ViaReport>)> {
                     Ok(match via {
                         None => (fs.get(&name, w)?, None),
@@ -154,7 +157,7 @@ impl FsCmd {
                         let text = via.as_ref().map_or(String::new(), |r| via_text(r, &modeled(r)));
                         ctx.out.plain_to_stderr(
                             "fs get",
-                            json!({"name": name, "size": n, "output": "-", "via": via,
+                            json!({"name": name, "size": n, "output": "-", "via": via.as_ref().map(report),
                                    "modeled": via.as_ref().map(modeled)}),
                             &text,
                         );
@@ -169,7 +172,7 @@ impl FsCmd {
                     }
                     ctx.out.plain(
                         "fs get",
-                        json!({"name": name, "size": n, "output": output, "via": via,
+                        json!({"name": name, "size": n, "output": output, "via": via.as_ref().map(report),
                                "modeled": via.as_ref().map(modeled)}),
                         &text,
                     );
@@ -186,7 +189,7 @@ impl FsCmd {
                     s.dead_pages,
                     s.free_blocks
                 );
-                ctx.out.plain("fs ls", json!({"files": files, "stats": s}), &text);
+                ctx.out.plain("fs ls", json!({"files": files, "stats": s, "offline": []}), &text);
             }
             FsCmd::Rm { name } => {
                 fs.remove(&name)?;
@@ -243,15 +246,15 @@ fn listing<'f>(files: impl Iterator<Item = &'f FsFile>, offline: &[u32]) -> (Vec
 
 impl FsCmd {
     /// `fs ls` and `fs pages` while a node is offline (`why`): from the host's index and journal alone.
-    fn without_nodes(self, ctx: &Ctx, array: &insitu_host::Array, why: &HostError) -> Result<ExitCode> {
-        let files = catalog(array)?;
-        let offline: Vec<u32> =
-            (0..array.device_count() as u32).filter(|n| array.device(*n).is_err()).collect();
+    fn without_nodes(self, ctx: &Ctx, array: insitu_host::Array) -> Result<ExitCode> {
+        let files = catalog(&array)?;
+        let offline: Vec<u32> = array.offline().map(|(n, _)| n).collect();
+        array.close()?;
         match self {
             FsCmd::Ls => {
                 eprintln!(
                     "note: the files as the host's index holds them; the nodes' space is not known while a \
-                     node is offline ({why})"
+                     node is offline"
                 );
                 let (json, mut text) = listing(files.iter(), &offline);
                 text += &format!("{} file(s); offline node(s): {offline:?}", files.len());

@@ -737,6 +737,16 @@ fn the_listing_and_page_table_need_no_node_but_reads_do() {
         env.ok(&["fs", "put", s(&f), "--node", node]);
     }
     let pages = env.ok(&["fs", "pages", "there"]);
+    let fs_files = || -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(env.data().join("fs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = fs_files();
     let node2 = env.data().join("dev2");
     let away = env.path("dev2.away");
     std::fs::rename(&node2, &away).unwrap();
@@ -751,11 +761,15 @@ fn the_listing_and_page_table_need_no_node_but_reads_do() {
     assert_eq!(env.ok(&["fs", "pages", "there"]), pages);
     let err = env.fails(&["fs", "pages", "nope"]);
     assert!(err.contains("nope"), "{err}");
+    assert!(fs_files() == before, "listing without the nodes wrote to the file system's index or journal");
     // Reading or writing needs every node: refused, naming the one that is down.
     let err = env.fails(&["fs", "get", "here", "-o", s(&env.path("out"))]);
     assert!(err.contains("device 2"), "{err}");
     std::fs::rename(&away, &node2).unwrap();
     assert_eq!(names(&env), ["here", "there"]);
-    assert!(env.json(&["fs", "ls"])["result"]["stats"]["files"].as_u64() == Some(2));
+    let r = env.json(&["fs", "ls"]);
+    assert!(
+        r["result"]["stats"]["files"].as_u64() == Some(2) && r["result"]["offline"] == serde_json::json!([])
+    );
     env.ok(&["fsck"]);
 }

@@ -92,12 +92,8 @@ pub struct AppCost {
 }
 
 impl AppCost {
-    /// Adds the host CPU of the node that ran the application (`origin`) to what kept the nodes busy and
-    /// models the run's energy on the `nodes` nodes of `profile`.
-    pub(crate) fn finish(&mut self, profile: &Profile, nodes: u32, origin: u32) {
-        if self.modeled_host_cpu_s > 0.0 {
-            self.busy.host(origin, self.modeled_host_cpu_s);
-        }
+    /// Models the run's energy on the `nodes` nodes of `profile` from what kept them busy.
+    pub(crate) fn finish(&mut self, profile: &Profile, nodes: u32) {
         self.modeled = power::modeled(profile, nodes, self.modeled_s, &self.busy);
     }
 }

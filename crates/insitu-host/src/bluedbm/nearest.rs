@@ -185,7 +185,7 @@ pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Res
     }
     cost.wall_s = t0.elapsed().as_secs_f64();
     cost.host_cpu_s = process_cpu_ns().saturating_sub(cpu0) as f64 * 1e-9;
-    cost.finish(fs.array().profile(), fs.node_count(), opts.node);
+    cost.finish(fs.array().profile(), fs.node_count());
     Ok(NearestResult { nearest, compared, items: items as u64, lsh_built, lsh_build_s, cost })
 }
 
@@ -360,6 +360,10 @@ fn on_host(
     cost.modeled_s += s;
     cost.bound = b;
     cost.modeled_host_cpu_s += cpu_s;
+    // The host is busy while its cores compare or its memory moves the items, whichever is longer, and
+    // in its storage stack for each flash miss.
+    let miss_cpu_s = apps::storage_cpu_s(profile, flash_misses, flash_misses * ps as u64) / t;
+    cost.busy.host(opts.node, cpu_s.max(mem_s) + miss_cpu_s);
     Ok(merged.into_iter().map(Nearest::into_sorted).collect())
 }
 

@@ -54,7 +54,7 @@ pub fn modeled(profile: &Profile, nodes: u32, time_s: f64, busy: &Busy) -> Model
     let joules = |busy: &BTreeMap<u32, f64>, active_w: f64, idle_w: f64| -> f64 {
         (0..nodes)
             .map(|n| {
-                let b = busy.get(&n).copied().unwrap_or(0.0).clamp(0.0, time_s);
+                let b = busy.get(&n).copied().unwrap_or(0.0).min(time_s).max(0.0);
                 active_w * b + idle_w * (time_s - b)
             })
             .sum()

@@ -83,7 +83,7 @@ pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result
     let (count, lines, offsets) = assemble(f, ps, needle, &found, opts.offsets);
     cost.wall_s = t0.elapsed().as_secs_f64();
     cost.host_cpu_s = process_cpu_ns().saturating_sub(cpu0) as f64 * 1e-9;
-    cost.finish(fs.array().profile(), fs.node_count(), opts.node);
+    cost.finish(fs.array().profile(), fs.node_count());
     Ok(SearchResult { count, lines, offsets, cost })
 }
 
@@ -231,6 +231,8 @@ fn on_host(
     cost.modeled_s = s;
     cost.bound = b;
     cost.modeled_host_cpu_s = cpu_s;
+    // The host is busy while its cores work or its memory moves the bytes, whichever is longer.
+    cost.busy.host(opts.node, cpu_s.max(mem_s));
     Ok(found)
 }
 
