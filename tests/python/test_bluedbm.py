@@ -106,6 +106,96 @@ def test_nearest_neighbours_match_faiss(appliance):
         assert (idx == i).all() and (dist == d).all(), placement
 
 
+def stdlib_pages(n: int) -> np.ndarray:
+    """``n`` 8 KiB pages cut from the sources of Python's own standard library: a real text corpus that
+    every machine running these tests has (which version's, the references below are computed from it)."""
+    import glob
+    import os
+    import sysconfig
+
+    data = bytearray()
+    for f in sorted(glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "*.py"))):
+        with open(f, "rb") as fh:
+            data += fh.read()
+        if len(data) >= n * PAGE:
+            break
+    assert len(data) >= n * PAGE, "the standard library holds less text than asked"
+    return np.frombuffer(bytes(data[: n * PAGE]), dtype=np.uint8).reshape(n, PAGE)
+
+
+def hamming_top(items: np.ndarray, queries: np.ndarray, k: int):
+    """The numpy reference: each query's ``k`` nearest items by Hamming distance, ties to the lower index."""
+    bits = np.unpackbits(items, axis=1)
+    out_i, out_d = [], []
+    for q in queries:
+        d = (np.unpackbits(q) != bits).sum(axis=1)
+        order = np.lexsort((np.arange(len(items)), d))[:k]
+        out_i.append(order)
+        out_d.append(d[order])
+    return np.array(out_i), np.array(out_d)
+
+
+def agrees_with_faiss(items, queries, k, idx, dist):
+    """faiss.IndexBinaryFlat's top ``k`` (when faiss is installed): the same distances, and the same items
+    at every distance below the k-th (faiss orders ties its own way)."""
+    try:
+        import faiss
+    except ImportError:
+        return
+    index = faiss.IndexBinaryFlat(PAGE * 8)
+    index.add(items)
+    fd, fi = index.search(queries, k)
+    assert (fd == dist).all()
+    for row, frow, d in zip(idx, fi, dist):
+        below = d < d[-1]
+        assert set(row[below]) == set(frow[below])
+
+
+def near_duplicates(pages: np.ndarray, seed: int) -> np.ndarray:
+    """Each page with 1% of its bytes replaced by letters: a near duplicate of it."""
+    rng = np.random.default_rng(seed)
+    out = pages.copy()
+    for q in out:
+        at = rng.choice(PAGE, PAGE // 100, replace=False)
+        q[at] = rng.integers(ord("a"), ord("z") + 1, size=len(at), dtype=np.uint8)
+    return out
+
+
+def test_near_duplicate_pages_of_a_real_corpus_are_found_on_every_placement(appliance):
+    # 256 pages of Python's standard library; queries: near duplicates of three of them, and a page of
+    # the same corpus that is not among the items.
+    pages = stdlib_pages(257)
+    items = pages[:256]
+    appliance.fs_put("lib", items.tobytes())
+    queries = np.concatenate([near_duplicates(items[[3, 100, 200]], 1), pages[256:257]])
+    want_i, want_d = hamming_top(items, queries, 5)
+    assert list(want_i[:3, 0]) == [3, 100, 200], "each near duplicate is nearest its page"
+    for placement in ["isp", "host", "remote-host", "host-dram"]:
+        idx, dist, _ = appliance.knn("lib", queries, k=5, placement=placement)
+        assert (idx == want_i).all() and (dist == want_d).all(), placement
+    agrees_with_faiss(items, queries, 5, want_i, want_d)
+
+
+def test_binary_codes_of_real_vectors_match_numpy_and_faiss(appliance):
+    # Real vectors: the byte histograms of the corpus' pages (256 dimensions); their codes: the sign bits
+    # of 65,536 seeded Gaussian projections (SimHash), a page each. Queries: the codes of near duplicates.
+    pages = stdlib_pages(160)
+    hist = lambda p: np.stack([np.bincount(x, minlength=256) for x in p]).astype(np.float32)  # noqa: E731
+    proj = np.random.default_rng(11).standard_normal((256, PAGE * 8), dtype=np.float32)
+    code = lambda p: np.packbits((hist(p) - hist(pages).mean(axis=0)) @ proj > 0, axis=1)  # noqa: E731
+    items = code(pages)
+    appliance.fs_put("codes", items.tobytes())
+    queries = code(near_duplicates(pages[[5, 80, 150]], 2))
+    want_i, want_d = hamming_top(items, queries, 4)
+    assert list(want_i[:, 0]) == [5, 80, 150], "a near duplicate's code is nearest its page's"
+    for placement in ["isp", "host"]:
+        idx, dist, _ = appliance.knn("codes", queries, k=4, placement=placement)
+        assert (idx == want_i).all() and (dist == want_d).all(), placement
+    one, d1, _ = appliance.knn("codes", queries[0], k=1, placement="host-dram")
+    assert list(one) == [5] and list(d1) == [want_d[0, 0]]
+    agrees_with_faiss(items, queries, 4, want_i, want_d)
+
+
 def test_graph_traversal_matches_a_reference(appliance):
     rng = random.Random(9)
     n = 300
