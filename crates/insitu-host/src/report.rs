@@ -118,6 +118,43 @@ pub struct MeasuredPhase {
     pub wall_s: f64,
 }
 
+/// The host's and the devices' CPU seconds of work whose device activity is `total` and that started at
+/// this process's CPU time `cpu0`: devices in this process spend this process's CPU, so the host's share is
+/// the rest.
+fn cpu_split(array: &Array, total: &[DeviceCounters], cpu0: u64) -> (f64, f64) {
+    let device_ns: u64 = total.iter().map(|c| c.device_cpu_ns).sum();
+    let here_ns: u64 = total
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| array.device(*i as u32).is_ok_and(|d| d.in_process()))
+        .map(|(_, c)| c.device_cpu_ns)
+        .sum();
+    let process_ns = process_cpu_ns().saturating_sub(cpu0);
+    (process_ns.saturating_sub(here_ns) as f64 * 1e-9, device_ns as f64 * 1e-9)
+}
+
+/// Measured CPU since a start, the host's apart from the devices' (for work that reports its cost its
+/// own way, as BlueDBM's applications do).
+#[derive(Debug)]
+pub struct CpuClock {
+    cpu0: u64,
+    start: Vec<DeviceCounters>,
+}
+
+impl CpuClock {
+    pub fn start(array: &Array) -> Result<CpuClock> {
+        let start = array.counters()?;
+        Ok(CpuClock { cpu0: process_cpu_ns(), start })
+    }
+
+    /// (host, devices) CPU seconds since the start.
+    pub fn read(&self, array: &Array) -> Result<(f64, f64)> {
+        let now = array.counters()?;
+        let total: Vec<DeviceCounters> = now.iter().zip(&self.start).map(|(n, s)| n.since(s)).collect();
+        Ok(cpu_split(array, &total, self.cpu0))
+    }
+}
+
 /// Measures an operation: start it before, add phases as they end, finish with the result.
 #[derive(Debug)]
 pub struct Measure {
@@ -169,15 +206,7 @@ impl Measure {
             self.close_wall(&name);
         }
         let total: Vec<DeviceCounters> = now.iter().zip(&self.start).map(|(n, s)| n.since(s)).collect();
-        let device_cpu_ns: u64 = total.iter().map(|c| c.device_cpu_ns).sum();
-        // Devices in this process spend this process's CPU; the host's share is the rest.
-        let here_ns: u64 = total
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| array.device(*i as u32).is_ok_and(|d| d.in_process()))
-            .map(|(_, c)| c.device_cpu_ns)
-            .sum();
-        let process_ns = process_cpu_ns().saturating_sub(self.cpu0);
+        let (host_cpu_s, device_cpu_s) = cpu_split(array, &total, self.cpu0);
         let mut ops = PathOps::default();
         for c in &total {
             ops.flash_read_pages += c.flash_read_pages;
@@ -190,8 +219,8 @@ impl Measure {
             headline,
             result,
             wall_s: self.t0.elapsed().as_secs_f64(),
-            host_cpu_s: process_ns.saturating_sub(here_ns) as f64 * 1e-9,
-            device_cpu_s: device_cpu_ns as f64 * 1e-9,
+            host_cpu_s,
+            device_cpu_s,
             bytes: PathBytes::sum(&total),
             ops,
             modeled: model(array.profile(), &self.phases),

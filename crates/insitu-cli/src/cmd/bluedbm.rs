@@ -364,7 +364,8 @@ impl BluedbmCmd {
                     "local_pages": r.local_pages, "network_bytes": r.network_bytes, "hops": r.hops,
                     "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
                     "modeled_s": b.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": b.software_s,
-                    "busy": b.busy, "modeled": b.modeled, "wall_s": r.wall_s,
+                    "busy": b.busy, "modeled": b.modeled, "wall_s": r.wall_s, "host_cpu_s": b.host_cpu_s,
+                    "device_cpu_s": b.device_cpu_s,
                 });
                 if levels {
                     out["levels"] = json!(b
@@ -376,7 +377,7 @@ impl BluedbmCmd {
                 let mut text = format!(
                     "bfs {graph} from {from}: {} vertices reached, {} levels deep, {} pages in {} rounds of dependent \
                      reads by node {node}'s {}\n  modeled {:.4} s, {} on {} ({:.4} s of reads, {:.4} s of host \
-                     software), measured {:.3} s",
+                     software), measured {:.3} s wall, host cpu {:.3} s, device cpu {:.3} s",
                     b.reached,
                     b.depth,
                     r.pages,
@@ -387,7 +388,9 @@ impl BluedbmCmd {
                     b.modeled.profile,
                     r.modeled_s,
                     b.software_s,
-                    r.wall_s
+                    r.wall_s,
+                    b.host_cpu_s,
+                    b.device_cpu_s
                 );
                 if levels {
                     for (v, l) in &b.levels {
@@ -409,11 +412,13 @@ impl BluedbmCmd {
                     "placement": placement.name(), "flash_share": flash_share, "node": node, "pages": r.pages,
                     "network_bytes": r.network_bytes, "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
                     "modeled_s": w.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": w.software_s,
-                    "busy": w.busy, "modeled": w.modeled, "wall_s": r.wall_s,
+                    "busy": w.busy, "modeled": w.modeled, "wall_s": r.wall_s, "host_cpu_s": w.host_cpu_s,
+                    "device_cpu_s": w.device_cpu_s,
                 });
                 let mut text = format!(
                     "{} walk(s) on {graph} from {from}: {} steps, {} pages in {} rounds of dependent reads by node \
-                     {node}'s {}\n  modeled {:.4} s ({:.1} us a step), {} on {}, measured {:.3} s",
+                     {node}'s {}\n  modeled {:.4} s ({:.1} us a step), {} on {}, measured {:.3} s wall, host cpu \
+                     {:.3} s, device cpu {:.3} s",
                     w.walks.len(),
                     w.steps,
                     r.pages,
@@ -423,7 +428,9 @@ impl BluedbmCmd {
                     w.modeled_s / w.steps.max(1) as f64 * 1e6,
                     joules(&w.modeled),
                     w.modeled.profile,
-                    r.wall_s
+                    r.wall_s,
+                    w.host_cpu_s,
+                    w.device_cpu_s
                 );
                 for p in &w.walks {
                     let v: Vec<String> = p.iter().map(|x| x.to_string()).collect();
@@ -456,7 +463,7 @@ fn cost_text(c: &AppCost) -> String {
     };
     format!(
         "  modeled {:.4} s, {} on {} ({}; bound: {}; queued {:.4} s; host cpu {:.4} s), {} pages read, {} over \
-         PCIe, {} over the storage network\n  measured {:.3} s wall, {:.3} s cpu here",
+         PCIe, {} over the storage network\n  measured {:.3} s wall, host cpu {:.3} s, device cpu {:.3} s",
         c.modeled_s,
         joules(&c.modeled),
         c.modeled.profile,
@@ -468,7 +475,8 @@ fn cost_text(c: &AppCost) -> String {
         human_bytes(c.pcie_bytes),
         human_bytes(c.network_bytes),
         c.wall_s,
-        c.host_cpu_s
+        c.host_cpu_s,
+        c.device_cpu_s
     )
 }
 

@@ -303,6 +303,7 @@ fn every_application_reports_its_modeled_time_and_energy() {
         match placement {
             // Only the engines of the nodes holding pages work; no host does.
             "isp" => {
+                assert!(c["device_cpu_s"].as_f64().unwrap() > 0.0, "measured: the devices worked: {c}");
                 assert_eq!(keys(&busy["devices"]), holders);
                 assert!(keys(&busy["hosts"]).is_empty(), "{busy}");
                 assert!(close(hosts, 3.0 * t * p.host.idle_w));
@@ -345,6 +346,7 @@ fn every_application_reports_its_modeled_time_and_energy() {
     env.ok(&["bluedbm", "put-graph", s(&edges), "--name", "g"]);
     for placement in ["isp", "remote-host"] {
         let r = env.json(&["bluedbm", "bfs", "g", "--from", "0", "--placement", placement]);
+        assert!(r["result"]["device_cpu_s"].as_f64().unwrap() > 0.0 && r["result"]["host_cpu_s"].is_f64());
         let m = &r["result"]["modeled"];
         let t = m["time_s"].as_f64().unwrap();
         assert!(t > 0.0 && t == r["result"]["modeled_s"].as_f64().unwrap(), "{m}");

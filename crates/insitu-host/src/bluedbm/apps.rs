@@ -82,9 +82,11 @@ pub struct AppCost {
     /// Bytes over the storage network and over the hosts' PCIe links.
     pub network_bytes: u64,
     pub pcie_bytes: u64,
-    /// Measured here: wall time and this process's CPU time.
+    /// Measured here: wall time, and CPU time: the host's (this process's, less what devices in it spent)
+    /// and the devices'.
     pub wall_s: f64,
     pub host_cpu_s: f64,
+    pub device_cpu_s: f64,
     /// Modeled: what kept each node busy, and the run's time and energy on the profile, every node of
     /// the appliance drawing power while it lasts.
     pub busy: Busy,

@@ -28,6 +28,7 @@ use crate::bluedbm::apps::Placement;
 use crate::bluedbm::power::{self, Busy, Modeled};
 use crate::error::{HostError, Result};
 use crate::outfile::OutFile;
+use crate::report::CpuClock;
 
 /// Graph500's R-MAT quadrant probabilities (a, b, c; d = 1 - a - b - c).
 pub const RMAT: (f64, f64, f64) = (0.57, 0.19, 0.19);
@@ -426,6 +427,10 @@ pub struct Bfs {
     /// together.
     pub busy: Busy,
     pub modeled: Modeled,
+    /// Measured here: CPU seconds of the host (this process, less what devices in it spent) and the
+    /// devices.
+    pub host_cpu_s: f64,
+    pub device_cpu_s: f64,
 }
 
 /// Who traverses a graph and how its pages reach them (§7.2, Fig. 20).
@@ -525,7 +530,7 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
     level[from as usize] = 0;
     let access = by.placement.access();
     let mut report = crate::bluedbm::fs::ViaReport { origin: by.origin, access, ..Default::default() };
-    let started = std::time::Instant::now();
+    let (started, cpu) = (std::time::Instant::now(), CpuClock::start(fs.array())?);
     let (mut frontier, mut depth, mut rounds) = (vec![from], 0u32, 0u64);
     while !frontier.is_empty() {
         // The next level: vertices not reached before, marked as their pages' neighbours arrive, then in
@@ -564,6 +569,7 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
     let levels: std::collections::BTreeMap<u32, u32> =
         level.iter().enumerate().filter(|(_, l)| **l != UNSEEN).map(|(v, l)| (v as u32, *l)).collect();
     report.wall_s = started.elapsed().as_secs_f64();
+    let (host_cpu_s, device_cpu_s) = cpu.read(fs.array())?;
     let software_s = software_s(fs, by.placement, &report);
     let modeled_s = report.modeled_s + software_s;
     let (busy, modeled) = traversal_energy(fs, by, &report, modeled_s);
@@ -578,6 +584,8 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
         modeled_s,
         busy,
         modeled,
+        host_cpu_s,
+        device_cpu_s,
     })
 }
 
@@ -659,6 +667,8 @@ pub struct Walks {
     pub modeled_s: f64,
     pub busy: Busy,
     pub modeled: Modeled,
+    pub host_cpu_s: f64,
+    pub device_cpu_s: f64,
 }
 
 /// The neighbour a walk takes: step `step` of walk `walk` under `seed` picks `pick % degree`, the same
@@ -713,7 +723,7 @@ pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Rea
     let mut paths: Vec<Vec<u32>> = (0..walks).map(|_| vec![from]).collect();
     let access = by.placement.access();
     let mut report = crate::bluedbm::fs::ViaReport { origin: by.origin, access, ..Default::default() };
-    let started = std::time::Instant::now();
+    let (started, cpu) = (std::time::Instant::now(), CpuClock::start(fs.array())?);
     let (mut rounds, mut steps) = (0u64, 0u64);
     let mut live: Vec<u32> = (0..walks).collect();
     for step in 0..length {
@@ -761,10 +771,22 @@ pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Rea
         }
     }
     report.wall_s = started.elapsed().as_secs_f64();
+    let (host_cpu_s, device_cpu_s) = cpu.read(fs.array())?;
     let software_s = software_s(fs, by.placement, &report);
     let modeled_s = report.modeled_s + software_s;
     let (busy, modeled) = traversal_energy(fs, by, &report, modeled_s);
-    Ok(Walks { walks: paths, steps, rounds, read: report, software_s, modeled_s, busy, modeled })
+    Ok(Walks {
+        walks: paths,
+        steps,
+        rounds,
+        read: report,
+        software_s,
+        modeled_s,
+        busy,
+        modeled,
+        host_cpu_s,
+        device_cpu_s,
+    })
 }
 
 /// One stored page, decoded: (vertex, degree, neighbours here, next page); or why it is not a vertex

@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use insitu_device::protocol::{IspLimits, IspNearest, IspNearestReply};
-use insitu_device::sys::process_cpu_ns;
 use insitu_device::work;
 use insitu_kernels::hamming::{distance, Nearest};
 use serde::Serialize;
@@ -26,6 +25,7 @@ use crate::bluedbm::apps::{self, AppCost, Placement};
 use crate::bluedbm::fs::{spare, Access, Fs, FsFile};
 use crate::error::{HostError, Result};
 use crate::outfile::OutFile;
+use crate::report::CpuClock;
 
 /// Locality-sensitive hashing by bit sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -163,7 +163,7 @@ pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Res
         }
         _ => None,
     };
-    let (t0, cpu0) = (Instant::now(), process_cpu_ns());
+    let (t0, cpu) = (Instant::now(), CpuClock::start(fs.array())?);
     let mut cost = AppCost { placement: opts.placement, bytes: f.size, ..Default::default() };
     // One pass per distinct candidate set: all queries at once when exhaustive, a query at a time with LSH.
     let passes: Vec<(Vec<usize>, &[u32])> = match opts.lsh {
@@ -184,7 +184,7 @@ pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Res
         }
     }
     cost.wall_s = t0.elapsed().as_secs_f64();
-    cost.host_cpu_s = process_cpu_ns().saturating_sub(cpu0) as f64 * 1e-9;
+    (cost.host_cpu_s, cost.device_cpu_s) = cpu.read(fs.array())?;
     cost.finish(fs.array().profile(), fs.node_count());
     Ok(NearestResult { nearest, compared, items: items as u64, lsh_built, lsh_build_s, cost })
 }

@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use insitu_device::protocol::{IspLimits, IspSearch, IspSearchReply};
-use insitu_device::sys::process_cpu_ns;
 use insitu_device::work;
 use insitu_kernels::search::{mp_failure, MorrisPratt, PageScan};
 use serde::Serialize;
@@ -24,6 +23,7 @@ use serde::Serialize;
 use crate::bluedbm::apps::{self, AppCost, Placement};
 use crate::bluedbm::fs::{spare, Fs, FsFile};
 use crate::error::{HostError, Result};
+use crate::report::CpuClock;
 
 /// How to search.
 #[derive(Debug, Clone, Copy)]
@@ -74,7 +74,7 @@ pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result
         }
         _ => None,
     };
-    let (t0, cpu0) = (Instant::now(), process_cpu_ns());
+    let (t0, cpu) = (Instant::now(), CpuClock::start(fs.array())?);
     let mut cost = AppCost { placement: opts.placement, bytes: f.size, ..Default::default() };
     let found = match opts.placement {
         Placement::Isp => in_store(fs, f, &mp, opts.limits, &mut cost)?,
@@ -82,7 +82,7 @@ pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result
     };
     let (count, lines, offsets) = assemble(f, ps, needle, &found, opts.offsets);
     cost.wall_s = t0.elapsed().as_secs_f64();
-    cost.host_cpu_s = process_cpu_ns().saturating_sub(cpu0) as f64 * 1e-9;
+    (cost.host_cpu_s, cost.device_cpu_s) = cpu.read(fs.array())?;
     cost.finish(fs.array().profile(), fs.node_count());
     Ok(SearchResult { count, lines, offsets, cost })
 }
