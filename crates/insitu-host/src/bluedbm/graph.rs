@@ -25,7 +25,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::bluedbm::apps::Placement;
-use crate::bluedbm::power::{self, Busy, Modeled};
+use crate::bluedbm::power::{self, storage_cpu_s, Busy, Modeled};
 use crate::error::{HostError, Result};
 use crate::outfile::OutFile;
 use crate::report::CpuClock;
@@ -469,44 +469,42 @@ impl Reader {
     }
 }
 
+/// Page requests the reader's host makes for the reads of `r`: one a page, none for a page in its own
+/// memory (H-D at its own node); an in-store processor's are logic beside the reads.
+fn own_requests(placement: Placement, r: &crate::bluedbm::fs::ViaReport) -> u64 {
+    match placement {
+        Placement::Isp => 0,
+        Placement::Host | Placement::RemoteHost => r.pages,
+        Placement::HostDram => r.pages - r.local_pages,
+    }
+}
+
 /// Modeled seconds the software of a traversal spends asking for the pages of `r` one round after
-/// another: a host's storage stack costs `request_cycles` a page on one core (its rounds cannot overlap:
-/// each depends on the one before), and on the page's host too when that host serves it (H-RH-F, H-D);
-/// a page in the reader's own memory (H-D at its own node) costs no request; an in-store processor's
-/// is logic beside the reads.
+/// another: a request through a host's storage stack a page, on one core (its rounds cannot overlap: each
+/// depends on the one before), the reader's ([`own_requests`]) and, when the page's host serves it
+/// (H-RH-F, H-D), that host's too.
 fn software_s(
     fs: &crate::bluedbm::fs::Fs<'_>,
     placement: Placement,
     r: &crate::bluedbm::fs::ViaReport,
 ) -> f64 {
-    let host = &fs.array().profile().host;
-    let requests = match placement {
-        Placement::Isp => 0,
-        Placement::Host => r.pages,
-        Placement::RemoteHost => r.pages + (r.pages - r.local_pages),
-        Placement::HostDram => 2 * (r.pages - r.local_pages),
-    };
-    requests as f64 * host.storage.request_cycles / host.cpu.clock_hz
+    let requests = own_requests(placement, r) + r.served_pages.values().sum::<u64>();
+    storage_cpu_s(fs.array().profile(), requests, requests * fs.page_size() as u64)
 }
 
 /// What a traversal of `modeled_s` kept busy and its modeled energy: the nodes' flash and serving hosts
-/// for the reads of `r`, and the reader's host for its requests (all but a page from its own memory).
+/// for the reads of `r` ([`crate::bluedbm::fs::ViaReport::busy`]), and the reader's host for its requests.
 fn traversal_energy(
     fs: &crate::bluedbm::fs::Fs<'_>,
     by: Reader,
     r: &crate::bluedbm::fs::ViaReport,
     modeled_s: f64,
 ) -> (Busy, Modeled) {
-    let profile = fs.array().profile();
-    let mut busy = r.busy(profile, fs.page_size());
-    let own = match by.placement {
-        Placement::Isp => 0,
-        Placement::Host | Placement::RemoteHost => r.pages,
-        Placement::HostDram => r.pages - r.local_pages,
-    };
+    let (profile, ps) = (fs.array().profile(), fs.page_size() as u64);
+    let mut busy = r.busy(profile, ps as usize);
+    let own = own_requests(by.placement, r);
     if own > 0 {
-        let host = &profile.host;
-        busy.host(by.origin, own as f64 * host.storage.request_cycles / host.cpu.clock_hz);
+        busy.host(by.origin, storage_cpu_s(profile, own, own * ps));
     }
     let modeled = power::modeled(profile, fs.node_count(), modeled_s, &busy);
     (busy, modeled)
