@@ -396,13 +396,17 @@ class Array:
     def fs_put(self, name: str, data: Union[bytes, PathLike], *, node: Optional[int] = None) -> Dict[str, Any]:
         """Stores ``data`` (bytes, or a file's path: streamed, never whole in memory) as file ``name`` of
         the appliance's file system, its pages striped over the nodes or kept on ``node``. Returns
-        ``{"name", "size", "pages", "nodes"}``."""
-        return json.loads(self._inner.fs_put(name, *_bytes_or_path(data), node))
+        ``{"name", "size", "pages", "nodes"}``; the report (measured, modeled) is in :attr:`last_report`."""
+        result, report = self._inner.fs_put(name, *_bytes_or_path(data), node)
+        self.last_report = Report.from_json(report)
+        return json.loads(result)
 
     def fs_get(self, name: str, *, out: Optional[PathLike] = None) -> Optional[bytes]:
         """File ``name`` of the appliance's file system, every page checked: its bytes, or ``None`` when
-        written to the file ``out`` (complete, or not there at all)."""
-        return self._inner.fs_get(name, None if out is None else os.fspath(out))
+        written to the file ``out`` (complete, or not there at all). The report is in :attr:`last_report`."""
+        data, report = self._inner.fs_get(name, None if out is None else os.fspath(out))
+        self.last_report = Report.from_json(report)
+        return data
 
     def fs_get_via(
         self, name: str, via: str = "isp", *, node: int = 0, out: Optional[PathLike] = None
@@ -425,8 +429,10 @@ class Array:
     def fs_gc(self) -> Dict[str, Any]:
         """Erases every block whose pages are all dead (the cleaning a full appliance also does by
         itself) and gives back the host disk space of dead pages in blocks still in use:
-        ``{"erased_blocks", "discarded_pages", "stats"}``."""
-        return json.loads(self._inner.fs_gc())
+        ``{"erased_blocks", "discarded_pages", "stats"}``; the report is in :attr:`last_report`."""
+        result, report = self._inner.fs_gc()
+        self.last_report = Report.from_json(report)
+        return json.loads(result)
 
     def fs_ls(self) -> List[Dict[str, Any]]:
         """The appliance's files: ``[{"name", "size", "pages"}]``."""
@@ -508,9 +514,9 @@ class Array:
         import numpy as np
 
         if isinstance(edges, (str, os.PathLike)):
-            return json.loads(
-                self._inner.put_graph_file(os.fspath(edges), name, format, directed, vertices, node)
-            )
+            result, report = self._inner.put_graph_file(os.fspath(edges), name, format, directed, vertices, node)
+            self.last_report = Report.from_json(report)
+            return json.loads(result)
         if format is not None:
             from .errors import InvalidArgumentError
 
@@ -526,7 +532,9 @@ class Array:
 
             raise InvalidArgumentError("vertex ids must be 0 to 4294967295")
         data = e.astype("<u4").tobytes()
-        return json.loads(self._inner.put_graph(data, name, directed, vertices, node))
+        result, report = self._inner.put_graph(data, name, directed, vertices, node)
+        self.last_report = Report.from_json(report)
+        return json.loads(result)
 
     def bfs(
         self, graph: str, start: int, placement: str = "isp", *, node: int = 0, flash_share: float = 0.0

@@ -37,7 +37,12 @@ def test_string_search_agrees_on_every_placement(appliance, tmp_path):
     hay = bytes(rng.choice(b"ab\n") for _ in range(200_000))
     info = appliance.fs_put("hay", hay)
     assert info["size"] == len(hay) and info["nodes"] == [0, 1]
+    # Measured and modeled as every command is: each page programmed once, on the profile's watts.
+    rep = appliance.last_report
+    assert rep.op == "fs put" and rep.result == info and rep.bytes["flash_program"] == info["pages"] * PAGE
+    assert rep.modeled["profile"] == "bluedbm" and rep.modeled_energy_j > 0
     assert appliance.fs_get("hay") == hay
+    assert appliance.last_report.op == "fs get" and appliance.last_report.bytes["flash_read"] == info["pages"] * PAGE
     # From a file and to a file, streamed: the same bytes.
     (tmp_path / "hay").write_bytes(hay)
     assert appliance.fs_put("hay2", tmp_path / "hay", node=1) == {**info, "name": "hay2", "nodes": [1]}

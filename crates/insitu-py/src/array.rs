@@ -488,21 +488,22 @@ impl PyArray {
         data: Option<&[u8]>,
         path: Option<PathBuf>,
         node: Option<u32>,
-    ) -> PyResult<String> {
+    ) -> PyResult<(String, String)> {
         let input = crate::input(data, path.as_deref()).map_err(to_py)?;
-        self.with(py, |a| crate::bluedbm::fs_put(a, name, input, node))
+        self.with(py, |a| crate::bluedbm::fs_put(a, name, input, node)).map(|(r, m)| (r, json(&m)))
     }
 
-    /// File `name` of the appliance's file system: its bytes, or `None` when written to `out`.
+    /// File `name` of the appliance's file system: its bytes, or `None` when written to `out`, and the
+    /// read's report.
     #[pyo3(signature = (name, out=None))]
     fn fs_get<'py>(
         &self,
         py: Python<'py>,
         name: &str,
         out: Option<PathBuf>,
-    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let data = self.with(py, |a| crate::bluedbm::fs_get(a, name, out.as_ref()))?;
-        Ok(data.map(|d| PyBytes::new(py, &d)))
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+        let (data, report) = self.with(py, |a| crate::bluedbm::fs_get(a, name, out.as_ref()))?;
+        Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
     }
 
     /// File `name` read by node `node` over the storage network (`via`: `isp` or `host`): its bytes
@@ -527,9 +528,9 @@ impl PyArray {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// Erases every block whose pages are all dead; what was erased, as JSON.
-    fn fs_gc(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |a| crate::bluedbm::fs_gc(a))
+    /// Erases every block whose pages are all dead; what was erased, as JSON, and the report.
+    fn fs_gc(&self, py: Python<'_>) -> PyResult<(String, String)> {
+        self.with(py, |a| crate::bluedbm::fs_gc(a)).map(|(r, m)| (r, json(&m)))
     }
 
     /// The appliance's files, as JSON.
@@ -591,8 +592,9 @@ impl PyArray {
         directed: bool,
         vertices: Option<u64>,
         node: Option<u32>,
-    ) -> PyResult<String> {
+    ) -> PyResult<(String, String)> {
         self.with(py, |a| crate::bluedbm::put_graph_edges(a, edges, name, directed, vertices, node))
+            .map(|(r, m)| (r, json(&m)))
     }
 
     /// Stores the graph of the edge file at `path` (`format` "text" or "u32le", or as its extension
@@ -608,8 +610,9 @@ impl PyArray {
         directed: bool,
         vertices: Option<u64>,
         node: Option<u32>,
-    ) -> PyResult<String> {
+    ) -> PyResult<(String, String)> {
         self.with(py, |a| crate::bluedbm::put_graph_file(a, &path, format, name, directed, vertices, node))
+            .map(|(r, m)| (r, json(&m)))
     }
 
     /// Breadth-first search of a stored graph (§7.2), as JSON.

@@ -8,6 +8,7 @@ use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
 use insitu_host::input::Input;
+use insitu_host::report::{Measure, Report};
 use insitu_host::{Array, HostError, Result};
 use serde_json::json;
 use std::path::PathBuf;
@@ -21,19 +22,28 @@ pub fn placement(text: &str) -> Result<Placement> {
     Placement::parse(text)
 }
 
-pub fn fs_put(a: &Array, name: &str, data: Input<'_>, node: Option<u32>) -> Result<String> {
+/// Stores file `name`: what was stored, as JSON, and the run's report (measured and modeled, as the CLI's).
+pub fn fs_put(a: &Array, name: &str, data: Input<'_>, node: Option<u32>) -> Result<(String, Report)> {
     let mut fs = Fs::open(a)?;
     let mut reader = data.reader()?;
     fs.check_put(name, data.size()?, node)?;
+    let measure = Measure::start("fs put", a)?;
     let f = fs.put(name, &mut reader, node)?;
     let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
-    Ok(json!({ "name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes }).to_string())
+    let result = json!({ "name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes });
+    let headline =
+        format!("stored {} ({} B) in {} pages on node(s) {nodes:?}", f.name, f.size, f.pages.len());
+    let report = measure.finish(a, headline, result.clone())?;
+    Ok((result.to_string(), report))
 }
 
-/// File `name`, into memory (returned) or into the file `out`.
-pub fn fs_get(a: &Array, name: &str, out: Option<&PathBuf>) -> Result<Option<Vec<u8>>> {
+/// File `name`, into memory (returned) or into the file `out`, and the read's report.
+pub fn fs_get(a: &Array, name: &str, out: Option<&PathBuf>) -> Result<(Option<Vec<u8>>, Report)> {
     let fs = Fs::open(a)?;
-    crate::to_bytes_or_file(out, |w| fs.get(name, w)).map(|(data, _)| data)
+    let measure = Measure::start("fs get", a)?;
+    let (data, n) = crate::to_bytes_or_file(out, |w| fs.get(name, w))?;
+    let report = measure.finish(a, format!("read {name} ({n} B)"), json!({ "name": name, "size": n }))?;
+    Ok((data, report))
 }
 
 /// File `name` read by node `node`'s in-store processor (`isp`) or host (`host`) over the storage network
@@ -67,11 +77,14 @@ pub fn fs_pages(a: &Array, name: &str) -> Result<Vec<u64>> {
 
 /// Erases every block whose pages are all dead and gives back the disk space of the other dead pages: what
 /// it did and the file system's figures, as JSON.
-pub fn fs_gc(a: &Array) -> Result<String> {
+pub fn fs_gc(a: &Array) -> Result<(String, Report)> {
     let mut fs = Fs::open(a)?;
+    let measure = Measure::start("fs gc", a)?;
     let g = fs.collect_garbage()?;
-    Ok(json!({ "erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages, "stats": fs.stats() })
-        .to_string())
+    let result = json!({ "erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages, "stats": fs.stats() });
+    let report =
+        measure.finish(a, format!("erased {} block(s) of dead pages", g.erased_blocks), result.clone())?;
+    Ok((result.to_string(), report))
 }
 
 /// The files, from the host's index and journal alone while a node is offline (as `insitu fs ls`).
@@ -149,7 +162,7 @@ pub fn put_graph_edges(
     directed: bool,
     vertices: Option<u64>,
     node: Option<u32>,
-) -> Result<String> {
+) -> Result<(String, Report)> {
     if !edges.len().is_multiple_of(8) {
         return Err(bad(format!("the edges are {} bytes, not whole pairs of u32", edges.len())));
     }
@@ -168,7 +181,7 @@ pub fn put_graph_file(
     directed: bool,
     vertices: Option<u64>,
     node: Option<u32>,
-) -> Result<String> {
+) -> Result<(String, Report)> {
     use insitu_host::bluedbm::graph::{read_edges, EdgeFormat};
     let fmt = match format {
         Some(f) => EdgeFormat::parse(f)?,
@@ -184,10 +197,15 @@ fn store_graph(
     directed: bool,
     vertices: Option<u64>,
     node: Option<u32>,
-) -> Result<String> {
+) -> Result<(String, Report)> {
     let adj = Adjacency::build(edges, vertices, directed)?;
     let mut fs = Fs::open(a)?;
-    Ok(json!(put_graph(&mut fs, name, &adj, node)?).to_string())
+    let measure = Measure::start("bluedbm put-graph", a)?;
+    let g = put_graph(&mut fs, name, &adj, node)?;
+    let headline = format!("stored graph {} ({} vertices) in {} pages", g.name, g.vertices, g.pages);
+    let result = json!(g);
+    let report = measure.finish(a, headline, result.clone())?;
+    Ok((result.to_string(), report))
 }
 
 /// Who traverses: node `node`, placed by name, `flash_share` of a host-DRAM traversal's accesses to flash.

@@ -17,6 +17,7 @@ use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
 use insitu_host::bluedbm::power::Modeled;
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
+use insitu_host::report::Measure;
 use insitu_host::units::human_bytes;
 use serde_json::json;
 
@@ -332,24 +333,23 @@ impl BluedbmCmd {
                 let adj = Adjacency::build(&list, vertices, directed)?;
                 let array = ctx.open()?;
                 let mut fs = Fs::open(&array)?;
+                let measure = Measure::start("bluedbm put-graph", &array)?;
                 let g = crate::output::busy("storing the graph", || put_graph(&mut fs, &name, &adj, node))?;
-                ctx.out.plain(
-                    "bluedbm put-graph",
-                    json!({ "name": g.name, "vertices": g.vertices, "edges": list.len(), "arcs": g.arcs,
-                            "pages": g.pages, "spill_pages": g.spill_pages, "bytes": g.bytes,
-                            "max_degree": g.max_degree, "directed": directed }),
-                    &format!(
-                        "stored graph {} ({} vertices, {} neighbour entries, largest degree {}) in {} pages \
-                         ({} spill), {}",
-                        g.name,
-                        g.vertices,
-                        g.arcs,
-                        g.max_degree,
-                        g.pages,
-                        g.spill_pages,
-                        human_bytes(g.bytes)
-                    ),
+                let headline = format!(
+                    "stored graph {} ({} vertices, {} neighbour entries, largest degree {}) in {} pages ({} \
+                     spill), {}",
+                    g.name,
+                    g.vertices,
+                    g.arcs,
+                    g.max_degree,
+                    g.pages,
+                    g.spill_pages,
+                    human_bytes(g.bytes)
                 );
+                let result = json!({ "name": g.name, "vertices": g.vertices, "edges": list.len(), "arcs": g.arcs,
+                                     "pages": g.pages, "spill_pages": g.spill_pages, "bytes": g.bytes,
+                                     "max_degree": g.max_degree, "directed": directed });
+                ctx.out.report(&measure.finish(&array, headline, result)?);
             }
             BluedbmCmd::Bfs { graph, from, levels, by } => {
                 let array = ctx.open()?;

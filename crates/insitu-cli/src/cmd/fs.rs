@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 use insitu_host::bluedbm::fs::{catalog, Access, Fs, FsFile, ViaReport};
 use insitu_host::bluedbm::power::Modeled;
+use insitu_host::report::Measure;
 use insitu_host::HostError;
 use serde_json::json;
 
@@ -107,6 +108,7 @@ impl FsCmd {
                     anyhow::bail!("reading standard input (-) needs --name for the file");
                 }
                 let name = name_for(name, &file, true, "file")?;
+                let measure = Measure::start("fs put", &array)?;
                 let stored = if stdin {
                     fs.put(&name, &mut BufReader::with_capacity(1 << 20, std::io::stdin().lock()), node)?
                 } else {
@@ -118,17 +120,15 @@ impl FsCmd {
                     fs.put(&name, &mut BufReader::with_capacity(1 << 20, f), node)?
                 };
                 let nodes: std::collections::BTreeSet<u32> = stored.pages.iter().map(|p| p.node).collect();
-                ctx.out.plain(
-                    "fs put",
-                    json!({"name": stored.name, "size": stored.size, "pages": stored.pages.len(), "nodes": nodes}),
-                    &format!(
-                        "stored {} ({}) in {} pages on node(s) {:?}",
-                        stored.name,
-                        human_bytes(stored.size),
-                        stored.pages.len(),
-                        nodes
-                    ),
+                let headline = format!(
+                    "stored {} ({}) in {} pages on node(s) {:?}",
+                    stored.name,
+                    human_bytes(stored.size),
+                    stored.pages.len(),
+                    nodes
                 );
+                let result = json!({"name": stored.name, "size": stored.size, "pages": stored.pages.len(), "nodes": nodes});
+                ctx.out.report(&measure.finish(&array, headline, result)?);
             }
             FsCmd::Get { name, output, via, from } => {
                 let modeled = |r: &ViaReport| r.modeled(array.profile(), fs.node_count(), fs.page_size());
@@ -147,19 +147,24 @@ impl FsCmd {
                         }
                     })
                 };
+                // A read by the host through the file system is measured and modeled as every command is;
+                // a read by one node over the storage network carries its own simulation.
+                let measure = via.is_none().then(|| Measure::start("fs get", &array)).transpose()?;
                 if output.as_os_str() == "-" {
                     let stdout = std::io::stdout();
                     let mut lock = stdout.lock();
                     let (n, via) = read(&mut lock)?;
                     lock.flush()?;
                     // The data owns stdout: what was read, and at what cost, goes to stderr.
-                    if ctx.out.json || via.is_some() {
-                        let text = via.as_ref().map_or(String::new(), |r| via_text(r, &modeled(r)));
+                    if let Some(m) = measure {
+                        let headline = format!("read {name} ({}) to standard output", human_bytes(n));
+                        let result = json!({"name": name, "size": n, "output": "-"});
+                        ctx.out.report_to_stderr(&m.finish(&array, headline, result)?);
+                    } else if let Some(r) = &via {
                         ctx.out.plain_to_stderr(
                             "fs get",
-                            json!({"name": name, "size": n, "output": "-", "via": via.as_ref().map(report),
-                                   "modeled": via.as_ref().map(modeled)}),
-                            &text,
+                            json!({"name": name, "size": n, "output": "-", "via": report(r), "modeled": modeled(r)}),
+                            &via_text(r, &modeled(r)),
                         );
                     }
                 } else {
@@ -167,15 +172,18 @@ impl FsCmd {
                     let (n, via) = read(&mut w)?;
                     w.commit()?;
                     let mut text = format!("wrote {name} ({}) to {}", human_bytes(n), output.display());
-                    if let Some(r) = &via {
+                    if let Some(m) = measure {
+                        let result = json!({"name": name, "size": n, "output": output});
+                        ctx.out.report(&m.finish(&array, text, result)?);
+                    } else if let Some(r) = &via {
                         text = format!("{text}\n{}", via_text(r, &modeled(r)));
+                        ctx.out.plain(
+                            "fs get",
+                            json!({"name": name, "size": n, "output": output, "via": report(r),
+                                   "modeled": modeled(r)}),
+                            &text,
+                        );
                     }
-                    ctx.out.plain(
-                        "fs get",
-                        json!({"name": name, "size": n, "output": output, "via": via.as_ref().map(report),
-                               "modeled": via.as_ref().map(modeled)}),
-                        &text,
-                    );
                 }
             }
             FsCmd::Ls => {
@@ -203,23 +211,22 @@ impl FsCmd {
             FsCmd::Gc => {
                 // What the host's disk got back is measured, not inferred: a removed file's pages were
                 // given back when it was removed, and punching them again gives nothing.
+                let measure = Measure::start("fs gc", &array)?;
                 let (before, _) = insitu_host::stats::disk_use(array.dir());
                 let g = fs.collect_garbage()?;
                 let (after, _) = insitu_host::stats::disk_use(array.dir());
                 let s = fs.stats();
-                ctx.out.plain(
-                    "fs gc",
-                    json!({"erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages,
-                           "disk_bytes_before": before, "disk_bytes_after": after, "stats": s}),
-                    &format!(
-                        "erased {} block(s) of dead pages; {} erased block(s) free; the appliance's files take {} \
-                         of the host's disk ({} before)",
-                        g.erased_blocks,
-                        s.free_blocks,
-                        human_bytes(after),
-                        human_bytes(before)
-                    ),
+                let headline = format!(
+                    "erased {} block(s) of dead pages; {} erased block(s) free; the appliance's files take {} of \
+                     the host's disk ({} before)",
+                    g.erased_blocks,
+                    s.free_blocks,
+                    human_bytes(after),
+                    human_bytes(before)
                 );
+                let result = json!({"erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages,
+                                    "disk_bytes_before": before, "disk_bytes_after": after, "stats": s});
+                ctx.out.report(&measure.finish(&array, headline, result)?);
             }
         }
         drop(fs);

@@ -73,6 +73,18 @@ fn files_round_trip_and_their_pages_spread_over_nodes_and_buses() {
     let f = env.write("local", &text(100_000, 9, b"xy"));
     let r = env.json(&["fs", "put", s(&f), "--name", "on-one", "--node", "1"]);
     assert_eq!(r["result"]["nodes"], serde_json::json!([1]));
+    // A put reports what it cost, as every command does: each of its 13 pages programmed once, over the
+    // host link, modeled on the profile's watts.
+    assert_eq!(
+        (r["bytes"]["flash_program"].as_u64(), r["bytes"]["host_to_device"].as_u64()),
+        (Some(13 * 8192), Some(13 * 8192))
+    );
+    assert!(
+        r["modeled"]["time_s"].as_f64().unwrap() > 0.0 && r["modeled"]["energy_j"].as_f64().unwrap() > 0.0
+    );
+    let back = env.path("on-one.back");
+    let g = env.json(&["fs", "get", "on-one", "-o", s(&back)]);
+    assert_eq!(g["bytes"]["flash_read"].as_u64(), Some(13 * 8192), "{g}");
     assert!(env.ok(&["fs", "pages", "on-one"]).lines().all(|l| l.starts_with("1 ")));
     assert_eq!(get(&env, "on-one"), text(100_000, 9, b"xy"));
     // Standard input, named.

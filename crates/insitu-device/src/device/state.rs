@@ -80,6 +80,16 @@ impl Inner {
     pub(crate) fn counters(&self) -> DeviceCounters {
         let mut c = self.meters.snapshot();
         self.media.fill_counters(&mut c);
+        // The raw partition's cells (BlueDBM's file system) are the device's flash too.
+        if let Some(raw) = &self.raw {
+            let raw = raw.lock().unwrap_or_else(|p| p.into_inner());
+            let (n, ps) = (raw.nand_stats(), raw.page_size() as u64);
+            c.flash_read_pages += n.pages_read;
+            c.flash_read_bytes += n.pages_read * ps;
+            c.flash_program_pages += n.pages_programmed;
+            c.flash_program_bytes += n.pages_programmed * ps;
+            c.flash_erase_blocks += n.blocks_erased;
+        }
         c
     }
 

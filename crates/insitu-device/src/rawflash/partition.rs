@@ -156,6 +156,11 @@ impl RawPartition {
         self.ctrl().geometry().page_size as usize
     }
 
+    /// Pages its cells read and programmed and blocks they erased since the device opened.
+    pub fn nand_stats(&self) -> insitu_flash::raw::NandStats {
+        self.ctrl().media().stats()
+    }
+
     pub fn info(&self) -> RawInfo {
         let geo = *self.ctrl().geometry();
         let cards = self.ctrl().config().cards;
