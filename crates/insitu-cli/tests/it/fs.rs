@@ -582,6 +582,16 @@ fn collecting_a_removed_files_blocks_lets_the_next_writes_reuse_their_disk_space
     let gc = env.json(&["fs", "gc"]);
     assert_eq!(gc["result"]["erased_blocks"].as_u64().unwrap(), first.len() as u64, "{gc}");
     assert_eq!(gc["result"]["stats"]["dead_pages"], 0, "{gc}");
+    // The erases are counted (the report's flash work) and their counts outlive the process (wear).
+    assert_eq!(gc["ops"]["flash_erase_blocks"].as_u64(), Some(first.len() as u64), "{gc}");
+    let stats = env.json(&["stats"]);
+    let erases: u64 = stats["result"]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["raw_flash"]["erases"].as_u64().unwrap())
+        .sum();
+    assert_eq!(erases, first.len() as u64, "erase counts kept across processes");
     // The next file goes to the erased blocks, in the space the images already hold.
     let g = env.write("g", &text(400_000, 5, b"ij"));
     env.ok(&["fs", "put", s(&g)]);

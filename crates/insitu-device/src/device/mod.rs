@@ -218,9 +218,17 @@ impl Device {
         self.stop(&mut workers);
         let saved = self.inner.selfsort.flush(&self.inner.firmware_context());
         let r = self.inner.media.write().checkpoint_at_close();
+        // The raw partition's programmed pages, and its erase counts when blocks were erased since they
+        // were saved (a file system's cleaning erases without a sync after).
+        let raw = self
+            .inner
+            .raw
+            .as_ref()
+            .map_or(Ok(()), |p| p.lock().unwrap_or_else(|e| e.into_inner()).sync_if_changed());
         self.closed.store(true, Ordering::Release);
         self.inner.release_lock();
         saved?;
+        raw?;
         Ok(r?)
     }
 

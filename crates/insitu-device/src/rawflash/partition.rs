@@ -478,6 +478,14 @@ impl RawPartition {
         }
     }
 
+    /// [`RawPartition::sync`] when anything changed since the last (for a close: nothing to do after a read).
+    pub fn sync_if_changed(&mut self) -> Result<()> {
+        if self.ctrl().media().unsynced() || self.ctrl().stats().erases != self.saved_erases {
+            return self.sync();
+        }
+        Ok(())
+    }
+
     /// Makes programmed pages durable, and the erase counts when blocks were erased since they were saved.
     pub fn sync(&mut self) -> Result<()> {
         self.ctrl().media().sync()?;
