@@ -1346,9 +1346,14 @@ impl<'a> Fs<'a> {
                 v.sort();
                 v
             };
+            let erased = !dead.is_empty();
             for key in dead {
                 self.erase(nd, key)?;
                 n += 1;
+            }
+            // The blocks' erase counts (their wear), durable before the cleaning says it is done.
+            if erased {
+                self.device(nd)?.call(RawSync).map_err(HostError::device(nd))?;
             }
         }
         Ok(n)
