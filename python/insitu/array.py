@@ -762,7 +762,7 @@ class Array:
         key_offset: int = 0,
         out: Optional[PathLike] = None,
         device: int = 0,
-        index: int = 1,
+        index: int = 16,
         base_lba: int = 0,
         runs: int = 8,
     ) -> Tuple[Optional[bytes], Report]:
@@ -771,7 +771,7 @@ class Array:
         ``insitu selfsort sort`` does. ``format``: ``gensort`` (100-byte records, 10-byte keys),
         ``paper`` (16 KB, 10-byte keys) or ``fixed`` (``record_size``, ``key_size``, ``key_offset``);
         by default ``fixed`` when a ``record_size`` is given, else ``gensort``. The sort replaces index
-        ``index`` of the device and writes its records (and runs) from block ``base_lba`` on. Returns the
+        ``index`` of the device (by default 16, the last id) and writes its records (and runs) from block ``base_lba`` on. Returns the
         records in key order (``None`` when written to ``out``) and the report."""
         if format is None:
             format = "fixed" if record_size else "gensort"

@@ -821,7 +821,7 @@ impl PyArray {
 
     /// Sorts records (`data`, or the file at `path`) end to end with one of the paper's four methods: the
     /// records in key order (or `None` when written to `out`) and the report.
-    #[pyo3(signature = (data=None, path=None, out=None, method="self-sort-write", format="gensort", record_size=0, key_size=0, key_offset=0, device=0, index=1, base_lba=0, runs=8))]
+    #[pyo3(signature = (data=None, path=None, out=None, method="self-sort-write", format="gensort", record_size=0, key_size=0, key_offset=0, device=0, index=16, base_lba=0, runs=8))]
     #[allow(clippy::too_many_arguments)]
     fn selfsort_sort<'py>(
         &self,

@@ -162,8 +162,8 @@ pub enum SelfSortCmd {
         hi: String,
         #[command(flatten)]
         key: KeyText,
-        /// Only count them.
-        #[arg(long)]
+        /// Only count them (not with -o, which writes them).
+        #[arg(long, conflicts_with = "output")]
         count: bool,
         /// Write the records here (default: only count and report them).
         #[arg(short, long)]
@@ -178,8 +178,8 @@ pub enum SelfSortCmd {
         key: String,
         #[command(flatten)]
         text: KeyText,
-        /// Only count them.
-        #[arg(long)]
+        /// Only count them (not with -o, which writes them).
+        #[arg(long, conflicts_with = "output")]
         count: bool,
         /// Write the records here (default: only count and report them).
         #[arg(short, long)]
@@ -207,15 +207,21 @@ pub enum SelfSortCmd {
     },
     /// Sort a file of records end to end on a device with one of the paper's four methods.
     ///
-    /// The sort replaces index --index of the device and writes its records (and runs) from --base-lba on.
+    /// The sort replaces index --index of the device and writes its records (and runs) from --base-lba on;
+    /// it refuses to start where another index keeps its records.
     Sort {
         /// The records to sort.
         file: PathBuf,
         /// Where to write them in key order.
         #[arg(short, long)]
         output: PathBuf,
-        #[command(flatten)]
-        target: Target,
+        /// The device.
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        /// The index the sort uses and replaces (by default the last id, not the one `config` makes by
+        /// default).
+        #[arg(long, default_value_t = selfsort::SORT_INDEX)]
+        index: u32,
         /// The paper's method (§4): sort on write, sort on command, host merge sort, or active sort.
         #[arg(long, value_enum, default_value = "self-sort-write")]
         method: MethodArg,
@@ -359,7 +365,8 @@ impl SelfSortCmd {
             SelfSortCmd::Sort {
                 file,
                 output: out,
-                target,
+                device,
+                index,
                 method,
                 format,
                 record_size,
@@ -370,8 +377,7 @@ impl SelfSortCmd {
             } => {
                 let fmt = RecordFormat::named(&format, record_size, key_offset, key_size)?;
                 let mut job = SortJob::new(fmt);
-                (job.device, job.index, job.base_lba, job.runs) =
-                    (target.device, target.index, base_lba, runs);
+                (job.device, job.index, job.base_lba, job.runs) = (device, index, base_lba, runs);
                 let mut w = insitu_host::outfile::OutFile::create(&out)?;
                 let progress = ctx.progress();
                 let r = on_array(ctx, |a| {

@@ -472,3 +472,42 @@ fn block_writes_read_back_and_trimmed_blocks_read_as_zeros() {
     let err = env.fails(&["lba", "read", "0", "--at", "100000", "--len", "4096", "-o", s(&out)]);
     assert!(err.contains("past the device"), "{err}");
 }
+
+#[test]
+fn an_index_configured_again_keeps_its_records_and_a_sort_never_takes_another_index_range() {
+    let env = Env::new();
+    init_tiny(&env);
+    let data = records(1000, 100, 0, 10, 41);
+    let f = env.write("a.dat", &data);
+    let cfg = ["selfsort", "config", "--record-size", "100", "--key-size", "10", "--sort-on-write"];
+    env.ok(&cfg);
+    env.ok(&["selfsort", "write", s(&f)]);
+    // The same configuration again: the records stay indexed (it used to leave an empty index, and a
+    // read of 0 records that succeeded).
+    env.ok(&cfg);
+    let read = |name: &str| {
+        let o = env.path(name);
+        env.ok(&["selfsort", "read", "-o", s(&o)]);
+        std::fs::read(o).unwrap()
+    };
+    assert_eq!(read("r1"), reference(&data, 100, 0, 10));
+    // A sort whose range would cover index 1's records is refused by name before anything changes, and
+    // leaves no output; by default it uses its own index (16), so index 1 is never its scratch.
+    let c = env.write("c.dat", &records(5000, 100, 0, 10, 42));
+    let out = env.path("sorted");
+    let err = env.fails(&["selfsort", "sort", s(&c), "-o", s(&out), "--method", "merge-sort"]);
+    assert!(err.contains("where index 1 keeps its records") && err.contains("--base-lba"), "{err}");
+    assert!(!out.exists());
+    assert_eq!(read("r2"), reference(&data, 100, 0, 10), "index 1 intact after the refused sort");
+    let r =
+        env.json(&["selfsort", "sort", s(&c), "-o", s(&out), "--method", "merge-sort", "--base-lba", "100"]);
+    assert_eq!(r["result"]["count"], 5000);
+    assert_eq!(read("r3"), reference(&data, 100, 0, 10), "index 1 intact after a sort beside it");
+    // A record number past any device is refused by name (it used to wrap, or panic a debug build).
+    let err = env.fails(&["selfsort", "write", s(&f), "--at-record", "18446744073709551615"]);
+    assert!(err.contains("past any device"), "{err}");
+    let err = env.fails(
+        &[&cfg[..], &["--index", "3", "--base-lba", "5000", "--records", "18446744073709551615"]].concat(),
+    );
+    assert!(err.contains("does not fit the device"), "{err}");
+}

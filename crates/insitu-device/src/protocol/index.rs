@@ -76,7 +76,8 @@ impl IndexConfig {
 
     /// Bytes of the range.
     pub fn range_bytes(&self) -> u64 {
-        self.records * self.record_size as u64
+        // Saturating: a record count past any device (a typo, 2^64 - 1) is refused by size, not wrapped.
+        self.records.saturating_mul(self.record_size as u64)
     }
 
     /// Logical pages of the range.

@@ -79,11 +79,15 @@ impl std::str::FromStr for Method {
     }
 }
 
+/// The index a sort uses (and replaces) unless told another: the last of the device's ids.
+pub const SORT_INDEX: u32 = insitu_device::protocol::MAX_INDEXES as u32;
+
 /// Where and how to sort.
 #[derive(Debug, Clone)]
 pub struct SortJob {
     pub device: u32,
-    /// The index the Self-Sort methods (and ActiveSort's merge) use; it is replaced.
+    /// The index the Self-Sort methods (and ActiveSort's merge) use; it is replaced. By default
+    /// [`SORT_INDEX`], the last id, so that it is not the index `config` makes by default.
     pub index: u32,
     pub format: RecordFormat,
     pub base_lba: u64,
@@ -98,11 +102,11 @@ pub struct SortJob {
 }
 
 impl SortJob {
-    /// Device 0, index 1 from LBA 0, 8 runs, the command block, 1 MiB reads.
+    /// Device 0, index [`SORT_INDEX`] from LBA 0, 8 runs, the command block, 1 MiB reads.
     pub fn new(format: RecordFormat) -> SortJob {
         SortJob {
             device: 0,
-            index: 1,
+            index: SORT_INDEX,
             format,
             base_lba: 0,
             runs: 8,
@@ -188,8 +192,26 @@ pub fn sort(
             blocks.count - 1
         )));
     }
+    // Another index's records in the range the job trims are refused by name before anything changes.
+    let status = ops::status(array, job.device)?;
+    for other in status.indexes.iter().filter(|i| i.config.id != job.index) {
+        let c = &other.config;
+        let (lo, hi) = (c.base_lba, c.base_lba + c.range_pages(blocks.size).max(1));
+        if lo < job.base_lba + needed && job.base_lba < hi {
+            return Err(HostError::InvalidArgument(format!(
+                "{} needs LBAs {}..{} of device {}, where index {} keeps its records (LBAs {lo}..{hi}): sort \
+                 from --base-lba {hi} or past it, or drop index {} first",
+                method.label(),
+                job.base_lba,
+                job.base_lba + needed,
+                job.device,
+                c.id,
+                c.id
+            )));
+        }
+    }
     // The job's index is replaced (a baseline must not have its writes indexed).
-    if ops::status(array, job.device)?.indexes.iter().any(|i| i.config.id == job.index) {
+    if status.indexes.iter().any(|i| i.config.id == job.index) {
         ops::drop_index(array, job.device, job.index, job.via)?;
     }
     // What an earlier job left in the range is garbage this one overwrites: trimmed first, or configuring

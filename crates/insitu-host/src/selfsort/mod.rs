@@ -12,6 +12,6 @@ pub mod repro;
 pub mod table;
 
 pub use insitu_device::protocol::{IndexConfig, IndexInfo, IndexKind, RunExtent, SelfSortStatus};
-pub use methods::{sort, Method, SortJob, SortRun};
+pub use methods::{sort, Method, SortJob, SortRun, SORT_INDEX};
 pub use ops::{Interface, Query};
 pub use records::{KeyOrder, RecordFormat};

@@ -167,14 +167,24 @@ pub fn write_records(
     let r = c.record_size as u64;
     let n = input.records(r, &format!(" (index {index})"))?;
     let size = n * r;
+    let blocks = lba::Blocks::of(array, device)?;
+    let ps = blocks.size as u64;
+    // The byte offsets of the records' start and end on the device; a record number past any device is
+    // refused by name before a number wraps.
+    let offset = |record: u64| record.checked_mul(r)?.checked_add(c.base_lba.checked_mul(ps)?);
+    let (end, from, to) = match at_record.checked_add(n).map(|end| (end, offset(at_record), offset(end))) {
+        Some((end, Some(from), Some(to))) => (end, from, to),
+        _ => {
+            return Err(HostError::InvalidArgument(format!(
+                "record {at_record} is past any device: {n} records of {r} bytes from there do not fit in \
+                 64-bit byte offsets"
+            )))
+        }
+    };
     let measure = Measure::start("selfsort-write", array)?;
-    let end = at_record + n;
     if end > c.records {
         resize(array, device, index, end, via)?;
     }
-    let blocks = lba::Blocks::of(array, device)?;
-    let ps = blocks.size as u64;
-    let (from, to) = (c.base_lba * ps + at_record * r, c.base_lba * ps + end * r);
     // Neighbours sharing the first and last block: read as stored, written back around the file.
     let (first, last) = (from / ps, (to - 1) / ps);
     let head = if from % ps != 0 {
@@ -182,7 +192,7 @@ pub fn write_records(
     } else {
         Vec::new()
     };
-    let records_end = c.base_lba * ps + end.max(c.records) * r;
+    let records_end = (c.base_lba * ps).saturating_add(end.max(c.records).saturating_mul(r));
     let tail = if to % ps != 0 && records_end > to {
         read_stored_block(array, device, &info, last)?[(to % ps) as usize..].to_vec()
     } else {

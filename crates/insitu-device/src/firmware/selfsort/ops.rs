@@ -199,6 +199,12 @@ impl State {
         if let IndexKind::Runs(runs) = &c.kind {
             c.records = runs.iter().map(|r| r.records).sum();
         }
+        // An index configured again over the same range keeps the range's records: they stay where they
+        // are, and a sort-on-write index is rebuilt over them (configuring anew must not lose them).
+        if let Some(o) = self.indexes.get(&c.id).filter(|o| o.config.base_lba == c.base_lba && c.records == 0)
+        {
+            c.records = o.config.records;
+        }
         // A secondary index takes its range's record count.
         if let Some(o) =
             self.indexes.values().find(|o| o.config.base_lba == c.base_lba && o.config.id != c.id)
