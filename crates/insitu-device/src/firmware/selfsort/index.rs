@@ -50,6 +50,9 @@ pub(crate) struct Merge {
     pub next_rank: u64,
     pub heap: BinaryHeap<Reverse<(Vec<u8>, usize, u64)>>,
     pub windows: Vec<Window>,
+    /// The record of rank `next_rank - 1`: a read whose pages ended inside it asks for it again, and the
+    /// merge goes on from there instead of starting over.
+    pub last: Vec<u8>,
     /// Accounts for the bytes in device memory.
     pub memory: MemReservation,
 }

@@ -68,6 +68,11 @@ pub(crate) fn serve(
     let mut read = Vec::new();
     let mut merge = match ix.merge.take() {
         Some(m) if m.next_rank == r0 => m,
+        // The last read ended inside a record (records need not fill pages): it comes again first.
+        Some(m) if m.next_rank == r0 + 1 && m.last.len() == r as usize => {
+            out.extend_from_slice(&m.last);
+            m
+        }
         _ => {
             let ps = fw.page_size() as u64;
             let memory = fw.reserve(runs.len() as u64 * (r + 2 * ps))?;
@@ -75,6 +80,7 @@ pub(crate) fn serve(
                 next_rank: 0,
                 heap: BinaryHeap::new(),
                 windows: runs.iter().map(|_| Window::default()).collect(),
+                last: Vec::new(),
                 memory,
             };
             for (i, run) in runs.iter().enumerate() {
@@ -104,6 +110,10 @@ pub(crate) fn serve(
             compares += log_k;
         }
         merge.next_rank += 1;
+    }
+    if let Some(tail) = out.len().checked_sub(r as usize).filter(|_| r1 > r0) {
+        merge.last.clear();
+        merge.last.extend_from_slice(&out[tail..]);
     }
     fw.count_batch(&read);
     let copied = if ix.copies_records(fw.page_size() as u64) { (r1 - r0) * r } else { 0 };
