@@ -240,8 +240,8 @@ pub enum SelfSortCmd {
         /// First LBA of the records on the device.
         #[arg(long, default_value_t = 0)]
         base_lba: u64,
-        /// Runs of merge-sort and active-sort (the host sorts records/runs at a time).
-        #[arg(long, default_value_t = 8)]
+        /// Runs of merge-sort and active-sort (the host sorts records/runs at a time): 1 to 256.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
         runs: u32,
     },
 }

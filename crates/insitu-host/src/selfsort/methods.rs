@@ -164,13 +164,20 @@ pub fn sort(
     progress: &dyn Fn(&str),
 ) -> Result<SortRun> {
     let fmt = job.format;
+    let most = insitu_device::protocol::MAX_INDEXES as u32;
+    if job.index == 0 || job.index > most {
+        return Err(HostError::InvalidArgument(format!("index {}: ids are 1..={most}", job.index)));
+    }
+    if !(1..=256).contains(&job.runs) {
+        return Err(HostError::InvalidArgument(format!("{} runs: 1 to 256", job.runs)));
+    }
     let r = fmt.size as u64;
     let n = input.records(r, "")?;
     let size = n * r;
     let blocks = Blocks::of(array, job.device)?;
     let ps = blocks.size as u64;
     let input_pages = blocks.blocks_for(size);
-    let runs = job.runs.clamp(1, 256) as u64;
+    let runs = job.runs as u64;
     let per_run = n.div_ceil(runs);
     let run_pages = blocks.blocks_for(per_run * r);
     let run_lba = |i: u64| job.base_lba + input_pages + i * run_pages;

@@ -145,7 +145,11 @@ pub fn decode(b: &[u8]) -> Result<BlockCommand, String> {
         return Err(format!("a command block is one page of at least 72 bytes, got {}", b.len()));
     }
     if &b[..8] != COMMAND_MAGIC {
-        return Err(format!("bad magic {:02x?} (want {:?})", &b[..8], std::str::from_utf8(COMMAND_MAGIC)));
+        return Err(format!(
+            "bad magic {:02x?} (a command block starts with \"{}\")",
+            &b[..8],
+            String::from_utf8_lossy(COMMAND_MAGIC)
+        ));
     }
     let version = u32_at(b, 8);
     if version != VERSION {
