@@ -503,6 +503,9 @@ fn an_index_configured_again_keeps_its_records_and_a_sort_never_takes_another_in
         env.json(&["selfsort", "sort", s(&c), "-o", s(&out), "--method", "merge-sort", "--base-lba", "100"]);
     assert_eq!(r["result"]["count"], 5000);
     assert_eq!(read("r3"), reference(&data, 100, 0, 10), "index 1 intact after a sort beside it");
+    // An empty key would select every record: refused, as a scan is `range`'s.
+    let err = env.fails(&["selfsort", "select", "--key", "", "--count"]);
+    assert!(err.contains("an empty key selects every record"), "{err}");
     // A record number past any device is refused by name (it used to wrap, or panic a debug build).
     let err = env.fails(&["selfsort", "write", s(&f), "--at-record", "18446744073709551615"]);
     assert!(err.contains("past any device"), "{err}");

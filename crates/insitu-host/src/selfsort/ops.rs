@@ -329,6 +329,13 @@ pub fn query(
     let info = index_info(array, device, index)?;
     let ks = info.config.key_size as usize;
     let r = info.config.record_size as u64;
+    // An empty key is a prefix of every key: a scan, which `range` asks for in words.
+    if matches!(&q, Query::Select { key } if key.is_empty()) {
+        return Err(HostError::InvalidArgument(
+            "an empty key selects every record: give at least one byte (or a range with --lo and --hi)"
+                .into(),
+        ));
+    }
     let iq = match q {
         Query::Min => IndexQuery::Min,
         Query::Max => IndexQuery::Max,
