@@ -2,6 +2,7 @@
 //! interface, generate on command, read them back in key order, query, flush, see its state; or sort a
 //! file of records end to end with one of the paper's four methods.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -257,21 +258,70 @@ fn on_array(ctx: &Ctx, f: impl FnOnce(&Array) -> insitu_host::Result<Report>) ->
     Ok(r)
 }
 
-/// Runs a query, writing the records to `output` if given (no partial file on failure).
-fn query(ctx: &Ctx, t: Target, q: Query, count_only: bool, output: Option<PathBuf>) -> Result<Report> {
+/// Where records go: a file, written whole or not at all, or standard output (`-`).
+enum Sink {
+    File(insitu_host::outfile::OutFile),
+    Stdout(std::io::Stdout),
+}
+
+impl Sink {
+    fn create(path: &std::path::Path) -> Result<Sink> {
+        Ok(match path.as_os_str() == "-" {
+            true => Sink::Stdout(std::io::stdout()),
+            false => Sink::File(insitu_host::outfile::OutFile::create(path)?),
+        })
+    }
+
+    /// The file in place, or standard output flushed; whether the records went to standard output.
+    fn commit(self) -> Result<bool> {
+        match self {
+            Sink::File(f) => f.commit().map(|_| false).map_err(Into::into),
+            Sink::Stdout(mut s) => s.flush().map(|_| true).map_err(Into::into),
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::File(f) => f.write(buf),
+            Sink::Stdout(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Stdout(s) => s.flush(),
+        }
+    }
+}
+
+/// Runs a query, writing the records to `output` if given (no partial file on failure); whether they
+/// went to standard output.
+fn query(
+    ctx: &Ctx,
+    t: Target,
+    q: Query,
+    count_only: bool,
+    output: Option<PathBuf>,
+) -> Result<(Report, bool)> {
     match output.filter(|_| !count_only) {
         Some(p) => {
-            let mut w = insitu_host::outfile::OutFile::create(&p)?;
+            let mut w = Sink::create(&p)?;
             let r = on_array(ctx, |array| ops::query(array, t.device, t.index, &q, false, Some(&mut w)))?;
-            w.commit()?;
-            Ok(r)
+            Ok((r, w.commit()?))
         }
-        None => on_array(ctx, |array| ops::query(array, t.device, t.index, &q, count_only, None)),
+        None => {
+            Ok((on_array(ctx, |array| ops::query(array, t.device, t.index, &q, count_only, None))?, false))
+        }
     }
 }
 
 impl SelfSortCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        // Records written to standard output own it: the report goes to standard error then.
+        let mut on_stdout = false;
         let report = match self {
             SelfSortCmd::Config {
                 target,
@@ -329,7 +379,7 @@ impl SelfSortCmd {
                 r?
             }
             SelfSortCmd::Read { target, output: out } => {
-                let mut w = insitu_host::outfile::OutFile::create(&out)?;
+                let mut w = Sink::create(&out)?;
                 let bar = output::dynamic("selfsort read");
                 let r = on_array(ctx, |a| {
                     ops::read_sorted(a, target.device, target.index, &mut w, &|d, t| {
@@ -339,19 +389,31 @@ impl SelfSortCmd {
                 });
                 bar.finish_and_clear();
                 let r = r?;
-                w.commit()?;
+                on_stdout = w.commit()?;
                 r
             }
-            SelfSortCmd::Min { target, output } => query(ctx, target, Query::Min, false, output)?,
-            SelfSortCmd::Max { target, output } => query(ctx, target, Query::Max, false, output)?,
+            SelfSortCmd::Min { target, output } => {
+                let (r, out) = query(ctx, target, Query::Min, false, output)?;
+                on_stdout = out;
+                r
+            }
+            SelfSortCmd::Max { target, output } => {
+                let (r, out) = query(ctx, target, Query::Max, false, output)?;
+                on_stdout = out;
+                r
+            }
             SelfSortCmd::Range { target, lo, hi, key, count, output } => {
                 let q =
                     Query::Range { lo: ops::parse_key(&lo, key.text)?, hi: ops::parse_key(&hi, key.text)? };
-                query(ctx, target, q, count, output)?
+                let (r, out) = query(ctx, target, q, count, output)?;
+                on_stdout = out;
+                r
             }
             SelfSortCmd::Select { target, key, text, count, output } => {
                 let q = Query::Select { key: ops::parse_key(&key, text.text)? };
-                query(ctx, target, q, count, output)?
+                let (r, out) = query(ctx, target, q, count, output)?;
+                on_stdout = out;
+                r
             }
             SelfSortCmd::Flush { device, via } => on_array(ctx, |a| ops::flush(a, device, via.into()))?,
             SelfSortCmd::Drop { target } => {
@@ -378,7 +440,7 @@ impl SelfSortCmd {
                 let fmt = RecordFormat::named(&format, record_size, key_offset, key_size)?;
                 let mut job = SortJob::new(fmt);
                 (job.device, job.index, job.base_lba, job.runs) = (device, index, base_lba, runs);
-                let mut w = insitu_host::outfile::OutFile::create(&out)?;
+                let mut w = Sink::create(&out)?;
                 let progress = ctx.progress();
                 let r = on_array(ctx, |a| {
                     selfsort::sort(
@@ -391,11 +453,14 @@ impl SelfSortCmd {
                     )
                     .map(|run| run.report)
                 })?;
-                w.commit()?;
+                on_stdout = w.commit()?;
                 r
             }
         };
-        ctx.out.report(&report);
+        match on_stdout {
+            true => ctx.out.report_to_stderr(&report),
+            false => ctx.out.report(&report),
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -491,6 +491,10 @@ fn an_index_configured_again_keeps_its_records_and_a_sort_never_takes_another_in
         std::fs::read(o).unwrap()
     };
     assert_eq!(read("r1"), reference(&data, 100, 0, 10));
+    // `-o -` is standard output (the report goes to standard error), not a file named `-`.
+    let o = env.run(&["selfsort", "read", "-o", "-"]);
+    assert!(o.status.success() && o.stdout == reference(&data, 100, 0, 10), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("in key order"));
     // A sort whose range would cover index 1's records is refused by name before anything changes, and
     // leaves no output; by default it uses its own index (16), so index 1 is never its scratch.
     let c = env.write("c.dat", &records(5000, 100, 0, 10, 42));
