@@ -510,9 +510,13 @@ fn an_index_configured_again_keeps_its_records_and_a_sort_never_takes_another_in
     // An empty key would select every record: refused, as a scan is `range`'s.
     let err = env.fails(&["selfsort", "select", "--key", "", "--count"]);
     assert!(err.contains("an empty key selects every record"), "{err}");
+    // A write past the range's end would leave records never written, indexed as zeros: refused.
+    let err = env.fails(&["selfsort", "write", s(&f), "--at-record", "1100"]);
+    assert!(err.contains("past the end of index 1's range (1000 records)"), "{err}");
+    assert_eq!(read("r4"), reference(&data, 100, 0, 10));
     // A record number past any device is refused by name (it used to wrap, or panic a debug build).
     let err = env.fails(&["selfsort", "write", s(&f), "--at-record", "18446744073709551615"]);
-    assert!(err.contains("past any device"), "{err}");
+    assert!(err.contains("past the end") || err.contains("past any device"), "{err}");
     let err = env.fails(
         &[&cfg[..], &["--index", "3", "--base-lba", "5000", "--records", "18446744073709551615"]].concat(),
     );

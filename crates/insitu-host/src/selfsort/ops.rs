@@ -167,6 +167,15 @@ pub fn write_records(
     let r = c.record_size as u64;
     let n = input.records(r, &format!(" (index {index})"))?;
     let size = n * r;
+    // Past the range's end the records would leave a gap of records never written, which the index would
+    // count (as zeros): the range grows from its end.
+    if at_record > c.records {
+        return Err(HostError::InvalidArgument(format!(
+            "record {at_record} is past the end of index {index}'s range ({} records): write from record {} \
+             or before, or configure the range larger (--records)",
+            c.records, c.records
+        )));
+    }
     let blocks = lba::Blocks::of(array, device)?;
     let ps = blocks.size as u64;
     // The byte offsets of the records' start and end on the device; a record number past any device is
