@@ -51,6 +51,39 @@ pub fn lock_dir(dir: &Path) -> std::io::Result<Option<File>> {
     Ok(try_lock_exclusive(&f)?.then_some(f))
 }
 
+/// A file with no name yet in directory `dir` (`O_TMPFILE`): if the process dies before
+/// [`link_unnamed`] gives it one, nothing is left behind. `None` where the file system cannot make one.
+pub fn open_unnamed(dir: &Path) -> std::io::Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // The name is given through /proc: without it the file could never be named.
+    if !Path::new("/proc/self/fd").is_dir() {
+        return Ok(None);
+    }
+    let r = std::fs::OpenOptions::new().write(true).mode(0o666).custom_flags(libc::O_TMPFILE).open(dir);
+    match r {
+        Ok(f) => Ok(Some(f)),
+        // Not supported by the kernel or the file system (EOPNOTSUPP), or O_TMPFILE unknown (EISDIR).
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::EISDIR)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Gives the unnamed file `file` (from [`open_unnamed`]) the name `path`, which must not exist.
+pub fn link_unnamed(file: &File, path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: both paths are NUL-terminated strings we own, alive for the call.
+    let r = unsafe {
+        libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Writes all of `buf` to `stream` with `MSG_NOSIGNAL`: a peer that went away is an `EPIPE` error, never a
 /// SIGPIPE that kills this process (whatever the process's SIGPIPE disposition, and whatever std does).
 pub fn send_all(stream: &UnixStream, mut buf: &[u8]) -> std::io::Result<()> {

@@ -1,8 +1,9 @@
-//! Files a command writes: [`OutFile`], written beside its destination and renamed over it once
-//! complete, so a command that fails or is killed leaves neither a partial file nor a damaged earlier one.
+//! Files a command writes: [`OutFile`], written as a file with no name in its destination's folder (or
+//! beside it, where the file system cannot make one) and named once complete, so a command that fails or
+//! is killed leaves neither a partial file nor a damaged earlier one.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use crate::error::{HostError, Result};
@@ -16,6 +17,9 @@ pub struct OutFile {
     path: PathBuf,
     /// The file being written beside the destination; `None` when writing the destination itself.
     tmp: Option<PathBuf>,
+    /// Whether that file has no name yet (`O_TMPFILE`): killed before [`OutFile::commit`], the process
+    /// leaves nothing, where a named one would stay as `.NAME.partial`.
+    unnamed: bool,
     w: Option<BufWriter<File>>,
 }
 
@@ -60,25 +64,80 @@ impl OutFile {
             tmp_name.push(".partial");
             Some(path.with_file_name(tmp_name))
         };
-        let target = tmp.as_deref().unwrap_or(path);
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(!special)
-            .open(target)
-            .map_err(|e| HostError::io(target, e))?;
-        Ok(OutFile { path: path.to_path_buf(), tmp, w: Some(BufWriter::with_capacity(1 << 20, f)) })
+        let unnamed = match &tmp {
+            Some(_) => {
+                let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                insitu_device::sys::open_unnamed(dir).map_err(|e| HostError::io(path, e))?
+            }
+            None => None,
+        };
+        let is_unnamed = unnamed.is_some();
+        let f = match unnamed {
+            Some(f) => f,
+            None => {
+                let target = tmp.as_deref().unwrap_or(path);
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(!special)
+                    .open(target)
+                    .map_err(|e| HostError::io(target, e))?
+            }
+        };
+        Ok(OutFile {
+            path: path.to_path_buf(),
+            tmp,
+            unnamed: is_unnamed,
+            w: Some(BufWriter::with_capacity(1 << 20, f)),
+        })
+    }
+
+    /// Names the unnamed file `f`: the destination itself when there is none yet, else `.NAME.partial`
+    /// (one left by an older process killed between its naming and its rename goes first), which the
+    /// caller renames over it.
+    fn name_unnamed(f: &File, path: &Path, tmp: &Path) -> std::io::Result<bool> {
+        use insitu_device::sys::link_unnamed;
+        if !path.exists() {
+            match link_unnamed(f, path) {
+                Ok(()) => return Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match link_unnamed(f, tmp) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(tmp)?;
+                link_unnamed(f, tmp)?;
+            }
+            r => r?,
+        }
+        Ok(false)
     }
 
     /// Flushes the file and moves it into place. On failure the partial file goes too.
     pub fn commit(mut self) -> Result<()> {
-        let mut w = self.w.take().expect("written until committed");
-        let done = w.flush().map_err(|e| HostError::io(&self.path, e));
-        drop(w);
-        let done = done.and_then(|()| match &self.tmp {
-            Some(tmp) => std::fs::rename(tmp, &self.path).map_err(|e| HostError::io(&self.path, e)),
-            None => Ok(()),
-        });
+        let w = self.w.take().expect("written until committed");
+        let f = match w.into_inner() {
+            Ok(f) => f,
+            Err(e) => {
+                if let Some(tmp) = self.tmp.as_ref().filter(|_| !self.unnamed) {
+                    let _ = std::fs::remove_file(tmp);
+                }
+                return Err(HostError::io(&self.path, e.into_error()));
+            }
+        };
+        let done = match (&self.tmp, self.unnamed) {
+            // In place already when it took the destination's name; else named beside it, then renamed.
+            (Some(tmp), true) => Self::name_unnamed(&f, &self.path, tmp)
+                .map_err(|e| HostError::io(&self.path, e))
+                .and_then(|placed| match placed {
+                    true => Ok(()),
+                    false => std::fs::rename(tmp, &self.path).map_err(|e| HostError::io(&self.path, e)),
+                }),
+            (Some(tmp), false) => std::fs::rename(tmp, &self.path).map_err(|e| HostError::io(&self.path, e)),
+            (None, _) => Ok(()),
+        };
+        drop(f);
         if done.is_err() {
             if let Some(tmp) = &self.tmp {
                 let _ = std::fs::remove_file(tmp);
@@ -109,10 +168,65 @@ impl std::io::Write for OutFile {
 impl Drop for OutFile {
     fn drop(&mut self) {
         if self.w.take().is_some() {
-            // Never committed: the partial file goes, and the destination is as it was.
-            if let Some(tmp) = &self.tmp {
+            // Never committed: the partial file goes (an unnamed one with its handle), and the
+            // destination is as it was.
+            if let Some(tmp) = self.tmp.as_ref().filter(|_| !self.unnamed) {
                 let _ = std::fs::remove_file(tmp);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_file_appears_whole_at_commit_and_nothing_else_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.bin");
+        // New, then over an existing file, then over one beside a stale partial file of a killed process.
+        for (i, stale) in [(0u8, false), (1, false), (2, true)] {
+            if stale {
+                std::fs::write(dir.path().join(".out.bin.partial"), b"old half").unwrap();
+            }
+            let mut f = OutFile::create(&path).unwrap();
+            f.write_all(&[i; 100_000]).unwrap();
+            assert!(i == 0 && !path.exists() || i > 0 && std::fs::read(&path).unwrap() == [i - 1; 100_000]);
+            f.commit().unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), [i; 100_000]);
+            assert_eq!(names(dir.path()), ["out.bin"]);
+        }
+    }
+
+    #[test]
+    fn a_failed_or_killed_writer_leaves_the_destination_as_it_was_and_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.bin");
+        std::fs::write(&path, b"earlier").unwrap();
+        let mut f = OutFile::create(&path).unwrap();
+        f.write_all(b"half of a new file").unwrap();
+        drop(f); // a command that failed
+        assert_eq!(std::fs::read(&path).unwrap(), b"earlier");
+        assert_eq!(names(dir.path()), ["out.bin"]);
+        // A process killed mid-write runs no destructor: where the file system makes unnamed files,
+        // it leaves nothing (a named partial file would stay).
+        if insitu_device::sys::open_unnamed(dir.path()).unwrap().is_some() {
+            let mut f = OutFile::create(&path).unwrap();
+            f.write_all(&[7; 3 << 20]).unwrap();
+            std::mem::forget(f);
+            assert_eq!(names(dir.path()), ["out.bin"]);
+            assert_eq!(std::fs::read(&path).unwrap(), b"earlier");
         }
     }
 }

@@ -90,11 +90,14 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
     let err =
         env.fails(&["sort", "t", "--key", "c0", "--out", "o6", "--merge", "-o", "/nonexistent/x.parquet"]);
     assert!(err.contains("/nonexistent does not exist"), "{err}");
-    // One that fails late (its temporary file's name is taken by a directory) takes its sorted table along.
+    // One that fails late (it replaces a file, and the name it takes beside it first is a directory's)
+    // takes its sorted table along, and leaves the file it would have replaced as it was.
+    std::fs::write(env.path("late.parquet"), b"earlier").unwrap();
     std::fs::create_dir(env.path(".late.parquet.partial")).unwrap();
     env.fails(&["sort", "t", "--key", "c0", "--out", "o7", "--merge", "-o", s(&env.path("late.parquet"))]);
     let names = env.json(&["ls"])["result"]["objects"].to_string();
     assert!(!names.contains("\"o6\"") && !names.contains("\"o7\""), "{names}");
+    assert_eq!(std::fs::read(env.path("late.parquet")).unwrap(), b"earlier");
     env.ok(&["sort", "t", "--key", "c0", "--out", "o7"]);
     env.ok(&["rm", "o7"]);
     env.ok(&["rm", "m"]);
