@@ -199,6 +199,9 @@ pub enum SelfSortCmd {
     Drop {
         #[command(flatten)]
         target: Target,
+        /// How the command reaches the firmware: the command block at the last LBA, or vendor commands.
+        #[arg(long, value_enum, default_value = "block")]
+        via: Via,
     },
     /// The firmware's state: command LBA, memory, every index.
     Stats {
@@ -416,8 +419,8 @@ impl SelfSortCmd {
                 r
             }
             SelfSortCmd::Flush { device, via } => on_array(ctx, |a| ops::flush(a, device, via.into()))?,
-            SelfSortCmd::Drop { target } => {
-                on_array(ctx, |a| ops::drop_index(a, target.device, target.index, Interface::CommandBlock))?
+            SelfSortCmd::Drop { target, via } => {
+                on_array(ctx, |a| ops::drop_index(a, target.device, target.index, via.into()))?
             }
             SelfSortCmd::Stats { device } => {
                 let r = on_array(ctx, |a| ops::stats(a, device))?;

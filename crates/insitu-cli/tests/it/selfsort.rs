@@ -521,6 +521,10 @@ fn an_index_configured_again_keeps_its_records_and_a_sort_never_takes_another_in
         &[&cfg[..], &["--index", "3", "--base-lba", "5000", "--records", "18446744073709551615"]].concat(),
     );
     assert!(err.contains("does not fit the device"), "{err}");
+    // drop takes --via as the other firmware commands do.
+    env.ok(&["selfsort", "drop", "--via", "vendor"]);
+    let err = env.fails(&["selfsort", "read", "-o", s(&env.path("gone"))]);
+    assert!(err.contains("no self-sort index 1"), "{err}");
 }
 
 #[test]
