@@ -125,8 +125,8 @@ pub struct Sort {
     /// Also k-way merge the sorted parts into one globally sorted Parquet file (needs -o).
     #[arg(long, requires = "output")]
     merge: bool,
-    /// The Parquet file --merge writes.
-    #[arg(short, long)]
+    /// The Parquet file --merge writes (only with --merge).
+    #[arg(short, long, requires = "merge")]
     output: Option<PathBuf>,
     /// Device memory the sort program may use, e.g. 64MiB (default: all that is free).
     #[arg(long)]

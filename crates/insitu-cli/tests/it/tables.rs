@@ -86,6 +86,13 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
     assert!(env.fails(&["sort", "t", "--key", "zz"]).contains("no column \"zz\""));
     assert!(env.fails(&["sort", "t", "--key", "c0", "--out", "m"]).contains("already exists"));
     assert!(env.fails(&["get", "t"]).contains("is a table"));
+    // A file named for another format is refused before any work (it would hold Parquet), and -o
+    // without --merge is refused rather than ignored.
+    let err = env.fails(&["sort", "t", "--key", "c0", "--out", "o5", "--merge", "-o", s(&env.path("x.csv"))]);
+    assert!(err.contains("tables are written as Parquet, not .csv"), "{err}");
+    let err = env.fails(&["sort", "t", "--key", "c0", "--out", "o5", "-o", s(&env.path("x.parquet"))]);
+    assert!(err.contains("--merge"), "{err}");
+    assert!(!env.json(&["ls"])["result"]["objects"].to_string().contains("\"o5\""));
     // A merge output that cannot be written is refused before any work, and stores nothing.
     let err =
         env.fails(&["sort", "t", "--key", "c0", "--out", "o6", "--merge", "-o", "/nonexistent/x.parquet"]);

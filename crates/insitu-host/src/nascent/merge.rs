@@ -19,7 +19,7 @@ use crate::table::store::each_part;
 /// `get-table --merged`: writes a sorted table (a sort's output) as one globally sorted Parquet file.
 pub fn get_table_merged(array: &Array, name: &str, out: &Path) -> Result<Report> {
     check_sorted(array, name)?;
-    crate::outfile::OutFile::check_path(out)?;
+    crate::table::export::ParquetFile::check_path(out)?;
     let measure = Measure::start("get-table (merged)", array)?;
     let rows = merge_to_parquet(array, name, out)?;
     let headline = format!("get-table {name}: {rows} rows merged in key order to {}", out.display());

@@ -75,7 +75,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
     validate_user_name(&out)?;
     array.check_free(&out)?;
     if let Some(path) = &opts.merge {
-        crate::outfile::OutFile::check_path(path)?;
+        crate::table::export::ParquetFile::check_path(path)?;
     }
     let op = format!("sort ({})", opts.placement.name());
     let mut measure = Measure::start(&op, array)?;

@@ -24,8 +24,28 @@ pub struct ParquetFile {
 }
 
 impl ParquetFile {
+    /// Fails, naming the problem, if `path` could not be written ([`OutFile::check_path`]) or names a file
+    /// of another format: a table is written as Parquet, and `x.csv` holding Parquet would surprise.
+    pub fn check_path(path: &Path) -> Result<()> {
+        OutFile::check_path(path)?;
+        let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+        if let Some(ext) = ext.filter(|e| {
+            matches!(
+                e.as_str(),
+                "csv" | "tsv" | "txt" | "json" | "jsonl" | "arrow" | "ipc" | "feather" | "orc"
+            )
+        }) {
+            return Err(HostError::InvalidArgument(format!(
+                "{}: tables are written as Parquet, not .{ext}: name the file .parquet",
+                path.display()
+            )));
+        }
+        Ok(())
+    }
+
     /// Starts writing `path` with `schema`.
     pub fn create(path: &Path, schema: SchemaRef) -> Result<ParquetFile> {
+        Self::check_path(path)?;
         let file = OutFile::create(path)?;
         let mut out = ParquetFile { path: path.to_path_buf(), writer: None };
         out.writer = Some(ArrowWriter::try_new(file, schema, None).map_err(out.failed())?);
