@@ -265,6 +265,16 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     for placement in ["device", "host", "auto"] {
         let r = env.json(&["intersect", "a", "b", "--placement", placement, "--count-only"]);
         assert_eq!(r["result"]["count"], common, "{placement}");
+        // Auto says why: the placement the intersection model predicts faster.
+        let (h, d) = (r["result"]["auto"]["host_ms"].as_f64(), r["result"]["auto"]["device_ms"].as_f64());
+        match (placement, h, d) {
+            ("auto", Some(h), Some(d)) => {
+                let want = if h < d { "host" } else { "device" };
+                assert!(h == d || r["result"]["placement"] == want, "{r}");
+            }
+            ("auto", _, _) => panic!("auto gives no prediction: {r}"),
+            _ => assert!(r["result"]["auto"].is_null()),
+        }
     }
     let r = env.json(&["intersect", "a", "b", "--ids-only"]);
     assert_eq!(r["result"]["ids"].as_array().unwrap().len() as u64, common);

@@ -73,6 +73,9 @@ pub fn intersect(
     if infos.iter().any(|i| i.entry_size != s) {
         return Err(HostError::InvalidArgument("the lists have different entry sizes".into()));
     }
+    // Auto's choice and why: the analytical model's prediction (`insitu model intersect`), which assumes a
+    // 1% match ratio; a run's report prices what it counted, so the two can differ.
+    let mut predicted = None;
     let chosen = match placement {
         IntersectPlacement::Auto => {
             let mut sizes: Vec<f64> = infos.iter().map(|i| (i.entries * s as u64) as f64).collect();
@@ -85,8 +88,15 @@ pub fn intersect(
                 4.0,
             )?;
             match predict(array.profile(), &w) {
-                Ok(m) if m.faster == "host" => IntersectPlacement::Host,
-                _ => IntersectPlacement::Device,
+                Ok(m) => {
+                    predicted = Some(json!({ "host_ms": m.host_ms, "device_ms": m.device_ms,
+                                             "by": "the intersection model (insitu model intersect), 1% matches" }));
+                    match m.faster {
+                        "host" => IntersectPlacement::Host,
+                        _ => IntersectPlacement::Device,
+                    }
+                }
+                Err(_) => IntersectPlacement::Device,
             }
         }
         p => p,
@@ -123,11 +133,19 @@ pub fn intersect(
     if output == Output::Ids {
         result["ids"] = json!(answer.ids);
     }
-    let headline = format!(
+    if let Some(p) = predicted {
+        result["auto"] = p;
+    }
+    let mut headline = format!(
         "{op}: {} common of {} ({partitions} partition(s), {polls} poll(s))",
         answer.count,
         json!(names)
     );
+    if let (Some(h), Some(d)) = (result["auto"]["host_ms"].as_f64(), result["auto"]["device_ms"].as_f64()) {
+        headline.push_str(&format!(
+            "; auto: the intersection model predicts host {h:.1} ms, device {d:.1} ms at 1% matches"
+        ));
+    }
     Ok((measure.finish(array, headline, result)?, answer))
 }
 
