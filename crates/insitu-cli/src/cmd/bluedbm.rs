@@ -357,15 +357,16 @@ impl BluedbmCmd {
                 let by = by.reader();
                 let (placement, flash_share, node) = (by.placement, by.flash_share, by.origin);
                 let b = crate::output::busy("traversing", || bfs(&fs, &graph, from, by))?;
-                let r = &b.read;
+                let c = &b.cost;
+                let r = &c.read;
                 let mut out = json!({
                     "graph": graph, "from": from, "reached": b.reached, "depth": b.depth, "rounds": b.rounds,
                     "placement": placement.name(), "flash_share": flash_share, "node": node, "pages": r.pages,
                     "local_pages": r.local_pages, "network_bytes": r.network_bytes, "hops": r.hops,
                     "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
-                    "modeled_s": b.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": b.software_s,
-                    "busy": b.busy, "modeled": b.modeled, "wall_s": r.wall_s, "host_cpu_s": b.host_cpu_s,
-                    "device_cpu_s": b.device_cpu_s,
+                    "modeled_s": c.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": c.software_s,
+                    "busy": c.busy, "modeled": c.modeled, "wall_s": r.wall_s, "host_cpu_s": c.host_cpu_s,
+                    "device_cpu_s": c.device_cpu_s,
                 });
                 if levels {
                     out["levels"] = json!(b
@@ -383,14 +384,14 @@ impl BluedbmCmd {
                     r.pages,
                     b.rounds,
                     who(placement),
-                    b.modeled_s,
-                    joules(&b.modeled),
-                    b.modeled.profile,
+                    c.modeled_s,
+                    joules(&c.modeled),
+                    c.modeled.profile,
                     r.modeled_s,
-                    b.software_s,
+                    c.software_s,
                     r.wall_s,
-                    b.host_cpu_s,
-                    b.device_cpu_s
+                    c.host_cpu_s,
+                    c.device_cpu_s
                 );
                 if levels {
                     for (v, l) in &b.levels {
@@ -406,14 +407,15 @@ impl BluedbmCmd {
                 let by = by.reader();
                 let (placement, flash_share, node) = (by.placement, by.flash_share, by.origin);
                 let w = crate::output::busy("walking", || walk(&fs, &graph, spec, by))?;
-                let r = &w.read;
+                let c = &w.cost;
+                let r = &c.read;
                 let out = json!({
                     "graph": graph, "from": from, "walks": w.walks, "steps": w.steps, "rounds": w.rounds,
                     "placement": placement.name(), "flash_share": flash_share, "node": node, "pages": r.pages,
                     "network_bytes": r.network_bytes, "pcie_bytes": r.pcie_up_bytes + r.pcie_down_bytes,
-                    "modeled_s": w.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": w.software_s,
-                    "busy": w.busy, "modeled": w.modeled, "wall_s": r.wall_s, "host_cpu_s": w.host_cpu_s,
-                    "device_cpu_s": w.device_cpu_s,
+                    "modeled_s": c.modeled_s, "modeled_reads_s": r.modeled_s, "modeled_software_s": c.software_s,
+                    "busy": c.busy, "modeled": c.modeled, "wall_s": r.wall_s, "host_cpu_s": c.host_cpu_s,
+                    "device_cpu_s": c.device_cpu_s,
                 });
                 let mut text = format!(
                     "{} walk(s) on {graph} from {from}: {} steps, {} pages in {} rounds of dependent reads by node \
@@ -424,13 +426,13 @@ impl BluedbmCmd {
                     r.pages,
                     w.rounds,
                     who(placement),
-                    w.modeled_s,
-                    w.modeled_s / w.steps.max(1) as f64 * 1e6,
-                    joules(&w.modeled),
-                    w.modeled.profile,
+                    c.modeled_s,
+                    c.modeled_s / w.steps.max(1) as f64 * 1e6,
+                    joules(&c.modeled),
+                    c.modeled.profile,
                     r.wall_s,
-                    w.host_cpu_s,
-                    w.device_cpu_s
+                    c.host_cpu_s,
+                    c.device_cpu_s
                 );
                 for p in &w.walks {
                     let v: Vec<String> = p.iter().map(|x| x.to_string()).collect();

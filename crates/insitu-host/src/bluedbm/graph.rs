@@ -417,6 +417,13 @@ pub struct Bfs {
     pub depth: u32,
     /// Rounds of dependent reads: each reads the pages the last one pointed to.
     pub rounds: u64,
+    #[serde(flatten)]
+    pub cost: TraversalCost,
+}
+
+/// What a traversal cost: its reads, modeled and measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TraversalCost {
     /// The reads: pages, network, modeled time on the appliance's profile, wall time here.
     pub read: crate::bluedbm::fs::ViaReport,
     /// Modeled seconds of the host software that asks for each page (host placements; the in-store
@@ -492,22 +499,27 @@ fn software_s(
     storage_cpu_s(fs.array().profile(), requests, requests * fs.page_size() as u64)
 }
 
-/// What a traversal of `modeled_s` kept busy and its modeled energy: the nodes' flash and serving hosts
-/// for the reads of `r` ([`crate::bluedbm::fs::ViaReport::busy`]), and the reader's host for its requests.
-fn traversal_energy(
+/// A traversal's cost once its reads `r` are done, begun at `started` and `cpu`: the host software's
+/// modeled time beside the reads', what kept each node busy (the nodes' flash and serving hosts for the
+/// reads, the reader's host for its requests) and the modeled energy, and the measured wall and CPU.
+fn traversal_cost(
     fs: &crate::bluedbm::fs::Fs<'_>,
     by: Reader,
-    r: &crate::bluedbm::fs::ViaReport,
-    modeled_s: f64,
-) -> (Busy, Modeled) {
+    mut r: crate::bluedbm::fs::ViaReport,
+    (started, cpu): (std::time::Instant, CpuClock),
+) -> Result<TraversalCost> {
+    r.wall_s = started.elapsed().as_secs_f64();
+    let (host_cpu_s, device_cpu_s) = cpu.read(fs.array())?;
+    let software_s = software_s(fs, by.placement, &r);
+    let modeled_s = r.modeled_s + software_s;
     let (profile, ps) = (fs.array().profile(), fs.page_size() as u64);
     let mut busy = r.busy(profile, ps as usize);
-    let own = own_requests(by.placement, r);
+    let own = own_requests(by.placement, &r);
     if own > 0 {
         busy.host(by.origin, storage_cpu_s(profile, own, own * ps));
     }
     let modeled = power::modeled(profile, fs.node_count(), modeled_s, &busy);
-    (busy, modeled)
+    Ok(TraversalCost { read: r, software_s, modeled_s, busy, modeled, host_cpu_s, device_cpu_s })
 }
 
 /// Breadth-first search of graph `name` (stored by [`put_graph`]) from vertex `from`, by `by`: a level's
@@ -566,25 +578,8 @@ pub fn bfs(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, from: u32, by: Reader) -
     }
     let levels: std::collections::BTreeMap<u32, u32> =
         level.iter().enumerate().filter(|(_, l)| **l != UNSEEN).map(|(v, l)| (v as u32, *l)).collect();
-    report.wall_s = started.elapsed().as_secs_f64();
-    let (host_cpu_s, device_cpu_s) = cpu.read(fs.array())?;
-    let software_s = software_s(fs, by.placement, &report);
-    let modeled_s = report.modeled_s + software_s;
-    let (busy, modeled) = traversal_energy(fs, by, &report, modeled_s);
-    Ok(Bfs {
-        from,
-        reached: levels.len() as u64,
-        levels,
-        depth,
-        rounds,
-        read: report,
-        software_s,
-        modeled_s,
-        busy,
-        modeled,
-        host_cpu_s,
-        device_cpu_s,
-    })
+    let cost = traversal_cost(fs, by, report, (started, cpu))?;
+    Ok(Bfs { from, reached: levels.len() as u64, levels, depth, rounds, cost })
 }
 
 /// One round of a traversal's dependent reads: pages `want` (page, the vertex it belongs to, whether it
@@ -660,13 +655,8 @@ pub struct Walks {
     pub steps: u64,
     /// Rounds of dependent reads.
     pub rounds: u64,
-    pub read: crate::bluedbm::fs::ViaReport,
-    pub software_s: f64,
-    pub modeled_s: f64,
-    pub busy: Busy,
-    pub modeled: Modeled,
-    pub host_cpu_s: f64,
-    pub device_cpu_s: f64,
+    #[serde(flatten)]
+    pub cost: TraversalCost,
 }
 
 /// The neighbour a walk takes: step `step` of walk `walk` under `seed` picks `pick % degree`, the same
@@ -768,23 +758,8 @@ pub fn walk(fs: &crate::bluedbm::fs::Fs<'_>, name: &str, spec: WalkSpec, by: Rea
             break;
         }
     }
-    report.wall_s = started.elapsed().as_secs_f64();
-    let (host_cpu_s, device_cpu_s) = cpu.read(fs.array())?;
-    let software_s = software_s(fs, by.placement, &report);
-    let modeled_s = report.modeled_s + software_s;
-    let (busy, modeled) = traversal_energy(fs, by, &report, modeled_s);
-    Ok(Walks {
-        walks: paths,
-        steps,
-        rounds,
-        read: report,
-        software_s,
-        modeled_s,
-        busy,
-        modeled,
-        host_cpu_s,
-        device_cpu_s,
-    })
+    let cost = traversal_cost(fs, by, report, (started, cpu))?;
+    Ok(Walks { walks: paths, steps, rounds, cost })
 }
 
 /// One stored page, decoded: (vertex, degree, neighbours here, next page); or why it is not a vertex

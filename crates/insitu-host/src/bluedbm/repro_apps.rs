@@ -302,7 +302,7 @@ fn run_in(profile: &Profile, dir: &Path, quick: bool, progress: &dyn Fn(&str)) -
         check(w.walks == runs[0].0.walks, "the walk")?;
     }
     let fig20_vals = runs.map(|(w, note)| {
-        (w.steps as f64 / w.modeled_s, Some(w.steps as f64 / w.read.wall_s.max(1e-9)), note)
+        (w.steps as f64 / w.cost.modeled_s, Some(w.steps as f64 / w.cost.read.wall_s.max(1e-9)), note)
     });
     let fig20: Vec<Row> = paper::TRAVERSAL
         .iter()
