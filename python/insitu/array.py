@@ -365,9 +365,15 @@ class Array:
         self, names: Sequence[str], placement: str = "device", count_only: bool = False
     ) -> Tuple[Any, Report]:
         """Intersects the lists ``names`` inside the device (``device``), on the host (``host``), or
-        where the paper's cost model says is faster (``auto``). Returns the common IDs (a numpy
-        ``uint32`` array), or their number with ``count_only``, and the report."""
+        where its modeled cost is lower (``auto``: each placement's counted work at 1% matches, priced as
+        a run's report prices it). Returns the common IDs (a numpy ``uint32`` array), or their number with
+        ``count_only``, and the report."""
         import numpy as np
+
+        if isinstance(names, (str, bytes)):
+            raise InvalidArgumentError(
+                f"names: a sequence of list names, not one string ({names!r}): intersect(['a', 'b'])"
+            )
 
         count, ids, report = self._inner.intersect(list(names), placement, count_only)
         r = Report.from_json(report)

@@ -95,6 +95,15 @@ def test_intersect_matches_numpy(arr, placement):
     count, _ = arr.intersect(["a", "b", "c"], placement, count_only=True)
     assert count == len(ids3)
     assert report.result["count"] == len(ids)
+    if placement == "auto":
+        # Auto takes the placement it modeled faster, and that run's report gives the same time.
+        auto = report.result["auto"]
+        chosen = min(("host", auto["host_ms"]), ("device", auto["device_ms"]), key=lambda x: x[1])
+        assert report.result["placement"] == chosen[0] or auto["host_ms"] == auto["device_ms"]
+        assert report.modeled["time_s"] * 1e3 == pytest.approx(chosen[1], rel=0.02)
+    # One string is not a list of names (it would be taken letter by letter).
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="not one string"):
+        arr.intersect("ab", placement)
 
 
 def test_put_list_reads_a_file_of_ids_as_the_cli_does(arr, tmp_path):

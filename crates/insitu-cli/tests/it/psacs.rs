@@ -15,9 +15,11 @@ fn setup() -> Env {
 fn shuffle_and_shuffle_read_agree_across_placements() {
     let env = setup();
     let mut files = Vec::new();
-    for (placement, extra) in
-        [("device", vec![]), ("host-sort", vec!["--threads", "2"]), ("host-bucket", vec!["--threads", "2"])]
-    {
+    for (placement, extra) in [
+        ("device", vec!["--threads", "2"]),
+        ("host-sort", vec!["--threads", "2", "--memory-budget", "1MiB"]),
+        ("host-bucket", vec!["--threads", "2"]),
+    ] {
         let out = format!("s-{placement}");
         let mut args = vec![
             "shuffle",
@@ -38,6 +40,17 @@ fn shuffle_and_shuffle_read_agree_across_placements() {
         if placement == "device" {
             assert_eq!(r["bytes"]["device_to_host"], 0, "only commands cross the host link");
         }
+        // An option the placement does not use is said, and not reported as used.
+        let (threads, warning) = (&r["result"]["threads"], r["result"]["warning"].as_str().unwrap_or(""));
+        match placement {
+            "device" => {
+                assert!(threads.is_null() && warning.contains("threads (2) are the host baselines'"), "{r}")
+            }
+            "host-sort" => {
+                assert!(threads == 2 && warning.contains("memory budget is the device placement's"), "{r}")
+            }
+            _ => assert!(threads == 2 && warning.is_empty(), "{r}"),
+        }
         let f = env.path(&format!("{out}-p5.parquet"));
         let rr = env.json(&["shuffle-read", &out, "--partition", "5", "-o", s(&f)]);
         files.push((rr["result"]["rows"].as_u64().unwrap(), std::fs::read(&f).unwrap()));
@@ -54,6 +67,9 @@ fn shuffle_and_shuffle_read_agree_across_placements() {
         .contains("partitions 0..32"));
     assert!(env.fails(&["shuffle", "t", "--key", "c0", "--partitions", "0"]).contains("--partitions"));
     assert!(env.fails(&["shuffle", "t", "--key", "zz"]).contains("no column \"zz\""));
+    // A column twice would fold its bytes away into one partition for every row.
+    let e = env.fails(&["shuffle", "t", "--key", "c0,c1,c0", "--partitions", "4"]);
+    assert!(e.contains("names column \"c0\" twice (positions 1 and 3)"), "{e}");
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
 

@@ -136,6 +136,126 @@ pub fn predict(profile: &Profile, w: &Workload) -> Result<Prediction> {
     })
 }
 
+/// One list as `auto` sees it before running: the device that holds it and its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListShape {
+    pub device: u32,
+    pub entries: u64,
+}
+
+/// What `--placement auto` weighs: each placement's modeled cost, from the work a run of it would count
+/// (the pages it reads, the bytes it moves, the entries it copies and the memory accesses of its SvS
+/// steps), priced by the same model as a run's report ([`crate::model::model`]). The paper's analytical
+/// model ([`predict`]) leaves out what the profile prices beyond §4 (the host's storage stack, its
+/// requests' flash latency, device DRAM, the partitions of lists larger than the device's memory), so on
+/// some profiles it chose the placement its own run then reported slower.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacementCosts {
+    pub host: crate::model::Modeled,
+    /// `None` when the lists are on different devices: no one device holds them all.
+    pub device: Option<crate::model::Modeled>,
+    /// Partitions the device placement takes (lists larger than its free memory go range by range).
+    pub partitions: u64,
+    /// The match ratio assumed (of the shortest list), as the paper's model assumes one.
+    pub r: f64,
+}
+
+impl PlacementCosts {
+    /// The placement with the smaller modeled time (the host on a tie: nothing is offloaded for nothing).
+    pub fn faster(&self) -> &'static str {
+        match &self.device {
+            Some(d) if d.time_s < self.host.time_s => "device",
+            _ => "host",
+        }
+    }
+}
+
+/// Each placement's modeled cost on an array of `devices` devices of `profile` (see [`PlacementCosts`]),
+/// for `lists` of `entry_size`-byte entries returning `width` bytes a common entry (0 for a count), with
+/// `r` of the shortest list in common and `partitions` ID ranges on the device.
+pub fn placement_costs(
+    profile: &Profile,
+    devices: usize,
+    lists: &[ListShape],
+    entry_size: u32,
+    width: u64,
+    r: f64,
+    partitions: u64,
+) -> PlacementCosts {
+    use crate::model::{model, HostWork, PhaseUsage};
+    use insitu_device::work::{self, Ledger, INTERSECT_ACCESSES, INTERSECT_ENTRIES, INTERSECT_SKIPPED};
+    use insitu_device::DeviceCounters;
+    let s = entry_size as u64;
+    let page = (profile.nand.page_size as u64).max(1);
+    let parts = partitions.max(1);
+    // SvS from the shortest list: each step's running result, then r of the shortest from the first on.
+    let mut lens: Vec<u64> = lists.iter().map(|l| l.entries).collect();
+    lens.sort_unstable();
+    let total: u64 = lens.iter().sum();
+    let common = lens.first().map_or(0, |&n| (n as f64 * r).ceil() as u64);
+    let mut accesses = 0;
+    let mut acc = lens.first().copied().unwrap_or(0);
+    for &l in lens.iter().skip(1) {
+        if acc == 0 {
+            break;
+        }
+        accesses += work::intersect_accesses(acc, l);
+        acc = common;
+    }
+    let ledger = |skipped: u64| {
+        let mut w = Ledger::new();
+        work::add(&mut w, INTERSECT_ENTRIES, total);
+        if skipped > 0 {
+            work::add(&mut w, INTERSECT_SKIPPED, skipped);
+        }
+        work::add(&mut w, INTERSECT_ACCESSES, accesses);
+        w
+    };
+    // Every list's pages are read (and pass into device memory) once per pass: its device's counters.
+    let read = |passes: u64, to_host: bool| {
+        let mut per = vec![DeviceCounters::default(); devices.max(1)];
+        for l in lists {
+            let c = &mut per[(l.device as usize).min(devices.max(1) - 1)];
+            let bytes = l.entries * s;
+            c.flash_read_pages += bytes.div_ceil(page) * passes;
+            c.flash_read_bytes += bytes.div_ceil(page) * page * passes;
+            c.flash_to_device_mem += bytes * passes;
+            c.commands += 1;
+            if to_host {
+                c.device_to_host += bytes;
+            }
+        }
+        per
+    };
+    let host = model(
+        profile,
+        &[PhaseUsage {
+            name: "intersect".into(),
+            devices: read(1, true),
+            host: HostWork::counted(ledger(0)),
+        }],
+    );
+    let dev = lists.first().map_or(0, |l| l.device);
+    let device = lists.iter().all(|l| l.device == dev).then(|| {
+        let mut per = read(parts, false);
+        let c = &mut per[(dev as usize).min(devices.max(1) - 1)];
+        c.work = ledger(total * (parts - 1));
+        c.device_to_host = common * width;
+        if width == s && width > 0 {
+            // Whole entries go back: each common one is read again from the first list, a page a read.
+            c.flash_read_pages += common;
+            c.flash_read_bytes += common * page;
+            c.flash_to_device_mem += common * s;
+        }
+        c.commands += 3 * parts;
+        model(
+            profile,
+            &[PhaseUsage { name: "intersect (device)".into(), devices: per, host: HostWork::default() }],
+        )
+    });
+    PlacementCosts { host, device, partitions: parts, r }
+}
+
 /// The prediction as a readable table, stage by stage (what `insitu model intersect` prints).
 pub fn render(profile: &Profile, m: &Prediction) -> String {
     let w = &m.workload;

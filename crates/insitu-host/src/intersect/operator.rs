@@ -3,7 +3,8 @@
 //! - `device`: a session on the device holding the lists runs `svs`; lists that do not fit the session's
 //!   memory are intersected partition by partition over ID ranges.
 //! - `host`: the lists cross the host link and the host CPU intersects them (same kernel).
-//! - `auto`: the cost model (§4) picks, for the lists' sizes on the array's profile.
+//! - `auto`: the placement whose modeled cost is lower: each one's counted work for the lists' sizes (at
+//!   1% matches), priced by the array's profile as a run's report prices it.
 
 use insitu_device::protocol::{Identify, Stat, SvsArgs};
 use insitu_device::DeviceError;
@@ -15,7 +16,7 @@ use serde_json::json;
 use crate::array::Array;
 use crate::catalog::EntryKind;
 use crate::error::{HostError, Result};
-use crate::intersect::model::{predict, Workload};
+use crate::intersect::model::{placement_costs, ListShape};
 use crate::intersect::session::{Session, POLL_INTERVAL};
 use insitu_device::work::{self, Ledger};
 
@@ -73,30 +74,43 @@ pub fn intersect(
     if infos.iter().any(|i| i.entry_size != s) {
         return Err(HostError::InvalidArgument("the lists have different entry sizes".into()));
     }
-    // Auto's choice and why: the analytical model's prediction (`insitu model intersect`), which assumes a
-    // 1% match ratio; a run's report prices what it counted, so the two can differ.
+    // Auto's choice and why: each placement's counted work at 1% matches, priced as a run's report prices
+    // it (see `placement_costs`); lists on different devices can only meet on the host.
     let mut predicted = None;
     let chosen = match placement {
         IntersectPlacement::Auto => {
-            let mut sizes: Vec<f64> = infos.iter().map(|i| (i.entries * s as u64) as f64).collect();
-            sizes.sort_by(f64::total_cmp);
-            let w = Workload::from_sizes(
-                sizes[0].max(1.0),
-                sizes[sizes.len() - 1].max(1.0),
-                s as f64,
-                0.01,
-                4.0,
-            )?;
-            match predict(array.profile(), &w) {
-                Ok(m) => {
-                    predicted = Some(json!({ "host_ms": m.host_ms, "device_ms": m.device_ms,
-                                             "by": "the intersection model (insitu model intersect), 1% matches" }));
-                    match m.faster {
-                        "host" => IntersectPlacement::Host,
-                        _ => IntersectPlacement::Device,
-                    }
+            let shapes: Vec<ListShape> = entries
+                .iter()
+                .zip(&infos)
+                .map(|(e, i)| ListShape { device: e.devices[0], entries: i.entries })
+                .collect();
+            let dev = shapes[0].device;
+            let partitions = match shapes.iter().all(|l| l.device == dev) {
+                true => {
+                    let sizes: Vec<u64> = infos.iter().map(|i| i.entries).collect();
+                    plan(array, dev, names, s, &sizes, width(output, s).max(4))?.parts
                 }
-                Err(_) => IntersectPlacement::Device,
+                false => 1,
+            };
+            let costs = placement_costs(
+                array.profile(),
+                array.device_count(),
+                &shapes,
+                s,
+                width(output, s),
+                AUTO_MATCH_RATIO,
+                partitions,
+            );
+            let faster = costs.faster();
+            predicted = Some(json!({
+                "host_ms": costs.host.time_s * 1e3,
+                "device_ms": costs.device.as_ref().map(|d| d.time_s * 1e3),
+                "device_partitions": costs.partitions,
+                "by": "each placement's counted work at 1% matches, priced as a run's report prices it",
+            }));
+            match faster {
+                "device" => IntersectPlacement::Device,
+                _ => IntersectPlacement::Host,
             }
         }
         p => p,
@@ -141,10 +155,11 @@ pub fn intersect(
         answer.count,
         json!(names)
     );
-    if let (Some(h), Some(d)) = (result["auto"]["host_ms"].as_f64(), result["auto"]["device_ms"].as_f64()) {
-        headline.push_str(&format!(
-            "; auto: the intersection model predicts host {h:.1} ms, device {d:.1} ms at 1% matches"
-        ));
+    if let Some(h) = result["auto"]["host_ms"].as_f64() {
+        headline.push_str(&match result["auto"]["device_ms"].as_f64() {
+            Some(d) => format!("; auto: modeled host {h:.2} ms, device {d:.2} ms at 1% matches"),
+            None => format!("; auto: the lists are on different devices, so the host ({h:.2} ms modeled)"),
+        });
     }
     Ok((measure.finish(array, headline, result)?, answer))
 }
@@ -157,24 +172,99 @@ fn on_device(
     sizes: &[u64],
     output: Output,
 ) -> Result<(Answer, u64, u64)> {
-    let free = array.device(dev)?.call(Identify).map_err(HostError::device(dev))?.memory_available;
-    let width = match output {
-        Output::Entries => s as u64,
-        _ => 4,
-    };
+    let width = width(output, s).max(4);
     let smallest = sizes.iter().copied().min().unwrap_or(0);
-    // IDs in device DRAM (12 bytes each with their positions), the staging buffer and the results.
-    let working: u64 = sizes.iter().sum::<u64>() * 12 + crate::intersect::STAGING;
-    let mut parts =
-        working.div_ceil(free.saturating_sub(smallest * width + crate::intersect::STAGING).max(1) / 2).max(1);
+    let plan = plan(array, dev, names, s, sizes, width)?;
+    let mut parts = plan.parts;
     loop {
-        match run_partitions(array, dev, names, s, smallest, width, output, parts) {
-            Err(HostError::Device { error: DeviceError::MemoryExhausted { .. }, .. }) if parts < 1 << 16 => {
+        match run_partitions(array, dev, names, s, smallest, width, output, parts, plan.ids.clone()) {
+            Err(HostError::Device { error: DeviceError::MemoryExhausted { .. }, .. })
+                if parts < MAX_PARTS =>
+            {
                 parts *= 2
             }
             other => return other.map(|(a, polls)| (a, parts, polls)),
         }
     }
+}
+
+/// Most ID ranges the device placement takes before it gives up for want of device memory.
+const MAX_PARTS: u64 = 1 << 16;
+
+/// How the device placement starts: the IDs common entries can have and the ranges it splits them in.
+#[derive(Debug, Clone)]
+struct Plan {
+    ids: std::ops::Range<u64>,
+    parts: u64,
+}
+
+/// Plans the device placement of lists `names` of `sizes` entries on `dev`: one pass over the whole ID
+/// space when their IDs fit its memory. Else, common IDs lie between the largest first ID and the smallest
+/// last ID of the lists (one entry read from each end of each list), so only that span is split into ranges, as many as its entries need memory for, taking the entries as
+/// spread evenly between each list's ends (ranges that still do not fit are halved as they fail).
+fn plan(array: &Array, dev: u32, names: &[String], s: u32, sizes: &[u64], width: u64) -> Result<Plan> {
+    let free = array.device(dev)?.call(Identify).map_err(HostError::device(dev))?.memory_available;
+    let whole = 0..1u64 << 32;
+    if partitions(free, sizes, width) == 1 {
+        return Ok(Plan { ids: whole, parts: 1 });
+    }
+    let mut ends = Vec::new();
+    for (name, &n) in names.iter().zip(sizes) {
+        if n == 0 {
+            // An empty list: nothing in common, one pass finds it.
+            return Ok(Plan { ids: whole, parts: 1 });
+        }
+        let id = |entry: u64| -> Result<u64> {
+            let b = crate::table::store::read_range(array, dev, name, entry * s as u64, 4)?;
+            Ok(le::u32_at(&b) as u64)
+        };
+        ends.push((id(0)?, id(n - 1)?));
+    }
+    let lo = ends.iter().map(|e| e.0).max().unwrap_or(0);
+    let hi = ends.iter().map(|e| e.1).min().unwrap_or(0) + 1;
+    let in_span: Vec<u64> = sizes
+        .iter()
+        .zip(&ends)
+        .map(|(&n, &(first, last))| {
+            let share = hi.saturating_sub(lo) as f64 / (last - first + 1) as f64;
+            ((n as f64 * share).ceil() as u64).min(n)
+        })
+        .collect();
+    let parts = partitions(free, &in_span, width);
+    if parts > MAX_PARTS {
+        return Err(HostError::InvalidArgument(format!(
+            "device {dev} has {} of memory free: too little to intersect these lists there in at most {MAX_PARTS} passes; use --placement host",
+            crate::units::human_bytes(free)
+        )));
+    }
+    // One range is the whole ID space, where SvS can stream its longest list instead of holding it.
+    match parts == 1 || lo >= hi {
+        true => Ok(Plan { ids: whole, parts: 1 }),
+        false => Ok(Plan { parts: parts.min(hi - lo), ids: lo..hi }),
+    }
+}
+
+/// The match ratio `auto` assumes (of the shortest list), as the paper's model does (§4: r = 1%).
+const AUTO_MATCH_RATIO: f64 = 0.01;
+
+/// Bytes a common entry takes back to the host: the whole entry, its ID, or nothing for a count.
+fn width(output: Output, s: u32) -> u64 {
+    match output {
+        Output::Entries => s as u64,
+        Output::Ids => 4,
+        Output::Count => 0,
+    }
+}
+
+/// ID ranges the device intersects lists of `sizes` entries in, with `free` bytes of memory: their IDs in
+/// device DRAM (12 bytes each with their positions), the staging buffer and the results (`width` bytes
+/// a common entry, at most the shortest list's), in half the memory left. A range that still does not fit
+/// doubles them (see `on_device`).
+fn partitions(free: u64, sizes: &[u64], width: u64) -> u64 {
+    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    let working: u64 = sizes.iter().sum::<u64>() * 12 + crate::intersect::STAGING;
+    let room = free.saturating_sub(smallest * width + crate::intersect::STAGING) / 2;
+    working.div_ceil(room.max(1)).max(1)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -187,12 +277,13 @@ fn run_partitions(
     width: u64,
     output: Output,
     parts: u64,
+    ids: std::ops::Range<u64>,
 ) -> Result<(Answer, u64)> {
     let mut answer = Answer { count: 0, ids: Vec::new(), entries: Vec::new() };
     let mut polls = 0;
-    let span = (1u64 << 32).div_ceil(parts);
+    let span = (ids.end - ids.start).div_ceil(parts);
     for p in 0..parts {
-        let (lo, hi) = (p * span, ((p + 1) * span).min(1 << 32));
+        let (lo, hi) = (ids.start + p * span, (ids.start + (p + 1) * span).min(ids.end));
         let result_bytes = if output == Output::Count { 0 } else { smallest * width };
         let mut session = Session::open(array, dev, result_bytes, 0)?;
         let args = SvsArgs {

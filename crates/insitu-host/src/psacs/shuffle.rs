@@ -66,6 +66,15 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     if opts.keys.is_empty() {
         return Err(HostError::InvalidArgument("--key needs at least one column".into()));
     }
+    if let Some((i, k)) = opts.keys.iter().enumerate().find(|(i, k)| opts.keys[..*i].contains(k)) {
+        // A column twice adds nothing to a key, and the zigzag fold XORs its bytes away: every row would
+        // land in one partition.
+        return Err(HostError::InvalidArgument(format!(
+            "--key names column {k:?} twice (positions {} and {}): name each key column once",
+            opts.keys.iter().position(|x| x == k).unwrap_or(0) + 1,
+            i + 1
+        )));
+    }
     let fields = key_fields(&info.schema, info.key, &opts.keys)?;
     let out = opts.out.clone().unwrap_or_else(|| format!("{name}.shuffled"));
     validate_user_name(&out)?;
@@ -129,15 +138,30 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     let rows: u64 = info.parts.iter().map(|p| p.rows).sum();
     let ratio = raw as f64 / stored.max(1) as f64;
     // More partitions than rows leaves most of them empty and costs an index entry each.
-    let warning = (opts.partitions as u64 > rows.max(1)).then(|| {
-        format!(
+    let mut warnings = Vec::new();
+    if opts.partitions as u64 > rows.max(1) {
+        warnings.push(format!(
             "{} partitions for {rows} rows: most are empty (each still costs index space and merge work)",
             opts.partitions
-        )
-    });
+        ));
+    }
+    // An option the placement does not use is said, not refused: a script may run every placement alike.
+    let device = opts.placement == ShufflePlacement::Device;
+    if device && threads != 1 {
+        warnings.push(format!(
+            "threads ({threads}) are the host baselines' (host-sort, host-bucket), unused here: each device shuffles its own part"
+        ));
+    }
+    if !device && opts.memory_budget.is_some() {
+        warnings.push(
+            "a memory budget is the device placement's, unused here: the host shuffles in its own memory"
+                .into(),
+        );
+    }
+    let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
     let result = json!({
         "table": name, "out": out, "keys": opts.keys, "partitions": opts.partitions, "placement": opts.placement,
-        "threads": threads, "hash": opts.hash.name(), "rows": rows, "stored_bytes": stored, "raw_bytes": raw,
+        "threads": (!device).then_some(threads), "hash": opts.hash.name(), "rows": rows, "stored_bytes": stored, "raw_bytes": raw,
         "compression": opts.codec.name(), "compression_ratio": ratio, "warning": warning,
     });
     let mut headline = format!(
