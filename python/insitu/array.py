@@ -371,6 +371,8 @@ class Array:
         import numpy as np
 
         if isinstance(names, (str, bytes)):
+            from .errors import InvalidArgumentError
+
             raise InvalidArgumentError(
                 f"names: a sequence of list names, not one string ({names!r}): intersect(['a', 'b'])"
             )
