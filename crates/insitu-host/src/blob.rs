@@ -302,10 +302,18 @@ pub fn ls(array: &Array) -> Result<Report> {
         .collect();
     let mut listing = String::new();
     for e in array.catalog().objects.values() {
+        // What the object is, in a few words: a table's rows, a list's entries, a shuffle's partitions.
+        let what = match &e.kind {
+            EntryKind::Table(t) => format!("table, {} rows", t.parts.iter().map(|p| p.rows).sum::<u64>()),
+            EntryKind::List(l) => format!("list, {} x {} B", l.entries, l.entry_size),
+            EntryKind::Shuffle(s) => format!("shuffle of {}, {} partitions", s.source, s.partitions),
+            k => k.name().to_string(),
+        };
         listing.push_str(&format!(
-            "{:<32} {:>12}  devices {}\n",
+            "{:<32} {:>12}  {:<28} devices {}\n",
             e.name,
             human_bytes(e.size),
+            what,
             json!(e.devices)
         ));
     }

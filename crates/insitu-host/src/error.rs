@@ -47,7 +47,9 @@ pub enum HostError {
     #[error("object {name:?} is damaged: {detail}")]
     Damaged { name: String, detail: String },
     /// The BlueDBM file system's files (`insitu fs`), named as files, not objects.
-    #[error("no file named {0:?} in the file system")]
+    #[error(
+        "no file named {0:?} in the file system (`insitu fs ls` lists them; `insitu fs put FILE` stores one)"
+    )]
     NoFile(String),
     #[error("a file named {0:?} already exists in the file system")]
     FileExists(String),

@@ -60,13 +60,44 @@ impl Report {
     pub fn summary(&self) -> String {
         let (r, b) = (self, &self.bytes);
         let m = &r.modeled;
-        let bottleneck = m.phases.iter().map(|p| p.bottleneck.as_str()).collect::<Vec<_>>().join(", ");
-        // Where the wall time went, when there was more than one phase.
+        // The phases' bottlenecks, each once, with its share of the modeled time when there are several.
+        let mut bounds: Vec<(&str, f64)> = Vec::new();
+        for p in &m.phases {
+            match bounds.iter_mut().find(|(b, _)| *b == p.bottleneck) {
+                Some(b) => b.1 += p.time_s,
+                None => bounds.push((&p.bottleneck, p.time_s)),
+            }
+        }
+        bounds.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let bottleneck = match bounds.as_slice() {
+            [(b, _)] => b.to_string(),
+            bs => bs
+                .iter()
+                .map(|(b, t)| format!("{b} {:.0}%", 100.0 * t / m.time_s.max(f64::MIN_POSITIVE)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        // Where the wall time went, when there was more than one phase: phases of one name (a sort's runs)
+        // together, with their count.
+        let mut walls: Vec<(&str, f64, usize)> = Vec::new();
+        for p in &r.measured_phases {
+            match walls.iter_mut().find(|(n, _, _)| *n == p.name) {
+                Some(w) => (w.1, w.2) = (w.1 + p.wall_s, w.2 + 1),
+                None => walls.push((&p.name, p.wall_s, 1)),
+            }
+        }
         let walls = match r.measured_phases.as_slice() {
             [] | [_] => String::new(),
-            ps => format!(
+            _ => format!(
                 " ({})",
-                ps.iter().map(|p| format!("{} {:.3} s", p.name, p.wall_s)).collect::<Vec<_>>().join(", ")
+                walls
+                    .iter()
+                    .map(|(n, t, k)| match k {
+                        1 => format!("{n} {t:.3} s"),
+                        k => format!("{n} {t:.3} s in {k}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         format!(

@@ -417,9 +417,13 @@ impl BluedbmCmd {
                     "busy": c.busy, "modeled": c.modeled, "wall_s": r.wall_s, "host_cpu_s": c.host_cpu_s,
                     "device_cpu_s": c.device_cpu_s,
                 });
+                let per_step = match w.steps {
+                    0 => "no step: the start vertex has no neighbour".to_string(),
+                    n => format!("{:.1} us a step", c.modeled_s / n as f64 * 1e6),
+                };
                 let mut text = format!(
                     "{} walk(s) on {graph} from {from}: {} steps, {} pages in {} rounds of dependent reads by node \
-                     {node}'s {}\n  modeled {:.4} s ({:.1} us a step), {} on {}, measured {:.3} s wall, host cpu \
+                     {node}'s {}\n  modeled {:.4} s ({per_step}), {} on {}, measured {:.3} s wall, host cpu \
                      {:.3} s, device cpu {:.3} s",
                     w.walks.len(),
                     w.steps,
@@ -427,7 +431,6 @@ impl BluedbmCmd {
                     w.rounds,
                     who(placement),
                     c.modeled_s,
-                    c.modeled_s / w.steps.max(1) as f64 * 1e6,
                     joules(&c.modeled),
                     c.modeled.profile,
                     r.wall_s,

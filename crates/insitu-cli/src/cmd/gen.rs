@@ -66,7 +66,7 @@ pub enum GenCmd {
         /// Number of records.
         #[arg(long, default_value_t = 1000)]
         count: u64,
-        /// fixed: record size, key offset and key size.
+        /// fixed: the record size in bytes.
         #[arg(long, default_value_t = 0)]
         record_size: u32,
         /// fixed: where the key starts in a record (bytes).
@@ -78,13 +78,13 @@ pub enum GenCmd {
         /// Keys ascending (the paper's presorted inputs) instead of random.
         #[arg(long)]
         presorted: bool,
-        /// table: the table, its key column, and the record width (default: the longest row).
+        /// table: the Parquet or CSV file whose rows become records.
         #[arg(long)]
         table: Option<PathBuf>,
         /// table: the key column.
         #[arg(long)]
         key: Option<String>,
-        /// table: the record width in bytes.
+        /// table: the record width in bytes (default: the longest row).
         #[arg(long)]
         width: Option<u32>,
         /// The file to write.

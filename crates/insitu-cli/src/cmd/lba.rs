@@ -45,7 +45,7 @@ pub enum LbaCmd {
         /// First logical block (one flash page each).
         #[arg(long)]
         at: u64,
-        /// Bytes to read or trim, e.g. 1MiB (whole blocks).
+        /// Bytes to trim, e.g. 1MiB (whole blocks).
         #[arg(long)]
         len: String,
     },

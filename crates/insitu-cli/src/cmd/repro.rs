@@ -192,16 +192,30 @@ impl ReproCmd {
                     work: work.clone(),
                 },
             ];
+            // One repro that cannot run (a tool missing, a folder not writable) does not stop the others:
+            // their figures are written, the failure is said at the end, and the exit status is 1.
+            let mut failed = serde_json::Map::new();
             for cmd in cmds {
-                let (pf, data) = cmd.figures(ctx, &progress)?;
-                let (one, t) = write(&report.out, pf, data)?;
-                papers.insert(one["paper"].as_str().unwrap_or_default().to_string(), one);
-                text.push_str(&t);
-                text.push('\n');
+                let name = cmd.name();
+                match cmd.figures(ctx, &progress).and_then(|(pf, data)| write(&report.out, pf, data)) {
+                    Ok((one, t)) => {
+                        papers.insert(one["paper"].as_str().unwrap_or_default().to_string(), one);
+                        text.push_str(&t);
+                        text.push('\n');
+                    }
+                    Err(e) => {
+                        eprintln!("error: repro {name}: {e:#} (going on with the others)");
+                        failed.insert(name.into(), json!(format!("{e:#}")));
+                    }
+                }
             }
             text.push_str(&format!("report: {}\n", report.out.join("REPORT.md").display()));
-            ctx.out.plain("repro all", json!({ "out": report.out, "papers": papers }), text.trim_end());
-            return Ok(ExitCode::SUCCESS);
+            for (name, e) in &failed {
+                text.push_str(&format!("not reproduced: {name}: {}\n", e.as_str().unwrap_or_default()));
+            }
+            let result = json!({ "out": report.out, "papers": papers, "failed": failed });
+            ctx.out.plain("repro all", result, text.trim_end());
+            return Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
         }
         let out = self.report_args().out.clone();
         let (pf, data) = self.figures(ctx, &progress)?;
@@ -209,6 +223,19 @@ impl ReproCmd {
         let name = format!("repro {}", result["paper"].as_str().unwrap_or_default());
         ctx.out.plain(&name, result, &format!("{text}report: {}", out.join("REPORT.md").display()));
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// The repro's subcommand name.
+    fn name(&self) -> &'static str {
+        match self {
+            ReproCmd::All { .. } => "all",
+            ReproCmd::Intersect { .. } => "intersect",
+            ReproCmd::Psacs { .. } => "psacs",
+            ReproCmd::Selfsort { .. } => "selfsort",
+            ReproCmd::BluedbmNet { .. } => "bluedbm-net",
+            ReproCmd::BluedbmApps { .. } => "bluedbm-apps",
+            ReproCmd::Nascent { .. } => "nascent",
+        }
     }
 
     fn report_args(&self) -> &ReportArgs {

@@ -43,7 +43,7 @@ enum Compression {
 
 #[derive(Args, Debug)]
 pub struct Shuffle {
-    /// The table to shuffle (or, for shuffle-read, the shuffle output).
+    /// The table to shuffle.
     name: String,
     /// Shuffle key column(s), comma-separated.
     #[arg(long, value_delimiter = ',', required = true)]
@@ -113,7 +113,7 @@ impl Shuffle {
 
 #[derive(Args, Debug)]
 pub struct ShuffleRead {
-    /// The table to shuffle (or, for shuffle-read, the shuffle output).
+    /// The shuffle output to read (a `shuffle`'s --out).
     name: String,
     /// The partition to read (0-based).
     #[arg(long)]

@@ -340,6 +340,9 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     assert!(common >= 500);
     env.ok(&["put-list", s(&a), "--entry-size", "64"]);
     env.ok(&["put-list", s(&b), "--entry-size", "64"]);
+    // `ls` says what each object is.
+    let ls = env.ok(&["ls"]);
+    assert!(ls.contains("list, 1000 x 64 B") && ls.contains("list, 50000 x 64 B"), "{ls}");
     let mut modeled_ms = Vec::new();
     for placement in ["device", "host"] {
         let r = env.json(&["intersect", "a", "b", "--placement", placement, "--count-only"]);

@@ -474,6 +474,25 @@ fn block_writes_read_back_and_trimmed_blocks_read_as_zeros() {
 }
 
 #[test]
+fn an_index_over_an_objects_pages_is_refused_when_configured() {
+    // An object's pages are not the block view's: an index over them is refused when configured, even
+    // before a write sizes its range (it used to be configured, its first write then failed, and reads of
+    // it gave 0 records, exit 0).
+    let env = Env::new();
+    init_tiny(&env);
+    let data = records(100, 100, 0, 4, 3);
+    let obj = env.write("obj", &data);
+    env.ok(&["put", s(&obj), "--name", "obj", "--device", "0"]);
+    let err = env.fails(&["selfsort", "config", "--record-size", "100", "--key-size", "4"]);
+    assert!(err.contains("LBA 0 belongs to object \"obj\""), "{err}");
+    let st = env.json(&["selfsort", "stats"]);
+    assert!(st["result"]["indexes"].as_array().unwrap().is_empty(), "nothing configured: {st}");
+    assert_eq!(env.run(&["get", "obj"]).stdout, data, "the object is intact");
+    // Past the object's pages the same index is taken.
+    env.ok(&["selfsort", "config", "--record-size", "100", "--key-size", "4", "--base-lba", "1000"]);
+}
+
+#[test]
 fn an_index_configured_again_keeps_its_records_and_a_sort_never_takes_another_index_range() {
     let env = Env::new();
     init_tiny(&env);

@@ -15,8 +15,38 @@ mod search;
 use crate::completion::Prepared;
 use crate::program::ProgramContext;
 use crate::protocol::programs::{
-    DictDecode, Execute, ExtractKey, Gather, Heads, ProgramCall, PsacsShuffle, Search, Sort, Svs,
+    DictDecode, DictDecodeOutput, Execute, ExtractKey, ExtractKeyOutput, Gather, GatherOutput, Heads,
+    HeadsOutput, ProgramCall, PsacsShuffle, Search, SearchOutput, ShuffleOutput, Sort, SortOutput, Svs,
+    SvsOutput,
 };
+
+/// Bytes of a program's result that cross the host link with its completion: the lists it returns (a
+/// search's match offsets, a gather's item offsets), counted as the device sends them. Its few counters
+/// travel with the completion, as a command's status does, and are not counted.
+trait ResultBytes {
+    fn result_bytes(&self) -> u64 {
+        0
+    }
+}
+
+impl ResultBytes for SearchOutput {
+    fn result_bytes(&self) -> u64 {
+        self.offsets.as_ref().map_or(0, |o| 8 * o.len() as u64)
+    }
+}
+
+impl ResultBytes for GatherOutput {
+    fn result_bytes(&self) -> u64 {
+        self.offsets.as_ref().map_or(0, |o| 8 * o.len() as u64)
+    }
+}
+
+impl ResultBytes for HeadsOutput {}
+impl ResultBytes for SortOutput {}
+impl ResultBytes for DictDecodeOutput {}
+impl ResultBytes for ExtractKeyOutput {}
+impl ResultBytes for ShuffleOutput {}
+impl ResultBytes for SvsOutput {}
 
 /// Runs one program call, calls `done(succeeded)` as soon as it has finished, and returns its typed result.
 pub(crate) fn run(ctx: &ProgramContext<'_>, call: ProgramCall, done: impl FnOnce(bool)) -> Prepared {
@@ -25,6 +55,9 @@ pub(crate) fn run(ctx: &ProgramContext<'_>, call: ProgramCall, done: impl FnOnce
             match call {
                 $(ProgramCall::$variant(args) => {
                     let r = $f(ctx, args);
+                    if let Ok(out) = &r {
+                        crate::meters::Meters::add(&ctx.meters.device_to_host, out.result_bytes());
+                    }
                     done(r.is_ok());
                     Prepared::of::<Execute<$variant>>(r)
                 })*

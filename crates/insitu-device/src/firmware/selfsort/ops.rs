@@ -31,9 +31,9 @@ fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
 /// Takes an index's pages (its range, and its runs) out of the object allocator's free space.
 pub(crate) fn set_aside_ranges(fw: &FirmwareContext<'_>, cfg: &IndexConfig) -> Result<()> {
     let (s, e) = range_of(cfg, fw.page_size());
-    if e > s {
-        fw.set_aside(s, e - s)?;
-    }
+    // A range not yet sized (`selfsort write` sizes it) still starts at its first LBA: taken now, so that
+    // a range over an object's pages is refused when configured, not at its first write.
+    fw.set_aside(s, (e - s).max(1))?;
     if let IndexKind::Runs(runs) = &cfg.kind {
         let ps = fw.page_size() as u64;
         for r in runs {
