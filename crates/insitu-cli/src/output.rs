@@ -23,6 +23,25 @@ impl Output {
         }
     }
 
+    /// [`Output::plain`] for a BlueDBM run that reports its own cost inside its result (at its top or in
+    /// its `cost`): with `--json`, its `modeled`, `wall_s`, `host_cpu_s` and `device_cpu_s` also stand at
+    /// the top of the object, where every other command's report has them.
+    pub fn costed(&self, op: &str, result: Value, text: &str) {
+        if !self.json {
+            return println!("{text}");
+        }
+        let mut top = json!({ "op": op, "headline": text.lines().next().unwrap_or_default() });
+        for key in ["wall_s", "host_cpu_s", "device_cpu_s", "modeled"] {
+            let v =
+                [&result[key], &result["cost"][key], &result["via"][key]].into_iter().find(|v| !v.is_null());
+            if let Some(v) = v {
+                top[key] = v.clone();
+            }
+        }
+        top["result"] = result;
+        println!("{top}");
+    }
+
     /// [`Output::plain`] for a command whose data owns stdout (`fs get` to stdout).
     pub fn plain_to_stderr(&self, op: &str, result: Value, text: &str) {
         if self.json {

@@ -27,11 +27,18 @@ pub fn stats(array: &Array) -> Result<(Value, String)> {
         let c = d.counters().map_err(HostError::device(d.id()))?;
         let f = &p.flash;
         let ps = f.geometry.page_size as u64;
+        // Pages the block view holds (written through `lba`, an index's records) and those firmware keeps
+        // for itself (the Self-Sorting SSD's area, its command LBA) are used too, but by no object.
+        let block_view = match f.raw_pages {
+            0 => String::new(),
+            n => format!(" + {} for the block view and firmware", human_bytes(n * ps)),
+        };
         text.push_str(&format!(
-            "dev{}: {} used of {} ({} objects), {} free blocks, WA {:.3}, erase counts min/mean/max {}/{:.2}/{}, device memory {}\n",
+            "dev{}: {} used of {} ({} in {} objects{block_view}), {} free blocks, WA {:.3}, erase counts min/mean/max {}/{:.2}/{}, device memory {}\n",
             d.id(),
             human_bytes((f.object_pages + f.raw_pages) * ps),
             human_bytes(f.logical_pages * ps),
+            human_bytes(f.object_pages * ps),
             f.objects,
             f.free_blocks,
             f.write_amplification,

@@ -85,6 +85,41 @@ pub struct ShuffleSpec {
     pub format: RecordFormat,
     /// Fields of the record that form the shuffle key, in order.
     pub key_fields: Vec<usize>,
+    /// Key fields holding IEEE floats (4 or 8 bytes, little-endian): hashed by value as SQL compares
+    /// them (see [`push_key_field`]).
+    pub float_fields: Vec<usize>,
+}
+
+/// Appends one field's bytes to a record's shuffle key. A float is taken as SQL's equality takes it, as
+/// Spark normalizes join and grouping keys before their shuffle (`NormalizeFloatingNumbers`): -0.0 as 0.0
+/// and every NaN as one NaN, so that keys equal in a join or a group meet in one partition. Other bytes
+/// go as they are.
+pub fn push_key_field(key: &mut Vec<u8>, bytes: &[u8], float: bool) {
+    match (float, bytes.len()) {
+        (true, 4) => {
+            let v = f32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+            let v = if v == 0.0 {
+                0.0
+            } else if v.is_nan() {
+                f32::NAN
+            } else {
+                v
+            };
+            key.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        (true, 8) => {
+            let v = f64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+            let v = if v == 0.0 {
+                0.0
+            } else if v.is_nan() {
+                f64::NAN
+            } else {
+                v
+            };
+            key.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        _ => key.extend_from_slice(bytes),
+    }
 }
 
 impl ShuffleSpec {
@@ -241,7 +276,7 @@ pub fn record_key(
     spec.format.for_each_field(rec, |_, r| ranges.push(r))?;
     key.clear();
     for f in &spec.key_fields {
-        key.extend_from_slice(&rec[ranges[*f].clone()]);
+        push_key_field(key, &rec[ranges[*f].clone()], spec.float_fields.contains(f));
     }
     Ok(())
 }
@@ -474,10 +509,13 @@ impl<'a> RowBatch<'a> {
                 key.clear();
                 match &self.key_at {
                     Some(at) => {
-                        for r in at {
+                        for (r, f) in at.iter().zip(&spec.key_fields) {
+                            let float = spec.float_fields.contains(f);
                             match r {
-                                None => key.extend_from_slice(self.key_value(i)),
-                                Some(r) => key.extend_from_slice(row.get(r.clone()).ok_or_else(short)?),
+                                None => push_key_field(&mut key, self.key_value(i), float),
+                                Some(r) => {
+                                    push_key_field(&mut key, row.get(r.clone()).ok_or_else(short)?, float)
+                                }
                             }
                         }
                     }
@@ -485,9 +523,10 @@ impl<'a> RowBatch<'a> {
                         ranges.clear();
                         self.row_format.for_each_field(row, |_, r| ranges.push(r))?;
                         for &f in &spec.key_fields {
+                            let float = spec.float_fields.contains(&f);
                             match f {
-                                0 => key.extend_from_slice(self.key_value(i)),
-                                f => key.extend_from_slice(&row[ranges[f - 1].clone()]),
+                                0 => push_key_field(&mut key, self.key_value(i), float),
+                                f => push_key_field(&mut key, &row[ranges[f - 1].clone()], float),
                             }
                         }
                     }
@@ -609,6 +648,7 @@ mod tests {
             codec: Codec::Lz4,
             format: record_format(&rf, FieldKind::Fixed(8)),
             key_fields: vec![0],
+            float_fields: Vec::new(),
         };
         let g = group_records(&recs, &roffs, &spec).unwrap();
         assert_eq!(g.extents.len(), 5);
@@ -695,6 +735,8 @@ mod tests {
                 layout: if row_layout { ChunkLayout::Row } else { ChunkLayout::Column },
                 codec: if lz4 { Codec::Lz4 } else { Codec::None },
                 format,
+                // Some key fields taken as floats: the fused and composed paths must agree on them too.
+                float_fields: key_fields.iter().copied().filter(|f| (*f as u64 + seed) % 2 == 0).collect(),
                 key_fields,
             };
             let (recs, roffs) = compose_records(&data, &offs, bitmap, &key).unwrap();
@@ -719,6 +761,44 @@ mod tests {
     }
 
     #[test]
+    fn float_keys_equal_in_sql_hash_alike_and_others_keep_their_bytes() {
+        let f64s = [0.0f64, -0.0, f64::NAN, -f64::NAN, f64::from_bits(0x7ff8_0000_0000_0001), 1.5];
+        let f32s = [0.0f32, -0.0, f32::NAN, -f32::NAN, f32::from_bits(0x7fc0_0001), 1.5];
+        let key64 = |v: f64, float| {
+            let mut k = Vec::new();
+            push_key_field(&mut k, &v.to_le_bytes(), float);
+            k
+        };
+        let key32 = |v: f32| {
+            let mut k = Vec::new();
+            push_key_field(&mut k, &v.to_le_bytes(), true);
+            k
+        };
+        assert_eq!(key64(f64s[0], true), key64(f64s[1], true), "-0.0 is 0.0");
+        assert!(f64s[2..5].iter().all(|&v| key64(v, true) == key64(f64::NAN, true)), "one NaN");
+        assert_eq!(key32(f32s[0]), key32(f32s[1]));
+        assert!(f32s[2..5].iter().all(|&v| key32(v) == key32(f32::NAN)));
+        assert_eq!(key64(1.5, true), 1.5f64.to_le_bytes(), "other values keep their bits");
+        assert_ne!(key64(-0.0, false), key64(0.0, false), "a field not a float keeps its bytes");
+        // Through a record: the same partition for 0.0 and -0.0 whatever the partition count.
+        let rf = RecordFormat::parse("f8").unwrap();
+        for partitions in [2, 7, 1024] {
+            let spec = ShuffleSpec {
+                partitions,
+                hash: PartitionHash::ZigzagFold,
+                layout: ChunkLayout::Column,
+                codec: Codec::None,
+                format: rf.clone(),
+                key_fields: vec![0],
+                float_fields: vec![0],
+            };
+            let recs: Vec<u8> = [0.0f64, -0.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+            let p = partition_ids(&recs, &[0, 8, 16], &spec).unwrap();
+            assert_eq!(p[0], p[1], "{partitions} partitions");
+        }
+    }
+
+    #[test]
     fn fused_steps_refuse_what_composing_first_refuses() {
         let row_fmt = RecordFormat::parse("f4,v").unwrap();
         // The second row's string claims 9 bytes but has 2.
@@ -737,6 +817,7 @@ mod tests {
             codec: Codec::Lz4,
             format: record_format(&row_fmt, FieldKind::Fixed(8)),
             key_fields,
+            float_fields: Vec::new(),
         };
         for layout in [ChunkLayout::Column, ChunkLayout::Row] {
             for key_fields in [vec![0], vec![2]] {

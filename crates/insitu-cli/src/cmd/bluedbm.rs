@@ -267,7 +267,7 @@ impl BluedbmCmd {
                         text.push_str(&format!("\n{x}"));
                     }
                 }
-                ctx.out.plain("bluedbm search", out, &text);
+                ctx.out.costed("bluedbm search", out, &text);
             }
             BluedbmCmd::Knn { items, queryfile, k, flash_share, disk_share, lsh, lsh_bits, run } => {
                 let queries = std::fs::read(&queryfile).map_err(|e| {
@@ -322,7 +322,7 @@ impl BluedbmCmd {
                     };
                     text.push_str(&format!("\nquery {q}: {list}"));
                 }
-                ctx.out.plain("bluedbm knn", out, &text);
+                ctx.out.costed("bluedbm knn", out, &text);
             }
             BluedbmCmd::PutGraph { edges, name, directed, vertices, format, node } => {
                 let fmt = match format {
@@ -398,7 +398,7 @@ impl BluedbmCmd {
                         text.push_str(&format!("\n{v} {l}"));
                     }
                 }
-                ctx.out.plain("bluedbm bfs", out, &text);
+                ctx.out.costed("bluedbm bfs", out, &text);
             }
             BluedbmCmd::Walk { graph, from, walks, length, seed, by } => {
                 let array = ctx.open()?;
@@ -441,7 +441,7 @@ impl BluedbmCmd {
                     let v: Vec<String> = p.iter().map(|x| x.to_string()).collect();
                     text.push_str(&format!("\n{}", v.join(" ")));
                 }
-                ctx.out.plain("bluedbm walk", out, &text);
+                ctx.out.costed("bluedbm walk", out, &text);
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -177,7 +177,7 @@ impl FsCmd {
                         ctx.out.report(&m.finish(&array, text, result)?);
                     } else if let Some(r) = &via {
                         text = format!("{text}\n{}", via_text(r, &modeled(r)));
-                        ctx.out.plain(
+                        ctx.out.costed(
                             "fs get",
                             json!({"name": name, "size": n, "output": output, "via": report(r),
                                    "modeled": modeled(r)}),

@@ -51,6 +51,7 @@ fn spec_of(ctx: &ProgramContext<'_>, a: &ShuffleArgs, key: &StoredKey) -> Result
         codec: a.codec,
         format,
         key_fields,
+        float_fields: a.float_fields.iter().map(|f| *f as usize).collect(),
     })
 }
 

@@ -271,10 +271,14 @@ pub fn render(profile: &Profile, m: &Prediction) -> String {
     text.push_str(&format!("{:<14}{:>14.4}{:>14.4}\n", "total", m.host_ms, m.device_ms));
     text.push_str(&format!("{:<14}{:>14.4}{:>14.4}\n", "energy (J)", m.host_j, m.device_j));
     text.push_str(&format!(
-        "faster: {} ({:.2}x)",
+        "faster: {} ({:.2}x)\n",
         m.faster,
         (m.host_ms / m.device_ms).max(m.device_ms / m.host_ms)
     ));
+    text.push_str(
+        "(the paper's four stages, §4; a run's report also prices the host's storage stack, device DRAM and \
+         passes over lists larger than device memory, and `intersect --placement auto` weighs those)",
+    );
     text
 }
 

@@ -8,7 +8,7 @@ use crate::psacs::job::ShuffleJob;
 
 /// Runs the shuffle in every device; returns (bytes stored, bytes before compression).
 pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<(u64, u64)> {
-    let ShuffleJob { table, out, devices, info, rf, fields, opts, out_kind } = *job;
+    let ShuffleJob { table, out, devices, info, rf, fields, float_fields, opts, out_kind } = *job;
     array.progress().stage("shuffle", Some(devices.len() as u64), "devices");
     let mut running = Vec::new();
     for (i, dev) in devices.iter().enumerate() {
@@ -23,6 +23,7 @@ pub(crate) fn shuffle_on_devices(array: &Array, job: &ShuffleJob<'_>) -> Result<
             memory_budget: opts.memory_budget,
             codec: opts.codec,
             attrs: crate::catalog::part_attrs(out_kind, i, devices, array.catalog().generation),
+            float_fields: float_fields.iter().map(|f| *f as u32).collect(),
         };
         running.push(array.device(*dev)?.start::<PsacsShuffle>(args).map_err(HostError::device(*dev))?);
     }

@@ -80,7 +80,7 @@ pub(crate) fn shuffle_on_host(
     threads: usize,
     measure: &mut Measure,
 ) -> Result<(u64, u64)> {
-    let ShuffleJob { table, out, devices, info, rf, fields, opts, out_kind } = *job;
+    let ShuffleJob { table, out, devices, info, rf, fields, float_fields, opts, out_kind } = *job;
     let (mut stored, mut raw) = (0u64, 0u64);
     let mut work = Ledger::new();
     array.progress().stage("shuffle", Some(devices.len() as u64), "parts");
@@ -94,6 +94,7 @@ pub(crate) fn shuffle_on_host(
             codec: opts.codec,
             format: record_format(rf, key.field_kind()),
             key_fields: fields.to_vec(),
+            float_fields: float_fields.to_vec(),
         };
         // The Reader, on the host.
         let (rows, offs) = read_rows(array, *dev, table, p)?;

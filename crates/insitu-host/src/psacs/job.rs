@@ -16,6 +16,8 @@ pub struct ShuffleJob<'a> {
     pub rf: &'a RecordFormat,
     /// Record fields forming the shuffle key.
     pub fields: &'a [usize],
+    /// Those of them that hold floats (hashed by value: `shuffle::push_key_field`).
+    pub float_fields: &'a [usize],
     pub opts: &'a ShuffleOptions,
     /// What the output is (its parts carry it: see `catalog::part_attrs`).
     pub out_kind: &'a crate::catalog::EntryKind,

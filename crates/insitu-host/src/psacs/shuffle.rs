@@ -21,7 +21,7 @@ use crate::psacs::info::ShuffleInfo;
 use crate::psacs::job::ShuffleJob;
 use crate::psacs::options::{ShuffleOptions, ShufflePlacement};
 use crate::report::{Measure, Report};
-use crate::table::schema::TableSchema;
+use crate::table::schema::{ColType, TableSchema};
 use crate::units::human_bytes;
 
 /// The row format of a table part, as `b?,f?,v,...` (see `insitu_kernels::columnar`).
@@ -76,6 +76,16 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         )));
     }
     let fields = key_fields(&info.schema, info.key, &opts.keys)?;
+    let float_fields: Vec<usize> = opts
+        .keys
+        .iter()
+        .zip(&fields)
+        .filter(|(n, _)| {
+            let c = info.schema.index_of(n).expect("a key column, found above");
+            matches!(info.schema.columns[c].ty, ColType::F32 | ColType::F64)
+        })
+        .map(|(_, f)| *f)
+        .collect();
     let out = opts.out.clone().unwrap_or_else(|| format!("{name}.shuffled"));
     validate_user_name(&out)?;
     array.check_free(&out)?;
@@ -106,6 +116,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         info: &info,
         rf: &rf,
         fields: &fields,
+        float_fields: &float_fields,
         opts,
         out_kind: &out_kind,
     };

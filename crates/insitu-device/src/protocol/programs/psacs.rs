@@ -30,6 +30,9 @@ pub struct ShuffleArgs {
     /// Attributes of the `OUT#data` object (what the part says of the output it belongs to).
     #[serde(default)]
     pub attrs: BTreeMap<String, String>,
+    /// Key fields holding floats, hashed by value (-0.0 as 0.0, one NaN: `shuffle::push_key_field`).
+    #[serde(default)]
+    pub float_fields: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
