@@ -134,7 +134,8 @@ pub enum ReproCmd {
         /// Hardware profile to model on.
         #[arg(long, default_value = "smartssd")]
         profile: String,
-        /// fast (radix) or bitonic (NASCENT's sorting network).
+        /// How this machine sorts: fast (radix) or bitonic (NASCENT's network); the model prices the profile's
+        /// sorter either way.
         #[arg(long, value_enum, default_value = "fast")]
         algo: Algo,
         /// Working directory for the temporary arrays (default: target/insitu-repro).

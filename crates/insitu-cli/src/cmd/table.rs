@@ -116,7 +116,8 @@ pub struct Sort {
     /// Where to sort: inside every device, on the host, or on one accelerator beside it.
     #[arg(long, value_enum, default_value = "device")]
     placement: Placement,
-    /// fast (radix) or bitonic (NASCENT's sorting network).
+    /// How this machine sorts: fast (radix) or bitonic (NASCENT's sorting network, run as such). The same
+    /// order either way, and the same modeled time: the model prices the profile's sorter for the keys.
     #[arg(long, value_enum, default_value = "fast")]
     algo: Algo,
     /// Name of the sorted table (default NAME.sorted).
