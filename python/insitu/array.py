@@ -756,8 +756,9 @@ class Array:
 
     def selfsort_stats(self, *, device: int = 0) -> Dict[str, Any]:
         """The firmware's state: command LBA, device memory, every index (configuration, records
-        indexed, B+tree height and memory)."""
-        return Report.from_json(self._inner.selfsort_stats(device)).result
+        indexed, B+tree height and memory). The report is in :attr:`last_report`."""
+        self.last_report = Report.from_json(self._inner.selfsort_stats(device))
+        return self.last_report.result
 
     def selfsort_sort(
         self,

@@ -99,6 +99,7 @@ def test_an_index_written_generated_read_and_queried(drive):
     stats = drive.selfsort_stats()
     (index,) = stats["indexes"]
     assert index["indexed"] == 2000 and index["complete"] and index["config"]["record_size"] == SIZE
+    assert drive.last_report.result == stats, "its report is kept, as every call's is"
 
 
 def test_sort_on_write_through_either_interface_survives_a_reopen(tmp_path):

@@ -72,7 +72,7 @@ pub struct Get {
 impl Get {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let array = ctx.open()?;
-        let size = array.entry(&self.name)?.size;
+        let size = array.entry(&self.name).map_err(|e| fs_hint(&array, e, "fs get"))?.size;
         let bar = output::progress(size, "get");
         let to_file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
         let report = match to_file {
@@ -150,9 +150,21 @@ impl Search {
             Where::Device => SearchPlacement::Device,
             Where::Host => SearchPlacement::Host,
         };
-        let report = search::search(&array, &self.name, self.pattern.as_bytes(), p, self.offsets)?;
+        let report = search::search(&array, &self.name, self.pattern.as_bytes(), p, self.offsets)
+            .map_err(|e| fs_hint(&array, e, "bluedbm search"))?;
         array.close()?;
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// An object not found on an appliance whose file system has a file of that name: says which command
+/// reads files (BlueDBM's files are not objects).
+fn fs_hint(array: &insitu_host::array::Array, e: insitu_host::HostError, cmd: &str) -> anyhow::Error {
+    if let insitu_host::HostError::NotFound(name) = &e {
+        if insitu_host::bluedbm::fs::catalog(array).is_ok_and(|files| files.iter().any(|f| &f.name == name)) {
+            return anyhow::anyhow!("{e}: {name:?} is a file of this appliance's file system (`insitu fs ls`): `insitu {cmd}` reads it");
+        }
+    }
+    e.into()
 }

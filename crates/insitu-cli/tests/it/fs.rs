@@ -120,8 +120,14 @@ fn bad_input_is_refused_by_name_and_changes_nothing() {
     env.ok(&["fs", "put", s(&f)]);
     let before = env.json(&["fs", "ls"])["result"].clone();
     let (missing, out) = (env.path("missing"), env.path("out"));
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["fs", "put", s(&f)], "already exists"),
+        // A file of the file system is not an object: the error says which command reads it.
+        (
+            &["search", "a", "ab"],
+            "\"a\" is a file of this appliance's file system (`insitu fs ls`): `insitu bluedbm search`",
+        ),
+        (&["get", "a"], "`insitu fs get` reads it"),
         (&["fs", "put", s(&f), "--name", "b", "--node", "7"], "no node 7: the appliance has"),
         (&["fs", "get", "a", "--via", "isp", "--from", "7"], "no node 7"),
         // A node past the appliance is refused whatever the placement, even one that does not use it.
