@@ -189,5 +189,22 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     if let Some(w) = &warning {
         headline = format!("{headline}\nwarning: {w}");
     }
-    measure.finish(array, headline, result)
+    let mut report = measure.finish(array, headline, result)?;
+    // A part tiled into small batches has each batch's piece of a partition smaller than a flash page, and
+    // the merge reads a page for each: say so, with the way out, when it reads far more than it moves.
+    let b = &report.bytes;
+    if device && opts.memory_budget.is_some() && b.flash_read > 2 * b.flash_to_device_mem.max(1) {
+        let w = format!(
+            "the memory budget cut the parts into batches whose pieces of a partition are smaller than a flash \
+             page: {} of pages read for {} of data; a larger --memory-budget reads less",
+            human_bytes(b.flash_read),
+            human_bytes(b.flash_to_device_mem)
+        );
+        report.headline = format!("{}\nwarning: {w}", report.headline);
+        report.result["warning"] = json!(match report.result["warning"].as_str() {
+            Some(earlier) => format!("{earlier}; {w}"),
+            None => w,
+        });
+    }
+    Ok(report)
 }
