@@ -736,7 +736,7 @@ mod tests {
                 codec: if lz4 { Codec::Lz4 } else { Codec::None },
                 format,
                 // Some key fields taken as floats: the fused and composed paths must agree on them too.
-                float_fields: key_fields.iter().copied().filter(|f| (*f as u64 + seed) % 2 == 0).collect(),
+                float_fields: key_fields.iter().copied().filter(|f| (*f as u64 + seed).is_multiple_of(2)).collect(),
                 key_fields,
             };
             let (recs, roffs) = compose_records(&data, &offs, bitmap, &key).unwrap();
