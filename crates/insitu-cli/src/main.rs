@@ -79,7 +79,7 @@ enum Cmd {
     PutList(Lazy<intersect::PutList>),
     /// Build an inverted index of a text corpus: a posting list NAME.TERM per frequent term.
     IndexText(Lazy<intersect::IndexText>),
-    /// Intersect lists (SvS) in the device that holds them, on the host, or where the cost model says.
+    /// Intersect lists (SvS) in the device that holds them, on the host, or where it is modeled faster.
     Intersect(Lazy<intersect::Intersect>),
     /// Block I/O on one device: write a file at an LBA, read, trim.
     #[command(subcommand)]

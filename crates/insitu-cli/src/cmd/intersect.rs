@@ -94,7 +94,8 @@ impl IndexText {
 enum Placement {
     Device,
     Host,
-    /// Where the §4 cost model says it is faster.
+    /// Where its modeled cost is lower: each placement's counted work at 1% matches, priced as a run's
+    /// report prices it.
     Auto,
 }
 
@@ -103,7 +104,7 @@ pub struct Intersect {
     /// Two or more stored lists.
     #[arg(num_args = 2.., required = true)]
     lists: Vec<String>,
-    /// Where to intersect: inside the device, on the host, or the cheaper by the cost model.
+    /// Where to intersect: inside the device, on the host, or the one modeled faster.
     #[arg(long, value_enum, default_value = "device")]
     placement: Placement,
     /// Return only the number of common IDs.

@@ -316,7 +316,67 @@ fn auto_weighs_what_each_run_reports_and_a_device_short_of_memory_splits_only_th
     );
     assert!(r["result"]["auto"]["device_ms"].is_null(), "{r}");
     let text = env.ok(&["intersect", "a", "d", "--placement", "auto", "--count-only"]);
-    assert!(text.contains("the lists are on different devices, so the host"), "{text}");
+    assert!(
+        text.contains("they are on different devices, or its memory is too small), so the host"),
+        "{text}"
+    );
+    // IDs back rather than a count: auto prices 4 bytes a common ID (not an entry read again), as the runs.
+    let mut ms = Vec::new();
+    for placement in ["device", "host"] {
+        let r = env.json(&["intersect", "a", "b", "--placement", placement, "--ids-only"]);
+        ms.push(r["modeled"]["time_s"].as_f64().unwrap() * 1e3);
+    }
+    let r = env.json(&["intersect", "a", "b", "--placement", "auto", "--ids-only"]);
+    let (h, d) = (
+        r["result"]["auto"]["host_ms"].as_f64().unwrap(),
+        r["result"]["auto"]["device_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        (d - ms[0]).abs() <= 0.02 * ms[0] && (h - ms[1]).abs() <= 0.02 * ms[1],
+        "auto {d} {h}, runs {ms:?}"
+    );
+    // Lists whose ends leave no common span take no pass, and auto says so: one ID past every other.
+    let top = env.write("top.bin", &le_ids(&[u32::MAX]));
+    env.ok(&["put-list", s(&top), "--name", "top", "--device", "0"]);
+    let r = env.json(&["intersect", "a", "c", "top", "--placement", "device", "--count-only"]);
+    assert_eq!(
+        (r["result"]["count"].as_u64(), r["result"]["partitions"].as_u64()),
+        (Some(0), Some(0)),
+        "{r}"
+    );
+    let dev_ms = r["modeled"]["time_s"].as_f64().unwrap() * 1e3;
+    let r = env.json(&["intersect", "a", "c", "top", "--placement", "auto", "--count-only"]);
+    let d = r["result"]["auto"]["device_ms"].as_f64().unwrap();
+    assert!((d - dev_ms).abs() <= 0.02 * dev_ms, "auto {d}, the run {dev_ms}: {r}");
+    assert_eq!(r["result"]["auto"]["device_partitions"], 0);
+}
+
+#[test]
+fn auto_takes_the_host_when_the_device_has_too_little_memory_for_the_lists() {
+    // 40,000 entries of 256 bytes back whole need up to 10 MB of results in a `tiny` device's 8 MiB: the
+    // device placement refuses by name before any work, and auto takes the host (it predicted a device
+    // run that could not start). IDs alone fit, and there auto weighs both.
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "tiny", "--capacity", "64MiB"]);
+    let a: Vec<u32> = (0..40_000).map(|i| i * 3).collect();
+    let b: Vec<u32> = (0..40_000).map(|i| i * 5).collect();
+    let common = a.iter().filter(|x| *x % 5 == 0).count() as u64;
+    for (name, ids) in [("a", &a), ("b", &b)] {
+        let f = env.write(&format!("{name}.bin"), &le_ids(ids));
+        env.ok(&["put-list", s(&f), "--name", name, "--entry-size", "256"]);
+    }
+    let out = env.path("out");
+    let err = env.fails(&["intersect", "a", "b", "--placement", "device", "-o", s(&out)]);
+    assert!(err.contains("the results of these lists may take") && err.contains("--placement host"), "{err}");
+    let r = env.json(&["intersect", "a", "b", "--placement", "auto", "-o", s(&out)]);
+    assert_eq!(
+        (r["result"]["placement"].as_str(), r["result"]["count"].as_u64()),
+        (Some("host"), Some(common))
+    );
+    assert!(r["result"]["auto"]["device_ms"].is_null(), "{r}");
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), common * 256);
+    let r = env.json(&["intersect", "a", "b", "--placement", "auto", "--ids-only"]);
+    assert!(r["result"]["auto"]["device_ms"].is_number(), "{r}");
 }
 
 #[test]

@@ -147,15 +147,14 @@ pub struct ListShape {
 /// (the pages it reads, the bytes it moves, the entries it copies and the memory accesses of its SvS
 /// steps), priced by the same model as a run's report ([`crate::model::model`]). The paper's analytical
 /// model ([`predict`]) leaves out what the profile prices beyond §4 (the host's storage stack, its
-/// requests' flash latency, device DRAM, the partitions of lists larger than the device's memory), so on
+/// requests' flash latency, device DRAM, the passes over lists larger than the device's memory), so on
 /// some profiles it chose the placement its own run then reported slower.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlacementCosts {
     pub host: crate::model::Modeled,
-    /// `None` when the lists are on different devices: no one device holds them all.
+    /// `None` when no one device can intersect the lists (they are on different devices, or its memory
+    /// is too small).
     pub device: Option<crate::model::Modeled>,
-    /// Partitions the device placement takes (lists larger than its free memory go range by range).
-    pub partitions: u64,
     /// The match ratio assumed (of the shortest list), as the paper's model assumes one.
     pub r: f64,
 }
@@ -170,52 +169,62 @@ impl PlacementCosts {
     }
 }
 
+/// How the device placement would go: its passes over the lists (0 when their ends show nothing in
+/// common), the entries of each list it expects in the ID span it splits (all of them in one pass over
+/// the whole ID space), and whether it reads each list's first and last entry to find that span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DevicePlan {
+    pub passes: u64,
+    pub in_span: Vec<u64>,
+    pub ends_read: bool,
+}
+
 /// Each placement's modeled cost on an array of `devices` devices of `profile` (see [`PlacementCosts`]),
-/// for `lists` of `entry_size`-byte entries returning `width` bytes a common entry (0 for a count), with
-/// `r` of the shortest list in common and `partitions` ID ranges on the device.
+/// for `lists` of `entry_size`-byte entries returning `output`, with `r` of the shortest list in common,
+/// and the device placement as `device` plans it (`None`: no device can).
 pub fn placement_costs(
     profile: &Profile,
     devices: usize,
     lists: &[ListShape],
     entry_size: u32,
-    width: u64,
+    output: insitu_device::protocol::Returned,
     r: f64,
-    partitions: u64,
+    device: Option<&DevicePlan>,
 ) -> PlacementCosts {
     use crate::model::{model, HostWork, PhaseUsage};
+    use insitu_device::protocol::Returned;
     use insitu_device::work::{self, Ledger, INTERSECT_ACCESSES, INTERSECT_ENTRIES, INTERSECT_SKIPPED};
     use insitu_device::DeviceCounters;
     let s = entry_size as u64;
     let page = (profile.nand.page_size as u64).max(1);
-    let parts = partitions.max(1);
-    // SvS from the shortest list: each step's running result, then r of the shortest from the first on.
-    let mut lens: Vec<u64> = lists.iter().map(|l| l.entries).collect();
-    lens.sort_unstable();
-    let total: u64 = lens.iter().sum();
-    let common = lens.first().map_or(0, |&n| (n as f64 * r).ceil() as u64);
-    let mut accesses = 0;
-    let mut acc = lens.first().copied().unwrap_or(0);
-    for &l in lens.iter().skip(1) {
-        if acc == 0 {
-            break;
-        }
-        accesses += work::intersect_accesses(acc, l);
-        acc = common;
-    }
-    let ledger = |skipped: u64| {
-        let mut w = Ledger::new();
-        work::add(&mut w, INTERSECT_ENTRIES, total);
-        if skipped > 0 {
-            work::add(&mut w, INTERSECT_SKIPPED, skipped);
-        }
-        work::add(&mut w, INTERSECT_ACCESSES, accesses);
-        w
+    let n_dev = devices.max(1);
+    let width = match output {
+        Returned::Entries => s,
+        Returned::Ids => 4,
+        Returned::Count => 0,
     };
+    // SvS from the shortest list: each step's running result, then r of the shortest from the first on.
+    let svs = |lens: &[u64]| {
+        let mut lens = lens.to_vec();
+        lens.sort_unstable();
+        let common = lens.first().map_or(0, |&n| (n as f64 * r).ceil() as u64);
+        let (mut accesses, mut acc) = (0, lens.first().copied().unwrap_or(0));
+        for &l in lens.iter().skip(1) {
+            if acc == 0 {
+                break;
+            }
+            accesses += work::intersect_accesses(acc, l);
+            acc = common;
+        }
+        (accesses, common)
+    };
+    let lens: Vec<u64> = lists.iter().map(|l| l.entries).collect();
+    let total: u64 = lens.iter().sum();
     // Every list's pages are read (and pass into device memory) once per pass: its device's counters.
     let read = |passes: u64, to_host: bool| {
-        let mut per = vec![DeviceCounters::default(); devices.max(1)];
+        let mut per = vec![DeviceCounters::default(); n_dev];
         for l in lists {
-            let c = &mut per[(l.device as usize).min(devices.max(1) - 1)];
+            let c = &mut per[(l.device as usize).min(n_dev - 1)];
             let bytes = l.entries * s;
             c.flash_read_pages += bytes.div_ceil(page) * passes;
             c.flash_read_bytes += bytes.div_ceil(page) * page * passes;
@@ -227,33 +236,56 @@ pub fn placement_costs(
         }
         per
     };
+    let (accesses, _) = svs(&lens);
+    let mut host_work = Ledger::new();
+    work::add(&mut host_work, INTERSECT_ENTRIES, total);
+    work::add(&mut host_work, INTERSECT_ACCESSES, accesses);
     let host = model(
         profile,
         &[PhaseUsage {
             name: "intersect".into(),
             devices: read(1, true),
-            host: HostWork::counted(ledger(0)),
+            host: HostWork::counted(host_work),
         }],
     );
-    let dev = lists.first().map_or(0, |l| l.device);
-    let device = lists.iter().all(|l| l.device == dev).then(|| {
-        let mut per = read(parts, false);
-        let c = &mut per[(dev as usize).min(devices.max(1) - 1)];
-        c.work = ledger(total * (parts - 1));
-        c.device_to_host = common * width;
-        if width == s && width > 0 {
-            // Whole entries go back: each common one is read again from the first list, a page a read.
-            c.flash_read_pages += common;
-            c.flash_read_bytes += common * page;
-            c.flash_to_device_mem += common * s;
+    let device = device.map(|plan| {
+        let dev = lists.first().map_or(0, |l| l.device);
+        let mut per = read(plan.passes, false);
+        let c = &mut per[(dev as usize).min(n_dev - 1)];
+        if plan.passes > 0 {
+            // Each pass keeps the IDs of its range and passes over the others; the steps run on the span's.
+            let kept: u64 = plan.in_span.iter().sum();
+            let (accesses, common) = svs(&plan.in_span);
+            let mut w = Ledger::new();
+            work::add(&mut w, INTERSECT_ENTRIES, kept);
+            if total * plan.passes > kept {
+                work::add(&mut w, INTERSECT_SKIPPED, total * plan.passes - kept);
+            }
+            work::add(&mut w, INTERSECT_ACCESSES, accesses);
+            c.work = w;
+            c.device_to_host = common * width;
+            c.commands += 3 * plan.passes;
+            if output == Returned::Entries {
+                // Whole entries go back: each common one is read again from the first list, a page a read.
+                c.flash_read_pages += common;
+                c.flash_read_bytes += common * page;
+                c.flash_to_device_mem += common * s;
+            }
         }
-        c.commands += 3 * parts;
+        if plan.ends_read {
+            // The first and last entry of each list, read to find the span (4 bytes each to the host).
+            let k = lists.len() as u64;
+            c.flash_read_pages += 2 * k;
+            c.flash_read_bytes += 2 * k * page;
+            c.device_to_host += 8 * k;
+            c.commands += 2 * k;
+        }
         model(
             profile,
             &[PhaseUsage { name: "intersect (device)".into(), devices: per, host: HostWork::default() }],
         )
     });
-    PlacementCosts { host, device, partitions: parts, r }
+    PlacementCosts { host, device, r }
 }
 
 /// The prediction as a readable table, stage by stage (what `insitu model intersect` prints).

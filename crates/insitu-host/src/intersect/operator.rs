@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::array::Array;
 use crate::catalog::EntryKind;
 use crate::error::{HostError, Result};
-use crate::intersect::model::{placement_costs, ListShape};
+use crate::intersect::model::{placement_costs, DevicePlan, ListShape};
 use crate::intersect::session::{Session, POLL_INTERVAL};
 use insitu_device::work::{self, Ledger};
 
@@ -85,27 +85,35 @@ pub fn intersect(
                 .map(|(e, i)| ListShape { device: e.devices[0], entries: i.entries })
                 .collect();
             let dev = shapes[0].device;
-            let partitions = match shapes.iter().all(|l| l.device == dev) {
+            // The device's plan, where one device holds every list and has the memory for them (a plan
+            // refused for want of memory leaves the host).
+            let plan = match shapes.iter().all(|l| l.device == dev) {
                 true => {
                     let sizes: Vec<u64> = infos.iter().map(|i| i.entries).collect();
-                    plan(array, dev, names, s, &sizes, width(output, s).max(4))?.parts
+                    match plan(array, dev, names, s, &sizes, output) {
+                        Ok(p) => Some(p),
+                        Err(HostError::InvalidArgument(_)) => None,
+                        Err(e) => return Err(e),
+                    }
                 }
-                false => 1,
+                false => None,
             };
+            let device =
+                plan.map(|p| DevicePlan { passes: p.parts, in_span: p.in_span, ends_read: p.ends_read });
             let costs = placement_costs(
                 array.profile(),
                 array.device_count(),
                 &shapes,
                 s,
-                width(output, s),
+                output,
                 AUTO_MATCH_RATIO,
-                partitions,
+                device.as_ref(),
             );
             let faster = costs.faster();
             predicted = Some(json!({
                 "host_ms": costs.host.time_s * 1e3,
                 "device_ms": costs.device.as_ref().map(|d| d.time_s * 1e3),
-                "device_partitions": costs.partitions,
+                "device_partitions": device.as_ref().map(|d| d.passes),
                 "by": "each placement's counted work at 1% matches, priced as a run's report prices it",
             }));
             match faster {
@@ -158,7 +166,7 @@ pub fn intersect(
     if let Some(h) = result["auto"]["host_ms"].as_f64() {
         headline.push_str(&match result["auto"]["device_ms"].as_f64() {
             Some(d) => format!("; auto: modeled host {h:.2} ms, device {d:.2} ms at 1% matches"),
-            None => format!("; auto: the lists are on different devices, so the host ({h:.2} ms modeled)"),
+            None => format!("; auto: no one device can intersect these lists (they are on different devices, or its memory is too small), so the host ({h:.2} ms modeled)"),
         });
     }
     Ok((measure.finish(array, headline, result)?, answer))
@@ -174,7 +182,7 @@ fn on_device(
 ) -> Result<(Answer, u64, u64)> {
     let width = width(output, s).max(4);
     let smallest = sizes.iter().copied().min().unwrap_or(0);
-    let plan = plan(array, dev, names, s, sizes, width)?;
+    let plan = plan(array, dev, names, s, sizes, output)?;
     let mut parts = plan.parts;
     loop {
         match run_partitions(array, dev, names, s, smallest, width, output, parts, plan.ids.clone()) {
@@ -183,7 +191,7 @@ fn on_device(
             {
                 parts *= 2
             }
-            other => return other.map(|(a, polls)| (a, parts, polls)),
+            other => return other.map(|(a, polls, passes)| (a, passes, polls)),
         }
     }
 }
@@ -191,29 +199,47 @@ fn on_device(
 /// Most ID ranges the device placement takes before it gives up for want of device memory.
 const MAX_PARTS: u64 = 1 << 16;
 
-/// How the device placement starts: the IDs common entries can have and the ranges it splits them in.
+/// How the device placement starts: the IDs common entries can have, the ranges it splits them in (none
+/// when the lists' ends already show that nothing is common), and whether it read the lists' ends.
 #[derive(Debug, Clone)]
 struct Plan {
     ids: std::ops::Range<u64>,
     parts: u64,
+    ends_read: bool,
+    /// Entries of each list expected in `ids`.
+    in_span: Vec<u64>,
 }
 
 /// Plans the device placement of lists `names` of `sizes` entries on `dev`: one pass over the whole ID
 /// space when their IDs fit its memory. Else, common IDs lie between the largest first ID and the smallest
-/// last ID of the lists (one entry read from each end of each list), so only that span is split into ranges, as many as its entries need memory for, taking the entries as
-/// spread evenly between each list's ends (ranges that still do not fit are halved as they fail).
-fn plan(array: &Array, dev: u32, names: &[String], s: u32, sizes: &[u64], width: u64) -> Result<Plan> {
+/// last ID of the lists (one entry read from each end of each list), so only that span is split into
+/// ranges, as many as its entries need memory for, taking the entries as spread evenly between each
+/// list's ends (ranges that still do not fit are halved as they fail). An empty list, or ends that leave
+/// no span, need no pass: nothing is common.
+fn plan(array: &Array, dev: u32, names: &[String], s: u32, sizes: &[u64], output: Output) -> Result<Plan> {
     let free = array.device(dev)?.call(Identify).map_err(HostError::device(dev))?.memory_available;
-    let whole = 0..1u64 << 32;
-    if partitions(free, sizes, width) == 1 {
-        return Ok(Plan { ids: whole, parts: 1 });
+    // The results' buffer: a common entry for each entry of the shortest list, at most (none for a
+    // count); the passes are sized as if 4 bytes a common entry were kept even then.
+    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    let width = width(output, s);
+    let results = smallest * width.max(4);
+    if smallest * width + crate::intersect::STAGING > free {
+        return Err(HostError::InvalidArgument(format!(
+            "device {dev} has {} of memory free, and the results of these lists may take {} there (as many \
+             entries of {width} bytes as the shortest list has); use --placement host, or --ids-only or \
+             --count-only",
+            crate::units::human_bytes(free),
+            crate::units::human_bytes(smallest * width + crate::intersect::STAGING)
+        )));
+    }
+    if partitions(free, sizes, results) == 1 {
+        return Ok(Plan { ids: 0..1u64 << 32, parts: 1, ends_read: false, in_span: sizes.to_vec() });
+    }
+    if sizes.contains(&0) {
+        return Ok(Plan { ids: 0..0, parts: 0, ends_read: false, in_span: vec![0; sizes.len()] });
     }
     let mut ends = Vec::new();
     for (name, &n) in names.iter().zip(sizes) {
-        if n == 0 {
-            // An empty list: nothing in common, one pass finds it.
-            return Ok(Plan { ids: whole, parts: 1 });
-        }
         let id = |entry: u64| -> Result<u64> {
             let b = crate::table::store::read_range(array, dev, name, entry * s as u64, 4)?;
             Ok(le::u32_at(&b) as u64)
@@ -222,26 +248,25 @@ fn plan(array: &Array, dev: u32, names: &[String], s: u32, sizes: &[u64], width:
     }
     let lo = ends.iter().map(|e| e.0).max().unwrap_or(0);
     let hi = ends.iter().map(|e| e.1).min().unwrap_or(0) + 1;
+    if lo >= hi {
+        return Ok(Plan { ids: lo..lo, parts: 0, ends_read: true, in_span: vec![0; sizes.len()] });
+    }
     let in_span: Vec<u64> = sizes
         .iter()
         .zip(&ends)
         .map(|(&n, &(first, last))| {
-            let share = hi.saturating_sub(lo) as f64 / (last - first + 1) as f64;
+            let share = (hi - lo) as f64 / (last - first + 1) as f64;
             ((n as f64 * share).ceil() as u64).min(n)
         })
         .collect();
-    let parts = partitions(free, &in_span, width);
+    let parts = partitions(free, &in_span, results);
     if parts > MAX_PARTS {
         return Err(HostError::InvalidArgument(format!(
             "device {dev} has {} of memory free: too little to intersect these lists there in at most {MAX_PARTS} passes; use --placement host",
             crate::units::human_bytes(free)
         )));
     }
-    // One range is the whole ID space, where SvS can stream its longest list instead of holding it.
-    match parts == 1 || lo >= hi {
-        true => Ok(Plan { ids: whole, parts: 1 }),
-        false => Ok(Plan { parts: parts.min(hi - lo), ids: lo..hi }),
-    }
+    Ok(Plan { parts: parts.min(hi - lo), ids: lo..hi, ends_read: true, in_span })
 }
 
 /// The match ratio `auto` assumes (of the shortest list), as the paper's model does (§4: r = 1%).
@@ -260,10 +285,9 @@ fn width(output: Output, s: u32) -> u64 {
 /// device DRAM (12 bytes each with their positions), the staging buffer and the results (`width` bytes
 /// a common entry, at most the shortest list's), in half the memory left. A range that still does not fit
 /// doubles them (see `on_device`).
-fn partitions(free: u64, sizes: &[u64], width: u64) -> u64 {
-    let smallest = sizes.iter().copied().min().unwrap_or(0);
+fn partitions(free: u64, sizes: &[u64], result_bytes: u64) -> u64 {
     let working: u64 = sizes.iter().sum::<u64>() * 12 + crate::intersect::STAGING;
-    let room = free.saturating_sub(smallest * width + crate::intersect::STAGING) / 2;
+    let room = free.saturating_sub(result_bytes + crate::intersect::STAGING) / 2;
     working.div_ceil(room.max(1)).max(1)
 }
 
@@ -278,11 +302,13 @@ fn run_partitions(
     output: Output,
     parts: u64,
     ids: std::ops::Range<u64>,
-) -> Result<(Answer, u64)> {
+) -> Result<(Answer, u64, u64)> {
     let mut answer = Answer { count: 0, ids: Vec::new(), entries: Vec::new() };
     let mut polls = 0;
-    let span = (ids.end - ids.start).div_ceil(parts);
-    for p in 0..parts {
+    // Ranges of one span each, as many as cover the IDs (fewer than `parts` when it does not divide them).
+    let span = (ids.end - ids.start).div_ceil(parts.max(1)).max(1);
+    let passes = (ids.end - ids.start).div_ceil(span);
+    for p in 0..passes {
         let (lo, hi) = (ids.start + p * span, (ids.start + (p + 1) * span).min(ids.end));
         let result_bytes = if output == Output::Count { 0 } else { smallest * width };
         let mut session = Session::open(array, dev, result_bytes, 0)?;
@@ -307,7 +333,7 @@ fn run_partitions(
             Output::Count => {}
         }
     }
-    Ok((answer, polls))
+    Ok((answer, polls, passes))
 }
 
 fn on_host(

@@ -31,9 +31,9 @@ fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
 /// Takes an index's pages (its range, and its runs) out of the object allocator's free space.
 pub(crate) fn set_aside_ranges(fw: &FirmwareContext<'_>, cfg: &IndexConfig) -> Result<()> {
     let (s, e) = range_of(cfg, fw.page_size());
-    // A range not yet sized (`selfsort write` sizes it) still starts at its first LBA: taken now, so that
-    // a range over an object's pages is refused when configured, not at its first write.
-    fw.set_aside(s, (e - s).max(1))?;
+    if e > s {
+        fw.set_aside(s, e - s)?;
+    }
     if let IndexKind::Runs(runs) = &cfg.kind {
         let ps = fw.page_size() as u64;
         for r in runs {
@@ -215,6 +215,13 @@ impl State {
         }
         validate(self, fw, &c)?;
         set_aside_ranges(fw, &c)?;
+        // A range not yet sized (`selfsort write` sizes it) still starts at its first LBA: an object's
+        // page there is refused now, not at the first write. Only here, where a range is configured: an
+        // index saved by an earlier build over such a page still opens (its write refuses it, by name).
+        let (s, e) = range_of(&c, fw.page_size());
+        if e == s {
+            fw.set_aside(s, 1)?;
+        }
         let ix = Index::new(c.clone(), fw)?;
         self.indexes.insert(c.id, ix);
         self.save_dirty(fw)?;
