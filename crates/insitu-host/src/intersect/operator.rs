@@ -282,9 +282,8 @@ fn width(output: Output, s: u32) -> u64 {
 }
 
 /// ID ranges the device intersects lists of `sizes` entries in, with `free` bytes of memory: their IDs in
-/// device DRAM (12 bytes each with their positions), the staging buffer and the results (`width` bytes
-/// a common entry, at most the shortest list's), in half the memory left. A range that still does not fit
-/// doubles them (see `on_device`).
+/// device DRAM (12 bytes each with their positions) in half of what the staging buffer and the results'
+/// `result_bytes` leave. A range that still does not fit doubles them (see `on_device`).
 fn partitions(free: u64, sizes: &[u64], result_bytes: u64) -> u64 {
     let working: u64 = sizes.iter().sum::<u64>() * 12 + crate::intersect::STAGING;
     let room = free.saturating_sub(result_bytes + crate::intersect::STAGING) / 2;
