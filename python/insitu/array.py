@@ -362,12 +362,14 @@ class Array:
         return Report.from_json(self._inner.put_list(data, name, entry_size, device))
 
     def intersect(
-        self, names: Sequence[str], placement: str = "device", count_only: bool = False
+        self, names: Sequence[str], placement: str = "device", count_only: bool = False, entries: bool = False
     ) -> Tuple[Any, Report]:
         """Intersects the lists ``names`` inside the device (``device``), on the host (``host``), or
         where its modeled cost is lower (``auto``: each placement's counted work at 1% matches, priced as
         a run's report prices it). Returns the common IDs (a numpy ``uint32`` array), or their number with
-        ``count_only``, and the report."""
+        ``count_only``, or with ``entries`` the first list's whole entries of them (a ``uint8`` array of
+        one row an entry, its ID in the first 4 bytes, as ``insitu intersect -o`` writes them), and the
+        report."""
         import numpy as np
 
         if isinstance(names, (str, bytes)):
@@ -377,10 +379,13 @@ class Array:
                 f"names: a sequence of list names, not one string ({names!r}): intersect(['a', 'b'])"
             )
 
-        count, ids, report = self._inner.intersect(list(names), placement, count_only)
+        count, ids, report = self._inner.intersect(list(names), placement, count_only, entries)
         r = Report.from_json(report)
         if count_only:
             return count, r
+        if entries:
+            width = int(r.result["entry_size"])
+            return np.frombuffer(ids, dtype=np.uint8).reshape(count, width), r
         return np.frombuffer(ids, dtype="<u4").astype(np.uint32), r
 
     # --- search (BlueDBM) ---

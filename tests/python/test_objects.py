@@ -101,6 +101,15 @@ def test_intersect_matches_numpy(arr, placement):
         chosen = min(("host", auto["host_ms"]), ("device", auto["device_ms"]), key=lambda x: x[1])
         assert report.result["placement"] == chosen[0] or auto["host_ms"] == auto["device_ms"]
         assert report.modeled["time_s"] * 1e3 == pytest.approx(chosen[1], rel=0.02)
+    # Whole entries of the first list, as `insitu intersect -o` writes them: an entry a row, its ID first.
+    rows, _ = arr.intersect(["a", "b"], placement, entries=True)
+    assert rows.shape == (len(ids), 16) and rows.dtype == np.uint8
+    np.testing.assert_array_equal(rows[:, :4].copy().view("<u4").ravel(), ids)
+    if placement == "device":
+        host_rows, _ = arr.intersect(["a", "b"], "host", entries=True)
+        np.testing.assert_array_equal(rows, host_rows)
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="count_only and entries"):
+        arr.intersect(["a", "b"], placement, count_only=True, entries=True)
     # One string is not a list of names (it would be taken letter by letter).
     with pytest.raises(insitu.errors.InvalidArgumentError, match="not one string"):
         arr.intersect("ab", placement)

@@ -435,15 +435,16 @@ impl PyArray {
         self.with(py, |a| put_list(a, &path, format, name, entry_size, device)).map(|r| json(&r))
     }
 
-    /// Intersects lists `names`: the count, the common IDs (little-endian u32 bytes; empty when only
-    /// the count is asked) and the report.
-    #[pyo3(signature = (names, placement="device", count_only=false))]
+    /// Intersects lists `names`: the count, the common IDs (little-endian u32 bytes; with `entries`, the
+    /// first list's whole entries; empty when only the count is asked) and the report.
+    #[pyo3(signature = (names, placement="device", count_only=false, entries=false))]
     fn intersect<'py>(
         &self,
         py: Python<'py>,
         names: Vec<String>,
         placement: &str,
         count_only: bool,
+        entries: bool,
     ) -> PyResult<(u64, Bound<'py, PyBytes>, String)> {
         let placement = choose(
             "placement",
@@ -454,10 +455,20 @@ impl PyArray {
                 ("auto", IntersectPlacement::Auto),
             ],
         )?;
-        let output = if count_only { Output::Count } else { Output::Ids };
+        let output = match (count_only, entries) {
+            (true, true) => {
+                return Err(invalid("count_only and entries ask for different results: give one".into()))
+            }
+            (true, false) => Output::Count,
+            (false, true) => Output::Entries,
+            (false, false) => Output::Ids,
+        };
         let (report, answer) = self.with(py, |a| intersect(a, &names, placement, output))?;
-        let ids: Vec<u8> = answer.ids.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Ok((answer.count, PyBytes::new(py, &ids), json(&report)))
+        let bytes: Vec<u8> = match output {
+            Output::Entries => answer.entries,
+            _ => answer.ids.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        Ok((answer.count, PyBytes::new(py, &bytes), json(&report)))
     }
 
     /// Searches object `name` for `pattern`, in the devices or on the host.
