@@ -179,6 +179,17 @@ pub struct DevicePlan {
     pub ends_read: bool,
 }
 
+/// Bytes a common entry takes back to the host: the whole entry (`entry_size`), its ID, or nothing for a
+/// count.
+pub fn result_width(output: insitu_device::protocol::Returned, entry_size: u32) -> u64 {
+    use insitu_device::protocol::Returned;
+    match output {
+        Returned::Entries => entry_size as u64,
+        Returned::Ids => 4,
+        Returned::Count => 0,
+    }
+}
+
 /// Each placement's modeled cost on an array of `devices` devices of `profile` (see [`PlacementCosts`]),
 /// for `lists` of `entry_size`-byte entries returning `output`, with `r` of the shortest list in common,
 /// and the device placement as `device` plans it (`None`: no device can).
@@ -198,11 +209,7 @@ pub fn placement_costs(
     let s = entry_size as u64;
     let page = (profile.nand.page_size as u64).max(1);
     let n_dev = devices.max(1);
-    let width = match output {
-        Returned::Entries => s,
-        Returned::Ids => 4,
-        Returned::Count => 0,
-    };
+    let width = result_width(output, entry_size);
     // SvS from the shortest list: each step's running result, then r of the shortest from the first on.
     let svs = |lens: &[u64]| {
         let mut lens = lens.to_vec();

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::array::Array;
 use crate::catalog::EntryKind;
 use crate::error::{HostError, Result};
-use crate::intersect::model::{placement_costs, DevicePlan, ListShape};
+use crate::intersect::model::{placement_costs, result_width as width, DevicePlan, ListShape};
 use crate::intersect::session::{Session, POLL_INTERVAL};
 use insitu_device::work::{self, Ledger};
 
@@ -271,15 +271,6 @@ fn plan(array: &Array, dev: u32, names: &[String], s: u32, sizes: &[u64], output
 
 /// The match ratio `auto` assumes (of the shortest list), as the paper's model does (§4: r = 1%).
 const AUTO_MATCH_RATIO: f64 = 0.01;
-
-/// Bytes a common entry takes back to the host: the whole entry, its ID, or nothing for a count.
-fn width(output: Output, s: u32) -> u64 {
-    match output {
-        Output::Entries => s as u64,
-        Output::Ids => 4,
-        Output::Count => 0,
-    }
-}
 
 /// ID ranges the device intersects lists of `sizes` entries in, with `free` bytes of memory: their IDs in
 /// device DRAM (12 bytes each with their positions) in half of what the staging buffer and the results'
