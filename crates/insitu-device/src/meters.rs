@@ -11,9 +11,22 @@ use serde::{Deserialize, Serialize};
 pub struct ProgramStats {
     pub kernel_class: String,
     pub runs: u64,
+    /// Pieces the runs' work can spread over compute units, summed over the runs: a data-parallel run (a
+    /// search, whose scan splits a page at least a unit) counts its pieces, any other run one. The model
+    /// keeps as many units busy, at most the profile's. 0 in counters saved before it was counted; see
+    /// [`ProgramStats::pieces`].
+    #[serde(default)]
+    pub pieces: u64,
     pub cpu_ns: u64,
     pub wall_ns: u64,
     pub bytes_in: u64,
+}
+
+impl ProgramStats {
+    /// Pieces the runs' work spreads over ([`ProgramStats::pieces`]), at least one a run.
+    pub fn pieces(&self) -> u64 {
+        self.pieces.max(self.runs)
+    }
 }
 
 /// A snapshot of a device's counters. Subtract two with [`DeviceCounters::since`].
@@ -76,6 +89,7 @@ impl DeviceCounters {
                     ProgramStats {
                         kernel_class: v.kernel_class.clone(),
                         runs: v.runs - b.runs,
+                        pieces: d(v.pieces, b.pieces),
                         cpu_ns: d(v.cpu_ns, b.cpu_ns),
                         wall_ns: d(v.wall_ns, b.wall_ns),
                         bytes_in: d(v.bytes_in, b.bytes_in),
@@ -150,11 +164,21 @@ impl Meters {
         crate::work::add_all(&mut self.work.lock().unwrap_or_else(|p| p.into_inner()), ledger);
     }
 
-    pub fn record_program(&self, id: &str, class: &str, cpu_ns: u64, wall_ns: u64, bytes_in: u64) {
+    /// Counts one run of program `id` whose work splits into `pieces` for the compute units (at least one).
+    pub fn record_program(
+        &self,
+        id: &str,
+        class: &str,
+        pieces: u64,
+        cpu_ns: u64,
+        wall_ns: u64,
+        bytes_in: u64,
+    ) {
         let mut p = self.programs.lock().unwrap_or_else(|p| p.into_inner());
         let s = p.entry(id.to_string()).or_default();
         s.kernel_class = class.to_string();
         s.runs += 1;
+        s.pieces += pieces.max(1);
         s.cpu_ns += cpu_ns;
         s.wall_ns += wall_ns;
         s.bytes_in += bytes_in;

@@ -29,6 +29,10 @@ pub struct ProgramContext<'a> {
     /// CPU time the program's work took on the emulator's helper threads (the program's thread does not
     /// see it in its own clock).
     pub(crate) helper_ns: Cell<u64>,
+    /// The device's compute units.
+    units: u32,
+    /// Pieces this run's work splits into for the compute units (see [`ProgramContext::split_among_units`]).
+    pub(crate) pieces: Cell<u64>,
 }
 
 impl<'a> ProgramContext<'a> {
@@ -37,6 +41,7 @@ impl<'a> ProgramContext<'a> {
         memory: &'a DeviceMemory,
         meters: &'a Meters,
         program: &'static str,
+        units: u32,
     ) -> ProgramContext<'a> {
         ProgramContext {
             media,
@@ -46,7 +51,17 @@ impl<'a> ProgramContext<'a> {
             bytes_in: 0.into(),
             io_ns: 0.into(),
             helper_ns: 0.into(),
+            units: units.max(1),
+            pieces: 1.into(),
         }
+    }
+
+    /// Splits the run's work into `pieces` that compute units take in parallel (a data-parallel scan);
+    /// returns how many of this device's units that keeps busy. The model divides the run's work by the
+    /// units of the profile it prices on, at most `pieces`.
+    pub(crate) fn split_among_units(&self, pieces: u64) -> u64 {
+        self.pieces.set(pieces.max(1));
+        pieces.clamp(1, self.units as u64)
     }
 
     /// Runs flash I/O, counting its CPU time apart from the kernel's.
@@ -92,6 +107,11 @@ impl<'a> ProgramContext<'a> {
     }
 
     /// Metadata of an object on this device.
+    /// Bytes of a flash page.
+    pub fn page_size(&self) -> u64 {
+        self.media.read().page_size() as u64
+    }
+
     pub fn object(&self, name: &str) -> Result<ObjectMeta> {
         Ok(self.media.read().stat(name)?.clone())
     }

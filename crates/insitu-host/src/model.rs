@@ -152,11 +152,12 @@ fn dram_bytes(c: &DeviceCounters) -> u64 {
         + c.device_to_device_out
 }
 
-/// Compute units a phase's programs kept busy at once: the runs of programs that compute (those that only
-/// move data, `heads`, take none), at most the device's units.
+/// Compute units a phase's programs kept busy at once: one a run of a program that computes, or as many
+/// as the pieces a data-parallel run splits into (those that only move data, `heads`, take none), at most
+/// the device's units.
 fn compute_parallelism(p: &Profile, c: &DeviceCounters) -> f64 {
-    let runs: u64 = c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
-    (p.device.compute_units as u64).min(runs.max(1)) as f64
+    let pieces: u64 = c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.pieces()).sum();
+    (p.device.compute_units as u64).min(pieces.max(1)) as f64
 }
 
 /// The host's I/O of one device's phase (see `HostProfile::storage`).
@@ -373,9 +374,7 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
         if let Some((d, b)) = busiest {
             let c = &u.devices[d];
             // As device_busy prices them: programs' work over the compute units in use, firmware's not.
-            let runs: u64 =
-                c.programs.values().filter(|s| s.kernel_class != "transfer").map(|s| s.runs).sum();
-            let parallel = (p.device.compute_units as u64).min(runs.max(1)) as f64;
+            let parallel = compute_parallelism(p, c);
             line(
                 format!("device {d} flash"),
                 b.flash_s,

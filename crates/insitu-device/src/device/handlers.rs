@@ -69,7 +69,8 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
 
 fn execute(dev: &Inner, call: crate::protocol::ProgramCall) -> (Charge, Prepared) {
     let (program, class) = (call.id(), call.kernel_class());
-    let ctx = ProgramContext::new(&dev.media, &dev.memory, &dev.meters, program);
+    let ctx =
+        ProgramContext::new(&dev.media, &dev.memory, &dev.meters, program, dev.profile.device.compute_units);
     let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
     let r = programs::run(&ctx, call, |ok| {
         if ok {
@@ -78,6 +79,7 @@ fn execute(dev: &Inner, call: crate::protocol::ProgramCall) -> (Charge, Prepared
             dev.meters.record_program(
                 program,
                 class,
+                ctx.pieces.get(),
                 cpu,
                 t0.elapsed().as_nanos() as u64,
                 ctx.bytes_in.get(),

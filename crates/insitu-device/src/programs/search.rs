@@ -81,7 +81,12 @@ pub(crate) fn search(ctx: &ProgramContext<'_>, a: SearchArgs) -> Result<SearchOu
         count += n;
         offsets.extend(o.into_iter().flatten());
     }
-    ctx.work(|w| work::add(w, work::SEARCH_BYTES, part.size));
+    // The scan is data-parallel (BlueDBM §7.3: engines scan their own segments of the pages): split among
+    // the device's compute units, a page at least each, every segment after the first also scanning the
+    // `len - 1` bytes before it (a match straddling two segments is found by the one it starts in). The
+    // answer is the same; the model divides the work by the units.
+    let units = ctx.split_among_units(part.size.div_ceil(ctx.page_size()));
+    ctx.work(|w| work::add(w, work::SEARCH_BYTES, part.size + (units - 1) * halo_width as u64));
     Ok(SearchOutput { count, bytes_scanned: part.size, offsets: a.offsets.then_some(offsets) })
 }
 

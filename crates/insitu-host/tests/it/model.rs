@@ -146,6 +146,47 @@ fn nascents_sort_kernel_by_hand() {
 }
 
 #[test]
+fn a_device_search_spreads_its_scan_over_the_compute_units_by_hand() {
+    // A search is data-parallel (BlueDBM §7.3: engines scan their own segments): its pages split among the
+    // device's compute units, so its scan takes the work over all of them, on the profile it is priced
+    // on. Each segment after the first also scans the `len - 1` bytes before it. An object of one page
+    // keeps one unit busy.
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), "smartssd", 1);
+    let (page, units) = (a.profile().nand.page_size as u64, a.profile().device.compute_units as u64);
+    assert_eq!(units, 4, "the test assumes smartssd's 4 units");
+    for (name, size) in [("big", 40 * page + 17), ("small", 100)] {
+        let f = dir.path().join(name);
+        std::fs::write(
+            &f,
+            "needle in a haystack ".repeat(size as usize / 21 + 1)[..size as usize].as_bytes(),
+        )
+        .unwrap();
+        blob::put(&mut a, &f, name, Placement::Striped, &|_, _| {}).unwrap();
+        let r = search(&a, name, b"haystack", SearchPlacement::Device, false).unwrap();
+        let c = counters_with(&r, work::SEARCH_BYTES);
+        let pieces = size.div_ceil(page);
+        assert_eq!(c.programs["search"].pieces, pieces, "{name}");
+        let used = pieces.min(units);
+        assert_eq!(c.work[work::SEARCH_BYTES], size + (used - 1) * 7, "{name}");
+        for p in [a.profile().clone(), Profile::load("bluedbm").unwrap(), Profile::load("jasmine").unwrap()] {
+            let b = device_busy(&p, &c);
+            let on = pieces.min(p.device.compute_units as u64) as f64;
+            let want = c.work[work::SEARCH_BYTES] as f64 * p.kernels.cycles[work::SEARCH_BYTES]
+                / p.kernels.clock_hz
+                / on;
+            assert!(
+                (b.compute_s - want).abs() <= 1e-12 * want,
+                "{name} on {}: {} vs {want}",
+                p.name,
+                b.compute_s
+            );
+        }
+    }
+    a.close().unwrap();
+}
+
+#[test]
 fn the_intersection_on_the_device_is_the_papers_copy_and_intersect_stages() {
     // DaMoN '16 §4: copy = D/s x tau, intersect = N_m (t' + 3/(c' f')). The device program counts the
     // entries through its copy stage and the accesses of its SvS; priced by smartssd-2016's ARM core they
