@@ -147,6 +147,9 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
         for done in Array::repair_devices(&ctx.data)? {
             eprintln!("repair: {done}");
         }
+        for done in insitu_host::bluedbm::fs::repair(&ctx.data)? {
+            eprintln!("repair: {done}");
+        }
         let mut array = ctx.open()?;
         let (unlisted, left) = array.unlist_mismatched()?;
         for name in unlisted {

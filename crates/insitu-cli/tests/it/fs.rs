@@ -292,6 +292,85 @@ fn sigkill_during_put_or_cleaning_leaves_files_whole_or_absent() {
     assert_eq!(get(&env, "earlier"), earlier);
 }
 
+/// Damage to the file system's journal is not taken for a record cut off by a crash: a damaged record
+/// with good ones after it, a whole last record that fails its checksum, or a journal gone is refused by
+/// name by every command (nothing cut, no file dropped, cleaning does not erase their pages), until
+/// `fsck --repair` drops only the damaged records (the whole journal kept beside it) or starts an empty
+/// journal. The files the good records name read back whole.
+#[test]
+fn a_damaged_or_missing_journal_is_refused_until_fsck_repair_and_loses_only_its_damaged_records() {
+    let files: Vec<(String, Vec<u8>)> =
+        (0..3).map(|i| (format!("f{i}"), text(40_000 + 9_000 * i, 30 + i as u64, b"jrnl"))).collect();
+    let put_all = |env: &Env| {
+        for (name, data) in &files {
+            let f = env.write(name, data);
+            env.ok(&["fs", "put", s(&f)]);
+        }
+    };
+    let journal = |env: &Env| env.data().join("fs").join("journal");
+    // Each record is one line; the line of file k starts after the first k.
+    let line_starts = |bytes: &[u8]| -> Vec<usize> {
+        let mut at = vec![0];
+        at.extend(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1));
+        at.pop();
+        at
+    };
+    for (case, hit) in [("first record", 0usize), ("last record", 2)] {
+        let env = appliance("8MiB");
+        put_all(&env);
+        let mut bytes = std::fs::read(journal(&env)).unwrap();
+        let starts = line_starts(&bytes);
+        assert_eq!(starts.len(), 3, "{case}: one record a put");
+        bytes[starts[hit] + 20] ^= 0x10;
+        std::fs::write(journal(&env), &bytes).unwrap();
+        for cmd in [
+            &["fs", "ls"][..],
+            &["fs", "gc"],
+            &["fs", "get", "f1"],
+            &["fs", "put", s(&env.write("n", b"new"))],
+        ] {
+            let err = env.fails(cmd);
+            assert!(
+                err.contains("damage inside the journal") && err.contains("fsck --repair"),
+                "{case} {cmd:?}: {err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(journal(&env)).unwrap(),
+            bytes,
+            "{case}: nothing changed without the user's word"
+        );
+        let o = env.run(&["fsck"]);
+        assert_eq!(o.status.code(), Some(2), "{case}: {o:?}");
+        let o = env.run(&["fsck", "--repair"]);
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && said.contains("dropped 1 damaged record(s)"), "{case}: {said}");
+        let kept = env.data().join("fs").join(format!("journal.damaged-at-{}", starts[hit]));
+        assert_eq!(std::fs::read(&kept).unwrap(), bytes, "{case}: the whole journal is kept");
+        // The lost file's pages are dead: cleaning takes them, the others stay whole.
+        env.ok(&["fs", "gc"]);
+        for (k, (name, data)) in files.iter().enumerate() {
+            if k == hit {
+                env.fails(&["fs", "get", name]);
+            } else {
+                assert!(get(&env, name) == *data, "{case}: {name} is whole");
+            }
+        }
+    }
+    // A journal gone from a file system with files: refused, then started empty with the user's word.
+    let env = appliance("8MiB");
+    put_all(&env);
+    std::fs::remove_file(journal(&env)).unwrap();
+    for cmd in [&["fs", "ls"][..], &["fs", "gc"]] {
+        let err = env.fails(cmd);
+        assert!(err.contains("the journal is missing"), "{cmd:?}: {err}");
+    }
+    assert!(!journal(&env).exists(), "nothing made without the user's word");
+    let o = env.run(&["fsck", "--repair"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("started an empty one"), "{o:?}");
+    assert!(env.ok(&["fs", "ls"]).contains("0 file(s)"));
+}
+
 /// `fs get --via`: one node's in-store processor or host reads a file's pages from every node over the
 /// storage network. The bytes are the file's; the modeled bandwidth is what the hardware allows: a
 /// node's own flash at its cards' rate (2 x 1.2 GB/s, 1.6 GB/s over PCIe to a host), another node's

@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 pub use insitu_device::cluster::Access;
@@ -481,10 +481,21 @@ impl<'a> Fs<'a> {
     /// module documentation says.
     pub fn open(array: &'a Array) -> Result<Fs<'a>> {
         let dir = array.dir().join("fs");
+        let existed = dir.is_dir();
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
         let (mut index, checkpoint_bytes) = read_index(&dir.join("index.json"))?;
         let mut report = FsReport::default();
         let journal_path = dir.join("journal");
+        let nodes = read_nodes(array, &mut report)?;
+        // A journal is made with the file system and never removed (a checkpoint empties it): one gone
+        // from a file system with a checkpoint or pages on its nodes would lose the files it named, and
+        // cleaning would then erase their pages.
+        if existed
+            && !journal_path.exists()
+            && (checkpoint_bytes > 0 || nodes.iter().any(|n| !n.segments.is_empty()))
+        {
+            return Err(missing_journal(&journal_path));
+        }
         let mut journal = OpenOptions::new()
             .read(true)
             .write(true)
@@ -500,7 +511,6 @@ impl<'a> Fs<'a> {
             journal.sync_all().map_err(|e| HostError::io(&journal_path, e))?;
         }
         journal.seek(SeekFrom::Start(valid)).map_err(|e| HostError::io(&journal_path, e))?;
-        let nodes = read_nodes(array, &mut report)?;
         let mut fs = Fs {
             array,
             dir,
@@ -1688,25 +1698,99 @@ fn page_error(f: &FsFile, index: usize, e: HostError) -> HostError {
     }
 }
 
-/// Applies the journal's records to `index`; returns the length of its valid part.
-fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsReport) -> Result<u64> {
+/// One journal line's record, if the line is whole (ends in a newline) and its checksum and body are good.
+fn parse_line(line: &[u8]) -> Option<Record> {
+    let l = std::str::from_utf8(line.strip_suffix(b"\n")?).ok()?;
+    let (crc, body) = l.split_once(' ')?;
+    let crc = u32::from_str_radix(crc, 16).ok()?;
+    (crc32fast::hash(body.as_bytes()) == crc).then(|| serde_json::from_str::<Record>(body).ok())?
+}
+
+/// What a journal holds: its records up to the first damaged line, and whether that line is damage.
+struct JournalScan {
+    records: Vec<Record>,
+    /// Bytes of whole, good records before the first damaged line (the journal's length if none is).
+    valid: u64,
+    /// Why the damaged line at `valid` is damage, not a record cut off by a crash, if it is. A crash cuts
+    /// only the journal's end, inside its last record (a put's record is written and synced last): a
+    /// torn record is the last line and lacks its newline. A damaged line with a good record after it,
+    /// or a whole last line (newline included) that fails its checksum, is damage.
+    damage: Option<String>,
+}
+
+/// Reads the journal's lines; see [`JournalScan`].
+fn scan_journal(journal: &mut File, path: &Path) -> Result<JournalScan> {
     journal.seek(SeekFrom::Start(0)).map_err(|e| HostError::io(path, e))?;
-    let mut r = BufReader::new(&*journal);
-    let mut valid = 0u64;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = match r.read_line(&mut line) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(_) => break, // not UTF-8: a torn tail
-        };
-        let Some(rec) = line.strip_suffix('\n').and_then(|l| l.split_once(' ')).and_then(|(crc, body)| {
-            let crc = u32::from_str_radix(crc, 16).ok()?;
-            (crc32fast::hash(body.as_bytes()) == crc).then(|| serde_json::from_str::<Record>(body).ok())?
-        }) else {
-            break;
-        };
+    let mut bytes = Vec::new();
+    journal.read_to_end(&mut bytes).map_err(|e| HostError::io(path, e))?;
+    let mut lines = bytes.split_inclusive(|&b| b == b'\n');
+    let mut records = Vec::new();
+    let mut valid = 0usize;
+    let mut damage = None;
+    for l in lines.by_ref() {
+        match parse_line(l) {
+            Some(r) => {
+                records.push(r);
+                valid += l.len();
+            }
+            None if valid + l.len() == bytes.len() && !l.ends_with(b"\n") => break,
+            None if valid + l.len() == bytes.len() => {
+                damage = Some(format!(
+                    "its last record (bytes {valid}..{}) is whole but fails its checksum",
+                    bytes.len()
+                ));
+                break;
+            }
+            None => {
+                let mut at = valid + l.len();
+                for next in lines.by_ref() {
+                    if parse_line(next).is_some() {
+                        damage = Some(format!(
+                            "the record at byte {valid} is damaged and a valid record follows at byte {at}"
+                        ));
+                        break;
+                    }
+                    at += next.len();
+                }
+                break;
+            }
+        }
+    }
+    Ok(JournalScan { records, valid: valid as u64, damage })
+}
+
+/// The error for a journal gone from a file system in use (see [`Fs::open`]).
+fn missing_journal(path: &Path) -> HostError {
+    corrupt(
+        path,
+        "the journal is missing, while the file system has a checkpoint or pages on its nodes: the files \
+         it named would be lost, and cleaning would erase their pages. Nothing was changed; put the journal \
+         back, or let `insitu fsck --repair` start an empty one (the files put or removed since the last \
+         checkpoint are then lost)"
+            .into(),
+    )
+}
+
+/// The error for a journal damaged inside (see [`JournalScan::damage`]).
+fn damaged_journal(path: &Path, why: &str) -> HostError {
+    corrupt(
+        path,
+        format!(
+            "{why}: damage inside the journal, not a record cut off at its end by a crash. Nothing was \
+             changed; `insitu fsck --repair` drops the damaged record and keeps the others (the change it \
+             recorded is lost: a file put, removed, or a page moved), keeping the whole journal beside it"
+        ),
+    )
+}
+
+/// Applies the journal's records to `index`; returns the length of its valid part. A journal damaged
+/// inside is refused by name (nothing is cut: see [`repair`]).
+fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsReport) -> Result<u64> {
+    let scan = scan_journal(journal, path)?;
+    if let Some(why) = &scan.damage {
+        return Err(damaged_journal(path, why));
+    }
+    for rec in scan.records {
         match rec {
             Record::Put(f) => {
                 index.next_id = index.next_id.max(f.id + 1);
@@ -1722,9 +1806,65 @@ fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsRep
             }
         }
         report.journal_records += 1;
-        valid += n as u64;
     }
-    Ok(valid)
+    Ok(scan.valid)
+}
+
+/// With the user's consent (`insitu fsck --repair`), mends the file system's metadata in the appliance
+/// directory `dir` where it stops the file system from opening: a journal damaged inside loses its
+/// damaged records and keeps its good ones, after the whole journal is kept beside it
+/// (`journal.damaged-at-OFFSET`); a missing journal is started again, empty. Says what it did; nothing when there was nothing to do.
+pub fn repair(dir: &Path) -> Result<Vec<String>> {
+    let fs_dir = dir.join("fs");
+    if !fs_dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let path = fs_dir.join("journal");
+    let mut journal = match OpenOptions::new().read(true).write(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            File::create(&path).and_then(|f| f.sync_all()).map_err(|e| HostError::io(&path, e))?;
+            return Ok(vec![format!(
+                "file system: its journal was missing: started an empty one (files put or removed since its \
+                 last checkpoint, {}, are lost; their pages are dead, for cleaning)",
+                fs_dir.join("index.json").display()
+            )]);
+        }
+        Err(e) => return Err(HostError::io(&path, e)),
+    };
+    let scan = scan_journal(&mut journal, &path)?;
+    if scan.damage.is_none() {
+        return Ok(Vec::new());
+    }
+    let kept = fs_dir.join(format!("journal.damaged-at-{}", scan.valid));
+    std::fs::copy(&path, &kept)
+        .and_then(|_| File::open(&kept)?.sync_all())
+        .map_err(|e| HostError::io(&kept, e))?;
+    // The good records stay, in their order: each is a whole change (a file put with all its pages, a
+    // file removed, a page moved), so a damaged one loses that change alone. `fsck` then reads every
+    // file's pages back against their spare areas, and names a file the lost change leaves wrong.
+    let bytes = std::fs::read(&path).map_err(|e| HostError::io(&path, e))?;
+    let (mut good, mut dropped, mut records) = (Vec::with_capacity(bytes.len()), Vec::new(), 0usize);
+    let mut at = 0usize;
+    for l in bytes.split_inclusive(|&b| b == b'\n') {
+        match parse_line(l) {
+            Some(_) => {
+                good.extend_from_slice(l);
+                records += 1;
+            }
+            None => dropped.push(at),
+        }
+        at += l.len();
+    }
+    insitu_device::write_atomic(&path, &good).map_err(|e| corrupt(&path, e.to_string()))?;
+    Ok(vec![format!(
+        "file system: dropped {} damaged record(s) of its journal (at byte {}) and kept the {} good ones; \
+         the whole journal is kept as {}",
+        dropped.len(),
+        dropped.iter().map(usize::to_string).collect::<Vec<_>>().join(", byte "),
+        records,
+        kept.display()
+    )])
 }
 
 /// The file system's index checkpoint, and its size in bytes (none yet: empty).
@@ -1749,6 +1889,9 @@ pub fn catalog(array: &Array) -> Result<Vec<FsFile>> {
     match File::open(&path) {
         Ok(mut journal) => {
             replay(&mut journal, &path, &mut index, &mut FsReport::default())?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.join("index.json").exists() => {
+            return Err(missing_journal(&path));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(HostError::io(&path, e)),
