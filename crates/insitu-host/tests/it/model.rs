@@ -159,7 +159,7 @@ fn a_device_search_spreads_its_scan_over_the_compute_units_by_hand() {
         let f = dir.path().join(name);
         std::fs::write(
             &f,
-            "needle in a haystack ".repeat(size as usize / 21 + 1)[..size as usize].as_bytes(),
+            &"needle in a haystack ".repeat(size as usize / 21 + 1).as_bytes()[..size as usize],
         )
         .unwrap();
         blob::put(&mut a, &f, name, Placement::Striped, &|_, _| {}).unwrap();
