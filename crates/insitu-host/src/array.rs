@@ -153,7 +153,7 @@ fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> 
             "stripe unit must be at least 4096 bytes, got {stripe_unit}"
         )));
     }
-    if dir.join("array.json").exists() {
+    if has_config(dir) {
         return Err(HostError::ArrayExists(dir.to_path_buf()));
     }
     // A catalog without a configuration: an init cut off between the two (its catalog is empty, and is
@@ -237,7 +237,7 @@ impl Array {
                 let _ = std::fs::remove_dir_all(d);
             }
             if !had_catalog {
-                let _ = std::fs::remove_file(dir.join("catalog.json"));
+                remove_both(&dir.join("catalog.json"));
             }
             if created_dir {
                 let _ = std::fs::remove_dir(dir);
@@ -280,9 +280,9 @@ impl Array {
         record_held_capacity(&mut config);
         let had_catalog = dir.join("catalog.json").exists();
         let undo = || {
-            let _ = std::fs::remove_file(dir.join("array.json"));
+            remove_both(&dir.join("array.json"));
             if !had_catalog {
-                let _ = std::fs::remove_file(dir.join("catalog.json"));
+                remove_both(&dir.join("catalog.json"));
             }
         };
         let made = Catalog::default().save(dir).and_then(|()| config.save(dir));
@@ -315,7 +315,7 @@ impl Array {
     /// Opens the array in `dir`: takes the lock, opens (and recovers) every device in parallel over the
     /// transport asked for, and removes device parts of writes that never committed.
     pub fn open(dir: &Path, opts: OpenOptions) -> Result<Array> {
-        if !dir.join("array.json").exists() {
+        if !has_config(dir) {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
         let lock = lock_within(dir, opts.lock_wait)?;
@@ -324,11 +324,27 @@ impl Array {
 
     fn open_locked(dir: &Path, lock: File, opts: OpenOptions) -> Result<Array> {
         keep_reserve(dir);
-        let mut config = ArrayConfig::load(dir)?;
+        let (mut config, config_note) = ArrayConfig::load_noted(dir)?;
+        let (catalog, catalog_note) = Catalog::load_noted(dir)?;
+        // A first copy damaged or gone is mended from the second (this process holds the lock), the
+        // damaged one kept beside it.
+        let mut restored = Vec::new();
+        if let Some(why) = config_note {
+            restored.push(restore_first_copy(dir, "array.json", &why, || config.save(dir))?);
+        }
+        if let Some(why) = catalog_note {
+            restored.push(restore_first_copy(dir, "catalog.json", &why, || catalog.save(dir))?);
+        }
+        // An array made before the second copies gets them now.
+        if !crate::catalog::second_copy(&dir.join("array.json")).exists() {
+            let _ = config.save(dir);
+        }
+        if !crate::catalog::second_copy(&dir.join("catalog.json")).exists() {
+            let _ = catalog.save(dir);
+        }
         if let Some(h) = &opts.host {
             config.profile.host = h.clone();
         }
-        let catalog = Catalog::load(dir)?;
         let opened = crate::devices::open(dir, config.devices, &opts.transport)?;
         // A device that does not open is offline: the others serve what does not need it. With none
         // open there is nothing to serve.
@@ -338,7 +354,7 @@ impl Array {
             }
             return Err(HostError::InvalidArgument("the array has no devices".into()));
         }
-        let mut open_report = OpenReport::default();
+        let mut open_report = OpenReport { notes: restored, ..OpenReport::default() };
         let devices = opened
             .clients
             .into_iter()
@@ -1197,7 +1213,7 @@ impl Array {
         wait: std::time::Duration,
         check: impl Fn(&Array) -> Result<FsckSummary>,
     ) -> Result<FsckSummary> {
-        if !dir.join("array.json").exists() {
+        if !has_config(dir) {
             return Err(HostError::NoArray(dir.to_path_buf()));
         }
         let held = lock_within(dir, wait)?;
@@ -1252,6 +1268,41 @@ pub struct FsckSummary {
 /// can take new data again. Made again at the next open that finds room.
 const RESERVE: &str = "reserve";
 const RESERVE_BYTES: u64 = 1 << 20;
+
+/// Whether `dir` holds an array's configuration (`array.json`, or its second copy).
+fn has_config(dir: &Path) -> bool {
+    dir.join("array.json").exists() || crate::catalog::second_copy(&dir.join("array.json")).exists()
+}
+
+/// Removes a metadata file and its second copy.
+fn remove_both(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(crate::catalog::second_copy(path));
+}
+
+/// Mends `dir/name`, which could not be read (`why`), by `save` from its second copy (writing both
+/// again); the damaged file is kept beside it as `NAME.damaged`. Says what it did.
+fn restore_first_copy(
+    dir: &Path,
+    name: &str,
+    why: &str,
+    save: impl FnOnce() -> Result<()>,
+) -> Result<String> {
+    let path = dir.join(name);
+    let kept = dir.join(format!("{name}.damaged"));
+    let kept_note = if path.exists() {
+        std::fs::rename(&path, &kept).map_err(|e| HostError::io(&path, e))?;
+        format!("; the damaged file is kept as {}", kept.display())
+    } else {
+        String::new()
+    };
+    save()?;
+    let copy = crate::catalog::second_copy(&path);
+    Ok(format!(
+        "{name} could not be read ({why}): restored from its second copy, {}{kept_note}",
+        copy.display()
+    ))
+}
 
 /// Makes the reserve if it is missing and the disk has room for it several times over. Best effort: an
 /// array works without it.

@@ -200,12 +200,50 @@ impl QuarantinedPart {
     }
 }
 
+/// The second copy of a metadata file (`catalog.json` -> `catalog.b.json`): what the array is read from
+/// when the first is damaged or gone on the host's disk (the devices keep their superblock twice too).
+pub fn second_copy(path: &Path) -> std::path::PathBuf {
+    path.with_extension("b.json")
+}
+
+/// Writes `v` to `path` (atomically), then its second copy. The first copy is what commits a change: a
+/// second copy that cannot be written is left as it was (one change behind), and the change stands.
 fn save_checked<T: Serialize>(path: &Path, v: &T) -> Result<()> {
     let body = serde_json::to_vec_pretty(v).expect("plain data serializes");
     let mut out = format!("insitu v{ARRAY_FORMAT} crc32={:08x}\n", crc32fast::hash(&body)).into_bytes();
     out.extend_from_slice(&body);
     insitu_device::write_atomic(path, &out)?;
+    let _ = insitu_device::write_atomic(&second_copy(path), &out);
     Ok(())
+}
+
+/// Reads `path`, or its [`second_copy`] when `path` is damaged or gone; with the copy, also why the
+/// first could not be read. The first copy's error when neither can be read.
+fn load_either<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<(T, Option<String>)> {
+    match load_checked(path, what) {
+        Ok(v) => Ok((v, None)),
+        Err(first) => match load_checked(&second_copy(path), what) {
+            Ok(v) => Ok((v, Some(first.to_string()))),
+            Err(_) if !second_copy(path).exists() => Err(first),
+            Err(second) => {
+                let why = |e: HostError| match e {
+                    HostError::Corrupt { detail, .. } => detail,
+                    e => e.to_string(),
+                };
+                let copy = second_copy(path);
+                Err(HostError::Corrupt {
+                    what,
+                    path: path.to_path_buf(),
+                    detail: format!(
+                        "{}; its second copy {} too: {}",
+                        why(first),
+                        copy.display(),
+                        why(second)
+                    ),
+                })
+            }
+        },
+    }
 }
 
 fn load_checked<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<T> {
@@ -242,10 +280,16 @@ impl ArrayConfig {
         save_checked(&dir.join("array.json"), self)
     }
 
+    /// The array's configuration, from `array.json` or its second copy (see [`ArrayConfig::load_noted`]).
     pub fn load(dir: &Path) -> Result<ArrayConfig> {
-        let c: ArrayConfig = load_checked(&dir.join("array.json"), "array configuration")?;
+        Ok(Self::load_noted(dir)?.0)
+    }
+
+    /// [`ArrayConfig::load`], and why `array.json` could not be read when its second copy was.
+    pub fn load_noted(dir: &Path) -> Result<(ArrayConfig, Option<String>)> {
+        let (c, note): (ArrayConfig, _) = load_either(&dir.join("array.json"), "array configuration")?;
         c.profile.validate()?;
-        Ok(c)
+        Ok((c, note))
     }
 }
 
@@ -254,8 +298,16 @@ impl Catalog {
         save_checked(&dir.join("catalog.json"), self)
     }
 
+    /// The catalog, from `catalog.json` or its second copy (see [`Catalog::load_noted`]).
     pub fn load(dir: &Path) -> Result<Catalog> {
-        load_checked(&dir.join("catalog.json"), "catalog")
+        Ok(Self::load_noted(dir)?.0)
+    }
+
+    /// [`Catalog::load`], and why `catalog.json` could not be read when its second copy was. A copy one
+    /// change behind (its write cut off) is an older catalog: opening the array keeps the parts it does
+    /// not list in quarantine, for `fsck --repair` to restore.
+    pub fn load_noted(dir: &Path) -> Result<(Catalog, Option<String>)> {
+        load_either(&dir.join("catalog.json"), "catalog")
     }
 }
 
@@ -299,12 +351,22 @@ mod tests {
         let back = Catalog::load(dir.path()).unwrap();
         assert_eq!(back.objects, c.objects, "entries of every kind round-trip");
         let p = dir.path().join("catalog.json");
+        let copy = dir.path().join("catalog.b.json");
+        assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&copy).unwrap(), "two equal copies");
+        // One damaged copy: the other is read, and why the first was not is said.
         let s = std::fs::read_to_string(&p).unwrap().replace("\"x\"", "\"y\"");
-        std::fs::write(&p, s).unwrap();
+        std::fs::write(&p, &s).unwrap();
+        let (back, why) = Catalog::load_noted(dir.path()).unwrap();
+        assert_eq!(back.objects, c.objects);
+        assert!(why.is_some_and(|w| w.contains("checksum")));
+        // Both: named.
+        std::fs::write(&copy, &s).unwrap();
         let err = Catalog::load(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("catalog") && err.contains("checksum"), "{err}");
-        let old = std::fs::read_to_string(&p).unwrap().replacen("insitu v2", "insitu v1", 1);
-        std::fs::write(&p, old).unwrap();
+        assert!(err.contains("catalog") && err.contains("checksum") && err.contains("second copy"), "{err}");
+        for f in [&p, &copy] {
+            let old = std::fs::read_to_string(f).unwrap().replacen("insitu v2", "insitu v1", 1);
+            std::fs::write(f, old).unwrap();
+        }
         let err = Catalog::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format 1") && err.contains("insitu init"), "{err}");
     }

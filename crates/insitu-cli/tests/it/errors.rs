@@ -218,10 +218,25 @@ fn corrupted_metadata_is_named_without_a_panic_and_takes_only_its_device_offline
     let o = env.run(&["ls"]);
     assert!(o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("offline"));
     assert_eq!(std::fs::read(&p).unwrap(), good, "mended from its copy");
+    // So is one copy of the array's catalog or configuration (the damaged file kept beside it), or one
+    // gone: the array opens whole, and says what it mended.
+    for file in ["catalog.json", "array.json"] {
+        let (p, good) = flip(file);
+        let o = env.run(&["ls"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && err.contains("restored from its second copy"), "{file}: {err}");
+        assert_eq!(std::fs::read(&p).unwrap(), good, "{file}: mended from its copy");
+        assert!(env.data().join(format!("{file}.damaged")).exists(), "{file}: the damaged file is kept");
+        assert_eq!(env.run(&["get", "on0"]).stdout, data, "{file}");
+        std::fs::remove_file(&p).unwrap();
+        let o = env.run(&["ls"]);
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stderr).contains("No such file"), "{file}");
+        assert_eq!(std::fs::read(&p).unwrap(), good, "{file}: made again from its copy");
+    }
     for (files, dev) in [
         (&["dev0/checkpoint", "dev0/checkpoint.b"][..], Some(0)),
         (&["dev1/superblock", "dev1/superblock.b"], Some(1)),
-        (&["catalog.json"], None),
+        (&["catalog.json", "catalog.b.json"], None),
     ] {
         let file = files[0];
         let saved: Vec<_> = files.iter().map(|f| flip(f)).collect();
@@ -243,6 +258,7 @@ fn corrupted_metadata_is_named_without_a_panic_and_takes_only_its_device_offline
             None => {
                 let err = env.fails(&["ls"]);
                 assert!(err.contains("corrupted") && err.contains("checksum"), "{file}: {err}");
+                assert!(err.contains("its second copy"), "{file}: both copies are named: {err}");
             }
         }
         let o = env.run(&["fsck"]);

@@ -138,6 +138,7 @@ fn init_never_overwrites_a_catalog_that_lists_objects() {
     a.close().unwrap();
     // The configuration is lost: creating an array there would replace the catalog that lists "f".
     std::fs::remove_file(dir.join("array.json")).unwrap();
+    std::fs::remove_file(dir.join("array.b.json")).unwrap();
     let before = std::fs::read(dir.join("catalog.json")).unwrap();
     let err =
         Array::init(&dir, 2, Profile::load("tiny").unwrap(), Some(8 << 20), None).unwrap_err().to_string();

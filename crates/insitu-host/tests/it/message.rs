@@ -145,7 +145,9 @@ fn init_served_leaves_nothing_when_a_device_is_missing() {
             .unwrap_err()
             .to_string();
     assert!(err.contains("no actor for device 2"), "{err}");
-    assert!(!root.join("array.json").exists() && !root.join("catalog.json").exists());
+    for f in ["array.json", "array.b.json", "catalog.json", "catalog.b.json"] {
+        assert!(!root.join(f).exists(), "{f} is left");
+    }
     // Devices swapped between slots are refused by identity.
     for s in &servers.servers {
         s.close().unwrap();
