@@ -101,6 +101,9 @@ impl FsCmd {
                 r.torn_journal_bytes
             );
         }
+        for n in &r.notes {
+            eprintln!("recovered: {n}");
+        }
         match self {
             FsCmd::Put { file, name, node } => {
                 let stdin = file.as_os_str() == "-";

@@ -266,6 +266,8 @@ pub struct FsReport {
     pub resumed_segments: u64,
     /// Files naming pages that are not programmed (reading them fails; `rm` removes them).
     pub damaged: Vec<String>,
+    /// What else opening did (a checkpoint mended from its second copy).
+    pub notes: Vec<String>,
 }
 
 /// Space and activity, for `fs ls` and tests.
@@ -483,8 +485,26 @@ impl<'a> Fs<'a> {
         let dir = array.dir().join("fs");
         let existed = dir.is_dir();
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
-        let (mut index, checkpoint_bytes) = read_index(&dir.join("index.json"))?;
+        let (mut index, checkpoint_bytes, index_note) = read_index(&dir.join("index.json"))?;
         let mut report = FsReport::default();
+        if let Some(why) = index_note {
+            // Mended from the second copy (the caller holds the array's lock), the damaged file kept.
+            let first = dir.join("index.json");
+            let kept = dir.join("index.json.damaged");
+            if first.exists() {
+                std::fs::rename(&first, &kept).map_err(|e| HostError::io(&first, e))?;
+            }
+            std::fs::copy(crate::catalog::second_copy(&first), &first)
+                .map_err(|e| HostError::io(&first, e))?;
+            report.notes.push(format!(
+                "file system: its checkpoint could not be read ({why}): restored from its second copy{}",
+                if kept.exists() {
+                    format!(", the damaged file kept as {}", kept.display())
+                } else {
+                    String::new()
+                }
+            ));
+        }
         let journal_path = dir.join("journal");
         let nodes = read_nodes(array, &mut report)?;
         // A journal is made with the file system and never removed (a checkpoint empties it): one gone
@@ -657,8 +677,15 @@ impl<'a> Fs<'a> {
         if self.journal_len < self.checkpoint_after.max(self.checkpoint_bytes / self.journal_share) {
             return;
         }
-        let body = serde_json::to_vec(&self.index).expect("plain data serializes");
-        if insitu_device::write_atomic(&self.dir.join("index.json"), &body).is_err() {
+        let json = serde_json::to_vec(&self.index).expect("plain data serializes");
+        let mut body = format!("{INDEX_HEADER}{:08x}\n", crc32fast::hash(&json)).into_bytes();
+        body.extend_from_slice(&json);
+        // Two copies, the second written after the first: the journal is emptied only once both hold
+        // its records, so either can be replayed onto (see `read_index`).
+        let first = self.dir.join("index.json");
+        if insitu_device::write_atomic(&first, &body).is_err()
+            || insitu_device::write_atomic(&crate::catalog::second_copy(&first), &body).is_err()
+        {
             return;
         }
         self.checkpoint_bytes = body.len() as u64;
@@ -1080,6 +1107,7 @@ impl<'a> Fs<'a> {
             "file system: {} file(s), {scrubbed} page(s) read back and checked; {} dead page(s) for cleaning",
             s.files, s.dead_pages
         ));
+        notes.extend(self.report.notes.iter().cloned());
         if self.report.torn_journal_bytes > 0 {
             notes.push(format!(
                 "file system: cut a torn record of {} byte(s) off its journal (a change cut off by a crash)",
@@ -1867,15 +1895,59 @@ pub fn repair(dir: &Path) -> Result<Vec<String>> {
     )])
 }
 
-/// The file system's index checkpoint, and its size in bytes (none yet: empty).
-fn read_index(path: &Path) -> Result<(Index, u64)> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok((
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?,
-            bytes.len() as u64,
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Index::default(), 0)),
-        Err(e) => Err(HostError::io(path, e)),
+/// The first line of a checkpoint: its body's CRC-32 follows, in hex (a checkpoint written before it
+/// is the JSON alone).
+const INDEX_HEADER: &str = "insitu-fs index crc32=";
+
+/// One copy of the checkpoint, checked.
+fn read_index_copy(path: &Path) -> Result<Option<(Index, u64)>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(HostError::io(path, e)),
+    };
+    let json = match bytes.strip_prefix(INDEX_HEADER.as_bytes()) {
+        Some(rest) => {
+            let nl = rest
+                .iter()
+                .position(|b| *b == b'\n')
+                .ok_or_else(|| corrupt(path, "no header line".into()))?;
+            let crc = std::str::from_utf8(&rest[..nl])
+                .ok()
+                .and_then(|c| u32::from_str_radix(c, 16).ok())
+                .ok_or_else(|| corrupt(path, "bad header".into()))?;
+            let json = &rest[nl + 1..];
+            if crc32fast::hash(json) != crc {
+                return Err(corrupt(path, "checksum mismatch".into()));
+            }
+            json
+        }
+        None => &bytes[..],
+    };
+    let index = serde_json::from_slice(json).map_err(|e| corrupt(path, e.to_string()))?;
+    Ok(Some((index, bytes.len() as u64)))
+}
+
+/// The file system's index checkpoint, and its size in bytes (none yet: empty): from `path`, or from
+/// its second copy when `path` is damaged or gone (the two are written one after the other, and the
+/// journal emptied after both, so either holds every change the journal no longer does); also, then,
+/// why the first could not be read.
+fn read_index(path: &Path) -> Result<(Index, u64, Option<String>)> {
+    let copy = crate::catalog::second_copy(path);
+    match read_index_copy(path) {
+        Ok(Some((index, len))) => Ok((index, len, None)),
+        Ok(None) if !copy.exists() => Ok((Index::default(), 0, None)),
+        first => {
+            let why = match first {
+                Err(e) => e.to_string(),
+                _ => format!("{} is missing", path.display()),
+            };
+            match read_index_copy(&copy) {
+                Ok(Some((index, len))) => Ok((index, len, Some(why))),
+                Ok(None) => Err(corrupt(path, why)),
+                Err(e) => Err(corrupt(path, format!("{why}; its second copy too: {e}"))),
+            }
+        }
     }
 }
 
@@ -1884,7 +1956,7 @@ fn read_index(path: &Path) -> Result<(Index, u64)> {
 /// [`Fs::open`] to cut).
 pub fn catalog(array: &Array) -> Result<Vec<FsFile>> {
     let dir = array.dir().join("fs");
-    let (mut index, _) = read_index(&dir.join("index.json"))?;
+    let (mut index, _, _) = read_index(&dir.join("index.json"))?;
     let path = dir.join("journal");
     match File::open(&path) {
         Ok(mut journal) => {
@@ -1977,6 +2049,62 @@ mod tests {
         let ids: Vec<u64> = fs.files().map(|f| f.id).collect();
         assert!(ids.iter().all(|id| *id < fs.index.next_id), "ids are never given out twice: {ids:?}");
         assert!(fs.report().damaged.is_empty());
+    }
+
+    /// The checkpoint is checksummed and kept twice: a damaged or missing first copy is mended from the
+    /// second (the damaged one kept), both damaged are refused by name, and a checkpoint written before
+    /// the checksum (the JSON alone) is still read.
+    #[test]
+    fn a_damaged_checkpoint_is_mended_from_its_second_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        {
+            let mut fs = Fs::open(&array).unwrap();
+            (fs.checkpoint_after, fs.journal_share) = (1, u64::MAX);
+            fs.put("a", &mut &bytes(30_000, 1)[..], None).unwrap();
+            fs.put("b", &mut &bytes(20_000, 2)[..], None).unwrap();
+            assert_eq!(fs.journal_len, 0);
+        }
+        let first = dir.path().join("fs").join("index.json");
+        let copy = crate::catalog::second_copy(&first);
+        let good = std::fs::read(&first).unwrap();
+        assert_eq!(std::fs::read(&copy).unwrap(), good);
+        let names = |fs: &Fs| fs.files().map(|f| f.name.clone()).collect::<Vec<_>>();
+        // A digit changed in a page address: still JSON, but not the checkpoint written.
+        let at = good.iter().rposition(|b| b.is_ascii_digit()).unwrap();
+        let mut bad = good.clone();
+        bad[at] = if bad[at] == b'9' { b'8' } else { bad[at] + 1 };
+        for damage in [Some(&bad), None] {
+            match damage {
+                Some(b) => std::fs::write(&first, b).unwrap(),
+                None => std::fs::remove_file(&first).unwrap(),
+            }
+            let fs = Fs::open(&array).unwrap();
+            assert_eq!(names(&fs), ["a", "b"]);
+            assert!(fs.report().notes.iter().any(|n| n.contains("restored from its second copy")));
+            assert_eq!(std::fs::read(&first).unwrap(), good, "mended");
+            let mut out = Vec::new();
+            fs.get("a", &mut out).unwrap();
+            assert_eq!(out, bytes(30_000, 1));
+        }
+        assert_eq!(
+            std::fs::read(first.with_extension("json.damaged")).unwrap(),
+            bad,
+            "the damaged file is kept"
+        );
+        std::fs::write(&first, &bad).unwrap();
+        std::fs::write(&copy, &bad).unwrap();
+        let e = Fs::open(&array).err().expect("both copies damaged").to_string();
+        assert!(e.contains("checksum mismatch") && e.contains("second copy"), "{e}");
+        // The format before the checksum: the JSON alone, one copy.
+        let json = &good[good.iter().position(|b| *b == b'\n').unwrap() + 1..];
+        std::fs::write(&first, json).unwrap();
+        std::fs::remove_file(&copy).unwrap();
+        let fs = Fs::open(&array).unwrap();
+        assert_eq!(names(&fs), ["a", "b"]);
+        assert!(fs.report().notes.is_empty());
+        drop(fs);
+        array.close().unwrap();
     }
 
     #[test]
