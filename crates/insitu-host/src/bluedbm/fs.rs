@@ -2094,7 +2094,8 @@ mod tests {
         );
         std::fs::write(&first, &bad).unwrap();
         std::fs::write(&copy, &bad).unwrap();
-        let e = Fs::open(&array).err().expect("both copies damaged").to_string();
+        let Err(e) = Fs::open(&array) else { panic!("both copies damaged, yet it opened") };
+        let e = e.to_string();
         assert!(e.contains("checksum mismatch") && e.contains("second copy"), "{e}");
         // The format before the checksum: the JSON alone, one copy.
         let json = &good[good.iter().position(|b| *b == b'\n').unwrap() + 1..];
