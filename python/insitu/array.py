@@ -61,6 +61,31 @@ def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
     raise InvalidArgumentError(f"a key is bytes or str, got {type(key).__name__}")
 
 
+def _pattern(value: Union[str, bytes, bytearray, memoryview], what: str) -> bytes:
+    """A search pattern: bytes-like as it is, a ``str`` as its UTF-8 bytes; anything else (an int would be
+    taken by ``bytes()`` as that many zero bytes) refused."""
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    from .errors import InvalidArgumentError
+
+    raise InvalidArgumentError(f"the {what} is str or bytes, got {type(value).__name__} {value!r}")
+
+
+def _whole_numbers(name: str, f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Calls native ``f``, a whole number out of its parameter's range (negative, or too large) refused with
+    :class:`InvalidArgumentError` naming ``name``, not the conversion's bare ``OverflowError``."""
+    try:
+        return f(*args, **kwargs)
+    except OverflowError as e:
+        from .errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"{name}: a whole-number argument is out of the range it takes (negative, or too large): {e}"
+        ) from None
+
+
 Progress = Union[bool, Callable[[int, int], None]]
 
 
@@ -81,14 +106,7 @@ class _Checked:
 
         @functools.wraps(f)
         def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return f(*args, **kwargs)
-            except OverflowError as e:
-                from .errors import InvalidArgumentError
-
-                raise InvalidArgumentError(
-                    f"{name}: a whole-number argument is out of the range it takes (negative, or too large): {e}"
-                ) from None
+            return _whole_numbers(name, f, *args, **kwargs)
 
         return call
 
@@ -171,8 +189,17 @@ class Array:
         With ``topology`` (``ring``, ``line``, ``mesh``, ``full`` or a TOML file) the devices are the nodes
         of a BlueDBM appliance cabled by it (the profile must have a storage network, as ``bluedbm``
         does), ``lanes`` cables between neighbours."""
-        inner = _insitu._Array.create(
-            os.fspath(path), devices, profile, _size(capacity), _size(stripe_unit), None, topology, lanes
+        inner = _whole_numbers(
+            "create",
+            _insitu._Array.create,
+            os.fspath(path),
+            devices,
+            profile,
+            _size(capacity),
+            _size(stripe_unit),
+            None,
+            topology,
+            lanes,
         )
         return cls(inner)
 
@@ -400,7 +427,7 @@ class Array:
     ) -> Tuple[Any, Report]:
         """Counts the occurrences of ``pattern`` in object ``name``, inside the devices or on the host.
         Returns the count (or, with ``offsets``, the list of byte offsets) and the report."""
-        p = pattern.encode() if isinstance(pattern, str) else bytes(pattern)
+        p = _pattern(pattern, "pattern")
         r = Report.from_json(self._inner.search(name, p, placement, offsets))
         return (r.result["offsets"] if offsets else r.result["count"]), r
 
@@ -470,7 +497,7 @@ class Array:
         the pages' hosts (``remote-host``) or from DRAM (``host-dram``). Returns the number of occurrences (or, with ``offsets``, their byte
         offsets) and the whole result: ``count``, ``lines``, ``offsets``, ``cost`` and ``modeled`` (time and
         energy on the appliance's profile)."""
-        n = needle.encode() if isinstance(needle, str) else bytes(needle)
+        n = _pattern(needle, "needle")
         r = json.loads(self._inner.fs_search(name, n, placement, offsets, node, threads))
         return (r["offsets"] if offsets else r["count"]), r
 
@@ -841,7 +868,7 @@ def net_routes(
     pair of nodes (``pairs``: ``src``, ``dst``, ``hops``, ``routes``, ``distinct``). A shape has 4 nodes
     unless ``nodes`` says; a file says how many it has. The CLI's rendering is under ``"text"``. A bad
     topology (an unknown node, a port used twice, a node no route reaches) raises ``InvalidArgument``."""
-    data, text = _insitu.net_routes(os.fspath(topology), nodes, lanes, profile)
+    data, text = _whole_numbers("net_routes", _insitu.net_routes, os.fspath(topology), nodes, lanes, profile)
     out = json.loads(data)
     out["text"] = text
     return out
@@ -864,7 +891,9 @@ def net_bench(
     import tempfile
 
     where = os.fspath(work) if work is not None else tempfile.gettempdir()
-    data, text = _insitu.net_bench(nodes, os.fspath(topology), lanes, str(size), reads, profile, where)
+    data, text = _whole_numbers(
+        "net_bench", _insitu.net_bench, nodes, os.fspath(topology), lanes, str(size), reads, profile, where
+    )
     out = json.loads(data)
     out["text"] = text
     return out

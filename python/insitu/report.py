@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 
 class Report:
@@ -18,6 +18,8 @@ class Report:
             device to device), summed over the devices.
         ops: flash pages read and programmed, blocks erased, device commands.
         modeled: the modeled time and energy on the array's profile (``time_s``, ``energy_j``, per phase).
+        measured_phases: per phase, what was measured here (wall and CPU seconds, bytes), as the CLI's
+            ``--json`` gives it (empty when the operation has no phases).
     """
 
     __slots__ = (
@@ -30,6 +32,7 @@ class Report:
         "bytes",
         "ops",
         "modeled",
+        "measured_phases",
         "_summary",
     )
 
@@ -43,6 +46,7 @@ class Report:
         self.bytes: Dict[str, int] = data["bytes"]
         self.ops: Dict[str, int] = data["ops"]
         self.modeled: Dict[str, Any] = data["modeled"]
+        self.measured_phases: List[Any] = data.get("measured_phases", [])
         self._summary: Optional[str] = data.get("summary")
 
     @classmethod
@@ -71,6 +75,7 @@ class Report:
             "bytes": dict(self.bytes),
             "ops": dict(self.ops),
             "modeled": self.modeled,
+            "measured_phases": self.measured_phases,
         }
 
     def __str__(self) -> str:

@@ -50,6 +50,15 @@ def test_error_classes(tmp_path, arr):
         arr.sort("t", "k", placement="gpu")
     with pytest.raises(insitu.InvalidArgumentError, match="64 parsecs"):
         arr.sort("t", "k", memory_budget="64 parsecs")
+    # A whole number out of range is refused by name, not by the conversion's bare OverflowError.
+    with pytest.raises(insitu.InvalidArgumentError, match="create: a whole-number argument"):
+        insitu.Array.create(tmp_path / "c", devices=-1, profile="tiny")
+    with pytest.raises(insitu.InvalidArgumentError, match="net_routes: a whole-number argument"):
+        insitu.net_routes("ring", nodes=-1)
+    # A pattern is str or bytes: an int (which bytes() takes as that many zeros) is refused.
+    for bad in (5, 3.0, None):
+        with pytest.raises(insitu.InvalidArgumentError, match="the pattern is str or bytes"):
+            arr.search("x", bad)
 
 
 def test_device_full_keeps_what_was_stored(tmp_path):
@@ -124,7 +133,9 @@ def test_reports_model_the_same_work_the_same(make_array):
     assert one.bytes == two.bytes and one.ops == two.ops
     assert one.modeled_time_s > 0 and one.modeled_energy_j > 0
     d = one.to_dict()
-    assert set(d) == {"op", "headline", "result", "wall_s", "host_cpu_s", "device_cpu_s", "bytes", "ops", "modeled"}
+    keys = {"op", "headline", "result", "wall_s", "host_cpu_s", "device_cpu_s", "bytes", "ops", "modeled"}
+    assert set(d) == keys | {"measured_phases"}
+    assert d["measured_phases"] and all("name" in p and "wall_s" in p for p in d["measured_phases"])
     assert d["result"]["rows"] == 3000
     assert "modeled" in str(one) and "measured" in str(one) and one.headline in str(one)
     assert repr(one).startswith("<Report 'sort (device): 3000 rows")
