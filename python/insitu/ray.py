@@ -142,6 +142,42 @@ def _sender(actor: Any, device: int, node: Optional[str], incarnation: str, peer
     return send
 
 
+def _check_placement(slots: List[Dict[str, Any]], num_cpus: float) -> None:
+    """Refuses, by device and by what it needs, a placement the Ray cluster can never meet: an actor Ray
+    cannot place waits for ever rather than fail. A node id no alive node has, a custom resource no alive
+    node has, or more CPUs asked of a node than it has (``num_cpus`` for each device placed there)."""
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    by_id = {n["NodeID"]: n for n in nodes}
+    need: Dict[str, List[int]] = {}
+    for i, slot in enumerate(slots):
+        if slot.get("node"):
+            if slot["node"] not in by_id:
+                raise OfflineError(
+                    f"device {i} lives on Ray node {slot['node']}, which is not alive in this cluster "
+                    f"({len(nodes)} alive node(s)): start that node, or open the array where it is"
+                )
+            need.setdefault(slot["node"], []).append(i)
+        elif slot.get("resource"):
+            holders = [n["NodeID"] for n in nodes if n.get("Resources", {}).get(slot["resource"], 0) > 0]
+            if not holders:
+                have = sorted({r for n in nodes for r in n.get("Resources", {}) if not r.startswith("node:")})
+                raise OfflineError(
+                    f"device {i} is placed by the custom resource {slot['resource']!r}, which no alive node of "
+                    f"the Ray cluster has (they have: {', '.join(have)}): start Ray with it, e.g. "
+                    f"ray.init(resources={{{slot['resource']!r}: 1}})"
+                )
+            if len(holders) == 1:
+                need.setdefault(holders[0], []).append(i)
+    for node, devices in need.items():
+        cpus = by_id[node].get("Resources", {}).get("CPU", 0.0)
+        if num_cpus * len(devices) > cpus + 1e-9:
+            raise OfflineError(
+                f"device(s) {', '.join(map(str, devices))} cannot all be placed on Ray node {node}: each device "
+                f"actor asks num_cpus={num_cpus:g}, {num_cpus * len(devices):g} in all, and the node has {cpus:g} "
+                f"CPU(s); ask less (num_cpus={cpus / len(devices):.2g}) or place fewer devices there"
+            )
+
+
 def _destroy(actors: List[Any]) -> None:
     """Removes the device directories the actors formatted (a create that failed), as far as they answer."""
     for a in actors:
@@ -182,10 +218,15 @@ class Array(_EmbeddedArray):
         return [{"resource": None, "node": n} for n in nodes for _ in range(devices_per_node)]
 
     @staticmethod
-    def _start(path: str, slots: List[Dict[str, Any]], placement: Dict[str, Any], create: bool) -> List[Any]:
+    def _start(
+        path: str, slots: List[Dict[str, Any]], placement: Dict[str, Any], create: bool, timeout: float
+    ) -> List[Any]:
         """Starts one actor per device, pinned to its slot; waits until every device is open and knows its
-        peers. Fills each slot's ``at``: node, host, pid, incarnation. Nothing is left running on failure."""
+        peers, at most ``timeout`` seconds for them to start. Fills each slot's ``at``: node, host, pid,
+        incarnation. Nothing is left running on failure."""
+        _check_placement(slots, placement["num_cpus"])
         actors: List[Any] = []
+        started = actors
         try:
             for i, slot in enumerate(slots):
                 opts: Dict[str, Any] = {"max_restarts": -1, "max_concurrency": 8, "num_cpus": placement["num_cpus"]}
@@ -198,14 +239,25 @@ class Array(_EmbeddedArray):
                     directory, i, placement["profile"], placement["capacity"], create
                 )
                 actors.append(actor)
-            where = _get([a.where.remote() for a in actors])
+            refs = [a.where.remote() for a in actors]
+            ready, waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+            if waiting:
+                late = [i for i, r in enumerate(refs) if r in waiting]
+                started = [a for a, r in zip(actors, refs) if r not in waiting]
+                raise OfflineError(
+                    f"device(s) {', '.join(map(str, late))} did not start within {timeout:g} s: the Ray cluster "
+                    f"has not placed their actors (each asks num_cpus={placement['num_cpus']:g} on its node or "
+                    "custom resource; see ray status). Nothing is left running"
+                )
+            where = _get(refs)
             for slot, w in zip(slots, where):
                 slot["at"] = w
             peers = {i: (a, s["at"]["node"], s["at"]["incarnation"]) for i, (a, s) in enumerate(zip(actors, slots))}
             _get([a.set_peers.remote(peers) for a in actors])
         except BaseException:
+            # Only actors that started can remove what they made: one never placed would be waited for.
             if create:
-                _destroy(actors)
+                _destroy(started)
             _kill(actors)
             raise
         return actors
@@ -240,12 +292,15 @@ class Array(_EmbeddedArray):
         num_cpus: float = 1.0,
         topology: Optional[str] = None,
         lanes: int = 1,
+        start_timeout: float = 120.0,
     ) -> "Array":
         """Creates an array of ``devices_per_node`` devices on every alive node (or on every custom
         resource of ``resources``), each a Ray actor that formats its own directory under ``path`` on
         its node; opens it. With ``topology`` (``ring``, ``line``, ``mesh``, ``full`` or a TOML file),
         the devices are the nodes of a BlueDBM appliance cabled by it, as for :meth:`insitu.Array.create`:
-        the storage network's pages then cross between the actors."""
+        the storage network's pages then cross between the actors. A placement the cluster cannot meet
+        (CPUs or resources it lacks) is refused at once; actors not started within ``start_timeout``
+        seconds fail the create with :class:`~insitu.OfflineError`, leaving nothing behind."""
         if not ray.is_initialized():
             ray.init()
         path = os.path.abspath(os.fspath(path))
@@ -254,7 +309,7 @@ class Array(_EmbeddedArray):
         slots = cls._slots(devices_per_node, resources)
         cap = None if capacity is None else _insitu.parse_size(str(capacity))
         placement = {"profile": profile, "capacity": cap, "num_cpus": num_cpus, "devices": slots}
-        actors = cls._start(path, slots, placement, create=True)
+        actors = cls._start(path, slots, placement, create=True, timeout=start_timeout)
         try:
             inner = _insitu._Array.create(
                 path, len(slots), profile, _size(capacity), _size(stripe_unit), cls._connect(actors, slots),
@@ -270,8 +325,12 @@ class Array(_EmbeddedArray):
         return cls(inner, None, actors, placement)
 
     @classmethod
-    def open(cls, path: PathLike, *, wait: float = 5.0) -> "Array":  # type: ignore[override]
-        """Opens the array at ``path``: starts every device's actor on the node recorded for it."""
+    def open(  # type: ignore[override]
+        cls, path: PathLike, *, wait: float = 5.0, start_timeout: float = 120.0
+    ) -> "Array":
+        """Opens the array at ``path``: starts every device's actor on the node recorded for it (refused at
+        once if the cluster lacks that node or resource; :class:`~insitu.OfflineError` if they do not start
+        within ``start_timeout`` seconds)."""
         if not ray.is_initialized():
             ray.init()
         path = os.path.abspath(os.fspath(path))
@@ -282,7 +341,7 @@ class Array(_EmbeddedArray):
             raise NoArrayError(f"no Ray array at {path} (no {PLACEMENT}; create one with insitu.ray.Array.create)")
         slots = placement["devices"]
         placement.setdefault("num_cpus", 1.0)
-        actors = cls._start(path, slots, placement, create=False)
+        actors = cls._start(path, slots, placement, create=False, timeout=start_timeout)
         try:
             inner, recovered = _insitu._Array.open(path, float(wait), cls._connect(actors, slots))
         except BaseException:

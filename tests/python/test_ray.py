@@ -187,6 +187,35 @@ def test_create_refuses_existing_device_directories_and_leaves_nothing(cluster, 
     assert (tmp_path / "a" / "dev3" / "mine.txt").read_text() == "not a device"
 
 
+def test_a_placement_the_cluster_cannot_meet_is_refused_at_once_not_waited_for(cluster, tmp_path):
+    """Ray waits for ever for an actor it cannot place: create and open refuse such a placement by device,
+    naming what is missing, and leave nothing behind."""
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(insitu.OfflineError, match="custom resource 'rack9', which no alive node"):
+        iray.Array.create(tmp_path / "a", devices_per_node=1, profile="tiny", resources=["rack9"], num_cpus=0.25)
+    # Both "nodes" are one machine of 4 CPUs: 4 devices at 2 CPUs each cannot all start.
+    with pytest.raises(insitu.OfflineError, match="cannot all be placed on Ray node .*num_cpus=2.*8 in all"):
+        iray.Array.create(tmp_path / "b", devices_per_node=2, profile="tiny", resources=NODES, num_cpus=2)
+    assert time.monotonic() - t0 < 30
+    assert not (tmp_path / "a").exists() or not any((tmp_path / "a").iterdir())
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+    # An array recorded on a resource the cluster no longer has: open refuses it, and it is still whole.
+    arr = make(tmp_path / "c")
+    arr.put("x", b"kept")
+    arr.close()
+    placement = json.loads((tmp_path / "c" / "ray.json").read_text())
+    moved = dict(placement, devices=[dict(d, resource="gone") for d in placement["devices"]])
+    (tmp_path / "c" / "ray.json").write_text(json.dumps(moved))
+    with pytest.raises(insitu.OfflineError, match="'gone', which no alive node"):
+        iray.Array.open(tmp_path / "c")
+    (tmp_path / "c" / "ray.json").write_text(json.dumps(placement))
+    again = iray.Array.open(tmp_path / "c")
+    assert again.get("x") == b"kept"
+    again.close()
+
+
 def test_a_bluedbm_appliance_answers_as_embedded(cluster, tmp_path):
     """BlueDBM's nodes as actors on two Ray nodes: the storage network's pages cross between the actors, and
     every application answers, and models, as in one process."""
