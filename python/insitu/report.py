@@ -18,8 +18,9 @@ class Report:
             device to device), summed over the devices.
         ops: flash pages read and programmed, blocks erased, device commands.
         modeled: the modeled time and energy on the array's profile (``time_s``, ``energy_j``, per phase).
-        measured_phases: per phase, what was measured here (wall and CPU seconds, bytes), as the CLI's
-            ``--json`` gives it (empty when the operation has no phases).
+        measured_phases: per phase, the wall time measured here, as the CLI's ``--json`` gives it.
+        warnings: what the figures leave out (a device that stopped answering once the work was done and
+            committed); empty as a rule.
     """
 
     __slots__ = (
@@ -33,6 +34,7 @@ class Report:
         "ops",
         "modeled",
         "measured_phases",
+        "warnings",
         "_summary",
     )
 
@@ -47,6 +49,7 @@ class Report:
         self.ops: Dict[str, int] = data["ops"]
         self.modeled: Dict[str, Any] = data["modeled"]
         self.measured_phases: List[Any] = data.get("measured_phases", [])
+        self.warnings: List[str] = data.get("warnings", [])
         self._summary: Optional[str] = data.get("summary")
 
     @classmethod
@@ -76,6 +79,7 @@ class Report:
             "ops": dict(self.ops),
             "modeled": self.modeled,
             "measured_phases": self.measured_phases,
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
     def __str__(self) -> str:

@@ -52,6 +52,9 @@ impl Output {
     }
 
     pub fn report(&self, r: &Report) {
+        for w in &r.warnings {
+            eprintln!("warning: {w}");
+        }
         if self.json {
             println!("{}", serde_json::to_string(r).expect("reports serialize"));
         } else {
@@ -61,6 +64,9 @@ impl Output {
 
     /// For `get` to stdout: the data owns stdout.
     pub fn report_to_stderr(&self, r: &Report) {
+        for w in &r.warnings {
+            eprintln!("warning: {w}");
+        }
         if self.json {
             eprintln!("{}", serde_json::to_string(r).expect("reports serialize"));
         } else {

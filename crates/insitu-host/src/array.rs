@@ -1112,6 +1112,11 @@ impl Array {
     /// Counters of every device.
     /// Counters of every device (zeros for one that is offline).
     pub fn counters(&self) -> Result<Vec<DeviceCounters>> {
+        self.counters_each().into_iter().collect()
+    }
+
+    /// [`Array::counters`], device by device: each one's counters or why it did not answer.
+    pub fn counters_each(&self) -> Vec<Result<DeviceCounters>> {
         self.devices
             .iter()
             .enumerate()

@@ -52,6 +52,10 @@ pub struct Report {
     /// The measured usage behind `modeled`, kept so the same run can be priced on other profiles.
     #[serde(skip)]
     pub phases: Vec<PhaseUsage>,
+    /// What the figures leave out: a device that stopped answering after the operation's work was done
+    /// (and, for a write, committed), whose counters since its last phase are missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -229,7 +233,19 @@ impl Measure {
 
     /// Ends the measurement; device activity after the last phase forms a final phase named like the op.
     pub fn finish(mut self, array: &Array, headline: String, result: serde_json::Value) -> Result<Report> {
-        let now = array.counters()?;
+        // The operation's work is done (a write committed): a device that no longer answers costs the
+        // report its last counts, named in a warning, not the operation its success.
+        let mut warnings = Vec::new();
+        let now = array.counters_each().into_iter().zip(&self.phase_start).enumerate().map(|(i, (c, last))| {
+            c.unwrap_or_else(|e| {
+                warnings.push(format!(
+                    "device {i} did not report its counters after the work ({e}): the figures leave out what it \
+                     did since the last phase"
+                ));
+                last.clone()
+            })
+        });
+        let now: Vec<DeviceCounters> = now.collect();
         let tail: Vec<DeviceCounters> = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
         if self.phases.is_empty() || tail.iter().any(|c| c.commands > 0) {
             let name = self.op.clone();
@@ -257,6 +273,7 @@ impl Measure {
             modeled: model(array.profile(), &self.phases),
             measured_phases: self.walls,
             phases: self.phases,
+            warnings,
         })
     }
 

@@ -66,7 +66,7 @@ impl Init {
             array.set_topology(t)?;
         }
         let c = array.config().clone();
-        array.close()?;
+        crate::cmd::close(array);
         // Said when the geometry rounded the capacity up by more than a little (a `bluedbm` node holds
         // 238 MiB of objects at the least).
         let asked = capacity.unwrap_or(c.profile.default_capacity_bytes);
@@ -137,7 +137,7 @@ impl Init {
 pub fn stats(ctx: &Ctx) -> Result<ExitCode> {
     let array = ctx.open()?;
     let (json, text) = insitu_host::stats::stats(&array)?;
-    array.close()?;
+    crate::cmd::close(array);
     ctx.out.plain("stats", json, &text);
     Ok(ExitCode::SUCCESS)
 }
@@ -165,7 +165,7 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
             eprintln!("repair: restored object {r} from parts kept in quarantine");
         }
         let removed = array.remove_quarantined()?;
-        array.close()?;
+        crate::cmd::close(array);
         if !removed.is_empty() && !ctx.quiet {
             eprintln!(
                 "repair: removed {} part(s) kept in quarantine: {}",

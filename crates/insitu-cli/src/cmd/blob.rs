@@ -54,7 +54,7 @@ impl Put {
             blob::put(&mut array, &self.file, &name, placement, &progress)?
         };
         bar.finish_and_clear();
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
@@ -89,7 +89,7 @@ impl Get {
             }
         };
         bar.finish_and_clear();
-        array.close()?;
+        crate::cmd::close(array);
         if to_file.is_some() {
             ctx.out.report(&report);
         } else {
@@ -102,7 +102,7 @@ impl Get {
 pub fn ls(ctx: &Ctx) -> Result<ExitCode> {
     let array = ctx.open()?;
     let report = blob::ls(&array)?;
-    array.close()?;
+    crate::cmd::close(array);
     ctx.out.listing(&report);
     Ok(ExitCode::SUCCESS)
 }
@@ -117,7 +117,7 @@ impl Rm {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let mut array = ctx.open()?;
         let report = blob::rm(&mut array, &self.name)?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
@@ -152,7 +152,7 @@ impl Search {
         };
         let report = search::search(&array, &self.name, self.pattern.as_bytes(), p, self.offsets)
             .map_err(|e| fs_hint(&array, e, "bluedbm search"))?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }

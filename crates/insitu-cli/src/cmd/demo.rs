@@ -130,7 +130,7 @@ fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
     let capacity = (size * 2 / devices as u64).max(256 << 20);
     let array = Array::init(data, devices, profile, Some(capacity), None)?;
     std::fs::write(data.join(".insitu-demo"), b"made by `insitu demo`\n")?;
-    array.close()?;
+    crate::cmd::close(array);
     let opts = OpenOptions { transport: ctx.transport.clone(), host: ctx.host.clone(), ..Default::default() };
     let mut array = Array::open(data, opts)?;
 
@@ -211,7 +211,7 @@ fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
             data.display()
         );
     }
-    array.close()?;
+    crate::cmd::close(array);
     Ok(())
 }
 

@@ -233,7 +233,7 @@ impl FsCmd {
             }
         }
         drop(fs);
-        array.close()?;
+        crate::cmd::close(array);
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -259,7 +259,7 @@ impl FsCmd {
     fn without_nodes(self, ctx: &Ctx, array: insitu_host::Array) -> Result<ExitCode> {
         let files = catalog(&array)?;
         let offline: Vec<u32> = array.offline().map(|(n, _)| n).collect();
-        array.close()?;
+        crate::cmd::close(array);
         match self {
             FsCmd::Ls => {
                 eprintln!(

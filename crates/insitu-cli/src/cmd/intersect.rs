@@ -54,7 +54,7 @@ impl PutList {
         let report = crate::output::busy_counting("put-list", &progress, || {
             put_list(&mut array, &self.file, format, &name, self.entry_size, self.device)
         })?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
@@ -84,7 +84,7 @@ impl IndexText {
         let report = crate::output::busy("index-text", || {
             index_text(&mut array, &self.path, &self.name, self.entry_size, self.device, self.max_terms)
         })?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
@@ -150,7 +150,7 @@ impl Intersect {
         let array = ctx.open()?;
         let (report, answer) =
             crate::output::busy("intersect", || intersect(&array, &self.lists, placement, output))?;
-        array.close()?;
+        crate::cmd::close(array);
         if let Some(mut f) = file.take() {
             use std::io::Write;
             match id_format {

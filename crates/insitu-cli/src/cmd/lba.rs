@@ -64,7 +64,7 @@ impl LbaCmd {
                     bar.set_position(d)
                 })?;
                 bar.finish_and_clear();
-                array.close()?;
+                crate::cmd::close(array);
                 ctx.out.report(&r);
             }
             LbaCmd::Read { device, at, len, output: out } => {
@@ -77,7 +77,7 @@ impl LbaCmd {
                         let r = lba::read(&array, device, at, len, &mut w, &|d, _| bar.set_position(d))?;
                         w.commit()?;
                         bar.finish_and_clear();
-                        array.close()?;
+                        crate::cmd::close(array);
                         ctx.out.report(&r);
                     }
                     None => {
@@ -85,7 +85,7 @@ impl LbaCmd {
                         let mut lock = stdout.lock();
                         let r = lba::read(&array, device, at, len, &mut lock, &|d, _| bar.set_position(d))?;
                         bar.finish_and_clear();
-                        array.close()?;
+                        crate::cmd::close(array);
                         ctx.out.report_to_stderr(&r);
                     }
                 }
@@ -93,7 +93,7 @@ impl LbaCmd {
             LbaCmd::Trim { device, at, len } => {
                 let len = parse_size(&len)?;
                 let r = lba::trim(&array, device, at, len)?;
-                array.close()?;
+                crate::cmd::close(array);
                 ctx.out.report(&r);
             }
         }

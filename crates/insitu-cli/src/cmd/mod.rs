@@ -119,6 +119,15 @@ impl Ctx {
 }
 
 /// The first few of `names`, and how many more.
+/// Closes the array once a command's work is done. A device that does not close cleanly (its server
+/// gone, its checkpoint not written) keeps what it committed in its journal, which the next open
+/// replays: a warning, not the command's failure (which would say a committed write failed).
+pub fn close(array: Array) {
+    if let Err(e) = array.close() {
+        eprintln!("warning: {e}: what it committed is in its journal, replayed when the array next opens");
+    }
+}
+
 pub fn few(names: &[String]) -> String {
     const SHOWN: usize = 5;
     if names.len() <= SHOWN {

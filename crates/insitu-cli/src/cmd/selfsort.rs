@@ -251,14 +251,12 @@ pub enum SelfSortCmd {
 }
 
 /// Opens the array, runs `f`, and closes the array whether `f` succeeded or not (so the indexes are
-/// saved, not rebuilt at the next open).
+/// saved, not rebuilt at the next open; see [`crate::cmd::close`]).
 fn on_array(ctx: &Ctx, f: impl FnOnce(&Array) -> insitu_host::Result<Report>) -> Result<Report> {
     let array = ctx.open()?;
     let r = f(&array);
-    let closed = array.close();
-    let r = r?;
-    closed?;
-    Ok(r)
+    crate::cmd::close(array);
+    Ok(r?)
 }
 
 /// Where records go: a file, written whole or not at all, or standard output (`-`).

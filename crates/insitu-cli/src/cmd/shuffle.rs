@@ -105,7 +105,7 @@ impl Shuffle {
         let report = crate::output::busy_counting("shuffle", &progress, || {
             shuffle_table(&mut array, &self.name, &opts)
         })?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
@@ -127,7 +127,7 @@ impl ShuffleRead {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let array = ctx.open()?;
         let report = shuffle_read(&array, &self.name, self.partition, &self.output)?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }

@@ -39,7 +39,7 @@ impl PutTable {
         let report = crate::output::busy_counting("put-table", &progress, || {
             put_table(&mut array, &self.file, &opts)
         })?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
@@ -66,7 +66,7 @@ impl GetTable {
         } else {
             insitu_host::table::export::get_table(&array, &self.name, &self.output)?
         };
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
@@ -148,7 +148,7 @@ impl Sort {
         let progress = array.progress().clone();
         let report =
             crate::output::busy_counting("sort", &progress, || sort_table(&mut array, &self.name, &opts))?;
-        array.close()?;
+        crate::cmd::close(array);
         ctx.out.report(&report);
         Ok(ExitCode::SUCCESS)
     }
