@@ -283,12 +283,35 @@ pub fn rm(array: &mut Array, name: &str) -> Result<Report> {
     let measure = Measure::start("rm", array)?;
     let entry = array.remove_entry(name)?;
     array.faults.hit("rm-catalog");
+    // The catalog write removed the object; its parts go after. A part already gone (a device's journal
+    // cut by `fsck --repair`) is what was asked; one that cannot be deleted now (its device offline or
+    // lost) is left listed for removal, which the next open finishes: either way the object is removed.
+    let mut left = Vec::new();
     for (i, dev) in entry.devices.iter().enumerate() {
         for obj in entry.device_objects(i) {
-            array.device(*dev)?.call(Delete { name: obj }).map_err(HostError::device(*dev))?;
+            let gone = array
+                .device(*dev)
+                .and_then(|d| d.call(Delete { name: obj.clone() }).map_err(HostError::device(*dev)));
+            match gone {
+                Ok(()) => {}
+                Err(HostError::Device {
+                    error: insitu_device::DeviceError::Flash(insitu_device::FlashError::NotFound(_)),
+                    ..
+                }) => {}
+                Err(e) => left.push(format!("dev{dev}:{obj} ({e})")),
+            }
         }
     }
-    measure.finish(array, format!("removed {name}"), json!({ "removed": name, "size": entry.size }))
+    let mut r =
+        measure.finish(array, format!("removed {name}"), json!({ "removed": name, "size": entry.size }))?;
+    if !left.is_empty() {
+        r.warnings.push(format!(
+            "{} part(s) could not be deleted now and are removed when the array next opens: {}",
+            left.len(),
+            left.join(", ")
+        ));
+    }
+    Ok(r)
 }
 
 /// Lists the objects.

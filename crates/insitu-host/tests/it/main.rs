@@ -150,3 +150,24 @@ fn init_never_overwrites_a_catalog_that_lists_objects() {
     insitu_host::catalog::Catalog::default().save(&fresh).unwrap();
     Array::init(&fresh, 2, Profile::load("tiny").unwrap(), Some(8 << 20), None).unwrap().close().unwrap();
 }
+
+/// `rm` removes the catalog entry first (its commit point), then the parts: a part already gone (a
+/// device journal cut by `fsck --repair`) is what was asked, not a failure of an rm that did its work.
+#[test]
+fn rm_of_an_object_whose_part_is_already_gone_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2, 4096);
+    let f = dir.path().join("f");
+    std::fs::write(&f, bytes(20_000, 3, b"rm")).unwrap();
+    blob::put(&mut a, &f, "o", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put(&mut a, &f, "kept", Placement::Striped, &|_, _| {}).unwrap();
+    a.device(0).unwrap().call(insitu_device::protocol::Delete { name: "o".into() }).unwrap();
+    let r = blob::rm(&mut a, "o").unwrap();
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    assert!(!a.catalog().objects.contains_key("o"));
+    assert!(a.fsck().unwrap().is_empty());
+    let mut out = Vec::new();
+    blob::get(&a, "kept", &mut out, &|_, _| {}).unwrap();
+    assert_eq!(out, bytes(20_000, 3, b"rm"));
+    a.close().unwrap();
+}
