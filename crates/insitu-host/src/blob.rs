@@ -78,7 +78,7 @@ pub fn put_reader(
     crate::array::validate_user_name(name)?;
     array.check_free(name)?;
     let devices: Vec<u32> = match placement {
-        Placement::Striped => (0..array.device_count() as u32).collect(),
+        Placement::Striped => stripe_order(array),
         Placement::Device(d) => {
             array.device(d)?;
             vec![d]
@@ -125,6 +125,28 @@ pub fn put_reader(
     let result =
         json!({ "name": name, "size": size, "devices": entry.devices, "stripe_unit": entry.stripe_unit });
     measure.finish(array, headline, result)
+}
+
+/// The devices a striped object goes over, in stripe order: every device, starting from the one that
+/// holds the fewest of the catalog's bytes (the lowest-numbered of those). An object smaller than a
+/// stripe unit lies whole on its first device: starting every object on device 0 filled device 0 with
+/// small objects while the others stayed empty.
+fn stripe_order(array: &Array) -> Vec<u32> {
+    let n = array.device_count() as u32;
+    let mut held = vec![0u64; n as usize];
+    for e in array.catalog().objects.values() {
+        for (i, dev) in e.devices.iter().enumerate() {
+            let bytes = match e.kind {
+                EntryKind::Blob | EntryKind::List(_) | EntryKind::Index => e.layout(i).part_size(),
+                _ => e.size / e.devices.len().max(1) as u64,
+            };
+            if let Some(h) = held.get_mut(*dev as usize) {
+                *h += bytes;
+            }
+        }
+    }
+    let first = (0..n).min_by_key(|d| (held[*d as usize], *d)).unwrap_or(0);
+    (first..n).chain(0..first).collect()
 }
 
 /// Starts a part on each device; with `sized`, each reserves its share of `entry.size`.
