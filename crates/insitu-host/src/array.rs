@@ -1309,11 +1309,12 @@ fn restore_first_copy(
     ))
 }
 
-/// Makes the reserve if it is missing and the disk has room for it several times over. Best effort: an
+/// Makes the reserve if it is missing and the disk has room for it a few times over (so that making it
+/// does not itself fill the disk, and the next command's catalog write fits beside it). Best effort: an
 /// array works without it.
 fn keep_reserve(dir: &Path) {
     let path = dir.join(RESERVE);
-    if path.exists() || insitu_device::free_bytes(dir).is_none_or(|f| f < 16 * RESERVE_BYTES) {
+    if path.exists() || insitu_device::free_bytes(dir).is_none_or(|f| f < 4 * RESERVE_BYTES) {
         return;
     }
     // Written, not only sized, so that the file system holds the blocks.
