@@ -13,6 +13,11 @@ Conventions, the same for every method:
 
 Every operator releases the GIL while it runs. Errors are :mod:`insitu.errors` classes with the CLI's
 messages.
+
+A ``progress`` callback is called with ``(done, total)`` as the work goes. An exception it raises, or
+Ctrl-C, stops the call that streams bytes (``put``, ``get``, ``lba_write``, ``lba_read``, the Self-Sort
+writes, generate and reads) where it is, and is raised as it is: nothing of a put is stored, no output file
+is written. Other operators finish their work before a Ctrl-C is seen.
 """
 
 from __future__ import annotations

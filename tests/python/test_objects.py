@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pytest
 
@@ -32,6 +35,39 @@ def test_progress_is_shown_only_when_asked(arr, tmp_path, capfd):
     assert arr.get("loud", progress=True) == f.read_bytes()
     err = capfd.readouterr().err
     assert "put loud" in err and "get loud" in err
+
+
+def test_a_progress_callback_that_raises_stops_the_operation_and_leaves_nothing(arr, tmp_path, capfd):
+    """The first exception a progress callback raises stops the put (nothing stored, the name still
+    free) or the get (no file written), and is raised as it is: not printed once per call while the
+    operation goes on."""
+    f = tmp_path / "f.bin"
+    f.write_bytes(os.urandom(1 << 20) * 12)
+    calls = []
+
+    def stop_at_4mib(done, total):
+        calls.append(done)
+        if done >= 4 << 20:
+            raise ValueError("enough")
+
+    with pytest.raises(ValueError, match="enough"):
+        arr.put("big", f, progress=stop_at_4mib)
+    assert "big" not in [o["name"] for o in arr.ls()]
+    assert max(calls) < f.stat().st_size, "it stopped before the end"
+    with pytest.raises(TypeError):
+        arr.put("big", f, progress=lambda done: None)
+    assert "big" not in [o["name"] for o in arr.ls()]
+    arr.put("big", f)
+    assert arr.get("big") == f.read_bytes()
+    calls.clear()
+    with pytest.raises(ValueError, match="enough"):
+        arr.get("big", out=tmp_path / "back", progress=stop_at_4mib)
+    assert not (tmp_path / "back").exists()
+    assert "Traceback" not in capfd.readouterr().err
+    # Ctrl-C while it runs: KeyboardInterrupt, and nothing stored.
+    with pytest.raises(KeyboardInterrupt):
+        arr.put("interrupted", f, progress=lambda done, total: os.kill(os.getpid(), signal.SIGINT))
+    assert "interrupted" not in [o["name"] for o in arr.ls()]
 
 
 def test_get_writes_to_a_file_whole_or_not_at_all(arr, tmp_path):

@@ -28,8 +28,15 @@ const READ_PIECE_BYTES: u64 = 2048 << 10;
 /// Reads kept in flight per device.
 const READ_WINDOW_PER_DEVICE: usize = 2;
 
-/// Progress callback: `(bytes done, bytes total)`.
-pub type Progress<'a> = &'a dyn Fn(u64, u64);
+/// Progress callback: `(bytes done, bytes total)`. An error stops the operation, which then fails with
+/// it and undoes what it had started, as after any failure (a front's way to cancel: a Python callback
+/// that raised, Ctrl-C).
+pub type Progress<'a> = &'a dyn Fn(u64, u64) -> Result<()>;
+
+/// A [`Progress`] that shows nothing.
+pub fn no_progress(_: u64, _: u64) -> Result<()> {
+    Ok(())
+}
 
 /// Where `put` places an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +232,7 @@ fn stream_parts(
             array.device(dev)?.submit(Append { txn: txns[part], data }).map_err(HostError::device(dev))?;
         inflight[part].push_back(p);
         done += len as u64;
-        progress(done, entry.size.max(done));
+        progress(done, entry.size.max(done))?;
         array.faults.hit("put-stripe");
         if len < unit {
             break;
@@ -261,7 +268,7 @@ pub fn get(array: &Array, name: &str, out: &mut dyn Write, progress: Progress<'_
     for_each_piece(array, &entry, |_, data| {
         out.write_all(data).map_err(|e| HostError::io("output", e))?;
         written += data.len() as u64;
-        progress(written, entry.size);
+        progress(written, entry.size)?;
         Ok(())
     })?;
     out.flush().map_err(|e| HostError::io("output", e))?;

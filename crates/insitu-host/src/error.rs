@@ -57,6 +57,10 @@ pub enum HostError {
     FileDamaged { name: String, detail: String },
     /// The file system has no room for a write: what it needs and what is free, said in the file system's
     /// terms (pages, buses and the blocks cleaning keeps).
+    /// The caller's progress callback asked to stop (a Python callback that raised, or Ctrl-C): the
+    /// operation undid what it had started, as after any failure.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
     #[error("the file system is full: {0}")]
     FsFull(String),
 }
@@ -135,6 +139,7 @@ impl HostError {
             HostError::Offline { .. } => ErrorKind::Offline,
             HostError::Damaged { .. } | HostError::FileDamaged { .. } => ErrorKind::Damaged,
             HostError::FsFull(_) => ErrorKind::DeviceFull,
+            HostError::Cancelled(_) => ErrorKind::InvalidArgument,
         }
     }
 }

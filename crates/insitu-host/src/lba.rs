@@ -87,7 +87,7 @@ pub fn write_stream(
         inflight.push_back(dev.submit(WriteLba { lba: at, data }).map_err(HostError::device(device))?);
         at += n;
         done += len;
-        progress(done, size);
+        progress(done, size)?;
         array.faults.hit("lba-write-piece");
     }
     while let Some(p) = inflight.pop_front() {
@@ -139,7 +139,7 @@ pub fn read_stream_in(
         let data = p.wait().map_err(HostError::device(device))?;
         out.write_all(&data[..want as usize]).map_err(|e| HostError::io("output", e))?;
         done += want;
-        progress(done, len);
+        progress(done, len)?;
     }
     Ok(())
 }

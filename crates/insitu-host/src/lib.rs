@@ -27,7 +27,7 @@
 //! let mut array = Array::open(&data, OpenOptions::default()).unwrap();
 //! let file = dir.path().join("log.txt");
 //! std::fs::write(&file, "ok\nERROR 503\nok\n".repeat(1000)).unwrap();
-//! blob::put(&mut array, &file, "log", Placement::Striped, &|_, _| {}).unwrap();
+//! blob::put(&mut array, &file, "log", Placement::Striped, &blob::no_progress).unwrap();
 //! let inside = search(&array, "log", b"ERROR", SearchPlacement::Device, false).unwrap();
 //! let outside = search(&array, "log", b"ERROR", SearchPlacement::Host, false).unwrap();
 //! assert_eq!(inside.result["count"], 1000);

@@ -214,7 +214,7 @@ impl PyArray {
                 &label,
                 name,
                 placement,
-                &|_, _| {},
+                &blob::no_progress,
             )
         })
         .map(|r| json(&r))
@@ -231,8 +231,9 @@ impl PyArray {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let placement = device.map_or(Placement::Striped, Placement::Device);
-        let tell = progress_fn(progress);
-        self.with(py, |a| blob::put(a, &path, name, placement, &tell)).map(|r| json(&r))
+        let tell = Tell::new(progress);
+        tell.result(self.with(py, |a| blob::put(a, &path, name, placement, &|d, t| tell.call(d, t))))
+            .map(|r| json(&r))
     }
 
     /// Object `name`'s bytes (none when written to the file `out`, complete or not at all), and the
@@ -245,16 +246,17 @@ impl PyArray {
         progress: Option<Py<PyAny>>,
         out: Option<PathBuf>,
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
-        let tell = progress_fn(progress);
-        let (data, report) = self.with(py, |a| {
+        let tell = Tell::new(progress);
+        let each = |d, t| tell.call(d, t);
+        let (data, report) = tell.result(self.with(py, |a| {
             if out.is_none() {
                 // Room for the whole object at once, as it is known.
                 let mut buf = Vec::with_capacity(a.blob_entry(name)?.size as usize);
-                let r = blob::get(a, name, &mut buf, &tell)?;
+                let r = blob::get(a, name, &mut buf, &each)?;
                 return Ok((Some(buf), r));
             }
-            crate::to_bytes_or_file(out.as_ref(), |w| blob::get(a, name, w, &tell))
-        })?;
+            crate::to_bytes_or_file(out.as_ref(), |w| blob::get(a, name, w, &each))
+        }))?;
         Ok((data.map(|d| PyBytes::new(py, &d)), json(&report)))
     }
 
@@ -676,8 +678,11 @@ impl PyArray {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let input = crate::input(data, path.as_deref()).map_err(to_py)?;
-        let tell = progress_fn(progress);
-        self.with(py, |a| insitu_host::lba::write(a, device, lba, input, &tell)).map(|r| json(&r))
+        let tell = Tell::new(progress);
+        tell.result(
+            self.with(py, |a| insitu_host::lba::write(a, device, lba, input, &|d, t| tell.call(d, t))),
+        )
+        .map(|r| json(&r))
     }
 
     /// `length` bytes from block `lba` of `device`: the bytes, or `None` when written to `out`.
@@ -691,8 +696,10 @@ impl PyArray {
         out: Option<PathBuf>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
-        let tell = progress_fn(progress);
-        self.produce(py, out, |a, w| insitu_host::lba::read(a, device, lba, length, w, &tell))
+        let tell = Tell::new(progress);
+        tell.result(self.produce(py, out, |a, w| {
+            insitu_host::lba::read(a, device, lba, length, w, &|d, t| tell.call(d, t))
+        }))
     }
 
     /// Trims `length` bytes (whole blocks) from block `lba` of `device`: they read as zeros from now on.
@@ -750,10 +757,12 @@ impl PyArray {
     ) -> PyResult<String> {
         let by = crate::selfsort::via(via).map_err(to_py)?;
         let records = crate::input(data, path.as_deref()).map_err(to_py)?;
-        let tell = progress_fn(progress);
-        self.with(py, |a| {
-            insitu_host::selfsort::ops::write_records(a, device, index, records, at_record, by, &tell)
-        })
+        let tell = Tell::new(progress);
+        tell.result(self.with(py, |a| {
+            insitu_host::selfsort::ops::write_records(a, device, index, records, at_record, by, &|d, t| {
+                tell.call(d, t)
+            })
+        }))
         .map(|r| json(&r))
     }
 
@@ -769,9 +778,11 @@ impl PyArray {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let by = crate::selfsort::via(via).map_err(to_py)?;
-        let tell = progress_fn(progress);
-        self.with(py, |a| insitu_host::selfsort::ops::generate(a, device, index, chunk, by, &tell))
-            .map(|r| json(&r))
+        let tell = Tell::new(progress);
+        tell.result(self.with(py, |a| {
+            insitu_host::selfsort::ops::generate(a, device, index, chunk, by, &|d, t| tell.call(d, t))
+        }))
+        .map(|r| json(&r))
     }
 
     /// The index's whole range in key order (active reads): the bytes, or `None` when written to `out`.
@@ -784,8 +795,10 @@ impl PyArray {
         out: Option<PathBuf>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
-        let tell = progress_fn(progress);
-        self.produce(py, out, |a, w| insitu_host::selfsort::ops::read_sorted(a, device, index, w, &tell))
+        let tell = Tell::new(progress);
+        tell.result(self.produce(py, out, |a, w| {
+            insitu_host::selfsort::ops::read_sorted(a, device, index, w, &|d, t| tell.call(d, t))
+        }))
     }
 
     /// A query of an index (`min`, `max`, `range` from `lo` to `hi`, `select` of key `lo`): the matching
@@ -879,14 +892,39 @@ impl PyArray {
 /// A progress callback that calls the Python callable `f(done, total)` (taking the GIL for the call), or
 /// does nothing. An exception in the callable is printed and otherwise ignored: progress never fails a
 /// command.
-fn progress_fn(f: Option<Py<PyAny>>) -> impl Fn(u64, u64) + Send + Sync {
-    move |done, total| {
-        if let Some(f) = &f {
-            Python::attach(|py| {
-                if let Err(e) = f.call1(py, (done, total)) {
-                    e.print(py);
+/// A Python progress callback, as the host's `Progress`: called with `(done, total)` as the work goes.
+/// An exception it raises, or Ctrl-C (checked at each call, with or without a callback), stops the
+/// operation, which undoes what it had started as after any failure; [`Tell::result`] then raises that
+/// exception in place of the operation's error.
+struct Tell {
+    f: Option<Py<PyAny>>,
+    raised: std::sync::Mutex<Option<PyErr>>,
+}
+
+impl Tell {
+    fn new(f: Option<Py<PyAny>>) -> Tell {
+        Tell { f, raised: std::sync::Mutex::new(None) }
+    }
+
+    fn call(&self, done: u64, total: u64) -> insitu_host::Result<()> {
+        Python::attach(|py| {
+            let called = match &self.f {
+                Some(f) => f.call1(py, (done, total)).map(drop),
+                None => Ok(()),
+            };
+            match called.and_then(|()| py.check_signals()) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    let what = e.to_string();
+                    *self.raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    Err(HostError::Cancelled(what))
                 }
-            });
-        }
+            }
+        })
+    }
+
+    /// The operation's result, with the exception that stopped it in place of its error.
+    fn result<T>(&self, r: PyResult<T>) -> PyResult<T> {
+        r.map_err(|e| self.raised.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(e))
     }
 }

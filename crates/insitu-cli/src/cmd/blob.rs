@@ -37,7 +37,8 @@ impl Put {
         let placement = self.device.map_or(Placement::Striped, Placement::Device);
         let progress = |d, total| {
             bar.set_length(total);
-            bar.set_position(d)
+            bar.set_position(d);
+            Ok(())
         };
         let report = if stdin {
             let label = std::path::Path::new("standard input");
@@ -78,14 +79,20 @@ impl Get {
         let report = match to_file {
             Some(p) => {
                 let mut w = insitu_host::outfile::OutFile::create(p)?;
-                let r = blob::get(&array, &self.name, &mut w, &|d, _| bar.set_position(d))?;
+                let r = blob::get(&array, &self.name, &mut w, &|d, _| {
+                    bar.set_position(d);
+                    Ok(())
+                })?;
                 w.commit()?;
                 r
             }
             None => {
                 let stdout = std::io::stdout();
                 let mut lock = stdout.lock();
-                blob::get(&array, &self.name, &mut lock, &|d, _| bar.set_position(d))?
+                blob::get(&array, &self.name, &mut lock, &|d, _| {
+                    bar.set_position(d);
+                    Ok(())
+                })?
             }
         };
         bar.finish_and_clear();

@@ -139,14 +139,17 @@ fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
     let want_crc = format!("{:08x}", generate_corpus(&corpus, size, 42)?);
 
     let bar = output::progress(size, "put");
-    let put = blob::put(&mut array, &corpus, "corpus", Placement::Striped, &|d, _| bar.set_position(d))?;
+    let put = blob::put(&mut array, &corpus, "corpus", Placement::Striped, &|d, _| {
+        bar.set_position(d);
+        Ok(())
+    })?;
     bar.finish_and_clear();
     std::fs::remove_file(&corpus)?;
     let dev = search::search(&array, "corpus", NEEDLE.as_bytes(), SearchPlacement::Device, false)?;
     let host = search::search(&array, "corpus", NEEDLE.as_bytes(), SearchPlacement::Host, false)?;
     ensure!(dev.result["count"] == host.result["count"], "device and host placements disagree");
     let mut sink = CrcWriter::default();
-    let get = blob::get(&array, "corpus", &mut sink, &|_, _| {})?;
+    let get = blob::get(&array, "corpus", &mut sink, &blob::no_progress)?;
     let got_crc = format!("{:08x}", sink.0.finalize());
     ensure!(got_crc == want_crc, "the object read back differs from the file stored");
     let problems = array.fsck()?;

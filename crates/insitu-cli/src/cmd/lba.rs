@@ -61,7 +61,8 @@ impl LbaCmd {
                     .len();
                 let bar = output::progress(size, "lba write");
                 let r = lba::write(&array, device, at, insitu_host::input::Input::File(&file), &|d, _| {
-                    bar.set_position(d)
+                    bar.set_position(d);
+                    Ok(())
                 })?;
                 bar.finish_and_clear();
                 crate::cmd::close(array);
@@ -74,7 +75,10 @@ impl LbaCmd {
                 match to_file {
                     Some(p) => {
                         let mut w = insitu_host::outfile::OutFile::create(p)?;
-                        let r = lba::read(&array, device, at, len, &mut w, &|d, _| bar.set_position(d))?;
+                        let r = lba::read(&array, device, at, len, &mut w, &|d, _| {
+                            bar.set_position(d);
+                            Ok(())
+                        })?;
                         w.commit()?;
                         bar.finish_and_clear();
                         crate::cmd::close(array);
@@ -83,7 +87,10 @@ impl LbaCmd {
                     None => {
                         let stdout = std::io::stdout();
                         let mut lock = stdout.lock();
-                        let r = lba::read(&array, device, at, len, &mut lock, &|d, _| bar.set_position(d))?;
+                        let r = lba::read(&array, device, at, len, &mut lock, &|d, _| {
+                            bar.set_position(d);
+                            Ok(())
+                        })?;
                         bar.finish_and_clear();
                         crate::cmd::close(array);
                         ctx.out.report_to_stderr(&r);

@@ -362,7 +362,10 @@ impl SelfSortCmd {
                         insitu_host::input::Input::File(&file),
                         at_record,
                         via.into(),
-                        &|d, _| bar.set_position(d),
+                        &|d, _| {
+                            bar.set_position(d);
+                            Ok(())
+                        },
                     )
                 });
                 bar.finish_and_clear();
@@ -373,7 +376,8 @@ impl SelfSortCmd {
                 let r = on_array(ctx, |a| {
                     ops::generate(a, target.device, target.index, chunk, via.into(), &|d, t| {
                         bar.set_length(t);
-                        bar.set_position(d)
+                        bar.set_position(d);
+                        Ok(())
                     })
                 });
                 bar.finish_and_clear();
@@ -385,7 +389,8 @@ impl SelfSortCmd {
                 let r = on_array(ctx, |a| {
                     ops::read_sorted(a, target.device, target.index, &mut w, &|d, t| {
                         bar.set_length(t);
-                        bar.set_position(d)
+                        bar.set_position(d);
+                        Ok(())
                     })
                 });
                 bar.finish_and_clear();

@@ -233,7 +233,7 @@ pub fn sort(
         sort_on_write: on_write,
         ..IndexConfig::tree(job.index, job.base_lba, fmt.size, fmt.key_offset, fmt.key_size)
     };
-    let quiet = |_: u64, _: u64| {};
+    let quiet = crate::blob::no_progress;
     let mut ph = Phases::start(array, method.name())?;
     let write_input = |ph: &Phases<'_>| -> Result<()> {
         let mut f = input.reader()?;

@@ -252,7 +252,7 @@ pub fn generate(
             }
         };
         commands += 1;
-        progress(done, total);
+        progress(done, total)?;
         array.faults.hit("selfsort-generate-chunk");
         if done >= total {
             break (done, total);

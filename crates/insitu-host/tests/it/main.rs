@@ -38,7 +38,7 @@ fn placements_agree_with_a_naive_scan_for_many_layouts() {
         let data = bytes(size, seed, b"xyz");
         let f = dir.path().join("in");
         std::fs::write(&f, &data).unwrap();
-        blob::put(&mut a, &f, "o", Placement::Striped, &|_, _| {}).unwrap();
+        blob::put(&mut a, &f, "o", Placement::Striped, &blob::no_progress).unwrap();
         for pat in ["x", "xy", "zyxzy", "xyzxyzx"] {
             let want = naive_offsets(&data, pat.as_bytes());
             for p in [SearchPlacement::Device, SearchPlacement::Host] {
@@ -58,7 +58,7 @@ fn search_returns_every_byte_of_device_memory_it_borrowed() {
     let mut a = array(dir.path(), 3, 4096);
     let f = dir.path().join("in");
     std::fs::write(&f, bytes(60_000, 9, b"ab")).unwrap();
-    blob::put(&mut a, &f, "o", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put(&mut a, &f, "o", Placement::Striped, &blob::no_progress).unwrap();
     search(&a, "o", b"abba", SearchPlacement::Device, false).unwrap();
     // A failing search (pattern longer than a stripe) frees what it took too.
     assert!(search(&a, "o", &[b'a'; 5000], SearchPlacement::Device, false).is_err());
@@ -75,11 +75,11 @@ fn objects_on_one_device_and_striped_read_back_identically() {
     let data = bytes(123_456, 5, b"0123456789");
     let f = dir.path().join("in");
     std::fs::write(&f, &data).unwrap();
-    blob::put(&mut a, &f, "s", Placement::Striped, &|_, _| {}).unwrap();
-    blob::put(&mut a, &f, "one", Placement::Device(3), &|_, _| {}).unwrap();
+    blob::put(&mut a, &f, "s", Placement::Striped, &blob::no_progress).unwrap();
+    blob::put(&mut a, &f, "one", Placement::Device(3), &blob::no_progress).unwrap();
     for name in ["s", "one"] {
         let mut out = Vec::new();
-        blob::get(&a, name, &mut out, &|_, _| {}).unwrap();
+        blob::get(&a, name, &mut out, &blob::no_progress).unwrap();
         assert_eq!(out, data, "{name}");
     }
     assert_eq!(a.entry("one").unwrap().devices, vec![3]);
@@ -93,17 +93,25 @@ fn an_input_that_is_not_the_size_it_said_is_refused_and_nothing_is_stored() {
     let data = bytes(20_000, 5, b"ab");
     let label = std::path::Path::new("changing");
     for said in [19_999, 20_001, 40_000] {
-        let e =
-            blob::put_reader(&mut a, &mut &data[..], Some(said), label, "o", Placement::Striped, &|_, _| {})
-                .unwrap_err()
-                .to_string();
+        let e = blob::put_reader(
+            &mut a,
+            &mut &data[..],
+            Some(said),
+            label,
+            "o",
+            Placement::Striped,
+            &blob::no_progress,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("changing changed while being read") && e.contains("nothing was stored"), "{e}");
         assert!(a.catalog().objects.is_empty());
     }
     // The name is free, and no part was left on any device.
-    blob::put_reader(&mut a, &mut &data[..], None, label, "o", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put_reader(&mut a, &mut &data[..], None, label, "o", Placement::Striped, &blob::no_progress)
+        .unwrap();
     let mut back = Vec::new();
-    blob::get(&a, "o", &mut back, &|_, _| {}).unwrap();
+    blob::get(&a, "o", &mut back, &blob::no_progress).unwrap();
     assert_eq!(back, data);
     assert_eq!(a.fsck().unwrap(), Vec::<String>::new());
 }
@@ -115,12 +123,13 @@ fn a_catalog_changed_under_a_writer_refuses_its_commit() {
     let mut a = array(&path, 2, 4096);
     let f = dir.path().join("in");
     std::fs::write(&f, bytes(10_000, 3, b"ab")).unwrap();
-    blob::put(&mut a, &f, "first", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put(&mut a, &f, "first", Placement::Striped, &blob::no_progress).unwrap();
     // Another writer (which the lock should have kept out) writes the catalog meanwhile.
     let mut other = insitu_host::catalog::Catalog::load(&path).unwrap();
     other.generation += 1;
     other.save(&path).unwrap();
-    let err = blob::put(&mut a, &f, "second", Placement::Striped, &|_, _| {}).unwrap_err().to_string();
+    let err =
+        blob::put(&mut a, &f, "second", Placement::Striped, &blob::no_progress).unwrap_err().to_string();
     assert!(err.contains("changed under this process") && err.contains("Nothing was committed"), "{err}");
     let on_disk = insitu_host::catalog::Catalog::load(&path).unwrap();
     assert!(!on_disk.objects.contains_key("second"));
@@ -134,7 +143,7 @@ fn init_never_overwrites_a_catalog_that_lists_objects() {
     let mut a = array(&dir, 2, 4096);
     let file = tmp.path().join("f");
     std::fs::write(&file, b"kept").unwrap();
-    blob::put(&mut a, &file, "f", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put(&mut a, &file, "f", Placement::Striped, &blob::no_progress).unwrap();
     a.close().unwrap();
     // The configuration is lost: creating an array there would replace the catalog that lists "f".
     std::fs::remove_file(dir.join("array.json")).unwrap();
@@ -159,15 +168,15 @@ fn rm_of_an_object_whose_part_is_already_gone_succeeds() {
     let mut a = array(dir.path(), 2, 4096);
     let f = dir.path().join("f");
     std::fs::write(&f, bytes(20_000, 3, b"rm")).unwrap();
-    blob::put(&mut a, &f, "o", Placement::Striped, &|_, _| {}).unwrap();
-    blob::put(&mut a, &f, "kept", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put(&mut a, &f, "o", Placement::Striped, &blob::no_progress).unwrap();
+    blob::put(&mut a, &f, "kept", Placement::Striped, &blob::no_progress).unwrap();
     a.device(0).unwrap().call(insitu_device::protocol::Delete { name: "o".into() }).unwrap();
     let r = blob::rm(&mut a, "o").unwrap();
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     assert!(!a.catalog().objects.contains_key("o"));
     assert!(a.fsck().unwrap().is_empty());
     let mut out = Vec::new();
-    blob::get(&a, "kept", &mut out, &|_, _| {}).unwrap();
+    blob::get(&a, "kept", &mut out, &blob::no_progress).unwrap();
     assert_eq!(out, bytes(20_000, 3, b"rm"));
     a.close().unwrap();
 }
@@ -184,14 +193,14 @@ fn small_striped_objects_spread_over_the_devices() {
         let data = bytes(5_000 + 100 * k as usize, k, b"spread");
         let f = dir.path().join(format!("f{k}"));
         std::fs::write(&f, &data).unwrap();
-        blob::put(&mut a, &f, &format!("o{k}"), Placement::Striped, &|_, _| {}).unwrap();
+        blob::put(&mut a, &f, &format!("o{k}"), Placement::Striped, &blob::no_progress).unwrap();
         want.push(data);
     }
     let first: Vec<u32> = (0..9).map(|k| a.catalog().objects[&format!("o{k}")].devices[0]).collect();
     assert_eq!(first, [0, 1, 2, 0, 1, 2, 0, 1, 2], "each object starts where the fewest bytes are");
     for (k, data) in want.iter().enumerate() {
         let mut out = Vec::new();
-        blob::get(&a, &format!("o{k}"), &mut out, &|_, _| {}).unwrap();
+        blob::get(&a, &format!("o{k}"), &mut out, &blob::no_progress).unwrap();
         assert_eq!(&out, data, "o{k}");
     }
     assert!(a.fsck().unwrap().is_empty());

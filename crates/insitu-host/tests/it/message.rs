@@ -97,7 +97,7 @@ fn an_array_served_through_messages_answers_as_the_embedded_one() {
     let file = tmp.path().join("t.txt");
     std::fs::write(&file, &text).unwrap();
     for arr in [&mut a, &mut e] {
-        blob::put(arr, &file, "t", Placement::Striped, &|_, _| {}).unwrap();
+        blob::put(arr, &file, "t", Placement::Striped, &blob::no_progress).unwrap();
     }
     // Search crosses stripe boundaries with device-to-device copies: through the servers' own peers here.
     for p in [SearchPlacement::Device, SearchPlacement::Host] {
@@ -110,9 +110,9 @@ fn an_array_served_through_messages_answers_as_the_embedded_one() {
         }
     }
     let mut got = Vec::new();
-    blob::get(&a, "t", &mut got, &|_, _| {}).unwrap();
+    blob::get(&a, "t", &mut got, &blob::no_progress).unwrap();
     assert_eq!(got, text);
-    blob::put(&mut a, &file, "u", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put(&mut a, &file, "u", Placement::Striped, &blob::no_progress).unwrap();
     e.close().unwrap();
     // Host and servers go without a close (a crash): new servers recover the devices from their journals.
     drop(a);
@@ -121,12 +121,12 @@ fn an_array_served_through_messages_answers_as_the_embedded_one() {
     let a = Array::open(&root, OpenOptions { transport: served(&again), ..OpenOptions::default() }).unwrap();
     for name in ["t", "u"] {
         let mut got = Vec::new();
-        blob::get(&a, name, &mut got, &|_, _| {}).unwrap();
+        blob::get(&a, name, &mut got, &blob::no_progress).unwrap();
         assert_eq!(got, text, "{name}");
     }
     // A channel that fails (its actor died) fails the operation with a reason, and no hang.
     again.cut[1].store(true, Ordering::Release);
-    let err = blob::get(&a, "t", &mut Vec::new(), &|_, _| {}).unwrap_err().to_string();
+    let err = blob::get(&a, "t", &mut Vec::new(), &blob::no_progress).unwrap_err().to_string();
     assert!(err.contains("device 1 on node test-node: the actor died"), "{err}");
     drop(a);
 }

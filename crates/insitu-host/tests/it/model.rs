@@ -93,7 +93,7 @@ fn every_operator_models_the_same_twice_and_prices_all_its_work() {
     }
     let f = dir.path().join("text");
     std::fs::write(&f, "needle in a haystack ".repeat(20_000)).unwrap();
-    blob::put(&mut a, &f, "o", Placement::Striped, &|_, _| {}).unwrap();
+    blob::put(&mut a, &f, "o", Placement::Striped, &blob::no_progress).unwrap();
     for p in [SearchPlacement::Device, SearchPlacement::Host] {
         let (r1, r2) =
             (search(&a, "o", b"hay", p, false).unwrap(), search(&a, "o", b"hay", p, false).unwrap());
@@ -162,7 +162,7 @@ fn a_device_search_spreads_its_scan_over_the_compute_units_by_hand() {
             &"needle in a haystack ".repeat(size as usize / 21 + 1).as_bytes()[..size as usize],
         )
         .unwrap();
-        blob::put(&mut a, &f, name, Placement::Striped, &|_, _| {}).unwrap();
+        blob::put(&mut a, &f, name, Placement::Striped, &blob::no_progress).unwrap();
         let r = search(&a, name, b"haystack", SearchPlacement::Device, false).unwrap();
         let c = counters_with(&r, work::SEARCH_BYTES);
         let pieces = size.div_ceil(page);
