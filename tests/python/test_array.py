@@ -11,6 +11,7 @@ import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import numpy as np
 import pytest
 
 import insitu
@@ -55,6 +56,9 @@ def test_error_classes(tmp_path, arr):
         insitu.Array.create(tmp_path / "c", devices=-1, profile="tiny")
     with pytest.raises(insitu.InvalidArgumentError, match="net_routes: a whole-number argument"):
         insitu.net_routes("ring", nodes=-1)
+    # Messages name Python's keyword arguments, not the CLI's flags.
+    with pytest.raises(insitu.InvalidArgumentError, match=r"^invalid argument: entry_size must be a multiple of 4"):
+        arr.put_list(np.array([1, 2, 3], dtype=np.uint32), "l", entry_size=3)
     # A pattern is str or bytes: an int (which bytes() takes as that many zeros) is refused.
     for bad in (5, 3.0, None):
         with pytest.raises(insitu.InvalidArgumentError, match="the pattern is str or bytes"):
@@ -79,7 +83,7 @@ def test_device_memory_budget_too_small_is_named(arr):
 
 
 def test_a_second_open_is_locked_out(arr):
-    with pytest.raises(insitu.LockedError, match="in use by another insitu process"):
+    with pytest.raises(insitu.LockedError, match="in use by another insitu process, or by an array of this process"):
         insitu.Array.open(arr.path, wait=0)
 
 

@@ -29,7 +29,8 @@ pub enum HostError {
     #[error("an array already exists at {0}")]
     ArrayExists(PathBuf),
     #[error(
-        "the array at {0} is in use by another insitu process (its lock is held); wait for it to finish"
+        "the array at {0} is in use by another insitu process, or by an array of this process not yet closed \
+         (its lock is held); wait for it to finish, or close it"
     )]
     Locked(PathBuf),
     #[error("corrupted {what} at {path}: {detail}")]

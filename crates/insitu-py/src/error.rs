@@ -58,7 +58,47 @@ pub fn to_py(e: HostError) -> PyErr {
             if error.kind() == std::io::ErrorKind::NotFound { "MissingFileError" } else { "FileError" };
         return raise_with(name, e.to_string(), Some((error.raw_os_error(), path)));
     }
-    raise(class_name(e.kind()), e.to_string())
+    raise(class_name(e.kind()), in_python_words(&e.to_string()))
+}
+
+/// The CLI's message in a Python user's words: a flag named in it (`--entry-size`) becomes the keyword
+/// argument it is in Python (`entry_size`), and `insitu init` becomes `insitu.Array.create`.
+pub fn in_python_words(message: &str) -> String {
+    let message = message.replace("`insitu init`", "`insitu.Array.create`");
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message.as_str();
+    while let Some(at) = rest.find("--") {
+        let (before, flag) = rest.split_at(at);
+        out.push_str(before);
+        let end = flag[2..].find(|c: char| !(c.is_ascii_lowercase() || c == '-')).unwrap_or(flag.len() - 2);
+        let name = flag[2..2 + end].trim_end_matches('-');
+        let starts_word = before.chars().last().is_none_or(|c| !c.is_alphanumeric() && c != '-');
+        if starts_word && name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.push_str(&name.replace('-', "_"));
+            rest = &flag[2 + name.len()..];
+        } else {
+            out.push_str("--");
+            rest = &flag[2..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn flags_become_keyword_arguments() {
+        let w = super::in_python_words;
+        assert_eq!(w("--entry-size must be a multiple of 4"), "entry_size must be a multiple of 4");
+        assert_eq!(w("(raise --memory-budget to 4 MiB)"), "(raise memory_budget to 4 MiB)");
+        assert_eq!(
+            w("no array at /x (create one with `insitu init`)"),
+            "no array at /x (create one with `insitu.Array.create`)"
+        );
+        assert_eq!(w("try --profile bluedbm, or --threads."), "try profile bluedbm, or threads.");
+        assert_eq!(w("a--b and -- alone and x --7"), "a--b and -- alone and x --7");
+    }
 }
 
 /// A device-layer error (loading a profile) as a Python exception.
