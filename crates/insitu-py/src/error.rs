@@ -85,6 +85,16 @@ pub fn in_python_words(message: &str) -> String {
     out
 }
 
+/// A device-layer error (loading a profile) as a Python exception.
+pub fn from_device(e: impl Into<HostError>) -> PyErr {
+    to_py(e.into())
+}
+
+/// An `InvalidArgumentError` with `message`.
+pub fn invalid(message: String) -> PyErr {
+    raise("InvalidArgumentError", message)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -99,14 +109,4 @@ mod tests {
         assert_eq!(w("try --profile bluedbm, or --threads."), "try profile bluedbm, or threads.");
         assert_eq!(w("a--b and -- alone and x --7"), "a--b and -- alone and x --7");
     }
-}
-
-/// A device-layer error (loading a profile) as a Python exception.
-pub fn from_device(e: impl Into<HostError>) -> PyErr {
-    to_py(e.into())
-}
-
-/// An `InvalidArgumentError` with `message`.
-pub fn invalid(message: String) -> PyErr {
-    raise("InvalidArgumentError", message)
 }
