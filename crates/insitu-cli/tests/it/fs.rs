@@ -371,6 +371,34 @@ fn a_damaged_or_missing_journal_is_refused_until_fsck_repair_and_loses_only_its_
     assert!(env.ok(&["fs", "ls"]).contains("0 file(s)"));
 }
 
+/// A node that does not open keeps only its own pages from being read: a file wholly on the other nodes
+/// reads back, one with pages on it fails naming it, and changes are refused by name until it is back
+/// (its blocks are not known). Its files are not called damaged. Once it opens, all is as before.
+#[test]
+fn a_node_offline_keeps_only_its_own_pages_from_being_read() {
+    let env = appliance("8MiB");
+    let on1 = text(20_000, 41, b"one");
+    let striped = text(90_000, 42, b"all");
+    env.ok(&["fs", "put", s(&env.write("on1", &on1)), "--node", "1"]);
+    env.ok(&["fs", "put", s(&env.write("striped", &striped))]);
+    let geometry = env.data().join("dev0").join("raw").join("geometry.json");
+    let good = std::fs::read(&geometry).unwrap();
+    std::fs::write(&geometry, b"{ damaged").unwrap();
+    assert!(get(&env, "on1") == on1);
+    let err = env.fails(&["fs", "get", "striped"]);
+    assert!(err.contains("device 0 is offline"), "{err}");
+    let err = env.fails(&["fs", "put", s(&env.write("new", b"new")), "--node", "1"]);
+    assert!(err.contains("takes no change while a node is offline"), "{err}");
+    let err = env.fails(&["fs", "rm", "on1"]);
+    assert!(err.contains("takes no change while a node is offline"), "{err}");
+    let o = env.run(&["fs", "ls"]);
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("damaged"), "{o:?}");
+    std::fs::write(&geometry, &good).unwrap();
+    assert!(get(&env, "striped") == striped && get(&env, "on1") == on1);
+    env.ok(&["fs", "put", s(&env.write("new", b"new"))]);
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+}
+
 /// `fs get --via`: one node's in-store processor or host reads a file's pages from every node over the
 /// storage network. The bytes are the file's; the modeled bandwidth is what the hardware allows: a
 /// node's own flash at its cards' rate (2 x 1.2 GB/s, 1.6 GB/s over PCIe to a host), another node's

@@ -434,6 +434,9 @@ struct Node {
     host: HashMap<(u32, u32, u32), Open>,
     /// Per (card, bus): the chip the bus's next page goes to.
     turn: HashMap<(u32, u32), u32>,
+    /// Why the node is offline, if it is: its blocks are not known (none is listed, none free), its
+    /// files' pages there cannot be read, and the file system takes no change until it is back.
+    down: Option<String>,
 }
 
 impl Node {
@@ -583,6 +586,10 @@ impl<'a> Fs<'a> {
         for f in self.index.files.values() {
             let mut bad = false;
             for p in &f.pages {
+                // A page on a node that is down is not known to be damaged: it cannot be looked at.
+                if self.nodes.get(p.node as usize).is_some_and(|n| n.down.is_some()) {
+                    continue;
+                }
                 let a = p.addr;
                 let seg = self
                     .nodes
@@ -705,6 +712,7 @@ impl<'a> Fs<'a> {
     /// Stores `reader`'s bytes as file `name`, striped over every node, or kept on `node`. If it fails,
     /// nothing of it is in the file system (pages already programmed are dead, for cleaning).
     pub fn put(&mut self, name: &str, reader: &mut dyn Read, node: Option<u32>) -> Result<FsFile> {
+        self.all_nodes_up()?;
         self.check_usable()?;
         let r = self.put_pages(name, reader, node);
         if r.is_err() {
@@ -1323,6 +1331,7 @@ impl<'a> Fs<'a> {
 
     /// Removes file `name`: its pages are dead, for cleaning to reclaim.
     pub fn remove(&mut self, name: &str) -> Result<()> {
+        self.all_nodes_up()?;
         self.check_usable()?;
         let f = self.file(name)?.clone();
         // The array's reserve on the host's disk goes first if that disk is full, so the record fits.
@@ -1363,6 +1372,7 @@ impl<'a> Fs<'a> {
     /// and only this gives them back. The next open puts erased blocks first in each bus's queue, so
     /// writes reuse the space the images already hold on the host's disk before growing them.
     pub fn collect_garbage(&mut self) -> Result<Garbage> {
+        self.all_nodes_up()?;
         let erased_blocks = self.erase_dead_blocks()?;
         let dead = self.dead_pages();
         let discarded_pages = self.discard(&dead)?;
@@ -1406,6 +1416,20 @@ impl<'a> Fs<'a> {
     /// The appliance the file system is on.
     pub fn array(&self) -> &'a Array {
         self.array
+    }
+
+    /// Refuses a change while a node is down: its blocks are not known, so neither are the space free
+    /// nor the pages cleaning would move or erase.
+    fn all_nodes_up(&self) -> Result<()> {
+        match self.nodes.iter().position(|n| n.down.is_some()) {
+            None => Ok(()),
+            Some(i) => Err(HostError::Offline {
+                device: i as u32,
+                detail: "the file system takes no change while a node is offline; files whose pages are all \
+                         on the other nodes can still be read"
+                    .into(),
+            }),
+        }
     }
 
     /// Bytes a flash page holds (every node has the same).
@@ -1971,14 +1995,41 @@ pub fn catalog(array: &Array) -> Result<Vec<FsFile>> {
     Ok(index.files.into_values().collect())
 }
 
-/// Every node's blocks, from its raw partition.
+/// Every node's blocks, from its raw partition. A node whose device is offline is listed as down, with
+/// the others' geometry (an appliance's nodes are alike); with no node online, the first one's error.
 fn read_nodes(array: &Array, report: &mut FsReport) -> Result<Vec<Node>> {
     let mut nodes = Vec::new();
+    let mut down = Vec::new();
     for i in 0..array.device_count() as u32 {
-        let info = array.device(i)?.call(RawIdentify).map_err(HostError::device(i))?;
-        nodes.push(node_of(info, report));
+        match array.device(i) {
+            Ok(d) => nodes.push(Some(node_of(d.call(RawIdentify).map_err(HostError::device(i))?, report))),
+            Err(e) => {
+                nodes.push(None);
+                down.push((i, e));
+            }
+        }
     }
-    Ok(nodes)
+    let Some(like) = nodes.iter().flatten().next().map(|n| n.info.clone()) else {
+        return Err(down
+            .into_iter()
+            .next()
+            .map_or_else(|| HostError::InvalidArgument("the appliance has no nodes".into()), |(_, e)| e));
+    };
+    let mut why: HashMap<u32, String> = down.into_iter().map(|(i, e)| (i, e.to_string())).collect();
+    Ok(nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            n.unwrap_or_else(|| Node {
+                info: RawInfo { written: Vec::new(), ..like.clone() },
+                segments: HashMap::new(),
+                free: HashMap::new(),
+                host: HashMap::new(),
+                turn: HashMap::new(),
+                down: why.remove(&(i as u32)),
+            })
+        })
+        .collect())
 }
 
 /// A node's blocks as its raw partition reports them: blocks with pages are segments; on each chip, the
@@ -2008,7 +2059,7 @@ fn node_of(info: RawInfo, report: &mut FsReport) -> Node {
             }
         }
     }
-    Node { info, segments, free, host, turn: HashMap::new() }
+    Node { info, segments, free, host, turn: HashMap::new(), down: None }
 }
 
 #[cfg(test)]
