@@ -865,7 +865,7 @@ fn the_appliance_says_what_it_holds_and_what_was_wrong() {
 }
 
 #[test]
-fn the_listing_and_page_table_need_no_node_but_reads_do() {
+fn the_listing_and_page_table_need_no_node_and_reads_need_only_their_own() {
     let env = appliance("8MiB");
     for (name, node) in [("here", "0"), ("there", "2")] {
         let f = env.write(name, &text(20_000, 3, b"xy"));
@@ -897,9 +897,14 @@ fn the_listing_and_page_table_need_no_node_but_reads_do() {
     let err = env.fails(&["fs", "pages", "nope"]);
     assert!(err.contains("nope"), "{err}");
     assert!(fs_files() == before, "listing without the nodes wrote to the file system's index or journal");
-    // Reading or writing needs every node: refused, naming the one that is down.
-    let err = env.fails(&["fs", "get", "here", "-o", s(&env.path("out"))]);
+    // A file on the nodes that are up reads back; one with pages on the node that is down, or a change,
+    // is refused naming it.
+    env.ok(&["fs", "get", "here", "-o", s(&env.path("out"))]);
+    assert_eq!(std::fs::read(env.path("out")).unwrap(), crate::text(20_000, 3, b"xy"));
+    let err = env.fails(&["fs", "get", "there", "-o", s(&env.path("out2"))]);
     assert!(err.contains("device 2"), "{err}");
+    let err = env.fails(&["fs", "put", s(&env.path("here")), "--name", "more", "--node", "0"]);
+    assert!(err.contains("device 2") && err.contains("no change"), "{err}");
     std::fs::rename(&away, &node2).unwrap();
     assert_eq!(names(&env), ["here", "there"]);
     let r = env.json(&["fs", "ls"]);
