@@ -100,6 +100,8 @@ pub(crate) struct Index {
     pub notes: Vec<String>,
     pub cache: Option<RangeCache>,
     pub merge: Option<Merge>,
+    /// Entries a leaf of a restored tree holds (see [`Index::restore`]).
+    fill: usize,
 }
 
 impl Index {
@@ -116,7 +118,9 @@ impl Index {
             notes: Vec::new(),
             cache: None,
             merge: None,
+            fill: 1,
         };
+        ix.fill = ix.roomy_fill();
         ix.resize_bitmap(fw)?;
         Ok(ix)
     }
@@ -333,12 +337,20 @@ impl Index {
         if !saved.ids.len().is_multiple_of(saved.id_width) || saved.keys.len() as u64 != n * ks as u64 {
             return Err(misfit());
         }
-        let (_, leaves, internals) = BTree::bulk_load_shape(self.config.fanout as usize, self.fill(), n);
-        let need = self.footprint_of(leaves, internals) + self.indexed.len() as u64 * 8;
+        // Leaves two-thirds full, or full when that is all the memory allows: an index built up to the
+        // device's memory by inserts in key order has fuller leaves than two-thirds, and must load again
+        // (it did not, and lost its records at every open).
         let held = self.memory.bytes();
-        if need > held {
-            self.grow(fw, need - held, "the restored B+tree")?;
+        let need = |fill: usize| {
+            let (_, leaves, internals) = BTree::bulk_load_shape(self.config.fanout as usize, fill, n);
+            self.footprint_of(leaves, internals) + self.indexed.len() as u64 * 8
+        };
+        let (roomy, full) = (self.roomy_fill(), self.config.fanout as usize);
+        let fill = if need(roomy) <= held + fw.memory_available() { roomy } else { full };
+        if need(fill) > held {
+            self.grow(fw, need(fill) - held, "the restored B+tree")?;
         }
+        self.fill = fill;
         self.clear();
         // The records named are marked as they are checked (one pass over the ids), and all unmarked
         // again, the memory given back, if one lies past the range.
@@ -360,9 +372,13 @@ impl Index {
     }
 
     /// Leaves of a restored tree are two-thirds full: the fill random inserts leave, so new inserts do not
-    /// split every leaf.
-    fn fill(&self) -> usize {
+    /// split every leaf. (Full, when memory allows no more: [`Index::restore`].)
+    fn roomy_fill(&self) -> usize {
         (self.config.fanout as usize * 2 / 3).max(1)
+    }
+
+    fn fill(&self) -> usize {
+        self.fill
     }
 
     fn footprint_of(&self, leaves: u64, internals: u64) -> u64 {
