@@ -156,6 +156,22 @@ fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> 
     if has_config(dir) {
         return Err(HostError::ArrayExists(dir.to_path_buf()));
     }
+    // In a device's directory (or deeper): its files would be mixed with the device's, and removing
+    // either would take the other's data.
+    let full = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if let Some(device) = full.ancestors().skip(1).find(|a| a.join("device.json").exists()) {
+        return Err(HostError::InvalidArgument(format!(
+            "{} is inside the device directory {}: choose a directory outside it",
+            dir.display(),
+            device.display()
+        )));
+    }
+    if dir.join("device.json").exists() {
+        return Err(HostError::InvalidArgument(format!(
+            "{} is a device's directory (it holds device.json): choose a directory of its own for the array",
+            dir.display()
+        )));
+    }
     // A catalog without a configuration: an init cut off between the two (its catalog is empty, and is
     // written anew), or an array that lost its configuration (its catalog lists objects: never overwritten).
     if dir.join("catalog.json").exists() {

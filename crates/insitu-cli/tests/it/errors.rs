@@ -293,6 +293,16 @@ fn a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there() {
     std::fs::remove_file(env.data().join("dev1")).unwrap();
     env.init(&["--devices", "2", "--profile", "tiny"]);
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+    // An array in a device's directory, or below it, would mix its files with the device's.
+    let dev0 = env.data().join("dev0");
+    for (dir, want) in
+        [(dev0.clone(), "is a device's directory"), (dev0.join("sub"), "inside the device directory")]
+    {
+        let err = env.fails(&["--data", s(&dir), "init", "--devices", "1", "--profile", "tiny"]);
+        assert!(err.contains(want), "{err}");
+    }
+    assert!(!dev0.join("array.json").exists() && !dev0.join("sub").exists());
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
 
 /// Copies directory `from` to `to` (as a user restoring a backup would).
