@@ -34,6 +34,26 @@ pub fn validate_user_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Bytes the longest device object name of a table or shuffle adds to its name (`NAME#sortkeyoff`).
+const LONGEST_PART_SUFFIX: usize = "#sortkeyoff".len();
+
+/// [`validate_user_name`] for a table or a shuffle, whose parts are device objects named `NAME#...`: the
+/// name leaves room for the longest of those within the devices' 255 bytes (it was refused later, naming
+/// an internal part).
+pub fn validate_table_name(name: &str) -> Result<()> {
+    validate_user_name(name)?;
+    let most = 255 - LONGEST_PART_SUFFIX;
+    if name.len() > most {
+        return Err(HostError::InvalidArgument(format!(
+            "invalid name {:?}...: a table's or a shuffle's name is at most {most} bytes (its parts are named \
+             NAME#...), this one is {}",
+            name.chars().take(24).collect::<String>(),
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
 /// How to open an array.
 #[derive(Debug, Default)]
 pub struct OpenOptions {

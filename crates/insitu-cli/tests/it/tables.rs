@@ -208,3 +208,31 @@ fn tpcc_orderline_loads_and_repro_nascent_runs() {
     assert_eq!(modeled(&r), modeled(&again));
     assert!(env.path("second/REPORT.md").is_file());
 }
+
+/// A table's or a shuffle's parts are device objects named `NAME#...`: a name too long for the longest
+/// of them is refused by its own length, before anything is stored (it was refused half-way, naming an
+/// internal part), while a blob may take the whole 255 bytes.
+#[test]
+fn a_table_name_too_long_for_its_parts_is_refused_by_name_first() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    let csv = env.write("t.csv", b"k,v\n3,a\n1,b\n2,c\n");
+    let long = "t".repeat(250);
+    let err = env.fails(&["put-table", s(&csv), "--name", &long, "--key", "k"]);
+    assert!(
+        err.contains("a table's or a shuffle's name is at most 244 bytes") && err.contains("is 250"),
+        "{err}"
+    );
+    env.ok(&["put-table", s(&csv), "--name", "t", "--key", "k"]);
+    for args in [
+        &["sort", "t", "--key", "v", "--out", &long][..],
+        &["shuffle", "t", "--key", "v", "--partitions", "2", "--out", &long],
+    ] {
+        let err = env.fails(args);
+        assert!(err.contains("at most 244 bytes"), "{args:?}: {err}");
+    }
+    let ok = "t".repeat(244);
+    env.ok(&["sort", "t", "--key", "v", "--out", &ok]);
+    env.ok(&["put", s(&csv), "--name", &"b".repeat(255)]);
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+}

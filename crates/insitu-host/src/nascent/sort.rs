@@ -16,7 +16,7 @@ use insitu_kernels::keys::SortAlgo;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::array::{validate_user_name, Array};
+use crate::array::{validate_table_name, Array};
 use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::Result;
 use insitu_device::work::{self, Ledger};
@@ -72,7 +72,7 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         false => Some(crate::table::layout::field_key(&info.schema, info.key, column)?),
     };
     let out = opts.out.clone().unwrap_or_else(|| format!("{name}.sorted"));
-    validate_user_name(&out)?;
+    validate_table_name(&out)?;
     array.check_free(&out)?;
     if let Some(path) = &opts.merge {
         crate::table::export::ParquetFile::check_path(path)?;

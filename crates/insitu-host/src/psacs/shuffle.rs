@@ -14,7 +14,7 @@ use insitu_kernels::columnar::{FieldKind, RecordFormat};
 use insitu_kernels::shuffle::Codec;
 use serde_json::json;
 
-use crate::array::{validate_user_name, Array};
+use crate::array::{validate_table_name, Array};
 use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
 use crate::psacs::info::ShuffleInfo;
@@ -87,7 +87,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         .map(|(_, f)| *f)
         .collect();
     let out = opts.out.clone().unwrap_or_else(|| format!("{name}.shuffled"));
-    validate_user_name(&out)?;
+    validate_table_name(&out)?;
     array.check_free(&out)?;
     let rf = row_format(&info.schema, info.key);
     if !(1..=256).contains(&opts.threads) {

@@ -10,7 +10,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchReader as _};
 use serde_json::json;
 
-use crate::array::{validate_user_name, Array};
+use crate::array::{validate_table_name, Array};
 use crate::catalog::{EntryKind, ObjectEntry};
 use crate::error::{HostError, Result};
 use crate::report::{Measure, Report};
@@ -170,7 +170,7 @@ pub struct PutTable {
 
 /// Stores the table in `path` as `opts.name`, reading it a batch at a time.
 pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Report> {
-    validate_user_name(&opts.name)?;
+    validate_table_name(&opts.name)?;
     array.check_free(&opts.name)?;
     let file = TableFile::open(path)?;
     load(array, &file.schema, file.batches, opts)
@@ -179,7 +179,7 @@ pub fn put_table(array: &mut Array, path: &Path, opts: &PutTable) -> Result<Repo
 /// Stores the rows of `raw` (an Arrow batch handed over by a caller, such as the Python front) as
 /// `opts.name`, like [`put_table`] stores a file's.
 pub fn put_table_batch(array: &mut Array, raw: RecordBatch, opts: &PutTable) -> Result<Report> {
-    validate_user_name(&opts.name)?;
+    validate_table_name(&opts.name)?;
     array.check_free(&opts.name)?;
     let schema = raw.schema();
     load(array, &schema, std::iter::once(Ok(raw)), opts)
