@@ -81,6 +81,10 @@ def test_get_writes_to_a_file_whole_or_not_at_all(arr, tmp_path):
     assert not (tmp_path / "none").exists(), "no file, not even a partial one"
     with pytest.raises(insitu.InvalidArgumentError, match="is a directory"):
         arr.get("blob", out=tmp_path)
+    # A folder that does not exist is a file error, as Python's own: FileNotFoundError, errno, filename.
+    with pytest.raises(FileNotFoundError) as e:
+        arr.get("blob", out=tmp_path / "no" / "such" / "f")
+    assert e.value.errno == 2 and e.value.filename == str(tmp_path / "no" / "such" / "f")
 
 
 def test_rm_and_not_found(arr):

@@ -32,12 +32,17 @@ impl OutFile {
             _ => Path::new("."),
         };
         if !parent.is_dir() {
-            let why = if parent.exists() { "is not a directory" } else { "does not exist" };
-            return Err(HostError::InvalidArgument(format!(
-                "cannot write {}: {} {why}",
-                path.display(),
-                parent.display()
-            )));
+            // A file error, as the operating system would give it (a front keeps its kind: Python's
+            // FileNotFoundError, with errno and filename).
+            let (kind, why) = if parent.exists() {
+                (std::io::ErrorKind::NotADirectory, "is not a directory")
+            } else {
+                (std::io::ErrorKind::NotFound, "does not exist")
+            };
+            return Err(HostError::Io {
+                path: path.to_path_buf(),
+                error: std::io::Error::new(kind, format!("cannot be written: {} {why}", parent.display())),
+            });
         }
         if path.is_dir() {
             return Err(HostError::InvalidArgument(format!(

@@ -56,7 +56,15 @@ pub fn to_py(e: HostError) -> PyErr {
     if let HostError::Io { path, error } = &e {
         let name =
             if error.kind() == std::io::ErrorKind::NotFound { "MissingFileError" } else { "FileError" };
-        return raise_with(name, e.to_string(), Some((error.raw_os_error(), path)));
+        // An error made here (not by the OS) has no errno: the one its kind stands for.
+        let errno = error.raw_os_error().or(match error.kind() {
+            std::io::ErrorKind::NotFound => Some(libc_errno::ENOENT),
+            std::io::ErrorKind::NotADirectory => Some(libc_errno::ENOTDIR),
+            std::io::ErrorKind::IsADirectory => Some(libc_errno::EISDIR),
+            std::io::ErrorKind::PermissionDenied => Some(libc_errno::EACCES),
+            _ => None,
+        });
+        return raise_with(name, e.to_string(), Some((errno, path)));
     }
     raise(class_name(e.kind()), in_python_words(&e.to_string()))
 }
@@ -93,6 +101,14 @@ pub fn from_device(e: impl Into<HostError>) -> PyErr {
 /// An `InvalidArgumentError` with `message`.
 pub fn invalid(message: String) -> PyErr {
     raise("InvalidArgumentError", message)
+}
+
+/// The errno values of Linux (the only platform built), for errors made without one.
+mod libc_errno {
+    pub const ENOENT: i32 = 2;
+    pub const EACCES: i32 = 13;
+    pub const ENOTDIR: i32 = 20;
+    pub const EISDIR: i32 = 21;
 }
 
 #[cfg(test)]

@@ -493,7 +493,7 @@ fn an_output_that_cannot_be_written_is_named_as_given() {
     let missing = env.path("no/such/dir/out");
     let err = env.fails(&["get", "small", "-o", s(&missing)]);
     assert!(
-        err.contains(&format!("cannot write {}", missing.display())) && !err.contains("partial"),
+        err.contains(&format!("{}: cannot be written", missing.display())) && !err.contains("partial"),
         "{err}"
     );
     let err = env.fails(&["get", "small", "-o", s(env.dir.path())]);
