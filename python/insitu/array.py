@@ -66,6 +66,26 @@ def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
     raise InvalidArgumentError(f"a key is bytes or str, got {type(key).__name__}")
 
 
+def _warn_if_disk_short(arr: "Array") -> None:
+    """Flash images are sparse: they take disk space as pages are written. Warns, as ``insitu init`` does,
+    when the devices could outgrow the file system they are on."""
+    import shutil
+    import warnings
+
+    c = arr.config
+    most = int(c["capacity_bytes"]) * int(c["devices"])
+    free = shutil.disk_usage(arr.path).free
+    if most > free:
+        warnings.warn(
+            f"the {c['devices']} device(s) of {c['capacity_bytes']} bytes can take up to {most} bytes of disk "
+            f"as they fill, and {free} bytes are free where {arr.path} is: writes will fail with "
+            '"No space left on device" once it is full (what is stored stays intact; capacity= makes the '
+            "devices smaller)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
 def _pattern(value: Union[str, bytes, bytearray, memoryview], what: str) -> bytes:
     """A search pattern: bytes-like as it is, a ``str`` as its UTF-8 bytes; anything else (an int would be
     taken by ``bytes()`` as that many zero bytes) refused."""
@@ -206,7 +226,9 @@ class Array:
             topology,
             lanes,
         )
-        return cls(inner)
+        arr = cls(inner)
+        _warn_if_disk_short(arr)
+        return arr
 
     @classmethod
     def open(cls, path: PathLike, *, wait: float = 5.0) -> "Array":

@@ -65,6 +65,13 @@ def test_error_classes(tmp_path, arr):
             arr.search("x", bad)
 
 
+def test_create_warns_when_the_devices_could_outgrow_the_disk(tmp_path):
+    # Flash images are sparse; 2 devices of 8 TiB could take 16 TiB as they fill, more than the disk has.
+    with pytest.warns(RuntimeWarning, match="can take up to 17592186044416 bytes of disk"):
+        a = insitu.Array.create(tmp_path / "big", devices=2, profile="tiny", capacity="8TiB")
+    a.close()
+
+
 def test_device_full_keeps_what_was_stored(tmp_path):
     with insitu.Array.create(tmp_path / "small", devices=1, profile="tiny", capacity="1MiB") as arr:
         arr.put("first", b"a" * 1000)
