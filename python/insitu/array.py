@@ -45,12 +45,38 @@ def _size(value: Optional[Size]) -> Optional[str]:
     return str(value)
 
 
+def _in_memory(data: Any) -> Optional[bytes]:
+    """The bytes of ``data`` held in memory (bytes, bytearray, memoryview, or any object that exposes its
+    buffer, such as a numpy array: its bytes as they lie in memory), or ``None`` for a path."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    if isinstance(data, (str, os.PathLike)):
+        return None
+    try:
+        return memoryview(data).tobytes()
+    except TypeError:
+        from .errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"data is bytes (or an object exposing its buffer, such as a numpy array) or a file's path, "
+            f"got {type(data).__name__}"
+        ) from None
+
+
 def _bytes_or_path(data: Union[bytes, bytearray, memoryview, PathLike]) -> Tuple[Optional[bytes], Optional[str]]:
     """``(bytes, None)`` for data in memory, ``(None, path)`` for a file's path: what the native methods that
     take either are given."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data), None
-    return None, os.fspath(data)
+    held = _in_memory(data)
+    return (held, None) if held is not None else (None, os.fspath(data))
+
+
+def _length(value: Size) -> int:
+    """A length in bytes: a whole number, or a string such as ``'64MiB'`` (a fraction of a byte refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        from .errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"a length is a number of bytes or a string such as '64MiB', got {value!r}")
+    return _insitu.parse_size(str(value))
 
 
 def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
@@ -279,8 +305,9 @@ class Array:
         """Stores ``data`` (bytes, or the path of a file) as object ``name``: striped over the devices,
         or whole on ``device``. ``progress=True`` draws a progress bar for a file; a callable is called
         with ``(bytes done, bytes in all)`` instead."""
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            return Report.from_json(self._inner.put_bytes(name, bytes(data), device))
+        held = _in_memory(data)
+        if held is not None:
+            return Report.from_json(self._inner.put_bytes(name, held, device))
         update, close = _progress(progress, f"put {name}")
         try:
             return Report.from_json(self._inner.put_file(name, os.fspath(data), device, update))
@@ -664,7 +691,7 @@ class Array:
         update, close = _progress(progress, "lba read")
         try:
             data, report = self._inner.lba_read(
-                device, lba, _insitu.parse_size(str(length)), None if out is None else os.fspath(out), update
+                device, lba, _length(length), None if out is None else os.fspath(out), update
             )
         finally:
             close()
@@ -674,7 +701,7 @@ class Array:
     def lba_trim(self, lba: int, length: Size, *, device: int = 0) -> Report:
         """Trims ``length`` bytes (whole blocks; a number or a size) from block ``lba`` of ``device``: they
         read as zeros from now on."""
-        return Report.from_json(self._inner.lba_trim(device, lba, _insitu.parse_size(str(length))))
+        return Report.from_json(self._inner.lba_trim(device, lba, _length(length)))
 
     # --- the Self-Sorting SSD (Cavazos Quero, Lee, Kim, §III) ---
 

@@ -372,7 +372,7 @@ def test_a_put_that_cannot_fit_is_refused_and_fsck_reads_the_file_system(applian
     assert any("file system: 1 file(s), 7 page(s) read back" in n for n in report["notes"]), report
 
 
-def test_the_listing_needs_no_node_but_reads_do(tmp_path):
+def test_the_listing_needs_no_node_and_reads_need_only_their_own(tmp_path):
     path = tmp_path / "app"
     with insitu.Array.create(path, devices=2, profile="bluedbm", capacity="256MiB", topology="line") as a:
         a.fs_put("here", b"x" * 20_000, node=0)
@@ -380,8 +380,11 @@ def test_the_listing_needs_no_node_but_reads_do(tmp_path):
     (path / "dev1").rename(tmp_path / "dev1.away")
     with insitu.Array.open(path) as a:
         assert [f["name"] for f in a.fs_ls()] == ["here", "there"]
+        assert a.fs_get("here") == b"x" * 20_000
         with pytest.raises(insitu.errors.OfflineError, match="device 1"):
-            a.fs_get("here")
+            a.fs_get("there")
+        with pytest.raises(insitu.errors.OfflineError, match="takes no change while a node is offline"):
+            a.fs_put("more", b"z", node=0)
     (tmp_path / "dev1.away").rename(path / "dev1")
     with insitu.Array.open(path) as a:
         assert a.fs_get("there") == b"y" * 20_000

@@ -26,6 +26,16 @@ def test_put_get_round_trip_striped_and_on_one_device(arr, tmp_path):
     assert arr.get("file") == data[:12345]
 
 
+def test_put_takes_any_buffer_and_refuses_what_is_neither_bytes_nor_a_path(arr):
+    ids = np.arange(1000, dtype=np.uint32)
+    arr.put("ids", ids)
+    assert np.frombuffer(arr.get("ids"), dtype=np.uint32).tolist() == ids.tolist()
+    with pytest.raises(insitu.InvalidArgumentError, match="got int"):
+        arr.put("five", 5)
+    with pytest.raises(insitu.InvalidArgumentError, match="a length is a number of bytes"):
+        arr.lba_read(0, 10.5)
+
+
 def test_progress_is_shown_only_when_asked(arr, tmp_path, capfd):
     f = tmp_path / "f.bin"
     f.write_bytes(b"x" * (9 << 20))
