@@ -106,12 +106,12 @@ impl<'a> ProgramContext<'a> {
         }
     }
 
-    /// Metadata of an object on this device.
     /// Bytes of a flash page.
     pub fn page_size(&self) -> u64 {
         self.media.read().page_size() as u64
     }
 
+    /// Metadata of an object on this device.
     pub fn object(&self, name: &str) -> Result<ObjectMeta> {
         Ok(self.media.read().stat(name)?.clone())
     }

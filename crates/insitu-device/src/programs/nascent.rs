@@ -154,7 +154,7 @@ fn layout_name(l: IndexLayout) -> &'static str {
 /// ... then merges them").
 pub(crate) fn sort(ctx: &ProgramContext<'_>, a: SortArgs) -> Result<SortOutput> {
     if let KeyColumn::Bytes { data, offsets } = &a.key {
-        return sort_bytes(ctx, data, offsets, a.algo, &a.out);
+        return sort_bytes(ctx, data, offsets, a.algo, &a.out, a.memory_budget);
     }
     let (src, rows) = KeySource::open(ctx, &a.key)?;
     let kt = src.key_type();
@@ -207,12 +207,17 @@ fn sort_bytes(
     keyoff: &str,
     algo: SortAlgo,
     out: &str,
+    memory_budget: Option<u64>,
 ) -> Result<SortOutput> {
     let (dsize, osize) = (ctx.object(key)?.size, ctx.object(keyoff)?.size);
     let rows = (osize / 8).saturating_sub(1);
     // Keys, offsets, row ids and the sort's scratch all live in device memory; string keys are not
-    // sorted out of core yet.
-    let _mem = ctx.reserve(dsize + osize + rows * 8)?;
+    // sorted out of core yet, so a budget below that is refused (it was ignored).
+    let needed = dsize + osize + rows * 8;
+    if needed > memory_budget.unwrap_or(u64::MAX).min(ctx.memory_available()) {
+        return Err(ctx.too_little_memory(memory_budget, needed, "sorting string keys (in device memory)"));
+    }
+    let _mem = ctx.reserve(needed)?;
     let data = ctx.read_all(key)?;
     let offs = le::decode_u64s(&ctx.read_all(keyoff)?);
     if offs.windows(2).any(|w| w[0] > w[1]) || offs.last().copied().unwrap_or(0) > dsize {

@@ -451,6 +451,18 @@ fn a_table_larger_than_device_memory_is_sorted_out_of_core() {
     get_table(&a, "host", &p1).unwrap();
     get_table(&a, "dev", &p2).unwrap();
     assert_eq!(read_table_file(&p1).unwrap(), read_table_file(&p2).unwrap());
+    // String keys are sorted in device memory alone: a budget below what that takes is refused by name
+    // (it was ignored), and nothing is stored.
+    put(&mut a, &src, "s", "comment", false);
+    let strings = SortOptions { key: "comment".into(), out: Some("s.tiny".into()), ..tiny };
+    let err = sort_table(&mut a, "s", &strings).unwrap_err().to_string();
+    assert!(
+        err.contains("the memory budget of 1 bytes is too small") && err.contains("string keys"),
+        "{err}"
+    );
+    assert!(!a.catalog().objects.contains_key("s.tiny"));
+    sort_table(&mut a, "s", &SortOptions { memory_budget: None, out: Some("s.dev".into()), ..strings })
+        .unwrap();
 }
 
 #[test]
