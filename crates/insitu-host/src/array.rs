@@ -144,7 +144,7 @@ fn blob_from_parts(name: &str, parts: &[(u32, &insitu_device::ObjectMeta)]) -> O
 
 /// Locks the data directory itself (flock on the directory): unlike a lock file, it cannot be deleted
 /// or replaced under a running process to let a second writer in.
-fn lock(dir: &Path) -> Result<File> {
+pub(crate) fn lock(dir: &Path) -> Result<File> {
     lock_within(dir, std::time::Duration::ZERO)
 }
 
@@ -194,7 +194,7 @@ fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> 
     }
     // A catalog without a configuration: an init cut off between the two (its catalog is empty, and is
     // written anew), or an array that lost its configuration (its catalog lists objects: never overwritten).
-    if dir.join("catalog.json").exists() {
+    if dir.join("catalog.json").exists() || crate::catalog::second_copy(&dir.join("catalog.json")).exists() {
         let kept = match Catalog::load(dir) {
             Ok(c) => !c.objects.is_empty() || c.generation > 0 || !c.quarantine.is_empty(),
             Err(_) => true,
@@ -235,7 +235,8 @@ impl Array {
     ) -> Result<Array> {
         let stripe_unit = check_new(dir, devices, stripe_unit)?;
         let created_dir = !dir.exists();
-        let had_catalog = dir.join("catalog.json").exists();
+        let had_catalog = dir.join("catalog.json").exists()
+            || crate::catalog::second_copy(&dir.join("catalog.json")).exists();
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
         let lock = match lock(dir) {
             Ok(l) => l,
@@ -314,7 +315,8 @@ impl Array {
         let lock = lock(dir)?;
         let mut config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
         record_held_capacity(&mut config);
-        let had_catalog = dir.join("catalog.json").exists();
+        let had_catalog = dir.join("catalog.json").exists()
+            || crate::catalog::second_copy(&dir.join("catalog.json")).exists();
         let undo = || {
             remove_both(&dir.join("array.json"));
             if !had_catalog {
@@ -461,7 +463,7 @@ impl Array {
             )));
         }
         let newest = props.iter().map(|p| p.array_generation).max().unwrap_or(0);
-        let behind = newest > self.catalog.generation;
+        let behind = newest > self.catalog.generation || self.catalog.rebuilt;
         if behind {
             self.open_report.notes.push(format!(
                 "catalog.json is older than the devices (generation {} < {newest}): it was restored from an \
@@ -525,6 +527,7 @@ impl Array {
             self.catalog.removing.retain(|(dev, _)| offline.contains(dev));
             // Past every generation a device has seen, so the catalog is the newest again.
             self.catalog.generation = self.catalog.generation.max(newest);
+            self.catalog.rebuilt = false;
             self.save_catalog()?;
         }
         Ok(())
@@ -636,6 +639,22 @@ impl Array {
         self.described_by_parts(name, &split)
     }
 
+    /// With no copy of the catalog readable (`why`), keeps what is there as `NAME.damaged` and starts an
+    /// empty catalog marked [`Catalog::rebuilt`]: the open keeps every part it finds in quarantine, for the
+    /// repair to restore the objects they describe; none is deleted.
+    fn restart_catalog(dir: &Path, why: &HostError) -> Result<Catalog> {
+        for name in ["catalog.json", "catalog.b.json"] {
+            let p = dir.join(name);
+            if p.exists() {
+                let kept = dir.join(format!("{name}.damaged"));
+                std::fs::rename(&p, &kept).map_err(|e| HostError::io(&p, e))?;
+            }
+        }
+        let c = Catalog { rebuilt: true, ..Catalog::default() };
+        c.save(dir).map_err(|e| HostError::InvalidArgument(format!("{why}; and a new catalog: {e}")))?;
+        Ok(c)
+    }
+
     /// `fsck --repair`, before the array opens: mends what keeps a device from opening and can be mended
     /// with the user's consent (a journal damaged inside is cut at the damage, the whole journal kept
     /// beside it). Returns what was done, device by device.
@@ -643,7 +662,19 @@ impl Array {
         let config = ArrayConfig::load(dir)?;
         let _held = lock(dir)?;
         let mut done = Vec::new();
-        let mut catalog = Catalog::load(dir)?;
+        let mut catalog = match Catalog::load(dir) {
+            Ok(c) => c,
+            Err(e @ HostError::Corrupt { .. }) | Err(e @ HostError::Io { .. }) if !matches!(&e, HostError::Io { error, .. } if error.kind() != std::io::ErrorKind::NotFound) =>
+            {
+                let c = Self::restart_catalog(dir, &e)?;
+                done.push(format!(
+                    "catalog: no copy could be read ({e}); started an empty one: every part on the devices is \
+                     kept in quarantine at the open below, and the objects they describe whole are restored"
+                ));
+                c
+            }
+            Err(e) => return Err(e),
+        };
         for i in 0..config.devices {
             let ddir = device_dir(dir, i);
             let notes = match Device::repair(&ddir) {

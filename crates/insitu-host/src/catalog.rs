@@ -180,6 +180,10 @@ pub struct Catalog {
     /// Parts on the devices that no entry lists and no interrupted write explains, kept for `fsck --repair`.
     #[serde(default)]
     pub quarantine: Vec<QuarantinedPart>,
+    /// Started empty by `fsck --repair` because no copy could be read: the next open keeps every part it
+    /// finds in quarantine (none is taken for a write cut off), whatever the devices' generations.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rebuilt: bool,
 }
 
 /// A part kept because the catalog does not know it and nothing says it may go.
@@ -222,6 +226,14 @@ fn save_checked<T: Serialize>(path: &Path, v: &T) -> Result<()> {
 fn load_either<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<(T, Option<String>)> {
     match load_checked(path, what) {
         Ok(v) => Ok((v, None)),
+        // Only a first copy that is damaged or gone is replaced by the second: any other error (a
+        // permission, an I/O error) is the first copy's, which may be the newer.
+        Err(first)
+            if !matches!(&first, HostError::Corrupt { .. })
+                && !matches!(&first, HostError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound) =>
+        {
+            Err(first)
+        }
         Err(first) => match load_checked(&second_copy(path), what) {
             Ok(v) => Ok((v, Some(first.to_string()))),
             Err(_) if !second_copy(path).exists() => Err(first),

@@ -357,6 +357,38 @@ fn a_damaged_or_missing_journal_is_refused_until_fsck_repair_and_loses_only_its_
             }
         }
     }
+    // Damage at the end that is more than one cut-off record: the last two records damaged, or every
+    // line's end changed (CRLF), is refused, not cut as a torn tail.
+    for (case, edit) in [("two last records", 0), ("CRLF", 1)] {
+        let env = appliance("8MiB");
+        put_all(&env);
+        let bytes = std::fs::read(journal(&env)).unwrap();
+        let damaged: Vec<u8> = if edit == 0 {
+            let starts = line_starts(&bytes);
+            let mut b = bytes.clone();
+            b[starts[1] + 20] ^= 0x10;
+            b[starts[2] + 20] ^= 0x10;
+            b
+        } else {
+            bytes.iter().flat_map(|&c| if c == b'\n' { vec![b'\r', b'\n'] } else { vec![c] }).collect()
+        };
+        std::fs::write(journal(&env), &damaged).unwrap();
+        let err = env.fails(&["fs", "ls"]);
+        assert!(err.contains("damage inside the journal"), "{case}: {err}");
+        assert_eq!(std::fs::read(journal(&env)).unwrap(), damaged, "{case}: nothing cut");
+    }
+    // The whole fs/ folder gone, with files' pages on the nodes: refused, not taken for a new file system
+    // whose cleaning would erase them.
+    let env = appliance("8MiB");
+    put_all(&env);
+    std::fs::remove_dir_all(env.data().join("fs")).unwrap();
+    for cmd in [&["fs", "ls"][..], &["fs", "gc"]] {
+        let err = env.fails(cmd);
+        assert!(err.contains("the journal is missing"), "{cmd:?}: {err}");
+    }
+    let o = env.run(&["fsck", "--repair"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("started an empty one"), "{o:?}");
+    assert!(env.ok(&["fs", "ls"]).contains("0 file(s)"));
     // A journal gone from a file system with files: refused, then started empty with the user's word.
     let env = appliance("8MiB");
     put_all(&env);

@@ -28,6 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub use insitu_device::cluster::Access;
@@ -252,8 +253,19 @@ struct Index {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 enum Record {
     Put(FsFile),
-    Remove { name: String },
-    Move { name: String, index: u32, to: GlobalPage },
+    Remove {
+        name: String,
+    },
+    Move {
+        name: String,
+        index: u32,
+        to: GlobalPage,
+    },
+    /// The journal's first record after a checkpoint emptied it: the checkpoint (of `files` files) holds
+    /// everything before, so a journal that says so without a checkpoint beside it has lost it.
+    Checkpointed {
+        files: u64,
+    },
 }
 
 /// What opening the file system found and did.
@@ -458,7 +470,10 @@ pub struct Fs<'a> {
     dir: PathBuf,
     index: Index,
     journal: File,
+    /// The journal's length, its [`Record::Checkpointed`] line included.
     journal_len: u64,
+    /// Bytes of that line at the journal's start (0 before the first checkpoint).
+    journal_base: u64,
     nodes: Vec<Node>,
     report: FsReport,
     cleaned: u64,
@@ -486,7 +501,6 @@ impl<'a> Fs<'a> {
     /// module documentation says.
     pub fn open(array: &'a Array) -> Result<Fs<'a>> {
         let dir = array.dir().join("fs");
-        let existed = dir.is_dir();
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
         let (mut index, checkpoint_bytes, index_note) = read_index(&dir.join("index.json"))?;
         let mut report = FsReport::default();
@@ -513,10 +527,9 @@ impl<'a> Fs<'a> {
         // A journal is made with the file system and never removed (a checkpoint empties it): one gone
         // from a file system with a checkpoint or pages on its nodes would lose the files it named, and
         // cleaning would then erase their pages.
-        if existed
-            && !journal_path.exists()
-            && (checkpoint_bytes > 0 || nodes.iter().any(|n| !n.segments.is_empty()))
-        {
+        // The journal is made before any page is written, so pages on the nodes without one (the whole
+        // `fs/` folder gone, too) mean lost metadata, not a new file system.
+        if !journal_path.exists() && (checkpoint_bytes > 0 || nodes.iter().any(|n| !n.segments.is_empty())) {
             return Err(missing_journal(&journal_path));
         }
         let mut journal = OpenOptions::new()
@@ -526,7 +539,12 @@ impl<'a> Fs<'a> {
             .truncate(false)
             .open(&journal_path)
             .map_err(|e| HostError::io(&journal_path, e))?;
-        let valid = replay(&mut journal, &journal_path, &mut index, &mut report)?;
+        let (valid, checkpointed) = replay(&mut journal, &journal_path, &mut index, &mut report)?;
+        if let Some(files) = checkpointed.filter(|_| checkpoint_bytes == 0) {
+            return Err(missing_checkpoint(&dir.join("index.json"), files));
+        }
+        let journal_base =
+            if checkpointed.is_some() { first_line_len(&mut journal, &journal_path)? } else { 0 };
         let total = journal.metadata().map_err(|e| HostError::io(&journal_path, e))?.len();
         if total > valid {
             report.torn_journal_bytes = total - valid;
@@ -540,6 +558,7 @@ impl<'a> Fs<'a> {
             index,
             journal,
             journal_len: valid,
+            journal_base,
             nodes,
             report,
             cleaned: 0,
@@ -649,8 +668,7 @@ impl<'a> Fs<'a> {
 
     /// Appends a record; a failed append is cut off again, so later records never follow a torn one.
     fn append(&mut self, rec: &Record) -> Result<()> {
-        let body = serde_json::to_string(rec).expect("plain data serializes");
-        let line = format!("{:08x} {body}\n", crc32fast::hash(body.as_bytes()));
+        let line = record_line(rec);
         let path = self.dir.join("journal");
         if let Err(e) = self.journal.write_all(line.as_bytes()) {
             let undo = self
@@ -681,7 +699,7 @@ impl<'a> Fs<'a> {
     /// after the map holds every record's change. A checkpoint that fails leaves the journal as it was
     /// (its records are replayed onto the older checkpoint), so it does not fail the change before it.
     fn maybe_checkpoint(&mut self) {
-        if self.journal_len < self.checkpoint_after.max(self.checkpoint_bytes / self.journal_share) {
+        if self.since_checkpoint() < self.checkpoint_after.max(self.checkpoint_bytes / self.journal_share) {
             return;
         }
         let json = serde_json::to_vec(&self.index).expect("plain data serializes");
@@ -697,16 +715,25 @@ impl<'a> Fs<'a> {
         }
         self.checkpoint_bytes = body.len() as u64;
         // Replaying records already in the checkpoint is harmless (each is idempotent), so a journal
-        // that cannot be emptied now is emptied by a later checkpoint.
+        // that cannot be emptied now is emptied by a later checkpoint. Emptied, it starts with a record
+        // that says a checkpoint holds the rest (a crash before that record leaves an empty journal beside
+        // the checkpoint: the same state).
+        let mark = record_line(&Record::Checkpointed { files: self.index.files.len() as u64 });
         let emptied = self
             .journal
             .set_len(0)
             .and_then(|()| self.journal.seek(SeekFrom::Start(0)).map(|_| ()))
+            .and_then(|()| self.journal.write_all(mark.as_bytes()))
             .and_then(|()| self.journal.sync_all());
         match emptied {
-            Ok(()) => self.journal_len = 0,
+            Ok(()) => (self.journal_len, self.journal_base) = (mark.len() as u64, mark.len() as u64),
             Err(_) => self.poisoned = true,
         }
+    }
+
+    /// Bytes of records the journal holds since the last checkpoint.
+    fn since_checkpoint(&self) -> u64 {
+        self.journal_len - self.journal_base
     }
 
     /// Stores `reader`'s bytes as file `name`, striped over every node, or kept on `node`. If it fails,
@@ -1750,6 +1777,39 @@ fn page_error(f: &FsFile, index: usize, e: HostError) -> HostError {
     }
 }
 
+/// A record as its journal line: its CRC-32 in hex, its JSON, a newline.
+fn record_line(rec: &Record) -> String {
+    let body = serde_json::to_string(rec).expect("plain data serializes");
+    format!("{:08x} {body}\n", crc32fast::hash(body.as_bytes()))
+}
+
+/// Bytes of the journal's first line (its [`Record::Checkpointed`]).
+fn first_line_len(journal: &mut File, path: &Path) -> Result<u64> {
+    journal.seek(SeekFrom::Start(0)).map_err(|e| HostError::io(path, e))?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while journal.read(&mut byte).map_err(|e| HostError::io(path, e))? == 1 {
+        head.push(byte[0]);
+        if byte[0] == b'\n' {
+            break;
+        }
+    }
+    Ok(head.len() as u64)
+}
+
+/// The error for a checkpoint gone while the journal says one holds the files before it.
+fn missing_checkpoint(path: &Path, files: u64) -> HostError {
+    corrupt(
+        path,
+        format!(
+            "the checkpoint is missing (both copies), while the journal says one holds the file system's \
+             {files} file(s) as of its start: they would be lost, and cleaning would erase their pages. \
+             Nothing was changed; put the checkpoint back, or let `insitu fsck --repair` drop that record \
+             (those files are then lost)"
+        ),
+    )
+}
+
 /// One journal line's record, if the line is whole (ends in a newline) and its checksum and body are good.
 fn parse_line(line: &[u8]) -> Option<Record> {
     let l = std::str::from_utf8(line.strip_suffix(b"\n")?).ok()?;
@@ -1763,10 +1823,11 @@ struct JournalScan {
     records: Vec<Record>,
     /// Bytes of whole, good records before the first damaged line (the journal's length if none is).
     valid: u64,
-    /// Why the damaged line at `valid` is damage, not a record cut off by a crash, if it is. A crash cuts
-    /// only the journal's end, inside its last record (a put's record is written and synced last): a
-    /// torn record is the last line and lacks its newline. A damaged line with a good record after it,
-    /// or a whole last line (newline included) that fails its checksum, is damage.
+    /// Why the damaged line at `valid` is damage, not a record cut off by a crash, if it is. A killed
+    /// process leaves its last write cut short: whole records, then part of one, without its newline
+    /// (each record is one write, its newline last). So a torn tail is one last line without its
+    /// newline; any damaged line that ends in a newline (whole, but failing its checksum), or one with a
+    /// good record after it, is damage.
     damage: Option<String>,
 }
 
@@ -1786,13 +1847,6 @@ fn scan_journal(journal: &mut File, path: &Path) -> Result<JournalScan> {
                 valid += l.len();
             }
             None if valid + l.len() == bytes.len() && !l.ends_with(b"\n") => break,
-            None if valid + l.len() == bytes.len() => {
-                damage = Some(format!(
-                    "its last record (bytes {valid}..{}) is whole but fails its checksum",
-                    bytes.len()
-                ));
-                break;
-            }
             None => {
                 let mut at = valid + l.len();
                 for next in lines.by_ref() {
@@ -1804,6 +1858,9 @@ fn scan_journal(journal: &mut File, path: &Path) -> Result<JournalScan> {
                     }
                     at += next.len();
                 }
+                damage.get_or_insert_with(|| {
+                    format!("the record at byte {valid} is whole (it ends its line) but fails its checksum")
+                });
                 break;
             }
         }
@@ -1835,15 +1892,26 @@ fn damaged_journal(path: &Path, why: &str) -> HostError {
     )
 }
 
-/// Applies the journal's records to `index`; returns the length of its valid part. A journal damaged
-/// inside is refused by name (nothing is cut: see [`repair`]).
-fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsReport) -> Result<u64> {
+/// Applies the journal's records to `index`; returns the length of its valid part, and the files of the
+/// checkpoint it says holds what came before it, if it says so. A journal damaged inside is refused by
+/// name (nothing is cut: see [`repair`]).
+fn replay(
+    journal: &mut File,
+    path: &Path,
+    index: &mut Index,
+    report: &mut FsReport,
+) -> Result<(u64, Option<u64>)> {
     let scan = scan_journal(journal, path)?;
     if let Some(why) = &scan.damage {
         return Err(damaged_journal(path, why));
     }
+    let mut checkpointed = None;
     for rec in scan.records {
         match rec {
+            Record::Checkpointed { files } => {
+                checkpointed = Some(files);
+                continue;
+            }
             Record::Put(f) => {
                 index.next_id = index.next_id.max(f.id + 1);
                 index.files.insert(f.name.clone(), f);
@@ -1859,7 +1927,7 @@ fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsRep
         }
         report.journal_records += 1;
     }
-    Ok(scan.valid)
+    Ok((scan.valid, checkpointed))
 }
 
 /// With the user's consent (`insitu fsck --repair`), mends the file system's metadata in the appliance
@@ -1868,13 +1936,25 @@ fn replay(journal: &mut File, path: &Path, index: &mut Index, report: &mut FsRep
 /// (`journal.damaged-at-OFFSET`); a missing journal is started again, empty. Says what it did; nothing when there was nothing to do.
 pub fn repair(dir: &Path) -> Result<Vec<String>> {
     let fs_dir = dir.join("fs");
-    if !fs_dir.is_dir() {
+    // An appliance's nodes have raw partitions: its file system's folder may be gone with its metadata.
+    if !fs_dir.is_dir() && !dir.join("dev0").join("raw").is_dir() {
         return Ok(Vec::new());
     }
+    // Held while the journal is rewritten: a process with the file system open appends to it.
+    let _held = crate::array::lock(dir)?;
+    std::fs::create_dir_all(&fs_dir).map_err(|e| HostError::io(&fs_dir, e))?;
     let path = fs_dir.join("journal");
     let mut journal = match OpenOptions::new().read(true).write(true).open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let (_, checkpoint, _) = read_index(&fs_dir.join("index.json")).unwrap_or_default();
+            let nodes_written = (0..)
+                .map(|i| dir.join(format!("dev{i}")))
+                .take_while(|d| d.is_dir())
+                .any(|d| std::fs::metadata(d.join("raw").join("nand.img")).is_ok_and(|m| m.blocks() > 0));
+            if checkpoint == 0 && !nodes_written {
+                return Ok(Vec::new());
+            }
             File::create(&path).and_then(|f| f.sync_all()).map_err(|e| HostError::io(&path, e))?;
             return Ok(vec![format!(
                 "file system: its journal was missing: started an empty one (files put or removed since its \
@@ -1886,6 +1966,27 @@ pub fn repair(dir: &Path) -> Result<Vec<String>> {
     };
     let scan = scan_journal(&mut journal, &path)?;
     if scan.damage.is_none() {
+        // A journal that says a checkpoint holds the files before it, with no checkpoint beside it: that
+        // record goes, with the user's consent (those files are lost; their pages are dead).
+        let (_, checkpoint, _) = read_index(&fs_dir.join("index.json")).unwrap_or_default();
+        let said = scan.records.iter().find_map(|r| match r {
+            Record::Checkpointed { files } => Some(*files),
+            _ => None,
+        });
+        if let (Some(files), 0) = (said, checkpoint) {
+            let bytes = std::fs::read(&path).map_err(|e| HostError::io(&path, e))?;
+            let kept: Vec<u8> = bytes
+                .split_inclusive(|&b| b == b'\n')
+                .filter(|l| !matches!(parse_line(l), Some(Record::Checkpointed { .. })))
+                .flatten()
+                .copied()
+                .collect();
+            insitu_device::write_atomic(&path, &kept).map_err(|e| corrupt(&path, e.to_string()))?;
+            return Ok(vec![format!(
+                "file system: its checkpoint was missing: the {files} file(s) it held are lost (their pages are \
+                 dead, for cleaning); the journal's later records are kept"
+            )]);
+        }
         return Ok(Vec::new());
     }
     let kept = fs_dir.join(format!("journal.damaged-at-{}", scan.valid));
@@ -1961,6 +2062,8 @@ fn read_index(path: &Path) -> Result<(Index, u64, Option<String>)> {
     match read_index_copy(path) {
         Ok(Some((index, len))) => Ok((index, len, None)),
         Ok(None) if !copy.exists() => Ok((Index::default(), 0, None)),
+        // Only a first copy that is damaged or gone is replaced by the second: any other error is its own.
+        Err(e @ HostError::Io { .. }) => Err(e),
         first => {
             let why = match first {
                 Err(e) => e.to_string(),
@@ -1980,13 +2083,16 @@ fn read_index(path: &Path) -> Result<(Index, u64, Option<String>)> {
 /// [`Fs::open`] to cut).
 pub fn catalog(array: &Array) -> Result<Vec<FsFile>> {
     let dir = array.dir().join("fs");
-    let (mut index, _, _) = read_index(&dir.join("index.json"))?;
+    let (mut index, index_bytes, _) = read_index(&dir.join("index.json"))?;
     let path = dir.join("journal");
     match File::open(&path) {
         Ok(mut journal) => {
-            replay(&mut journal, &path, &mut index, &mut FsReport::default())?;
+            let (_, checkpointed) = replay(&mut journal, &path, &mut index, &mut FsReport::default())?;
+            if let Some(files) = checkpointed.filter(|_| index_bytes == 0) {
+                return Err(missing_checkpoint(&dir.join("index.json"), files));
+            }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.join("index.json").exists() => {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && index_bytes > 0 => {
             return Err(missing_journal(&path));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -2087,7 +2193,7 @@ mod tests {
             fs.put("b", &mut &bytes(70_000, 2)[..], None).unwrap();
             fs.remove("a").unwrap();
             fs.put("c", &mut &bytes(10, 3)[..], Some(1)).unwrap();
-            assert_eq!(fs.journal_len, 0, "the journal was emptied into the checkpoint");
+            assert_eq!(fs.since_checkpoint(), 0, "the journal was emptied into the checkpoint");
         }
         array.close().unwrap();
         let array = Array::open(dir.path(), OpenOptions::default()).unwrap();
@@ -2114,7 +2220,7 @@ mod tests {
             (fs.checkpoint_after, fs.journal_share) = (1, u64::MAX);
             fs.put("a", &mut &bytes(30_000, 1)[..], None).unwrap();
             fs.put("b", &mut &bytes(20_000, 2)[..], None).unwrap();
-            assert_eq!(fs.journal_len, 0);
+            assert_eq!(fs.since_checkpoint(), 0);
         }
         let first = dir.path().join("fs").join("index.json");
         let copy = crate::catalog::second_copy(&first);
@@ -2159,6 +2265,41 @@ mod tests {
         array.close().unwrap();
     }
 
+    /// A checkpoint empties the journal down to a record that says so: with both copies of the checkpoint
+    /// gone, the file system is refused by name (its files would be lost and their pages erased), until
+    /// the repair drops that record; the changes after it are kept.
+    #[test]
+    fn a_journal_that_says_a_checkpoint_holds_its_files_refuses_to_open_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = appliance(dir.path());
+        {
+            let mut fs = Fs::open(&array).unwrap();
+            (fs.checkpoint_after, fs.journal_share) = (1, u64::MAX);
+            fs.put("a", &mut &bytes(30_000, 1)[..], None).unwrap();
+            assert_eq!(fs.since_checkpoint(), 0);
+            assert!(fs.journal_len > 0, "the journal says a checkpoint holds the rest");
+            fs.checkpoint_after = u64::MAX;
+            fs.put("b", &mut &bytes(20_000, 2)[..], None).unwrap();
+        }
+        let first = dir.path().join("fs").join("index.json");
+        std::fs::remove_file(&first).unwrap();
+        std::fs::remove_file(crate::catalog::second_copy(&first)).unwrap();
+        let Err(e) = Fs::open(&array) else { panic!("opened without its checkpoint") };
+        assert!(e.to_string().contains("the checkpoint is missing"), "{e}");
+        assert!(catalog(&array).unwrap_err().to_string().contains("the checkpoint is missing"));
+        drop(array);
+        let said = repair(dir.path()).unwrap();
+        assert!(said.iter().any(|n| n.contains("the 1 file(s) it held are lost")), "{said:?}");
+        let array = Array::open(dir.path(), OpenOptions::default()).unwrap();
+        let fs = Fs::open(&array).unwrap();
+        assert_eq!(fs.files().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["b"]);
+        let mut out = Vec::new();
+        fs.get("b", &mut out).unwrap();
+        assert_eq!(out, bytes(20_000, 2));
+        drop(fs);
+        array.close().unwrap();
+    }
+
     #[test]
     fn the_journal_grows_to_half_the_checkpoint_before_the_next_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -2168,13 +2309,17 @@ mod tests {
             let mut fs = Fs::open(&array).unwrap();
             fs.checkpoint_after = 1;
             fs.put("big", &mut &bytes(400_000, 1)[..], None).unwrap();
-            assert_eq!(fs.journal_len, 0, "the first change is checkpointed");
+            assert_eq!(fs.since_checkpoint(), 0, "the first change is checkpointed");
             let first = fs.checkpoint_bytes;
             fs.put("s", &mut &bytes(10, 2)[..], None).unwrap();
-            assert!(fs.journal_len > 0 && fs.journal_len < first / 2, "{} of {first}", fs.journal_len);
+            assert!(
+                fs.since_checkpoint() > 0 && fs.since_checkpoint() < first / 2,
+                "{} of {first}",
+                fs.since_checkpoint()
+            );
             // Small changes pile up in the journal until it reaches half the checkpoint.
-            while fs.journal_len > 0 {
-                assert!(fs.journal_len < first / 2, "{} of {first}", fs.journal_len);
+            while fs.since_checkpoint() > 0 {
+                assert!(fs.since_checkpoint() < first / 2, "{} of {first}", fs.since_checkpoint());
                 let name = format!("t{}", names.len());
                 fs.put(&name, &mut &bytes(10, 3)[..], None).unwrap();
                 names.push(name);
