@@ -15,15 +15,17 @@ Every operator releases the GIL while it runs. Errors are :mod:`insitu.errors` c
 messages.
 
 A ``progress`` callback is called with ``(done, total)`` as the work goes. An exception it raises, or
-Ctrl-C, stops the call that streams bytes (``put``, ``get``, ``lba_write``, ``lba_read``, the Self-Sort
-writes, generate and reads) where it is, and is raised as it is: nothing of a put is stored, no output file
-is written. Other operators finish their work before a Ctrl-C is seen.
+Ctrl-C, stops the call that streams bytes (``put`` of a file, ``get``, ``lba_write``, ``lba_read``, the
+Self-Sort writes, generate and reads) where it is, and is raised as it is: nothing of a put is stored, no
+output file is written; blocks or records already written by ``lba_write`` or a Self-Sort write stay, as on
+any block device. Other calls finish their work before a Ctrl-C is seen.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import operator
 import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -71,12 +73,25 @@ def _bytes_or_path(data: Union[bytes, bytearray, memoryview, PathLike]) -> Tuple
 
 
 def _length(value: Size) -> int:
-    """A length in bytes: a whole number, or a string such as ``'64MiB'`` (a fraction of a byte refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        from .errors import InvalidArgumentError
+    """A length in bytes: a whole number (numpy's too), or a string such as ``'64MiB'``; a fraction of a
+    byte is refused."""
+    from .errors import InvalidArgumentError
 
-        raise InvalidArgumentError(f"a length is a number of bytes or a string such as '64MiB', got {value!r}")
-    return _insitu.parse_size(str(value))
+    refused = InvalidArgumentError(f"a length is a whole number of bytes or a string such as '64MiB', got {value!r}")
+    if isinstance(value, str):
+        try:
+            whole = float(value).is_integer()
+        except ValueError:
+            whole = True  # a size with a unit: '1.5KiB' is 1536 bytes
+        if not whole:
+            raise refused
+        return _insitu.parse_size(value)
+    if isinstance(value, bool):
+        raise refused
+    try:
+        return _insitu.parse_size(str(operator.index(value)))
+    except TypeError:
+        raise refused from None
 
 
 def _key(key: Union[bytes, str, None]) -> Optional[bytes]:

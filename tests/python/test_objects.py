@@ -32,8 +32,10 @@ def test_put_takes_any_buffer_and_refuses_what_is_neither_bytes_nor_a_path(arr):
     assert np.frombuffer(arr.get("ids"), dtype=np.uint32).tolist() == ids.tolist()
     with pytest.raises(insitu.InvalidArgumentError, match="got int"):
         arr.put("five", 5)
-    with pytest.raises(insitu.InvalidArgumentError, match="a length is a number of bytes"):
-        arr.lba_read(0, 10.5)
+    for bad in (10.5, "10.5", True):
+        with pytest.raises(insitu.InvalidArgumentError, match="a length is a whole number of bytes"):
+            arr.lba_read(0, bad)
+    assert len(arr.lba_read(0, np.int64(4096))) == len(arr.lba_read(0, "4KiB")) == 4096
 
 
 def test_progress_is_shown_only_when_asked(arr, tmp_path, capfd):

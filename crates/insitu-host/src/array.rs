@@ -92,6 +92,9 @@ pub struct Array {
     /// Objects whose parts are not the ones their entry recorded (see [`ObjectEntry::commits`]), and
     /// what differs: found at open, refused until `fsck --repair`.
     mismatched: std::collections::BTreeMap<String, String>,
+    /// Parts an `rm` could not delete after its catalog write: listed in `removing` by every catalog
+    /// this array writes, so that the next open deletes them.
+    pub(crate) undeleted: Vec<(u32, String)>,
     /// What the command running on the array has done so far (see [`crate::progress`]).
     progress: crate::progress::Progress,
     pub(crate) faults: FaultPlan,
@@ -291,6 +294,7 @@ impl Array {
             catalog,
             open_report: OpenReport::default(),
             mismatched: Default::default(),
+            undeleted: Vec::new(),
             progress: Default::default(),
             faults: FaultPlan::none(),
             _sockets: None,
@@ -415,6 +419,7 @@ impl Array {
             catalog,
             open_report,
             mismatched: Default::default(),
+            undeleted: Vec::new(),
             progress: Default::default(),
             faults: opts.faults,
             _sockets: opened.sockets,
@@ -1072,6 +1077,11 @@ impl Array {
             });
         }
         let before = (self.catalog.generation, std::mem::replace(&mut self.catalog.next_txns, next_txns));
+        for p in &self.undeleted {
+            if !self.catalog.removing.contains(p) {
+                self.catalog.removing.push(p.clone());
+            }
+        }
         self.catalog.generation += 1;
         release_reserve_if_short(&self.dir);
         if let Err(e) = self.catalog.save(&self.dir) {

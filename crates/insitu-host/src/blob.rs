@@ -327,7 +327,10 @@ pub fn rm(array: &mut Array, name: &str) -> Result<Report> {
                     error: insitu_device::DeviceError::Flash(insitu_device::FlashError::NotFound(_)),
                     ..
                 }) => {}
-                Err(e) => left.push(format!("dev{dev}:{obj} ({e})")),
+                Err(e) => {
+                    left.push(format!("dev{dev}:{obj} ({e})"));
+                    array.undeleted.push((*dev, obj));
+                }
             }
         }
     }

@@ -201,6 +201,8 @@ pub struct Measure {
     phases: Vec<PhaseUsage>,
     phase_t0: Instant,
     walls: Vec<MeasuredPhase>,
+    /// Devices that did not report their counters (see [`Measure::now`]).
+    warnings: Vec<String>,
 }
 
 impl Measure {
@@ -218,12 +220,38 @@ impl Measure {
             phase_start: start.clone(),
             start,
             phases: Vec::new(),
+            warnings: Vec::new(),
         })
+    }
+
+    /// Every device's counters now. A device that no longer answers keeps its counts of the last phase,
+    /// named in a warning: once an operation's work is done (a write committed), a device lost costs the
+    /// report those counts, not the operation its success.
+    fn now(&mut self, array: &Array) -> Vec<DeviceCounters> {
+        let warnings = &mut self.warnings;
+        array
+            .counters_each()
+            .into_iter()
+            .zip(&self.phase_start)
+            .enumerate()
+            .map(|(i, (c, last))| {
+                c.unwrap_or_else(|e| {
+                    let w = format!(
+                        "device {i} did not report its counters after the work ({e}): the figures leave out \
+                         what it did since the last phase"
+                    );
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                    last.clone()
+                })
+            })
+            .collect()
     }
 
     /// Closes the current phase: device activity since the previous phase, plus the host work given.
     pub fn phase(&mut self, name: &str, array: &Array, host: HostWork) -> Result<()> {
-        let now = array.counters()?;
+        let now = self.now(array);
         let devices = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
         self.phases.push(PhaseUsage { name: name.to_string(), devices, host });
         self.phase_start = now;
@@ -233,19 +261,7 @@ impl Measure {
 
     /// Ends the measurement; device activity after the last phase forms a final phase named like the op.
     pub fn finish(mut self, array: &Array, headline: String, result: serde_json::Value) -> Result<Report> {
-        // The operation's work is done (a write committed): a device that no longer answers costs the
-        // report its last counts, named in a warning, not the operation its success.
-        let mut warnings = Vec::new();
-        let now = array.counters_each().into_iter().zip(&self.phase_start).enumerate().map(|(i, (c, last))| {
-            c.unwrap_or_else(|e| {
-                warnings.push(format!(
-                    "device {i} did not report its counters after the work ({e}): the figures leave out what it \
-                     did since the last phase"
-                ));
-                last.clone()
-            })
-        });
-        let now: Vec<DeviceCounters> = now.collect();
+        let now = self.now(array);
         let tail: Vec<DeviceCounters> = now.iter().zip(&self.phase_start).map(|(n, s)| n.since(s)).collect();
         if self.phases.is_empty() || tail.iter().any(|c| c.commands > 0) {
             let name = self.op.clone();
@@ -273,7 +289,7 @@ impl Measure {
             modeled: model(array.profile(), &self.phases),
             measured_phases: self.walls,
             phases: self.phases,
-            warnings,
+            warnings: self.warnings,
         })
     }
 

@@ -70,26 +70,33 @@ pub fn to_py(e: HostError) -> PyErr {
 }
 
 /// The CLI's message in a Python user's words: a flag named in it (`--entry-size`) becomes the keyword
-/// argument it is in Python (`entry_size`), and `insitu init` becomes `insitu.Array.create`.
+/// argument it is in Python (`entry_size`), and `insitu init` becomes `insitu.Array.create`. Text in
+/// double quotes (a name, a path) and in backticks (a command) is left as it is.
 pub fn in_python_words(message: &str) -> String {
     let message = message.replace("`insitu init`", "`insitu.Array.create`");
     let mut out = String::with_capacity(message.len());
+    let (mut quoted, mut command) = (false, false);
     let mut rest = message.as_str();
-    while let Some(at) = rest.find("--") {
-        let (before, flag) = rest.split_at(at);
-        out.push_str(before);
-        let end = flag[2..].find(|c: char| !(c.is_ascii_lowercase() || c == '-')).unwrap_or(flag.len() - 2);
-        let name = flag[2..2 + end].trim_end_matches('-');
-        let starts_word = before.chars().last().is_none_or(|c| !c.is_alphanumeric() && c != '-');
-        if starts_word && name.starts_with(|c: char| c.is_ascii_lowercase()) {
-            out.push_str(&name.replace('-', "_"));
-            rest = &flag[2 + name.len()..];
-        } else {
-            out.push_str("--");
-            rest = &flag[2..];
+    while let Some(c) = rest.chars().next() {
+        let flag = rest.strip_prefix("--").filter(|_| !quoted && !command);
+        let starts_word = out.chars().last().is_none_or(|p| !p.is_alphanumeric() && p != '-' && p != '_');
+        if let (Some(after), true) = (flag, starts_word) {
+            let end = after.find(|c: char| !(c.is_ascii_lowercase() || c == '-')).unwrap_or(after.len());
+            let name = after[..end].trim_end_matches('-');
+            if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+                out.push_str(&name.replace('-', "_"));
+                rest = &after[name.len()..];
+                continue;
+            }
         }
+        match c {
+            '"' if !command => quoted = !quoted,
+            '`' if !quoted => command = !command,
+            _ => {}
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
-    out.push_str(rest);
     out
 }
 
@@ -124,5 +131,10 @@ mod tests {
         );
         assert_eq!(w("try --profile bluedbm, or --threads."), "try profile bluedbm, or threads.");
         assert_eq!(w("a--b and -- alone and x --7"), "a--b and -- alone and x --7");
+        assert_eq!(
+            w("no object named \"--backup-old\" (--device 2)"),
+            "no object named \"--backup-old\" (device 2)"
+        );
+        assert_eq!(w("run `insitu fsck --repair` or use --wait"), "run `insitu fsck --repair` or use wait");
     }
 }
