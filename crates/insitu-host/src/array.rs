@@ -669,8 +669,7 @@ impl Array {
         let mut done = Vec::new();
         let mut catalog = match Catalog::load(dir) {
             Ok(c) => c,
-            Err(e @ HostError::Corrupt { .. }) | Err(e @ HostError::Io { .. }) if !matches!(&e, HostError::Io { error, .. } if error.kind() != std::io::ErrorKind::NotFound) =>
-            {
+            Err(e) if crate::catalog::damaged_or_gone(&e) => {
                 let c = Self::restart_catalog(dir, &e)?;
                 done.push(format!(
                     "catalog: no copy could be read ({e}); started an empty one: every part on the devices is \

@@ -221,6 +221,16 @@ fn save_checked<T: Serialize>(path: &Path, v: &T) -> Result<()> {
     Ok(())
 }
 
+/// Whether a metadata file could not be read because it is damaged or gone (not for a permission or an
+/// I/O error, which say nothing of its content).
+pub(crate) fn damaged_or_gone(e: &HostError) -> bool {
+    match e {
+        HostError::Corrupt { .. } => true,
+        HostError::Io { error, .. } => error.kind() == std::io::ErrorKind::NotFound,
+        _ => false,
+    }
+}
+
 /// Reads `path`, or its [`second_copy`] when `path` is damaged or gone; with the copy, also why the
 /// first could not be read. The first copy's error when neither can be read.
 fn load_either<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<(T, Option<String>)> {
@@ -228,12 +238,7 @@ fn load_either<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<(
         Ok(v) => Ok((v, None)),
         // Only a first copy that is damaged or gone is replaced by the second: any other error (a
         // permission, an I/O error) is the first copy's, which may be the newer.
-        Err(first)
-            if !matches!(&first, HostError::Corrupt { .. })
-                && !matches!(&first, HostError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound) =>
-        {
-            Err(first)
-        }
+        Err(first) if !damaged_or_gone(&first) => Err(first),
         Err(first) => match load_checked(&second_copy(path), what) {
             Ok(v) => Ok((v, Some(first.to_string()))),
             Err(_) if !second_copy(path).exists() => Err(first),
