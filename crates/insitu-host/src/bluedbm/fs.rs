@@ -524,11 +524,9 @@ impl<'a> Fs<'a> {
         }
         let journal_path = dir.join("journal");
         let nodes = read_nodes(array, &mut report)?;
-        // A journal is made with the file system and never removed (a checkpoint empties it): one gone
-        // from a file system with a checkpoint or pages on its nodes would lose the files it named, and
-        // cleaning would then erase their pages.
-        // The journal is made before any page is written, so pages on the nodes without one (the whole
-        // `fs/` folder gone, too) mean lost metadata, not a new file system.
+        // A journal is made with the file system, before any page is written, and never removed (a
+        // checkpoint empties it): a checkpoint or pages on the nodes without one (the whole `fs/` folder
+        // gone, too) mean lost metadata, not a new file system, and cleaning would erase the files' pages.
         if !journal_path.exists() && (checkpoint_bytes > 0 || nodes.iter().any(|n| !n.segments.is_empty())) {
             return Err(missing_journal(&journal_path));
         }
