@@ -372,10 +372,10 @@ impl Array {
         // damaged one kept beside it.
         let mut restored = Vec::new();
         if let Some(why) = config_note {
-            restored.push(restore_first_copy(dir, "array.json", &why, || config.save(dir))?);
+            restored.push(crate::catalog::restore_first_copy(&dir.join("array.json"), &why)?);
         }
         if let Some(why) = catalog_note {
-            restored.push(restore_first_copy(dir, "catalog.json", &why, || catalog.save(dir))?);
+            restored.push(crate::catalog::restore_first_copy(&dir.join("catalog.json"), &why)?);
         }
         // An array made before the second copies gets them now.
         if !crate::catalog::second_copy(&dir.join("array.json")).exists() {
@@ -1359,30 +1359,6 @@ fn has_config(dir: &Path) -> bool {
 fn remove_both(path: &Path) {
     let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_file(crate::catalog::second_copy(path));
-}
-
-/// Mends `dir/name`, which could not be read (`why`), by `save` from its second copy (writing both
-/// again); the damaged file is kept beside it as `NAME.damaged`. Says what it did.
-fn restore_first_copy(
-    dir: &Path,
-    name: &str,
-    why: &str,
-    save: impl FnOnce() -> Result<()>,
-) -> Result<String> {
-    let path = dir.join(name);
-    let kept = dir.join(format!("{name}.damaged"));
-    let kept_note = if path.exists() {
-        std::fs::rename(&path, &kept).map_err(|e| HostError::io(&path, e))?;
-        format!("; the damaged file is kept as {}", kept.display())
-    } else {
-        String::new()
-    };
-    save()?;
-    let copy = crate::catalog::second_copy(&path);
-    Ok(format!(
-        "{name} could not be read ({why}): restored from its second copy, {}{kept_note}",
-        copy.display()
-    ))
 }
 
 /// Makes the reserve if it is missing and the disk has room for it a few times over (so that making it

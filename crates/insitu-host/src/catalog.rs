@@ -221,6 +221,28 @@ fn save_checked<T: Serialize>(path: &Path, v: &T) -> Result<()> {
     Ok(())
 }
 
+/// Mends the first copy `path`, which could not be read (`why`), from its [`second_copy`] (read and
+/// checked already); the damaged file is kept beside it as `NAME.damaged`. The caller holds the array's
+/// lock. Says what it did.
+pub(crate) fn restore_first_copy(path: &Path, why: &str) -> Result<String> {
+    let name =
+        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let kept = path.with_file_name(format!("{name}.damaged"));
+    let kept_note = if path.exists() {
+        std::fs::rename(path, &kept).map_err(|e| HostError::io(path, e))?;
+        format!("; the damaged file is kept as {}", kept.display())
+    } else {
+        String::new()
+    };
+    let copy = second_copy(path);
+    let bytes = std::fs::read(&copy).map_err(|e| HostError::io(&copy, e))?;
+    insitu_device::write_atomic(path, &bytes)?;
+    Ok(format!(
+        "{name} could not be read ({why}): restored from its second copy, {}{kept_note}",
+        copy.display()
+    ))
+}
+
 /// Whether a metadata file could not be read because it is damaged or gone (not for a permission or an
 /// I/O error, which say nothing of its content).
 pub(crate) fn damaged_or_gone(e: &HostError) -> bool {

@@ -506,21 +506,8 @@ impl<'a> Fs<'a> {
         let mut report = FsReport::default();
         if let Some(why) = index_note {
             // Mended from the second copy (the caller holds the array's lock), the damaged file kept.
-            let first = dir.join("index.json");
-            let kept = dir.join("index.json.damaged");
-            if first.exists() {
-                std::fs::rename(&first, &kept).map_err(|e| HostError::io(&first, e))?;
-            }
-            std::fs::copy(crate::catalog::second_copy(&first), &first)
-                .map_err(|e| HostError::io(&first, e))?;
-            report.notes.push(format!(
-                "file system: its checkpoint could not be read ({why}): restored from its second copy{}",
-                if kept.exists() {
-                    format!(", the damaged file kept as {}", kept.display())
-                } else {
-                    String::new()
-                }
-            ));
+            let done = crate::catalog::restore_first_copy(&dir.join("index.json"), &why)?;
+            report.notes.push(format!("file system: {done}"));
         }
         let journal_path = dir.join("journal");
         let nodes = read_nodes(array, &mut report)?;
