@@ -35,7 +35,7 @@ mod tests {
     fn a_shuffle_stored_before_the_codec_choice_reads_as_lz4() {
         let info = ShuffleInfo {
             source: "t".into(),
-            schema: TableSchema { columns: vec![] },
+            schema: TableSchema::default(),
             key: 0,
             parts: vec![],
             record_format: RecordFormat::parse("f4").unwrap(),

@@ -74,9 +74,11 @@ impl TableFile {
                 } else {
                     builder
                 };
+                // The builder's schema, not the reader's: the reader's drops the schema's metadata.
+                let schema = builder.schema().clone();
                 let r = builder.with_batch_size(BATCH_ROWS).build().map_err(|e| bad(e.to_string()))?;
                 let bad = bad.clone();
-                (r.schema(), Box::new(r.map(move |b| b.map_err(|e| bad(e.to_string())))))
+                (schema, Box::new(r.map(move |b| b.map_err(|e| bad(e.to_string())))))
             }
             "csv" => {
                 let fmt = arrow::csv::reader::Format::default().with_header(true);

@@ -1,5 +1,7 @@
 //! Table schemas: the column types insitu stores, how they map to Arrow, and which can be sort keys.
 
+use std::collections::{BTreeMap, HashMap};
+
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use insitu_kernels::keys::KeyType;
 use serde::{Deserialize, Serialize};
@@ -149,18 +151,38 @@ fn unit_of(s: &str) -> TimeUnit {
     }
 }
 
+/// The key-value metadata Arrow carries with a schema or a field (pandas keeps a frame's index and
+/// dtypes there, under `pandas`): kept with the table and given back with it, in key order.
+pub type Metadata = BTreeMap<String, String>;
+
+/// The most metadata a table keeps, keys and values together: it lives in the catalog, which is written
+/// again at every change of the array (pandas' own is a few KB).
+pub const METADATA_LIMIT: usize = 1 << 20;
+
 /// One column.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Column {
     pub name: String,
     pub ty: ColType,
     pub nullable: bool,
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
 }
 
-/// A table's columns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A table's columns, and the metadata of its schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableSchema {
     pub columns: Vec<Column>,
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+}
+
+fn metadata_of(m: &HashMap<String, String>) -> Metadata {
+    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn metadata_bytes(m: &Metadata) -> usize {
+    m.iter().map(|(k, v)| k.len() + v.len()).sum()
 }
 
 impl TableSchema {
@@ -173,6 +195,7 @@ impl TableSchema {
                     name: f.name().clone(),
                     ty: ColType::from_arrow(f.data_type(), f.name())?,
                     nullable: f.is_nullable(),
+                    metadata: metadata_of(f.metadata()),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -189,13 +212,26 @@ impl TableSchema {
                 )));
             }
         }
-        Ok(TableSchema { columns })
+        let metadata = metadata_of(schema.metadata());
+        let bytes = metadata_bytes(&metadata) + columns.iter().map(|c| metadata_bytes(&c.metadata)).sum::<usize>();
+        if bytes > METADATA_LIMIT {
+            return Err(HostError::InvalidArgument(format!(
+                "the table's schema metadata takes {bytes} bytes, over the {METADATA_LIMIT} a table keeps \
+                 (it is stored in the array's catalog): drop it or keep it beside the table"
+            )));
+        }
+        Ok(TableSchema { columns, metadata })
     }
 
+    /// The Arrow schema, with the metadata the table came with.
     pub fn to_arrow(&self) -> Schema {
-        Schema::new(
-            self.columns.iter().map(|c| Field::new(&c.name, c.ty.to_arrow(), c.nullable)).collect::<Vec<_>>(),
-        )
+        let hash = |m: &Metadata| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<HashMap<_, _>>();
+        let fields = self
+            .columns
+            .iter()
+            .map(|c| Field::new(&c.name, c.ty.to_arrow(), c.nullable).with_metadata(hash(&c.metadata)))
+            .collect::<Vec<_>>();
+        Schema::new_with_metadata(fields, hash(&self.metadata))
     }
 
     /// Index of a column by name, or an error listing the columns.

@@ -183,6 +183,55 @@ fn merge_gives_one_globally_sorted_file() {
     assert!(a.fsck().unwrap().is_empty());
 }
 
+#[test]
+fn schema_and_field_metadata_come_back_with_the_table_and_its_sorted_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 2);
+    let input = table(500, 3);
+    let meta = |pairs: &[(&str, &str)]| {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<std::collections::HashMap<_, _>>()
+    };
+    // What pandas writes (its index and dtypes), and a field's own.
+    let schema_meta = meta(&[("pandas", r#"{"index_columns": [], "columns": []}"#), ("origin", "test")]);
+    let fields: Vec<Field> = input
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match f.name().as_str() {
+            "comment" => f.as_ref().clone().with_metadata(meta(&[("unit", "text")])),
+            "k" => f.as_ref().clone().with_metadata(meta(&[("role", "key")])),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let schema = Arc::new(Schema::new_with_metadata(fields, schema_meta));
+    let input = RecordBatch::try_new(schema.clone(), input.columns().to_vec()).unwrap();
+    let src = dir.path().join("t.parquet");
+    write_parquet(&src, &input);
+    put(&mut a, &src, "t", "k", false);
+    sort(&mut a, "t", "k", SortPlacement::Device, SortAlgo::Fast, "t.dev");
+    sort(&mut a, "t", "ship", SortPlacement::Host, SortAlgo::Fast, "t.host");
+    for name in ["t", "t.dev", "t.host"] {
+        let out = dir.path().join(format!("{name}.parquet"));
+        get_table(&a, name, &out).unwrap();
+        let got = read_table_file(&out).unwrap();
+        assert_eq!(got.schema(), schema, "{name}");
+        let (batches, _) = insitu_host::table::export::read_table(&a, name).unwrap();
+        assert!(batches.iter().all(|b| b.schema() == schema), "{name}");
+    }
+
+    // Metadata past what the catalog keeps is refused by name, and nothing is stored.
+    let big = meta(&[("blob", &"x".repeat(2 << 20))]);
+    let b = RecordBatch::try_new(Arc::new(input.schema().as_ref().clone().with_metadata(big)), input.columns().to_vec())
+        .unwrap();
+    let src = dir.path().join("big.parquet");
+    write_parquet(&src, &b);
+    let opts =
+        PutTable { name: "big".into(), key: Some("k".into()), partition: Partitioning::RoundRobin, dict: None };
+    let e = put_table(&mut a, &src, &opts).unwrap_err().to_string();
+    assert!(e.contains("schema metadata") && e.contains("bytes"), "{e}");
+    assert!(a.entry("big").is_err());
+}
+
 /// A table with a column of every kind a sort takes, nulls in some, ties in all; `k` is the stored key.
 fn mixed_table(n: usize, seed: u64) -> RecordBatch {
     let mut r = SmallRng::seed_from_u64(seed);
