@@ -391,12 +391,25 @@ pub fn stage_lines(p: &Profile, phases: &[PhaseUsage], m: &Modeled) -> Vec<Stage
             let dram = dram_bytes(c);
             line(format!("device {d} dram"), b.dram_s, format!("{dram} bytes / {} B/s", p.device.memory_bw));
             for (item, secs) in &b.compute_stages {
-                let count = c.work.get(item).copied().unwrap_or(0);
+                // A stage is one item of work, or (sorts and merges) the items of its classes:
+                // `sort.b32.n10.keys` and the like.
+                let counts: Vec<String> = match c.work.get(item) {
+                    Some(n) => vec![format!("{item} = {n}")],
+                    None => c
+                        .work
+                        .iter()
+                        .filter(|(k, _)| {
+                            k.starts_with(&format!("{item}.")) && !b.compute_stages.contains_key(*k)
+                        })
+                        .map(|(k, n)| format!("{k} = {n}"))
+                        .collect(),
+                };
                 let from = if item == "firmware" {
                     format!("firmware work at {} Hz", p.firmware.clock_hz)
                 } else {
                     format!(
-                        "{item} = {count} priced by [kernels] at {} Hz, over the compute units in use",
+                        "{} priced by [kernels] at {} Hz, over the compute units in use",
+                        counts.join(", "),
                         p.kernels.clock_hz
                     )
                 };
@@ -559,6 +572,20 @@ mod tests {
         assert!(m.unpriced.is_empty());
         // energy: device 5 W x 1 s busy + 1 W x 50 us idle; host idle 10 W x (1 s + 50 us).
         assert!(approx(m.energy_j, 5.0 + 1.0 * 50e-6 + 10.0 * (1.0 + 50e-6)));
+    }
+
+    #[test]
+    fn a_sort_stage_line_names_the_counts_of_its_classes() {
+        // The sort stage prices items by class (`sort.b32.n17.keys`, `...calls`): its line gives them,
+        // not a count of an item named `sort` (which no ledger has).
+        let mut c = DeviceCounters::default();
+        SortClass::count(&mut c.work, work::SORT, 32, 1 << 17);
+        let phases = [PhaseUsage { name: "sort".into(), devices: vec![c], host: HostWork::default() }];
+        let m = model(&tiny(), &phases);
+        let lines = stage_lines(&tiny(), &phases, &m);
+        let sort = lines.iter().find(|l| l.stage == "device 0 compute sort").expect("a sort stage line");
+        assert!(sort.from.contains("sort.b32.n17.keys = 131072"), "{}", sort.from);
+        assert!(!sort.from.contains("sort = 0"), "{}", sort.from);
     }
 
     #[test]

@@ -19,9 +19,10 @@ pub struct ReportArgs {
     #[arg(long, default_value = "repro-out")]
     out: PathBuf,
     /// Smaller runs, for a look in a minute: fewer device counts and TPC-C scales for NASCENT, TPC-H SF
-    /// 0.1 for PSACS, lists at 0.1 of the paper's size for the intersection, 2 runs a point for Self-Sort.
-    /// NASCENT's and BlueDBM's modeled figures at the points run are a full run's; the smaller data
-    /// changes PSACS's and the intersection's.
+    /// 0.1 for PSACS, lists at 0.1 of the paper's size for the intersection, 2 sorted runs for
+    /// Self-Sort's MergeSort and ActiveSort, an eighth of the items, corpus and graph for BlueDBM's
+    /// applications. NASCENT's and BlueDBM's network figures at the points run are a full run's; the
+    /// smaller data changes the others' (pipelines fill and drain in a larger share of a shorter run).
     #[arg(long)]
     quick: bool,
 }
@@ -84,7 +85,7 @@ pub enum ReproCmd {
         /// Skip the presorted (PS) inputs.
         #[arg(long)]
         random_only: bool,
-        /// Runs per point (the median is reported; default 8, 2 with --quick).
+        /// Sorted runs MergeSort and ActiveSort make before their merge (§IV-A; default 8, 2 with --quick).
         #[arg(long)]
         runs: Option<u32>,
         /// Bytes per host read request of the final reads.

@@ -201,6 +201,16 @@ pub(crate) fn bound(parts: &[(&str, f64)]) -> (f64, String) {
     (s, name.to_string())
 }
 
+/// The name of the part of a host job's time its page reads take: the host's PCIe link when the `pcie_up`
+/// bytes it carried up take (nearly) all of `read_s`, else the flash (and network) behind it.
+pub(crate) fn reads_name(profile: &insitu_device::Profile, pcie_up: u64, read_s: f64) -> &'static str {
+    if read_s > 0.0 && pcie_up as f64 / profile.host_link.read_bw >= 0.95 * read_s {
+        "page reads, at the pace of the host's PCIe link"
+    } else {
+        "flash reads"
+    }
+}
+
 /// What bounds an in-store job: its engines, reading flash at the pace `limits` throttles it to, if any.
 pub(crate) fn isp_bound(limits: super::IspLimits) -> String {
     match limits.throttle_bw {

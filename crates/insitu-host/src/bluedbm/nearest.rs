@@ -255,7 +255,7 @@ fn on_host(
     cost.threads = threads as u32;
     let nq = queries.len() / ps;
     let mut merged: Vec<Nearest> = (0..nq).map(|_| Nearest::new(opts.k as usize)).collect();
-    let (mut read_s, mut remote_s) = (0.0, 0.0);
+    let (mut read_s, mut remote_s, mut read_up) = (0.0, 0.0, 0u64);
     // Misses of a host-DRAM search: each flash miss a synchronous page read, each disk miss a wait.
     let (mut flash_wait_s, mut flash_misses, mut disk_misses) = (0.0, 0u64, 0u64);
     let mut missed: std::collections::HashMap<u32, Vec<u8>> = Default::default();
@@ -289,6 +289,7 @@ fn on_host(
                 let idx: Vec<usize> = chunk.iter().map(|i| *i as usize).collect();
                 let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, opts.placement.access())?;
                 read_s += r.modeled_s;
+                read_up += r.pcie_up_bytes;
                 if opts.placement == Placement::RemoteHost {
                     remote_s += apps::remote_hosts_s(profile, f, &idx, opts.node, ps);
                 }
@@ -349,7 +350,7 @@ fn on_host(
     }
     let pcie_s = (flash_misses * ps as u64) as f64 / profile.host_link.read_bw;
     let (s, b) = apps::bound(&[
-        ("flash reads", read_s),
+        (apps::reads_name(profile, read_up, read_s), read_s),
         ("host cpu", cpu_s),
         ("host memory", mem_s),
         ("host cpu and misses", cpu_s + miss_s / t),

@@ -184,7 +184,7 @@ fn on_host(
     cost.threads = threads;
     let n = f.pages.len();
     let mut found = Found { scans: Vec::with_capacity(n), seams: vec![Vec::new(); n] };
-    let (mut read_s, mut remote_s) = (0.0, 0.0);
+    let (mut read_s, mut remote_s, mut read_up) = (0.0, 0.0, 0u64);
     let batch = |data: &[u8], first: usize, found: &mut Found| {
         let count = data.len() / ps;
         let scans = scan_pages(mp, f, data, first, count, ps, threads);
@@ -201,6 +201,7 @@ fn on_host(
                 let idx: Vec<usize> = (first..(first + CHUNK).min(n)).collect();
                 let (data, r) = fs.read_pages_via(&f.name, &idx, opts.node, opts.placement.access())?;
                 read_s += r.modeled_s;
+                read_up += r.pcie_up_bytes;
                 if opts.placement == Placement::RemoteHost {
                     remote_s += apps::remote_hosts_s(profile, f, &idx, opts.node, ps);
                 }
@@ -223,7 +224,7 @@ fn on_host(
         mem_s += apps::host_memory_s(profile, "storage.bytes", f.size);
     }
     let (s, b) = apps::bound(&[
-        ("flash reads", read_s),
+        (apps::reads_name(profile, read_up, read_s), read_s),
         ("host cpu", cpu_s),
         ("host memory", mem_s),
         ("the remote hosts' cpu", remote_s),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use arrow::record_batch::{RecordBatch, RecordBatchReader as _};
+use arrow::record_batch::RecordBatch;
 use serde_json::json;
 
 use crate::array::{validate_table_name, Array};

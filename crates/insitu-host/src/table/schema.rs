@@ -213,7 +213,8 @@ impl TableSchema {
             }
         }
         let metadata = metadata_of(schema.metadata());
-        let bytes = metadata_bytes(&metadata) + columns.iter().map(|c| metadata_bytes(&c.metadata)).sum::<usize>();
+        let bytes =
+            metadata_bytes(&metadata) + columns.iter().map(|c| metadata_bytes(&c.metadata)).sum::<usize>();
         if bytes > METADATA_LIMIT {
             return Err(HostError::InvalidArgument(format!(
                 "the table's schema metadata takes {bytes} bytes, over the {METADATA_LIMIT} a table keeps \

@@ -221,12 +221,19 @@ fn schema_and_field_metadata_come_back_with_the_table_and_its_sorted_outputs() {
 
     // Metadata past what the catalog keeps is refused by name, and nothing is stored.
     let big = meta(&[("blob", &"x".repeat(2 << 20))]);
-    let b = RecordBatch::try_new(Arc::new(input.schema().as_ref().clone().with_metadata(big)), input.columns().to_vec())
-        .unwrap();
+    let b = RecordBatch::try_new(
+        Arc::new(input.schema().as_ref().clone().with_metadata(big)),
+        input.columns().to_vec(),
+    )
+    .unwrap();
     let src = dir.path().join("big.parquet");
     write_parquet(&src, &b);
-    let opts =
-        PutTable { name: "big".into(), key: Some("k".into()), partition: Partitioning::RoundRobin, dict: None };
+    let opts = PutTable {
+        name: "big".into(),
+        key: Some("k".into()),
+        partition: Partitioning::RoundRobin,
+        dict: None,
+    };
     let e = put_table(&mut a, &src, &opts).unwrap_err().to_string();
     assert!(e.contains("schema metadata") && e.contains("bytes"), "{e}");
     assert!(a.entry("big").is_err());
