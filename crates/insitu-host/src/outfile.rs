@@ -23,10 +23,39 @@ pub struct OutFile {
     w: Option<BufWriter<File>>,
 }
 
+/// The array folder (one with `array.json` or its second copy) or device folder (`device.json`) that
+/// holds `dir` or is `dir`, if any.
+fn array_holding(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    dir.ancestors()
+        .find(|d| {
+            let config = d.join("array.json");
+            config.exists() || crate::catalog::second_copy(&config).exists() || d.join("device.json").exists()
+        })
+        .map(Path::to_path_buf)
+}
+
 impl OutFile {
-    /// Fails, naming the problem, if `path` could not be written: a missing or non-directory parent, or
-    /// a directory at `path` itself. Commands check their outputs this way before any work starts.
+    /// Fails, naming the problem, if `path` could not be written: a missing or non-directory parent, a
+    /// directory at `path` itself, or a place inside an array's or a device's folder (where a command's
+    /// output would overwrite what the array stores). Commands check their outputs this way before any
+    /// work starts.
     pub fn check_path(path: &Path) -> Result<()> {
+        Self::check_writable(path)?;
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if let Some(array) = array_holding(parent) {
+            return Err(HostError::InvalidArgument(format!(
+                "cannot write {}: it is inside the array at {}, whose devices' images and metadata it could \
+                 overwrite; write it outside that folder",
+                path.display(),
+                array.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`OutFile::check_path`] without the array's folder: for a file the array keeps in it.
+    fn check_writable(path: &Path) -> Result<()> {
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -57,6 +86,17 @@ impl OutFile {
     /// refused as [`OutFile::check_path`] says, naming the path given, not the file beside it.
     pub fn create(path: &Path) -> Result<OutFile> {
         Self::check_path(path)?;
+        Self::create_checked(path)
+    }
+
+    /// Starts writing a file the array keeps in its own folder (an index of its data), as
+    /// [`OutFile::create`] does a command's output.
+    pub fn create_in_array(path: &Path) -> Result<OutFile> {
+        Self::check_writable(path)?;
+        Self::create_checked(path)
+    }
+
+    fn create_checked(path: &Path) -> Result<OutFile> {
         let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
         let tmp = if special {
             None
@@ -212,6 +252,25 @@ mod tests {
             assert_eq!(std::fs::read(&path).unwrap(), [i; 100_000]);
             assert_eq!(names(dir.path()), ["out.bin"]);
         }
+    }
+
+    #[test]
+    fn a_path_inside_an_array_or_device_folder_is_refused_and_its_files_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let array = dir.path().join("a");
+        std::fs::create_dir_all(array.join("dev0")).unwrap();
+        std::fs::write(array.join("dev0/nand.img"), b"pages").unwrap();
+        std::fs::write(array.join("dev0/device.json"), b"{}").unwrap();
+        std::fs::write(crate::catalog::second_copy(&array.join("array.json")), b"{}").unwrap();
+        for p in ["dev0/nand.img", "catalog.json", "dev0/x", "../a/y"] {
+            let e = OutFile::create(&array.join(p)).unwrap_err().to_string();
+            assert!(e.contains("inside the array"), "{p}: {e}");
+        }
+        assert_eq!(std::fs::read(array.join("dev0/nand.img")).unwrap(), b"pages");
+        // A lone device folder (an `insitu serve-device` one) too; beside the array is fine.
+        std::fs::remove_file(crate::catalog::second_copy(&array.join("array.json"))).unwrap();
+        assert!(OutFile::create(&array.join("dev0/z")).is_err());
+        OutFile::create(&dir.path().join("out.bin")).unwrap().commit().unwrap();
     }
 
     #[test]

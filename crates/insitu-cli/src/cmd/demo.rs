@@ -109,11 +109,19 @@ pub struct Demo {
 
 impl Demo {
     pub fn run(self, ctx: &Ctx) -> Result<std::process::ExitCode> {
-        if ctx.data.join("array.json").exists() && !ctx.data.join(".insitu-demo").exists() {
-            bail!(
-                "{} holds an array that the demo did not create; give the demo another --data",
-                ctx.data.display()
-            );
+        // The demo clears what an earlier demo left, and nothing else: a folder it did not make (an
+        // array, one whose array.json was lost, anyone's files) is refused, unless it is empty.
+        let data = &ctx.data;
+        if data.exists() && !data.join(".insitu-demo").exists() {
+            let empty = data.read_dir().map(|mut d| d.next().is_none());
+            match empty {
+                Ok(true) => {}
+                Ok(false) => bail!(
+                    "{} holds files the demo did not make; give the demo another --data (a new or empty folder)",
+                    data.display()
+                ),
+                Err(_) => bail!("{} is not a folder; give the demo another --data", data.display()),
+            }
         }
         run(ctx, parse_size(&self.size)?, self.devices, &self.profile)?;
         Ok(std::process::ExitCode::SUCCESS)
@@ -122,7 +130,7 @@ impl Demo {
 
 fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
     let (data, out): (&Path, &Output) = (&ctx.data, &ctx.out);
-    if data.exists() {
+    if data.join(".insitu-demo").exists() {
         std::fs::remove_dir_all(data)
             .with_context(|| format!("cannot clear the old demo at {}", data.display()))?;
     }

@@ -22,6 +22,21 @@ fn missing_unreadable_and_directory_inputs_are_named() {
 }
 
 #[test]
+fn an_output_inside_the_array_is_refused_and_its_devices_keep_their_data() {
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    let big = text(200 << 10, 3, b"abc");
+    let f = env.write("big", &big);
+    env.ok(&["put", s(&f)]);
+    for inside in ["dev0/nand.img", "dev1/nand.oob", "catalog.json", "new.bin"] {
+        let err = env.fails(&["get", "big", "-o", s(&env.data().join(inside))]);
+        assert!(err.contains("inside the array"), "{inside}: {err}");
+    }
+    assert_eq!(env.run(&["get", "big"]).stdout, big);
+    assert!(env.ok(&["fsck"]).contains("clean"));
+}
+
+#[test]
 fn bad_names_and_duplicates_are_refused() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);

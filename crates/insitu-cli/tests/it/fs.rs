@@ -686,6 +686,27 @@ fn a_hub_spills_into_more_pages_and_bfs_follows_them() {
         Some(4),
         "the hub's step needs its spill page: one round more"
     );
+    // A page whose next spill page is itself or one before it (a loop; put-graph's spill pages only go
+    // forward) is damage, named, where it was followed for ever.
+    for (name, next) in [("self", 0u32), ("back", 1)] {
+        let mut page = vec![0u8; 8192];
+        let words = |p: &mut Vec<u8>, at: usize, ws: &[u32]| {
+            for (i, w) in ws.iter().enumerate() {
+                p[at + 4 * i..at + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
+            }
+        };
+        // Two pages: vertex 0 (degree 3, none here) spills to page 1, which goes on to `next`.
+        words(&mut page, 0, &[0, 3, 0, 1]);
+        let mut spill = vec![0u8; 8192];
+        words(&mut spill, 0, &[0, 3, 1, next, 1]);
+        page.extend(spill);
+        let f = env.write(name, &page);
+        env.ok(&["fs", "put", s(&f)]);
+        for what in ["bfs", "walk"] {
+            let err = env.fails(&["bluedbm", what, name, "--from", "0"]);
+            assert!(err.contains("spill pages only go forward"), "{name} {what}: {err}");
+        }
+    }
 }
 
 /// Bytes the flash images of the appliance hold on the host's disk.

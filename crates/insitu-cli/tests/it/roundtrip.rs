@@ -172,6 +172,23 @@ fn a_four_terabyte_smartssd_can_be_declared() {
 #[test]
 fn demo_runs_end_to_end() {
     let env = Env::new();
+    // A folder the demo did not make is left alone, whatever it holds.
+    std::fs::create_dir_all(env.path("notes/sub")).unwrap();
+    std::fs::write(env.path("notes/thesis.txt"), b"precious").unwrap();
+    let err = env.fails(&[
+        "demo",
+        "--size",
+        "1MiB",
+        "--devices",
+        "1",
+        "--profile",
+        "tiny",
+        "--data",
+        s(&env.path("notes")),
+    ]);
+    assert!(err.contains("the demo did not make"), "{err}");
+    assert_eq!(std::fs::read(env.path("notes/thesis.txt")).unwrap(), b"precious");
+    assert!(env.path("notes/sub").is_dir());
     let out = env.ok(&[
         "demo",
         "--size",

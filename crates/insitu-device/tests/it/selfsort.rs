@@ -379,6 +379,18 @@ fn bad_configurations_and_straddling_writes_are_refused_and_change_nothing() {
     refuse(tree(1, 0, 16, 0, 99, 10, true), "key size must be");
     refuse(tree(1, 0, 1 << 30, 0, 8, 10, true), "does not fit the device's data LBAs");
     refuse(tree(0, 0, 16, 0, 8, 10, true), "index ids");
+    // Runs whose sizes overflow 64 bits, alone or summed, are refused (they wrapped to a small index).
+    for (runs, what) in [
+        (vec![RunExtent { lba: 100, records: u64::MAX / 50 }], "does not fit the device's data LBAs"),
+        (
+            vec![RunExtent { lba: 100, records: 1 << 63 }, RunExtent { lba: 200, records: 1 << 63 }],
+            "overflow 64 bits",
+        ),
+    ] {
+        let mut c = tree(3, 20, 100, 0, 8, 0, false);
+        c.kind = IndexKind::Runs(runs);
+        refuse(c, what);
+    }
     dev.call(ConfigureIndex { config: tree(1, 4, 100, 0, 8, 100, true) }).unwrap(); // LBAs 4..7
     refuse(tree(2, 6, 100, 0, 8, 100, true), "overlaps index 1");
     refuse(tree(2, 4, 50, 0, 8, 0, true), "share its record size");

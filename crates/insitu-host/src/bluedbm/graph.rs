@@ -625,6 +625,13 @@ fn read_round(
             let what = if own { "its vertex" } else { "a spill page of" };
             return Err(damaged(format!("page {page} holds vertex {pv}, not {what} {v}")));
         }
+        // put-graph writes a vertex's spill pages after its page and after one another: a page pointing
+        // back would be followed for ever.
+        if more != NO_PAGE && more as usize <= page {
+            return Err(damaged(format!(
+                "page {page} of vertex {v} points back to page {more} (spill pages only go forward)"
+            )));
+        }
         each(k, degree, &nb, more);
         Ok(())
     })?;

@@ -441,7 +441,7 @@ fn lsh_keys(fs: &Fs, f: &FsFile, lsh: Lsh) -> Result<(Vec<u64>, bool)> {
     let keys: Vec<u64> = data.chunks(fs.page_size()).flat_map(|item| sample_keys(item, lsh)).collect();
     let dir = path.parent().expect("a folder");
     std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
-    let mut out = OutFile::create(&path)?;
+    let mut out = OutFile::create_in_array(&path)?;
     let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
     std::io::Write::write_all(&mut out, &bytes).map_err(|e| HostError::io(&path, e))?;
     out.commit()?;

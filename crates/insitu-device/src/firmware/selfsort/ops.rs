@@ -37,7 +37,7 @@ pub(crate) fn set_aside_ranges(fw: &FirmwareContext<'_>, cfg: &IndexConfig) -> R
     if let IndexKind::Runs(runs) = &cfg.kind {
         let ps = fw.page_size() as u64;
         for r in runs {
-            let pages = (r.records * cfg.record_size as u64).div_ceil(ps);
+            let pages = r.records.saturating_mul(cfg.record_size as u64).div_ceil(ps);
             if pages > 0 {
                 fw.set_aside(r.lba, pages)?;
             }
@@ -96,7 +96,12 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
             return bad("a merge of runs does not sort on write".into());
         }
         for (i, r) in runs.iter().enumerate() {
-            let bytes = r.records * c.record_size as u64;
+            let Some(bytes) = r.records.checked_mul(c.record_size as u64) else {
+                return bad(format!(
+                    "run {i}: {} records of {} bytes overflow 64 bits",
+                    r.records, c.record_size
+                ));
+            };
             within(&format!("run {i}"), r.lba, bytes.max(1))?;
             let span = (r.lba, r.lba + bytes.div_ceil(ps as u64));
             if overlaps(span, me) {
@@ -197,7 +202,12 @@ pub(crate) fn rebuild(ix: &mut Index, fw: &FirmwareContext<'_>) -> Result<u64> {
 impl State {
     pub(crate) fn configure(&mut self, fw: &FirmwareContext<'_>, mut c: IndexConfig) -> Result<IndexInfo> {
         if let IndexKind::Runs(runs) = &c.kind {
-            c.records = runs.iter().map(|r| r.records).sum();
+            // Checked: the runs' sizes are validated below, against the device (a sum that wraps would
+            // pass as a small index).
+            c.records = runs
+                .iter()
+                .try_fold(0u64, |a, r| a.checked_add(r.records))
+                .ok_or_else(|| refuse(format!("index {}: its runs' record counts overflow 64 bits", c.id)))?;
         }
         // An index configured again over the same range keeps the range's records: they stay where they
         // are, and a sort-on-write index is rebuilt over them (configuring anew must not lose them).
