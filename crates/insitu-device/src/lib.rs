@@ -67,4 +67,4 @@ pub use insitu_flash::free_bytes;
 pub use insitu_flash::ftl::HOST_SLACK_BYTES;
 /// Writes a file atomically (temporary file, fsync, rename, fsync of the directory), as the device does
 /// its own metadata; for the host's metadata files.
-pub use insitu_flash::persist::write_atomic;
+pub use insitu_flash::persist::{checked_body, with_checksum, write_atomic};

@@ -169,10 +169,25 @@ impl Nand {
         let open = |p: &Path| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(p);
         let image = open(&image_path).map_err(|e| FlashError::io(&image_path, e))?;
         let oob = open(&oob_path).map_err(|e| FlashError::io(&oob_path, e))?;
-        // Sparse: set_len allocates nothing.
+        // Sparse: set_len allocates nothing. It only ever grows a file: an image longer than its geometry
+        // says holds pages that geometry does not know (a damaged geometry, or another device's), and
+        // cutting it would lose them.
         let image_len = geo.total_pages() * geo.page_size as u64;
-        image.set_len(image_len).map_err(|e| FlashError::io(&image_path, e))?;
-        oob.set_len(geo.total_pages() * OOB_BYTES as u64).map_err(|e| FlashError::io(&oob_path, e))?;
+        let oob_len = geo.total_pages() * OOB_BYTES as u64;
+        for (f, path, len) in [(&image, &image_path, image_len), (&oob, &oob_path, oob_len)] {
+            let found = f.metadata().map_err(|e| FlashError::io(path, e))?.len();
+            if found > len {
+                return Err(FlashError::Corrupt {
+                    what: "NAND image".into(),
+                    path: path.clone(),
+                    detail: format!(
+                        "it holds {found} bytes, more than the {len} of its geometry ({geo:?}): the geometry \
+                         does not match it, and the image is left as it is"
+                    ),
+                });
+            }
+            f.set_len(len).map_err(|e| FlashError::io(path, e))?;
+        }
         let image_map = sys::map_readonly(&image).map_err(|e| FlashError::io(&image_path, e))?;
         let oob_map = sys::map_readonly(&oob).map_err(|e| FlashError::io(&oob_path, e))?;
         let flusher = sys::Flusher::new(&image_path);

@@ -184,6 +184,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// `body` after a line `HEADER` + its CRC-32 in hex: a small text file (JSON) that a flipped byte cannot
+/// turn into another valid one unnoticed. [`checked_body`] reads it back.
+pub fn with_checksum(header: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!("{header}{:08x}\n", crc32fast::hash(body)).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// The body of a file [`with_checksum`] wrote with `header`, checked; a file without the header line
+/// (written before there was one) is its own body. The error says what is wrong, for the caller to name
+/// the file.
+pub fn checked_body<'a>(header: &str, bytes: &'a [u8]) -> std::result::Result<&'a [u8], String> {
+    let Some(rest) = bytes.strip_prefix(header.as_bytes()) else { return Ok(bytes) };
+    let nl = rest.iter().position(|b| *b == b'\n').ok_or("no end to its checksum line")?;
+    let crc = std::str::from_utf8(&rest[..nl])
+        .ok()
+        .and_then(|c| u32::from_str_radix(c, 16).ok())
+        .ok_or("a checksum line that is not one")?;
+    let body = &rest[nl + 1..];
+    if crc32fast::hash(body) != crc {
+        return Err("checksum mismatch (the file changed after it was written)".into());
+    }
+    Ok(body)
+}
+
 fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| FlashError::io(path, e))
 }

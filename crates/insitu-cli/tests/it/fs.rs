@@ -431,6 +431,37 @@ fn a_node_offline_keeps_only_its_own_pages_from_being_read() {
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
 
+/// A flipped digit in a node's device.json (its card count) or in its raw partition's geometry.json took
+/// the node's flash at other addresses: `fs gc` then erased live pages, and a smaller geometry cut the
+/// image. Now either is damage that takes the node offline: changes are refused, nothing is cut, and once
+/// the file is back every file reads as before.
+#[test]
+fn a_flipped_digit_in_a_nodes_configuration_takes_it_offline_and_erases_nothing() {
+    let env = appliance("8MiB");
+    let data = text(90_000, 43, b"all");
+    env.ok(&["fs", "put", s(&env.write("striped", &data))]);
+    let dev0 = env.data().join("dev0");
+    let image = dev0.join("raw").join("nand.img");
+    let image_len = std::fs::metadata(&image).unwrap().len();
+    for (file, from, to) in [
+        ("device.json", "\"cards\": 2", "\"cards\": 4"),
+        ("raw/geometry.json", "\"channels\": ", "\"channels\": 1"),
+    ] {
+        let path = dev0.join(file);
+        let good = std::fs::read_to_string(&path).unwrap();
+        assert!(good.contains(from), "{file}: {good}");
+        std::fs::write(&path, good.replacen(from, to, 1)).unwrap();
+        let err = env.fails(&["fs", "gc"]);
+        assert!(err.contains("takes no change while a node is offline"), "{file}: {err}");
+        let err = env.fails(&["fs", "get", "striped", "-o", s(&env.path("x"))]);
+        assert!(err.contains("device 0 is offline"), "{file}: {err}");
+        assert_eq!(std::fs::metadata(&image).unwrap().len(), image_len, "{file}: the image was cut");
+        std::fs::write(&path, &good).unwrap();
+        assert!(get(&env, "striped") == data, "{file}");
+    }
+    assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
+}
+
 /// `fs get --via`: one node's in-store processor or host reads a file's pages from every node over the
 /// storage network. The bytes are the file's; the modeled bandwidth is what the hardware allows: a
 /// node's own flash at its cards' rate (2 x 1.2 GB/s, 1.6 GB/s over PCIe to a host), another node's

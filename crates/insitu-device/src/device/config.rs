@@ -10,6 +10,9 @@ use crate::profile::Profile;
 
 const FILE: &str = "device.json";
 const FORMAT: u32 = 1;
+/// The line before the JSON, with its checksum: one flipped digit of the profile (a card count) would
+/// otherwise open the device's flash on other figures, and a cleaning then erase live pages.
+const HEADER: &str = "insitu device.json crc32=";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct DeviceConfig {
@@ -25,7 +28,10 @@ impl DeviceConfig {
 
     pub(crate) fn save(&self, dir: &Path) -> Result<()> {
         let body = serde_json::to_vec_pretty(self).map_err(|e| DeviceError::Protocol(e.to_string()))?;
-        insitu_flash::persist::write_atomic(&dir.join(FILE), &body)?;
+        insitu_flash::persist::write_atomic(
+            &dir.join(FILE),
+            &insitu_flash::persist::with_checksum(HEADER, &body),
+        )?;
         Ok(())
     }
 
@@ -38,13 +44,15 @@ impl DeviceConfig {
             }
             Err(e) => return Err(DeviceError::io(&path, e)),
         };
-        let c: DeviceConfig = serde_json::from_slice(&bytes).map_err(|e| {
+        let corrupt = |detail: String| {
             DeviceError::Flash(insitu_flash::FlashError::Corrupt {
                 what: "device configuration".into(),
                 path: path.clone(),
-                detail: e.to_string(),
+                detail,
             })
-        })?;
+        };
+        let json = insitu_flash::persist::checked_body(HEADER, &bytes).map_err(corrupt)?;
+        let c: DeviceConfig = serde_json::from_slice(json).map_err(|e| corrupt(e.to_string()))?;
         if c.format != FORMAT {
             return Err(DeviceError::Flash(insitu_flash::FlashError::Version {
                 path,

@@ -31,6 +31,9 @@ use crate::profile::Profile;
 /// The partition's folder in the device directory.
 pub(crate) const DIR: &str = "raw";
 const GEOMETRY_FILE: &str = "geometry.json";
+/// The line before the geometry's JSON, with its checksum (a flipped digit would open the image on
+/// another geometry).
+const GEOMETRY_HEADER: &str = "insitu geometry.json crc32=";
 const WEAR_FILE: &str = "wear.json";
 
 /// The shape and state of a raw partition, as the host's file system sees it.
@@ -123,7 +126,10 @@ impl RawPartition {
         std::fs::create_dir_all(&raw).map_err(|e| DeviceError::io(&raw, e))?;
         let body = serde_json::to_vec_pretty(&geo).map_err(|e| DeviceError::Protocol(e.to_string()))?;
         let nand = Nand::open(&raw, geo)?;
-        insitu_flash::persist::write_atomic(&raw.join(GEOMETRY_FILE), &body)?;
+        insitu_flash::persist::write_atomic(
+            &raw.join(GEOMETRY_FILE),
+            &insitu_flash::persist::with_checksum(GEOMETRY_HEADER, &body),
+        )?;
         Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw, saved_erases: 0 })
     }
 
@@ -132,13 +138,23 @@ impl RawPartition {
         let cfg = RawConfig::from_profile(profile)?;
         let raw = dir.join(DIR);
         let path = raw.join(GEOMETRY_FILE);
-        let geo: Geometry = load_json(&path, "raw partition geometry")?;
+        let geo: Geometry = load_json(&path, "raw partition geometry", GEOMETRY_HEADER)?;
         geo.validate()?;
+        // The profile's geometry, as `create` took it (the block count aside): a device.json or a
+        // geometry.json that disagree would read every page at another address.
+        let base = Geometry { blocks_per_chip: geo.blocks_per_chip, ..profile.base_geometry() };
+        if geo != base {
+            return Err(DeviceError::Flash(insitu_flash::FlashError::Corrupt {
+                what: "raw partition geometry".into(),
+                path,
+                detail: format!("{geo:?} is not the geometry of the device's profile, {base:?}"),
+            }));
+        }
         let mut nand = Nand::open(&raw, geo)?;
         let mut blocks = nand.scan_write_pointers()?;
         let wear = raw.join(WEAR_FILE);
         if wear.exists() {
-            let counts: Vec<(BlockId, u32)> = load_json(&wear, "raw partition erase counts")?;
+            let counts: Vec<(BlockId, u32)> = load_json(&wear, "raw partition erase counts", "")?;
             for (b, n) in counts.into_iter().filter(|(b, _)| *b < geo.total_blocks()) {
                 blocks.entry(b).or_insert(BlockState { erase_count: 0, write_ptr: 0 }).erase_count = n;
             }
@@ -510,13 +526,20 @@ impl RawPartition {
 }
 
 /// A JSON file of the raw partition, or the error naming it as `what` when it does not parse.
-fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &'static str) -> Result<T> {
+/// Reads a JSON file, after its checksum line `header` if it has one (`""`: none is written).
+fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &'static str, header: &str) -> Result<T> {
     let bytes = std::fs::read(path).map_err(|e| DeviceError::io(path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let corrupt = |detail: String| {
         DeviceError::Flash(insitu_flash::FlashError::Corrupt {
             what: what.into(),
             path: path.to_path_buf(),
-            detail: e.to_string(),
+            detail,
         })
-    })
+    };
+    let json = if header.is_empty() {
+        &bytes[..]
+    } else {
+        insitu_flash::persist::checked_body(header, &bytes).map_err(corrupt)?
+    };
+    serde_json::from_slice(json).map_err(|e| corrupt(e.to_string()))
 }

@@ -688,8 +688,7 @@ impl<'a> Fs<'a> {
             return;
         }
         let json = serde_json::to_vec(&self.index).expect("plain data serializes");
-        let mut body = format!("{INDEX_HEADER}{:08x}\n", crc32fast::hash(&json)).into_bytes();
-        body.extend_from_slice(&json);
+        let body = insitu_device::with_checksum(INDEX_HEADER, &json);
         // Two copies, the second written after the first: the journal is emptied only once both hold
         // its records, so either can be replayed onto (see `read_index`).
         let first = self.dir.join("index.json");
@@ -2016,24 +2015,7 @@ fn read_index_copy(path: &Path) -> Result<Option<(Index, u64)>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(HostError::io(path, e)),
     };
-    let json = match bytes.strip_prefix(INDEX_HEADER.as_bytes()) {
-        Some(rest) => {
-            let nl = rest
-                .iter()
-                .position(|b| *b == b'\n')
-                .ok_or_else(|| corrupt(path, "no header line".into()))?;
-            let crc = std::str::from_utf8(&rest[..nl])
-                .ok()
-                .and_then(|c| u32::from_str_radix(c, 16).ok())
-                .ok_or_else(|| corrupt(path, "bad header".into()))?;
-            let json = &rest[nl + 1..];
-            if crc32fast::hash(json) != crc {
-                return Err(corrupt(path, "checksum mismatch".into()));
-            }
-            json
-        }
-        None => &bytes[..],
-    };
+    let json = insitu_device::checked_body(INDEX_HEADER, &bytes).map_err(|why| corrupt(path, why))?;
     let index = serde_json::from_slice(json).map_err(|e| corrupt(path, e.to_string()))?;
     Ok(Some((index, bytes.len() as u64)))
 }
