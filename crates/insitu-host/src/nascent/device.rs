@@ -98,7 +98,8 @@ pub(crate) fn sort_on_devices(
     for dev in devices {
         array.device(*dev)?.call(Delete { name: order.clone() }).map_err(HostError::device(*dev))?;
     }
-    measure.phase("shuffle", array, HostWork::default())?;
+    // A host thread a device moves its part's rows (its requests wait at once, not one after another).
+    measure.phase("shuffle", array, HostWork::default().on_threads(devices.len() as u32))?;
     Ok(parts)
 }
 
