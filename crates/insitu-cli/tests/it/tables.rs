@@ -163,6 +163,16 @@ fn tpcc_orderline_loads_and_repro_nascent_runs() {
     let rows = r["result"]["data"]["fig13"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|x| x["speedup_vs_accel"].as_f64().unwrap() > 0.0));
+    // Energy as the paper counts it: the sorting processors' power over each run (tiny: 5 W a device's
+    // engine, the host's 50 W, the accelerator's 5 W), not the whole system's.
+    for x in rows {
+        let (t, j) = (&x["modeled_s"], &x["modeled_energy_j"]);
+        let devices = x["devices"].as_f64().unwrap();
+        for (i, watts) in [(0, 5.0 * devices), (1, 50.0), (2, 5.0)] {
+            let want = watts * t[i].as_f64().unwrap();
+            assert!((j[i].as_f64().unwrap() - want).abs() <= 1e-9 * want, "{i}: {x}");
+        }
+    }
     // Fig. 13 as a figure: four rows per device count, none with a paper value (the paper's are at 12).
     let fig = &r["result"]["figures"]["fig13"];
     assert_eq!(fig["rows"].as_array().unwrap().len(), 8);
