@@ -94,6 +94,24 @@ def test_put_table_takes_files_and_any_arrow_stream(arr, tmp_path):
         arr.put_table(tmp_path / "missing.parquet", "missing")
 
 
+def test_schema_and_field_metadata_come_back(arr, tmp_path):
+    # What pandas keeps (its index and dtypes) and a field's own metadata survive a put, a sort and a get,
+    # from a pyarrow table and from a Parquet file alike.
+    t = orders(300)
+    fields = [f.with_metadata({b"unit": b"cents"}) if f.name == "id" else f for f in t.schema]
+    schema = pa.schema(fields, metadata={b"pandas": b'{"index_columns": []}', b"origin": b"test"})
+    t = t.cast(schema)
+    path = tmp_path / "meta.parquet"
+    pq.write_table(t, path)
+    arr.put_table(t, "meta", key="id")
+    arr.put_table(path, "meta_file", key="id")
+    out, _ = arr.sort("meta", "id")
+    for name in ["meta", "meta_file", out]:
+        got = arr.get_table(name)
+        assert got.schema.metadata == schema.metadata, name
+        assert got.schema.field("id").metadata == {b"unit": b"cents"}, name
+
+
 @pytest.mark.parametrize("placement", ["device", "host", "host-accel"])
 @pytest.mark.parametrize("algo", ["fast", "bitonic"])
 def test_sort_matches_duckdb_on_every_placement(arr, placement, algo):
