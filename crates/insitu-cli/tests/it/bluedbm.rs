@@ -60,6 +60,16 @@ fn net_routes_checks_topologies_and_refuses_bad_files_by_name() {
         (pair["src"].as_u64(), pair["dst"].as_u64(), pair["distinct"].as_u64()),
         (Some(0), Some(1), Some(4))
     );
+    assert_eq!(r["result"]["pairs"].as_array().unwrap().len(), 20 * 19);
+    // A large topology lists node 0's routes only (all pairs' took gigabytes at 256 nodes); its diameter
+    // and mean hops still cover every pair: on a line of n nodes, (n + 1) / 3.
+    let r = env.json(&["net", "routes", "--topology", "line", "--nodes", "200"]);
+    assert_eq!(
+        (r["result"]["pairs"].as_array().unwrap().len(), r["result"]["pairs_from"].as_u64()),
+        (199, Some(0))
+    );
+    assert_eq!(r["result"]["diameter"], 199);
+    assert!((r["result"]["mean_hops"].as_f64().unwrap() - 201.0 / 3.0).abs() < 1e-9);
     let file = env.path("star.toml");
     std::fs::write(
         &file,

@@ -29,8 +29,16 @@ pub struct RoutesReport {
     pub endpoints: u32,
     pub diameter: u32,
     pub mean_hops: f64,
+    /// The pairs listed: every one, or on a topology of more than [`LIST_ALL_UP_TO`] nodes those from
+    /// node 0 (`pairs_from`), since all of them take memory and lines by the square of the nodes (and
+    /// their routes by the cube).
     pub pairs: Vec<PairRoutes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs_from: Option<u32>,
 }
+
+/// Topologies of up to this many nodes list the routes of every pair.
+pub const LIST_ALL_UP_TO: u32 = 64;
 
 /// The topology `shape` (ring, line, mesh, full or a TOML file) of `nodes` nodes (a shape's default: 4; a
 /// file says how many it has) with `lanes` cables per neighbour, on the ports and endpoints of `profile`.
@@ -41,20 +49,25 @@ pub fn routes(shape: &str, nodes: Option<u32>, lanes: u32, profile: &Profile) ->
     let r = Routes::build(&topo, net.endpoints);
     let n = topo.nodes();
     let mut pairs = Vec::new();
-    let (mut diameter, mut total) = (0, 0u64);
+    let (mut diameter, mut total, mut count) = (0, 0u64, 0u64);
+    let pairs_from = (n > LIST_ALL_UP_TO).then_some(0);
     for src in 0..n {
         for dst in (0..n).filter(|d| *d != src) {
+            let hops = r.hops(src, dst);
+            diameter = diameter.max(hops);
+            total += hops as u64;
+            count += 1;
+            if pairs_from.is_some_and(|from| from != src) {
+                continue;
+            }
             let routes: Vec<String> = (0..net.endpoints).map(|ep| describe(&r, src, dst, ep)).collect();
             let mut distinct = routes.clone();
             distinct.sort();
             distinct.dedup();
-            let hops = r.hops(src, dst);
-            diameter = diameter.max(hops);
-            total += hops as u64;
             pairs.push(PairRoutes { src, dst, hops, routes, distinct: distinct.len() });
         }
     }
-    let mean_hops = if pairs.is_empty() { 0.0 } else { total as f64 / pairs.len() as f64 };
+    let mean_hops = if count == 0 { 0.0 } else { total as f64 / count as f64 };
     Ok(RoutesReport {
         nodes: n,
         cables: topo.cables().len(),
@@ -63,6 +76,7 @@ pub fn routes(shape: &str, nodes: Option<u32>, lanes: u32, profile: &Profile) ->
         diameter,
         mean_hops,
         pairs,
+        pairs_from,
     })
 }
 
@@ -83,6 +97,11 @@ pub fn render(r: &RoutesReport) -> String {
         "{} nodes, {} cables ({} ports a node), {} endpoints; diameter {} hops, mean {:.2} hops\n",
         r.nodes, r.cables, r.ports, r.endpoints, r.diameter, r.mean_hops
     );
+    if let Some(from) = r.pairs_from {
+        out += &format!(
+            "(the routes from node {from} only: a topology of more than {LIST_ALL_UP_TO} nodes lists one node's)\n"
+        );
+    }
     for p in &r.pairs {
         out += &format!(
             "{:>3} -> {:<3} {:>2} hop{}  {} routes  endpoint 0: {}\n",
