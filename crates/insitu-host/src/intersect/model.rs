@@ -40,8 +40,10 @@ impl Workload {
                 "entry size must be a multiple of 4, at least 4, not {entry_size}"
             )));
         }
-        if !(size1 > 0.0 && size2 > 0.0) {
-            return Err(HostError::InvalidArgument("list sizes must be positive".into()));
+        if !(size1 >= entry_size && size2 >= entry_size) {
+            return Err(HostError::InvalidArgument(format!(
+                "each list holds at least one {entry_size}-byte entry: sizes {size1} and {size2} bytes are less"
+            )));
         }
         if !(0.0..=1.0).contains(&r) {
             return Err(HostError::InvalidArgument(format!(
@@ -373,8 +375,12 @@ mod tests {
 
     #[test]
     fn bad_workloads_and_profiles_are_refused() {
-        assert!(Workload::from_sizes(1.0, 2.0, 6.0, 0.1, 4.0).is_err());
-        assert!(Workload::from_sizes(1.0, 2.0, 8.0, 1.5, 4.0).is_err());
+        assert!(Workload::from_sizes(12.0, 24.0, 6.0, 0.1, 4.0).is_err());
+        assert!(Workload::from_sizes(8.0, 16.0, 8.0, 1.5, 4.0).is_err());
+        // A list smaller than one entry holds none (it gave |L1| = 0 and a verdict).
+        let err = Workload::from_sizes(1.0, 1.0, 4.0, 0.1, 4.0).unwrap_err().to_string();
+        assert!(err.contains("at least one 4-byte entry"), "{err}");
+        assert!(Workload::from_sizes(4.0, 4.0, 4.0, 0.1, 4.0).is_ok());
         let w = Workload::from_sizes(50e6, 50e6, 256.0, 0.01, 4.0).unwrap();
         assert_eq!(w.theta, 1.0);
         let mut p = p();
