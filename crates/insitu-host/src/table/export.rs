@@ -48,7 +48,10 @@ impl ParquetFile {
         Self::check_path(path)?;
         let file = OutFile::create(path)?;
         let mut out = ParquetFile { path: path.to_path_buf(), writer: None };
-        out.writer = Some(ArrowWriter::try_new(file, schema, None).map_err(out.failed())?);
+        // Parquet's own types where Arrow's have none (a Date64 as a DATE, as other readers expect it:
+        // written as it is, pyarrow reads it back as plain int64 milliseconds).
+        let props = parquet::file::properties::WriterProperties::builder().set_coerce_types(true).build();
+        out.writer = Some(ArrowWriter::try_new(file, schema, Some(props)).map_err(out.failed())?);
         Ok(out)
     }
 

@@ -239,6 +239,42 @@ fn schema_and_field_metadata_come_back_with_the_table_and_its_sorted_outputs() {
     assert!(a.entry("big").is_err());
 }
 
+#[test]
+fn a_date64_column_is_written_out_as_a_parquet_date() {
+    // Parquet has no 64-bit date: written as it is, other readers (pyarrow) took it for int64 milliseconds.
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = array(dir.path(), 1);
+    let days = [19_000i64, 19_001, 18_999];
+    let schema =
+        Schema::new(vec![Field::new("d", DataType::Date64, false), Field::new("v", DataType::Int32, false)]);
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(arrow::array::Date64Array::from(days.iter().map(|d| d * 86_400_000).collect::<Vec<_>>())),
+        Arc::new(arrow::array::Int32Array::from(vec![1, 2, 3])),
+    ];
+    let input = RecordBatch::try_new(Arc::new(schema), cols).unwrap();
+    let src = dir.path().join("d.parquet");
+    write_parquet(&src, &input);
+    put(&mut a, &src, "t", "d", false);
+    let out = dir.path().join("out.parquet");
+    get_table(&a, "t", &out).unwrap();
+    let reader =
+        parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&out).unwrap()).unwrap();
+    let column =
+        parquet::file::reader::FileReader::metadata(&reader).file_metadata().schema_descr().column(0);
+    assert_eq!(column.logical_type_ref(), Some(&parquet::basic::LogicalType::Date), "{column:?}");
+    // Read back by Arrow, the values are the days put in, in any order of the parts.
+    let got = read_table_file(&out).unwrap();
+    let mut want = row_strings(&input);
+    let mut got = row_strings(
+        &arrow::compute::cast(got.column(0), &DataType::Date64)
+            .map(|d| RecordBatch::try_new(input.schema(), vec![d, got.column(1).clone()]).unwrap())
+            .unwrap(),
+    );
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+}
+
 /// A table with a column of every kind a sort takes, nulls in some, ties in all; `k` is the stored key.
 fn mixed_table(n: usize, seed: u64) -> RecordBatch {
     let mut r = SmallRng::seed_from_u64(seed);
