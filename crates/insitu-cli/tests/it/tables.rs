@@ -22,6 +22,16 @@ fn tables_sort_identically_in_every_placement_from_the_cli() {
         s(&src),
     ]);
     assert_eq!(g["result"]["rows"], 3000);
+    // Shapes the generator cannot make are refused before anything is written (4 billion columns
+    // asked for 480 GB at once; a 2^33 distinct count was cut to 32 bits).
+    for (flag, value, want) in
+        [("--columns", "4294967295", "at most 4096"), ("--distinct", "8589934592", "at most 2^32 values")]
+    {
+        let err =
+            env.fails(&["gen", "synthetic", "--rows", "10", flag, value, "-o", s(&env.path("x.parquet"))]);
+        assert!(err.contains(want), "{flag}: {err}");
+        assert!(!env.path("x.parquet").exists());
+    }
     let put = env.json(&["put-table", s(&src), "--name", "t", "--key", "c0", "--dict", "c0"]);
     assert_eq!(put["result"]["rows_per_device"], serde_json::json!([1000, 1000, 1000]));
     assert_eq!(put["result"]["key_encoding"], serde_json::json!(["dict", "dict", "dict"]));

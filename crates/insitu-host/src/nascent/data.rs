@@ -22,18 +22,6 @@ use rand::{Rng, SeedableRng};
 use crate::error::{HostError, Result};
 use crate::table::export::ParquetFile;
 
-fn write(path: &Path, batches: &[RecordBatch]) -> Result<()> {
-    let schema = batches
-        .first()
-        .map(|b| b.schema())
-        .ok_or_else(|| HostError::InvalidArgument("nothing to write".into()))?;
-    let mut file = ParquetFile::create(path, schema)?;
-    for b in batches {
-        file.write(b)?;
-    }
-    file.finish()
-}
-
 /// Uniform in `lo..=hi`.
 fn range(rng: &mut SmallRng, lo: u64, hi: u64) -> u64 {
     rng.gen_range(lo..=hi)
@@ -58,7 +46,8 @@ pub fn tpcc_orderline(path: &Path, warehouses: u32, seed: u64) -> Result<u64> {
     ]));
     let entry_us: i64 = 1_700_000_000_000_000; // the load time (fixed for reproducibility)
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut batches = Vec::new();
+    // A warehouse at a time into the file (about 30 MB each): any number of them in little memory.
+    let mut file = ParquetFile::create(path, schema.clone())?;
     let mut total = 0u64;
     for w in 1..=warehouses as i32 {
         let (mut o, mut d, mut num, mut item, mut deliv, mut amount, mut info) =
@@ -98,11 +87,11 @@ pub fn tpcc_orderline(path: &Path, warehouses: u32, seed: u64) -> Result<u64> {
             ),
             Arc::new(StringArray::from(info)),
         ];
-        batches.push(
-            RecordBatch::try_new(schema.clone(), cols).map_err(HostError::arrow("generating a table"))?,
-        );
+        file.write(
+            &RecordBatch::try_new(schema.clone(), cols).map_err(HostError::arrow("generating a table"))?,
+        )?;
     }
-    write(path, &batches)?;
+    file.finish()?;
     Ok(total)
 }
 
@@ -113,13 +102,24 @@ pub fn synthetic(path: &Path, rows: u64, columns: u32, distinct: u64, seed: u64)
     if columns == 0 || distinct == 0 {
         return Err(HostError::InvalidArgument("--columns and --distinct must be at least 1".into()));
     }
+    // Key values are 32-bit; a batch of 8,192 rows is held at once (a million columns of them: 32 GiB).
+    if distinct > 1 << 32 {
+        return Err(HostError::InvalidArgument(format!(
+            "--distinct {distinct}: the key is 32-bit, at most 2^32 values"
+        )));
+    }
+    if columns > MAX_COLUMNS {
+        return Err(HostError::InvalidArgument(format!("--columns {columns}: at most {MAX_COLUMNS}")));
+    }
     let schema = Arc::new(Schema::new(
         (0..columns).map(|c| Field::new(format!("c{c}"), DataType::UInt32, false)).collect::<Vec<_>>(),
     ));
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut batches = Vec::new();
+    let mut file = ParquetFile::create(path, schema.clone())?;
     let mut left = rows;
-    while left > 0 || batches.is_empty() {
+    let mut first = true;
+    while left > 0 || first {
+        first = false;
         let n = left.min(8192);
         let cols: Vec<ArrayRef> = (0..columns)
             .map(|c| {
@@ -129,16 +129,16 @@ pub fn synthetic(path: &Path, rows: u64, columns: u32, distinct: u64, seed: u64)
                 Arc::new(UInt32Array::from(v)) as ArrayRef
             })
             .collect();
-        batches.push(
-            RecordBatch::try_new(schema.clone(), cols).map_err(HostError::arrow("generating a table"))?,
-        );
+        file.write(
+            &RecordBatch::try_new(schema.clone(), cols).map_err(HostError::arrow("generating a table"))?,
+        )?;
         left -= n;
-        if n == 0 {
-            break;
-        }
     }
-    write(path, &batches)
+    file.finish()
 }
+
+/// The most columns [`synthetic`] makes (its batches of 8,192 rows hold 32 KB a column).
+pub const MAX_COLUMNS: u32 = 4096;
 
 #[cfg(test)]
 mod tests {
