@@ -65,6 +65,6 @@ pub use insitu_flash::{validate_name, FlashError, FlashStats, FsckReport, Object
 
 pub use insitu_flash::free_bytes;
 pub use insitu_flash::ftl::HOST_SLACK_BYTES;
-/// Writes a file atomically (temporary file, fsync, rename, fsync of the directory), as the device does
-/// its own metadata; for the host's metadata files.
+/// How the device writes its own metadata files, for the host's: atomically (temporary file, fsync,
+/// rename, fsync of the directory), and small JSON files after a checksum line.
 pub use insitu_flash::persist::{checked_body, with_checksum, write_atomic};

@@ -123,7 +123,7 @@ impl<M: RawFlash> Flash<M> {
             return Err(FlashError::AlreadyExists(dir.display().to_string()));
         }
         let sb = Superblock { version: FORMAT_VERSION, geometry, capacity_bytes };
-        Nand::open(dir, geometry)?;
+        Nand::create(dir, geometry)?;
         persist::write_checkpoint(dir, &CheckpointState::default())?;
         Journal::create(dir, 0)?;
         persist::write_superblock(dir, &sb)?;
@@ -277,6 +277,11 @@ impl<M: RawFlash> Flash<M> {
 
     pub fn geometry(&self) -> &Geometry {
         &self.sb.geometry
+    }
+
+    /// The bytes the device was formatted to hold (its superblock's).
+    pub fn capacity_bytes(&self) -> u64 {
+        self.sb.capacity_bytes
     }
 
     pub fn page_size(&self) -> u32 {

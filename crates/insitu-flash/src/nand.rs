@@ -160,6 +160,19 @@ impl Writeback {
 const FLUSH_BYTES: u64 = 64 << 20;
 
 impl Nand {
+    /// A new, empty image and OOB under `dir` (a format): the files a format killed before its superblock
+    /// left there are discarded first, whatever their size (a device's images are otherwise never cut).
+    pub fn create(dir: &Path, geo: Geometry) -> Result<Nand> {
+        for name in ["nand.img", "nand.oob"] {
+            let path = dir.join(name);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(FlashError::io(&path, e)),
+                _ => {}
+            }
+        }
+        Nand::open(dir, geo)
+    }
+
     /// Opens (creating if needed) the image and OOB files under `dir`. The state starts empty; the FTL
     /// restores it from its checkpoint and journal through [`Nand::restore`].
     pub fn open(dir: &Path, geo: Geometry) -> Result<Nand> {
@@ -178,7 +191,7 @@ impl Nand {
             let found = f.metadata().map_err(|e| FlashError::io(path, e))?.len();
             if found > len {
                 return Err(FlashError::Corrupt {
-                    what: "NAND image".into(),
+                    what: "NAND image or spare area".into(),
                     path: path.clone(),
                     detail: format!(
                         "it holds {found} bytes, more than the {len} of its geometry ({geo:?}): the geometry \

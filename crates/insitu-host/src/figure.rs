@@ -5,8 +5,9 @@
 //! A row's paper value is what the paper's text states: one value, a range ("4.6x-5.7x"), or a bound
 //! ("more than 20x"). The deviation is the modeled value's distance to it, `modeled / paper - 1`, and 0
 //! inside a range or past a bound. A figure is within the paper when every row with a paper value is within
-//! [`TOLERANCE`]; where one is not, its verdict names the worst row and the row's note, which the repro
-//! writes from the model's stages (which stage made the modeled value what it is).
+//! [`TOLERANCE`] of it, or past it for a bound (a claim holds or not); where one is not, its verdict names
+//! the worst row and the row's note, which the repro writes from the model's stages (which stage made the
+//! modeled value what it is).
 
 use serde::{Deserialize, Serialize};
 

@@ -45,8 +45,8 @@ impl OutFile {
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         if let Some(array) = array_holding(parent) {
             return Err(HostError::InvalidArgument(format!(
-                "cannot write {}: it is inside the array at {}, whose devices' images and metadata it could \
-                 overwrite; write it outside that folder",
+                "cannot write {}: it is inside the array (or device) folder {}, whose images and metadata it \
+                 could overwrite; write it outside that folder",
                 path.display(),
                 array.display()
             )));

@@ -18,7 +18,7 @@ mod plot;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use insitu_host::figure::{fmt_value, paper_text, Figure, PaperFigures, TOLERANCE};
+use insitu_host::figure::{fmt_value, paper_text, Figure, PaperFigures};
 
 /// The report's order of papers (others follow, by name).
 const ORDER: &[&str] = &["nascent", "psacs", "intersect", "selfsort", "bluedbm-net", "bluedbm-apps"];
@@ -50,7 +50,7 @@ pub fn figure_table(f: &Figure) -> String {
     );
     for r in &f.rows {
         let dev = r.deviation.map_or(String::new(), |d| {
-            let mark = if d.abs() <= TOLERANCE + 1e-12 { "" } else { " (!)" };
+            let mark = if r.within() == Some(false) { " (!)" } else { "" };
             format!("{:+.0}%{mark}", d * 100.0)
         });
         let _ = writeln!(

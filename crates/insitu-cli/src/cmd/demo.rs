@@ -64,11 +64,11 @@ const WORDS: &[&str] = &[
 const NEEDLE: &str = "in-storage computing";
 
 /// Writes `size` bytes of Zipf-ish English-like text with the needle planted, deterministically from
-/// `seed`; returns the CRC-32 of what it wrote.
+/// `seed`; returns the CRC-32 of what it wrote. The file appears whole or not at all; the caller checks a
+/// command's output path first (the demo writes its corpus into its own array's folder).
 pub fn generate_corpus(path: &Path, size: u64, seed: u64) -> Result<u32> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let f = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let mut w = insitu_host::outfile::OutFile::create_in_array(path)?;
     let mut crc = crc32fast::Hasher::new();
     let mut written = 0u64;
     let mut line = String::with_capacity(256);
@@ -90,7 +90,7 @@ pub fn generate_corpus(path: &Path, size: u64, seed: u64) -> Result<u32> {
         crc.update(&line.as_bytes()[..take]);
         written += take as u64;
     }
-    w.flush()?;
+    w.commit()?;
     Ok(crc.finalize())
 }
 
@@ -120,7 +120,7 @@ impl Demo {
                     "{} holds files the demo did not make; give the demo another --data (a new or empty folder)",
                     data.display()
                 ),
-                Err(_) => bail!("{} is not a folder; give the demo another --data", data.display()),
+                Err(e) => bail!("cannot read {} ({e}); give the demo another --data", data.display()),
             }
         }
         run(ctx, parse_size(&self.size)?, self.devices, &self.profile)?;
@@ -136,8 +136,10 @@ fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
     }
     let profile = ctx.profile(profile)?;
     let capacity = (size * 2 / devices as u64).max(256 << 20);
-    let array = Array::init(data, devices, profile, Some(capacity), None)?;
+    // The mark first: a demo killed while it makes the array leaves a folder the next demo clears.
+    std::fs::create_dir_all(data).with_context(|| format!("cannot make {}", data.display()))?;
     std::fs::write(data.join(".insitu-demo"), b"made by `insitu demo`\n")?;
+    let array = Array::init(data, devices, profile, Some(capacity), None)?;
     crate::cmd::close(array);
     let opts = OpenOptions { transport: ctx.transport.clone(), host: ctx.host.clone(), ..Default::default() };
     let mut array = Array::open(data, opts)?;

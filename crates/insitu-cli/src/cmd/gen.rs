@@ -138,6 +138,7 @@ impl GenCmd {
         match self {
             GenCmd::Text { size, output, seed } => {
                 let size = parse_size(&size)?;
+                insitu_host::outfile::OutFile::check_path(&output)?;
                 let crc = crate::cmd::demo::generate_corpus(&output, size, seed)?;
                 ctx.out.plain(
                     "gen",

@@ -32,6 +32,24 @@ fn an_output_inside_the_array_is_refused_and_its_devices_keep_their_data() {
         let err = env.fails(&["get", "big", "-o", s(&env.data().join(inside))]);
         assert!(err.contains("inside the array"), "{inside}: {err}");
     }
+    // Generators' outputs too.
+    let img = env.data().join("dev1/nand.img");
+    let err = env.fails(&["gen", "text", "--size", "1KB", "-o", s(&img)]);
+    assert!(err.contains("inside the array"), "{err}");
+    let oob = env.data().join("dev1/nand.oob");
+    let err = env.fails(&[
+        "gen",
+        "lists",
+        "--size1",
+        "100",
+        "--size2",
+        "1000",
+        "--out1",
+        s(&img),
+        "--out2",
+        s(&oob),
+    ]);
+    assert!(err.contains("inside the array"), "{err}");
     assert_eq!(env.run(&["get", "big"]).stdout, big);
     assert!(env.ok(&["fsck"]).contains("clean"));
 }

@@ -433,31 +433,52 @@ fn a_node_offline_keeps_only_its_own_pages_from_being_read() {
 
 /// A flipped digit in a node's device.json (its card count) or in its raw partition's geometry.json took
 /// the node's flash at other addresses: `fs gc` then erased live pages, and a smaller geometry cut the
-/// image. Now either is damage that takes the node offline: changes are refused, nothing is cut, and once
-/// the file is back every file reads as before.
+/// image. Now device.json is mended from its second copy (the damaged one kept beside it), and a
+/// geometry.json that is not the profile's and the capacity's (damaged under its checksum, or written
+/// without one, as an older insitu did) takes the node offline: changes are refused, nothing is cut, and
+/// once the file is back every file reads as before.
 #[test]
-fn a_flipped_digit_in_a_nodes_configuration_takes_it_offline_and_erases_nothing() {
+fn a_flipped_digit_in_a_nodes_configuration_is_mended_or_takes_it_offline_and_erases_nothing() {
     let env = appliance("8MiB");
     let data = text(90_000, 43, b"all");
     env.ok(&["fs", "put", s(&env.write("striped", &data))]);
     let dev0 = env.data().join("dev0");
     let image = dev0.join("raw").join("nand.img");
     let image_len = std::fs::metadata(&image).unwrap().len();
-    for (file, from, to) in [
-        ("device.json", "\"cards\": 2", "\"cards\": 4"),
-        ("raw/geometry.json", "\"channels\": ", "\"channels\": 1"),
+
+    let config = dev0.join("device.json");
+    let good = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, good.replacen("\"cards\": 2", "\"cards\": 4", 1)).unwrap();
+    env.ok(&["fs", "gc"]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), good, "mended from its second copy");
+    assert!(dev0.join("device.json.damaged").exists());
+    assert!(get(&env, "striped") == data);
+
+    let path = dev0.join("raw/geometry.json");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let number = |key: &str| -> u64 {
+        let at = good.find(key).unwrap() + key.len();
+        good[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+    };
+    let (blocks, channels) = (number("\"blocks_per_chip\": "), number("\"channels\": "));
+    let with =
+        |key: &str, from: u64, to: u64| good.replacen(&format!("{key}: {from}"), &format!("{key}: {to}"), 1);
+    let unchecked = |text: String| text.split_once('\n').unwrap().1.to_string();
+    for (what, bad) in [
+        ("a flipped digit", with("\"channels\"", channels, channels + 10)),
+        ("another channel count, unchecked", unchecked(with("\"channels\"", channels, channels + 10))),
+        ("fewer blocks, unchecked", unchecked(with("\"blocks_per_chip\"", blocks, blocks - 1))),
+        ("more blocks, unchecked", unchecked(with("\"blocks_per_chip\"", blocks, blocks + 1))),
     ] {
-        let path = dev0.join(file);
-        let good = std::fs::read_to_string(&path).unwrap();
-        assert!(good.contains(from), "{file}: {good}");
-        std::fs::write(&path, good.replacen(from, to, 1)).unwrap();
+        assert_ne!(bad, good, "{what}");
+        std::fs::write(&path, bad).unwrap();
         let err = env.fails(&["fs", "gc"]);
-        assert!(err.contains("takes no change while a node is offline"), "{file}: {err}");
+        assert!(err.contains("takes no change while a node is offline"), "{what}: {err}");
         let err = env.fails(&["fs", "get", "striped", "-o", s(&env.path("x"))]);
-        assert!(err.contains("device 0 is offline"), "{file}: {err}");
-        assert_eq!(std::fs::metadata(&image).unwrap().len(), image_len, "{file}: the image was cut");
+        assert!(err.contains("device 0 is offline"), "{what}: {err}");
+        assert_eq!(std::fs::metadata(&image).unwrap().len(), image_len, "{what}: the image changed size");
         std::fs::write(&path, &good).unwrap();
-        assert!(get(&env, "striped") == data, "{file}");
+        assert!(get(&env, "striped") == data, "{what}");
     }
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }

@@ -93,7 +93,7 @@ impl Device {
         let config = DeviceConfig::load(dir)?;
         let flash = Flash::open_on(dir, |nand| FtlMedia::for_profile(nand, &config.profile))?;
         let raw = match RawPartition::exists(dir) {
-            true => Some(RawPartition::open(dir, &config.profile)?),
+            true => Some(RawPartition::open(dir, &config.profile, flash.capacity_bytes())?),
             false => None,
         };
         Self::start(Inner::new(config.id, dir.to_path_buf(), config.profile, Media::new(flash), raw, lock))

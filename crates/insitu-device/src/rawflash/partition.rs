@@ -117,15 +117,12 @@ impl RawPartition {
     /// Makes the raw partition of `capacity_bytes` in device directory `dir`.
     pub fn create(dir: &Path, profile: &Profile, capacity_bytes: u64) -> Result<RawPartition> {
         let cfg = RawConfig::from_profile(profile)?;
-        let base = profile.base_geometry();
-        let chips = base.chips();
-        let blocks = capacity_bytes.div_ceil(base.block_bytes()).div_ceil(chips).max(1);
-        let geo = Geometry { blocks_per_chip: blocks, ..base };
+        let geo = raw_geometry(profile, capacity_bytes);
         geo.validate()?;
         let raw = dir.join(DIR);
         std::fs::create_dir_all(&raw).map_err(|e| DeviceError::io(&raw, e))?;
         let body = serde_json::to_vec_pretty(&geo).map_err(|e| DeviceError::Protocol(e.to_string()))?;
-        let nand = Nand::open(&raw, geo)?;
+        let nand = Nand::create(&raw, geo)?;
         insitu_flash::persist::write_atomic(
             &raw.join(GEOMETRY_FILE),
             &insitu_flash::persist::with_checksum(GEOMETRY_HEADER, &body),
@@ -133,16 +130,17 @@ impl RawPartition {
         Ok(RawPartition { sp: Splitter::new(FlashController::new(nand, cfg)?), dir: raw, saved_erases: 0 })
     }
 
-    /// Opens the raw partition of device directory `dir`, finding each block's write pointer again.
-    pub fn open(dir: &Path, profile: &Profile) -> Result<RawPartition> {
+    /// Opens the raw partition of device directory `dir` (formatted for `capacity_bytes`, as the device's
+    /// FTL was), finding each block's write pointer again.
+    pub fn open(dir: &Path, profile: &Profile, capacity_bytes: u64) -> Result<RawPartition> {
         let cfg = RawConfig::from_profile(profile)?;
         let raw = dir.join(DIR);
         let path = raw.join(GEOMETRY_FILE);
         let geo: Geometry = load_json(&path, "raw partition geometry", GEOMETRY_HEADER)?;
         geo.validate()?;
-        // The profile's geometry, as `create` took it (the block count aside): a device.json or a
-        // geometry.json that disagree would read every page at another address.
-        let base = Geometry { blocks_per_chip: geo.blocks_per_chip, ..profile.base_geometry() };
+        // The geometry `create` made of the profile and the capacity: a device.json or a geometry.json
+        // that disagree would read every page at another address, or clean blocks past the image's.
+        let base = raw_geometry(profile, capacity_bytes);
         if geo != base {
             return Err(DeviceError::Flash(insitu_flash::FlashError::Corrupt {
                 what: "raw partition geometry".into(),
@@ -526,6 +524,14 @@ impl RawPartition {
 }
 
 /// A JSON file of the raw partition, or the error naming it as `what` when it does not parse.
+/// The raw partition of a device of `profile` holding `capacity_bytes`: the profile's geometry, with
+/// enough blocks a chip for the capacity (as large as the FTL's partition).
+fn raw_geometry(profile: &Profile, capacity_bytes: u64) -> Geometry {
+    let base = profile.base_geometry();
+    let blocks = capacity_bytes.div_ceil(base.block_bytes()).div_ceil(base.chips()).max(1);
+    Geometry { blocks_per_chip: blocks, ..base }
+}
+
 /// Reads a JSON file, after its checksum line `header` if it has one (`""`: none is written).
 fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &'static str, header: &str) -> Result<T> {
     let bytes = std::fs::read(path).map_err(|e| DeviceError::io(path, e))?;

@@ -279,7 +279,14 @@ pub fn gen_lists(
     let (l1, l2) =
         if a.len() <= b.len() { (a.clone(), plant(&a, b, &mut rng)) } else { (plant(&b, a, &mut rng), b) };
     debug_assert_eq!((l1.len() as u64, l2.len() as u64), (n1, n2));
-    let write = |p: &Path, v: &[u32]| std::fs::write(p, le::encode_u32s(v)).map_err(|e| HostError::io(p, e));
+    for p in [out1, out2] {
+        crate::outfile::OutFile::check_path(p)?;
+    }
+    let write = |p: &Path, v: &[u32]| -> Result<()> {
+        let mut f = crate::outfile::OutFile::create(p)?;
+        std::io::Write::write_all(&mut f, &le::encode_u32s(v)).map_err(|e| HostError::io(p, e))?;
+        f.commit()
+    };
     write(out1, &l1)?;
     write(out2, &l2)?;
     let common = insitu_kernels::intersect::intersect2(&l1, &l2).len() as u64;

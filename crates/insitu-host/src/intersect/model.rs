@@ -40,9 +40,9 @@ impl Workload {
                 "entry size must be a multiple of 4, at least 4, not {entry_size}"
             )));
         }
-        if !(size1 >= entry_size && size2 >= entry_size) {
+        if let Some(small) = [size1, size2].into_iter().find(|s| !(*s >= entry_size)) {
             return Err(HostError::InvalidArgument(format!(
-                "each list holds at least one {entry_size}-byte entry: sizes {size1} and {size2} bytes are less"
+                "each list holds at least one {entry_size}-byte entry: a list of {small} bytes holds none"
             )));
         }
         if !(0.0..=1.0).contains(&r) {

@@ -166,7 +166,9 @@ pub struct ReproRow {
     pub devices: u32,
     pub measured_s: [f64; 3],
     pub modeled_s: [f64; 3],
+    /// As the paper counts it (see [`SortRun::modeled_j`]); the whole system's in `system_energy_j`.
     pub modeled_energy_j: [f64; 3],
+    pub system_energy_j: [f64; 3],
     pub speedup_vs_accel: f64,
     pub speedup_vs_cpu: f64,
     /// Each placement's modeled time in words: the bound that took most of it (see [`explain`]).
@@ -205,6 +207,7 @@ pub fn repro_nascent(
             measured_s: runs.each_ref().map(|r| r.measured_s),
             modeled_s: modeled,
             modeled_energy_j: energy,
+            system_energy_j: runs.each_ref().map(|r| r.system_j),
             speedup_vs_accel: modeled[2] / modeled[0],
             speedup_vs_cpu: modeled[1] / modeled[0],
             stages: runs.each_ref().map(|r| r.stages.clone()),

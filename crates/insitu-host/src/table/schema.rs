@@ -155,9 +155,10 @@ fn unit_of(s: &str) -> TimeUnit {
 /// dtypes there, under `pandas`): kept with the table and given back with it, in key order.
 pub type Metadata = BTreeMap<String, String>;
 
-/// The most metadata a table keeps, keys and values together: it lives in the catalog, which is written
-/// again at every change of the array (pandas' own is a few KB).
-pub const METADATA_LIMIT: usize = 1 << 20;
+/// The most metadata a table keeps, keys and values together: it lives in the catalog (and each sorted
+/// output and each device's part records keep a copy), which is written again at every change of the
+/// array. pandas' own is a few KB, about 200 bytes a column.
+pub const METADATA_LIMIT: usize = 64 << 10;
 
 /// One column.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -220,7 +220,7 @@ fn schema_and_field_metadata_come_back_with_the_table_and_its_sorted_outputs() {
     }
 
     // Metadata past what the catalog keeps is refused by name, and nothing is stored.
-    let big = meta(&[("blob", &"x".repeat(2 << 20))]);
+    let big = meta(&[("blob", &"x".repeat(100 << 10))]);
     let b = RecordBatch::try_new(
         Arc::new(input.schema().as_ref().clone().with_metadata(big)),
         input.columns().to_vec(),
