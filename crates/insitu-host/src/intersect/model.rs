@@ -40,7 +40,7 @@ impl Workload {
                 "entry size must be a multiple of 4, at least 4, not {entry_size}"
             )));
         }
-        if let Some(small) = [size1, size2].into_iter().find(|s| !(*s >= entry_size)) {
+        if let Some(small) = [size1, size2].into_iter().find(|s| s.is_nan() || *s < entry_size) {
             return Err(HostError::InvalidArgument(format!(
                 "each list holds at least one {entry_size}-byte entry: a list of {small} bytes holds none"
             )));
