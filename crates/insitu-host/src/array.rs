@@ -1355,6 +1355,22 @@ fn has_config(dir: &Path) -> bool {
     dir.join("array.json").exists() || crate::catalog::second_copy(&dir.join("array.json")).exists()
 }
 
+/// Removes `dir`, the array a run of the repros made there before (holding its configuration, or nothing):
+/// a folder of anything else under a `--work` the user named is refused by name, not deleted.
+pub(crate) fn clear_array_dir(dir: &Path) -> Result<()> {
+    let empty = || std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none());
+    if !dir.exists() {
+        return Ok(());
+    }
+    if !has_config(dir) && !empty() {
+        return Err(HostError::InvalidArgument(format!(
+            "{} is in the way: it is not an array a repro made there (no array.json); move it, or give another --work",
+            dir.display()
+        )));
+    }
+    std::fs::remove_dir_all(dir).map_err(|e| HostError::io(dir, e))
+}
+
 /// Removes a metadata file and its second copy.
 fn remove_both(path: &Path) {
     let _ = std::fs::remove_file(path);
@@ -1380,5 +1396,30 @@ fn keep_reserve(dir: &Path) {
 pub(crate) fn release_reserve_if_short(dir: &Path) {
     if insitu_device::free_bytes(dir).is_some_and(|f| f < RESERVE_BYTES) {
         let _ = std::fs::remove_file(dir.join(RESERVE));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repro_clears_only_an_array_it_made_or_an_empty_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("nascent-1");
+        clear_array_dir(&d).unwrap(); // not there: nothing to do
+        std::fs::create_dir(&d).unwrap();
+        clear_array_dir(&d).unwrap();
+        assert!(!d.exists(), "an empty folder goes");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(crate::catalog::second_copy(&d.join("array.json")), b"{}").unwrap();
+        std::fs::create_dir(d.join("dev0")).unwrap();
+        clear_array_dir(&d).unwrap();
+        assert!(!d.exists(), "an array goes, whole");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("thesis.txt"), b"precious").unwrap();
+        let e = clear_array_dir(&d).unwrap_err().to_string();
+        assert!(e.contains("is in the way") && e.contains("--work"), "{e}");
+        assert_eq!(std::fs::read(d.join("thesis.txt")).unwrap(), b"precious");
     }
 }

@@ -116,9 +116,7 @@ fn check(ok: bool, what: &str) -> Result<()> {
 /// Runs §7's applications on a two-node appliance of `profile` made in `work`.
 pub fn run(profile: &Profile, work: &Path, quick: bool, progress: &dyn Fn(&str)) -> Result<Figures> {
     let dir = work.join("bluedbm-apps");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
-    }
+    crate::array::clear_array_dir(&dir)?;
     std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
     // The appliance goes with the run (hundreds of MB of NAND images), whatever its end.
     let figures = run_in(profile, &dir, quick, progress);

@@ -118,9 +118,7 @@ pub fn repro_intersect(
     }
     std::fs::create_dir_all(work).map_err(|e| HostError::io(work, e))?;
     let dir = work.join("intersect-array");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
-    }
+    crate::array::clear_array_dir(&dir)?;
     Array::init(&dir, 1, profile.clone(), Some(1 << 30), None)?.close()?;
     let mut a = Array::open(&dir, OpenOptions::default())?;
     let mb = |x: f64| (x * 1e6 * scale) as u64;

@@ -248,9 +248,7 @@ fn sort_runs<const N: usize>(
     progress: &dyn Fn(&str),
 ) -> Result<[SortRun; N]> {
     let dir = work.join(format!("nascent-{devices}"));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
-    }
+    crate::array::clear_array_dir(&dir)?;
     let bytes = std::fs::metadata(table).map_err(|e| HostError::io(table, e))?.len();
     // Room for the table, its sorted outputs and their indices on each device, with slack.
     let capacity = (256u64 << 20).max((bytes / devices as u64) * (N as u64 + 3) * 2).next_power_of_two();

@@ -163,9 +163,7 @@ pub fn repro_psacs(
         let src = tpch.join(format!("{table}.parquet"));
         progress(&format!("{query} {table} on {key}: loading"));
         let dir = work.join(format!("psacs-{table}"));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| HostError::io(&dir, e))?;
-        }
+        crate::array::clear_array_dir(&dir)?;
         Array::init(&dir, 1, profile.clone(), Some(4 << 30), None)?.close()?;
         let mut a = Array::open(&dir, OpenOptions::default())?;
         let loaded = put_table(

@@ -222,7 +222,7 @@ fn run_one(
     progress: &dyn Fn(&str),
 ) -> Result<MethodResult> {
     let dir = opts.workdir.join("drive");
-    let _ = std::fs::remove_dir_all(&dir);
+    crate::array::clear_array_dir(&dir)?;
     let array = Array::init(&dir, 1, opts.profile.clone(), None, None)?;
     let mut job = SortJob::new(fmt);
     job.runs = opts.runs;
