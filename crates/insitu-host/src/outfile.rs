@@ -23,14 +23,20 @@ pub struct OutFile {
     w: Option<BufWriter<File>>,
 }
 
-/// The array folder (one with `array.json` or its second copy) or device folder (`device.json`) that
-/// holds `dir` or is `dir`, if any.
+/// The array folder (its `array.json` and `catalog.json`, either copy of each) or device folder
+/// (`device.json` and a superblock) that holds `dir` or is `dir`, if any. Two files each, so that a
+/// folder of someone else's with a `device.json` in it is not taken for a device.
 fn array_holding(dir: &Path) -> Option<PathBuf> {
     let dir = dir.canonicalize().ok()?;
+    let either = |d: &Path, name: &str| {
+        let first = d.join(name);
+        first.exists() || crate::catalog::second_copy(&first).exists()
+    };
     dir.ancestors()
         .find(|d| {
-            let config = d.join("array.json");
-            config.exists() || crate::catalog::second_copy(&config).exists() || d.join("device.json").exists()
+            either(d, "array.json") && either(d, "catalog.json")
+                || d.join("device.json").exists()
+                    && (d.join("superblock").exists() || d.join("superblock.b").exists())
         })
         .map(Path::to_path_buf)
 }
@@ -261,7 +267,15 @@ mod tests {
         std::fs::create_dir_all(array.join("dev0")).unwrap();
         std::fs::write(array.join("dev0/nand.img"), b"pages").unwrap();
         std::fs::write(array.join("dev0/device.json"), b"{}").unwrap();
+        std::fs::write(array.join("dev0/superblock.b"), b"").unwrap();
         std::fs::write(crate::catalog::second_copy(&array.join("array.json")), b"{}").unwrap();
+        std::fs::write(array.join("catalog.json"), b"{}").unwrap();
+        // Someone else's folder with a device.json or an array.json of its own is no array.
+        let other = dir.path().join("iot");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("device.json"), b"{}").unwrap();
+        std::fs::write(other.join("array.json"), b"{}").unwrap();
+        OutFile::create(&other.join("out.bin")).unwrap().commit().unwrap();
         for p in ["dev0/nand.img", "catalog.json", "dev0/x", "../a/y"] {
             let e = OutFile::create(&array.join(p)).unwrap_err().to_string();
             assert!(e.contains("inside the array"), "{p}: {e}");
