@@ -325,7 +325,7 @@ fn run_in(profile: &Profile, dir: &Path, quick: bool, progress: &dyn Fn(&str)) -
     let fig20_vals = runs.map(|(w, note)| {
         (w.steps as f64 / w.cost.modeled_s, Some(w.steps as f64 / w.cost.read.wall_s.max(1e-9)), note)
     });
-    let fig20: Vec<Row> = paper::TRAVERSAL
+    let mut fig20: Vec<Row> = paper::TRAVERSAL
         .iter()
         .zip(fig20_vals)
         .map(|((label, p), (v, m, note))| {
@@ -335,7 +335,6 @@ fn run_in(profile: &Profile, dir: &Path, quick: bool, progress: &dyn Fn(&str)) -
     // §7.2's conclusions, checked as such: ISP-F "almost a factor of 3" over the generic distributed SSD
     // (H-RH-F), and "still much higher" than half the accesses served from DRAM.
     let (isp_f, rh_f, dram50) = (fig20[0].modeled, fig20[2].modeled, fig20[3].modeled);
-    let mut fig20 = fig20;
     fig20.push(
         Row::new("ISP-F over H-RH-F", "x", isp_f / rh_f)
             .paper(paper::TRAVERSAL[0].1 / paper::TRAVERSAL[2].1)
@@ -459,14 +458,14 @@ pub fn render(f: &Figures) -> String {
     out
 }
 
-fn all(rows: &[Row]) -> Vec<&Row> {
-    rows.iter().collect()
+/// The rows of a figure in `unit` (its plot's; ratio rows stay in the table).
+fn of_unit<'a>(rows: &'a [Row], unit: &str) -> Vec<&'a Row> {
+    rows.iter().filter(|r| r.unit == unit).collect()
 }
 
 /// Figs. 16-21 as figures.
 pub fn figures(f: &Figures) -> PaperFigures {
-    let unit = |rows: &[Row], u: &str| -> Vec<Row> { rows.iter().filter(|r| r.unit == u).cloned().collect() };
-    let fig16 = bars(&all(&unit(&f.fig16, "K/s")), "configuration", "Hamming comparisons a second (K)", true);
+    let fig16 = bars(&of_unit(&f.fig16, "K/s"), "configuration", "Hamming comparisons a second (K)", true);
     let line = |prefix: &str, pick: &dyn Fn(&Row) -> Option<f64>| -> Vec<[f64; 2]> {
         f.fig17
             .iter()
@@ -485,14 +484,10 @@ pub fn figures(f: &Figures) -> PaperFigures {
                 line(prefix, &|r| Some(r.modeled)),
             ));
     }
-    let ssd: Vec<&Row> = f.fig18.iter().filter(|r| r.unit == "K/s").collect();
-    let fig18 = bars(&ssd, "configuration", "Hamming comparisons a second (K)", false);
-    let rates: Vec<&Row> = f.fig19.iter().filter(|r| r.unit == "K/s").collect();
-    let fig19 = bars(&rates, "configuration", "Hamming comparisons a second (K)", false);
-    let fig20 =
-        bars(&all(&unit(&f.fig20, "accesses/s")), "access path", "dependent accesses a second", false);
-    let mbs: Vec<&Row> = f.fig21.iter().filter(|r| r.unit == "MB/s").collect();
-    let fig21 = bars(&mbs, "configuration", "search bandwidth (MB/s)", true);
+    let fig18 = bars(&of_unit(&f.fig18, "K/s"), "configuration", "Hamming comparisons a second (K)", false);
+    let fig19 = bars(&of_unit(&f.fig19, "K/s"), "configuration", "Hamming comparisons a second (K)", false);
+    let fig20 = bars(&of_unit(&f.fig20, "accesses/s"), "access path", "dependent accesses a second", false);
+    let fig21 = bars(&of_unit(&f.fig21, "MB/s"), "configuration", "search bandwidth (MB/s)", true);
     PaperFigures {
         paper: "bluedbm-apps".into(),
         cites: "BlueDBM (ISCA '15)".into(),
