@@ -34,6 +34,12 @@ pub struct Engine {
     /// How a shuffle's (partition, row) pairs are sorted; the table sorter when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shuffle_sort: Option<Sorter>,
+    /// Bytes of records the shuffle's on-chip scratchpad holds (PSACS's Reader, §IV-B/C): a shuffle then
+    /// runs in tiles of records that fit it, each partitioned, sorted and gathered on chip, and its
+    /// Merger concatenates every partition across the tiles in device memory (Fig. 8). Absent: an
+    /// engine that shuffles a whole batch of device memory at once (a core with caches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shuffle_scratchpad_bytes: Option<u64>,
 }
 
 /// How an engine sorts.
@@ -102,6 +108,7 @@ impl Engine {
             merge_key_level: 0.0,
             sort: Sorter::Compare { key_level: 0.0, cache_bytes: 0, index_bytes: 0, memory_bw: 1.0, ways: 2 },
             shuffle_sort: None,
+            shuffle_scratchpad_bytes: None,
         }
     }
 
@@ -159,6 +166,9 @@ impl Engine {
         self.sort.validate(&format!("{section}.sort"))?;
         if let Some(s) = &self.shuffle_sort {
             s.validate(&format!("{section}.shuffle_sort"))?;
+        }
+        if self.shuffle_scratchpad_bytes == Some(0) {
+            return Err(format!("{section}.shuffle_scratchpad_bytes must be at least 1 byte, got 0"));
         }
         Ok(())
     }
@@ -249,6 +259,7 @@ mod tests {
                 memory_bw: 16.0e9,
             },
             shuffle_sort: None,
+            shuffle_scratchpad_bytes: None,
         }
     }
 
@@ -302,6 +313,7 @@ mod tests {
                 ways: 2,
             },
             shuffle_sort: None,
+            shuffle_scratchpad_bytes: None,
         };
         let mut l = Ledger::new();
         SortClass::count(&mut l, SORT, 32, 1 << 20);

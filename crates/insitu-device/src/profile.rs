@@ -868,6 +868,11 @@ mod tests {
         let text = BUILTIN[4].1.replace("compute_units = 2", "compute_units = 0");
         assert!(Profile::from_toml(&text, "bad.toml").is_err());
         assert!(Profile::from_toml("name = 3", "x").unwrap_err().to_string().contains("x"));
+        let smartssd = BUILTIN.iter().find(|(n, _)| *n == "smartssd").unwrap().1;
+        let text = smartssd.replace("shuffle_scratchpad_bytes = 2359296", "shuffle_scratchpad_bytes = 0");
+        assert_ne!(text, smartssd);
+        let err = Profile::from_toml(&text, "bad.toml").unwrap_err().to_string();
+        assert!(err.contains("kernels.shuffle_scratchpad_bytes"), "{err}");
     }
 
     #[test]

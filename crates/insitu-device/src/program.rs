@@ -33,6 +33,8 @@ pub struct ProgramContext<'a> {
     units: u32,
     /// Pieces this run's work splits into for the compute units (see [`ProgramContext::split_among_units`]).
     pub(crate) pieces: Cell<u64>,
+    /// The kernels' shuffle scratchpad ([`crate::engines::Engine::shuffle_scratchpad_bytes`]).
+    shuffle_scratchpad: Option<u64>,
 }
 
 impl<'a> ProgramContext<'a> {
@@ -42,6 +44,7 @@ impl<'a> ProgramContext<'a> {
         meters: &'a Meters,
         program: &'static str,
         units: u32,
+        shuffle_scratchpad: Option<u64>,
     ) -> ProgramContext<'a> {
         ProgramContext {
             media,
@@ -53,7 +56,14 @@ impl<'a> ProgramContext<'a> {
             helper_ns: 0.into(),
             units: units.max(1),
             pieces: 1.into(),
+            shuffle_scratchpad,
         }
+    }
+
+    /// Bytes of records the device's shuffle kernel holds on chip at once, if it works in such tiles
+    /// (PSACS's Reader scratchpad, §IV-B): the work a shuffle counts is that of its tiles.
+    pub fn shuffle_scratchpad_bytes(&self) -> Option<u64> {
+        self.shuffle_scratchpad
     }
 
     /// Splits the run's work into `pieces` that compute units take in parallel (a data-parallel scan);

@@ -98,12 +98,17 @@ impl SortClass {
     /// Counts one sort of `n` keys of `bits` bits by `kernel` ([`SORT`] or [`SHUFFLE_SORT`]): its keys
     /// and the call.
     pub fn count(ledger: &mut Ledger, kernel: &str, bits: u32, n: u64) {
-        if n == 0 {
+        Self::count_calls(ledger, kernel, bits, n, 1);
+    }
+
+    /// Counts `calls` sorts of `n` keys each, as [`SortClass::count`] does one.
+    pub fn count_calls(ledger: &mut Ledger, kernel: &str, bits: u32, n: u64, calls: u64) {
+        if n == 0 || calls == 0 {
             return;
         }
         let c = SortClass { bits, log2n: size_class(n) };
-        add(ledger, &c.item(kernel, "keys"), n);
-        add(ledger, &c.item(kernel, "calls"), 1);
+        add(ledger, &c.item(kernel, "keys"), n * calls);
+        add(ledger, &c.item(kernel, "calls"), calls);
     }
 
     pub fn item(&self, kernel: &str, what: &str) -> String {

@@ -69,8 +69,14 @@ pub(crate) fn dispatch(dev: &Inner, cmd: Command) -> (Charge, Prepared) {
 
 fn execute(dev: &Inner, call: crate::protocol::ProgramCall) -> (Charge, Prepared) {
     let (program, class) = (call.id(), call.kernel_class());
-    let ctx =
-        ProgramContext::new(&dev.media, &dev.memory, &dev.meters, program, dev.profile.device.compute_units);
+    let ctx = ProgramContext::new(
+        &dev.media,
+        &dev.memory,
+        &dev.meters,
+        program,
+        dev.profile.device.compute_units,
+        dev.profile.kernels.shuffle_scratchpad_bytes,
+    );
     let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
     let r = programs::run(&ctx, call, |ok| {
         if ok {

@@ -1,11 +1,20 @@
 //! PSACS's device program (ICCD '21): the map side of a shuffle inside the device.
 //!
-//! `psacs-shuffle` reads a table part in batches sized to device memory (§IV-B tiling). Per batch, the
-//! Reader composes full records (the row-wise part with the key column put back), the Partitioner maps the
-//! shuffle key to a partition id (§III-B), the Sorter orders (PID, RowID) pairs and the Gather replaces
-//! RowIDs by records (§III-C), and the Indexer records each partition's extent. With one batch the
-//! partitions are written at once; with several, batches go to flash and the Merger concatenates each
-//! partition across batches (Fig. 8). Each partition is stored column-major (§IV-E), every column chunk LZ4
+//! `psacs-shuffle` reads a table part in batches sized to device memory. Per batch, the Reader composes
+//! full records (the row-wise part with the key column put back), the Partitioner maps the shuffle key to
+//! a partition id (§III-B), the Sorter orders (PID, RowID) pairs and the Gather replaces RowIDs by records
+//! (§III-C), and the Indexer records each partition's extent. With one batch the partitions are written at
+//! once; with several, batches go to flash and are concatenated partition by partition at the end (the
+//! paper's "another level of grouping ... externally on disk", §IV-B).
+//!
+//! The kernel itself holds far less than a batch: its scratchpad (64 UltraRAMs, 2.25 MiB, Table I) takes
+//! one tile of records at a time (§IV-B: "the size of each batch is limited by the on-chip memory
+//! resources"), and the Merger concatenates every partition across the tiles in device memory (Fig. 8).
+//! The work counted is the tiles': a sort of each tile's pairs, and the Merger's pass over the records
+//! when a batch takes more than one tile ([`ProgramContext::shuffle_scratchpad_bytes`]). Tiles and batches
+//! group the rows alike (each partition's rows in arrival order), so the result does not depend on them.
+//!
+//! Each partition is stored column-major (§IV-E), every column chunk LZ4
 //! compressed (insitu's addition) or stored as it is (PSACS as evaluated), or row-major on request.
 //! Outputs: `OUT#data` (chunks, partition after partition) and `OUT#index` (per partition: rows, offset,
 //! then the length of each chunk; little-endian u64).
@@ -116,11 +125,19 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
             // Partitioner, Sorter (8-byte (PID, RowID) pairs, §IV-C) and Gather; a dictionary key is
             // decoded as the Reader composes the records.
             let record_bytes = batch.record_bytes();
+            let tiles = tiles_of(ctx.shuffle_scratchpad_bytes(), record_bytes, count);
             ctx.work(|w| {
                 work::add(w, work::SHUFFLE_HASH_ROWS, count);
-                SortClass::count(w, work::SHUFFLE_SORT, 64, count);
+                // The Sorter orders one tile's pairs at a time, as even in rows as the tiles go.
+                let (per, more) = (count / tiles, count % tiles);
+                SortClass::count_calls(w, work::SHUFFLE_SORT, 64, per + 1, more);
+                SortClass::count_calls(w, work::SHUFFLE_SORT, 64, per, tiles - more);
                 work::add(w, work::SHUFFLE_GATHER_ROWS, count);
                 work::add(w, work::SHUFFLE_GATHER_BYTES, record_bytes);
+                // The Merger concatenates every partition across the tiles (Fig. 8): each record once more.
+                if tiles > 1 {
+                    work::add(w, work::SHUFFLE_MERGE_BYTES, record_bytes);
+                }
                 if matches!(key, StoredKey::Dict { .. }) {
                     work::add(w, work::DECODE_CODES, count);
                 }
@@ -163,6 +180,14 @@ pub(crate) fn psacs_shuffle(ctx: &ProgramContext<'_>, a: ShuffleArgs) -> Result<
     }
     let (bytes, raw) = result?;
     Ok(ShuffleOutput { rows: n, batches: batches as u64, stored_bytes: bytes, raw_bytes: raw })
+}
+
+/// Tiles a batch of `rows` rows and `record_bytes` bytes of records takes on a kernel whose scratchpad
+/// holds `scratchpad` bytes of them (§IV-B: "the size of each batch is limited by the on-chip memory
+/// resources of PSACS"); one without a scratchpad takes the batch whole. At least one tile, and never
+/// more than there are rows.
+fn tiles_of(scratchpad: Option<u64>, record_bytes: u64, rows: u64) -> u64 {
+    scratchpad.map_or(1, |s| record_bytes.div_ceil(s.max(1))).clamp(1, rows.max(1))
 }
 
 fn store(ctx: &ProgramContext<'_>, name: &str, data: &[u8]) -> Result<()> {

@@ -366,6 +366,16 @@ fn top_stage(stages: &BTreeMap<String, f64>) -> String {
         .map_or("no work".into(), |(k, v)| format!("{k} {:.0}%", 100.0 * v / total.max(f64::MIN_POSITIVE)))
 }
 
+/// The device Merger's share of a kernel's stages, when its records took more than one tile of the
+/// scratchpad (§IV-B, Fig. 8): `, the Merger across on-chip tiles 12%`.
+fn merger_share(stages: &BTreeMap<String, f64>) -> String {
+    let total: f64 = stages.values().sum();
+    match stages.get(insitu_device::work::SHUFFLE_MERGE_BYTES) {
+        Some(m) if total > 0.0 => format!(", the Merger across on-chip tiles {:.0}%", 100.0 * m / total),
+        _ => String::new(),
+    }
+}
+
 /// Figs. 9-13 and 15 as figures.
 pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigures {
     let find =
@@ -383,9 +393,10 @@ pub fn figures(ws: &[Workload], partitions: u32, profile: &Profile) -> PaperFigu
                 Row::new(format!("{} {}: kernel vs {base} x1", w.query, w.table), "x", w.kernel_speedup[i])
                     .paper_range(paper::KERNEL.0, paper::KERNEL.1)
                     .note(format!(
-                        "device kernel {} s, largest stage {}; {base} x1 {} s, largest stage {}",
+                        "device kernel {} s, largest stage {}{}; {base} x1 {} s, largest stage {}",
                         fmt_value(dev.kernel_s),
                         top_stage(&dev.kernel_stages),
+                        merger_share(&dev.kernel_stages),
                         fmt_value(b.kernel_s),
                         top_stage(&b.kernel_stages)
                     )),

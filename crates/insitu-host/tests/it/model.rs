@@ -258,6 +258,34 @@ fn psacs_stages_by_hand_from_the_counters() {
 }
 
 #[test]
+fn psacs_counts_the_tiles_its_scratchpad_holds() {
+    // PSACS §IV-B: the kernel shuffles tiles of records that fit its scratchpad (2.25 MiB on `smartssd`),
+    // and the Merger concatenates each partition across them (Fig. 8). About 6 MB of records take 3
+    // tiles: 3 sorts of a third of the pairs each, and one more pass over the records; a small part
+    // takes one tile and no merge.
+    let scratch = Profile::load("smartssd").unwrap().kernels.shuffle_scratchpad_bytes.unwrap();
+    for rows in [2_000u64, 120_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = array(dir.path(), "smartssd", 1);
+        load_table(&mut a, dir.path(), rows as usize, false);
+        let r = shuffle(&mut a, ShufflePlacement::Device, "s");
+        let c = counters_with(&r, work::SHUFFLE_HASH_ROWS);
+        let bytes = c.work[work::SHUFFLE_GATHER_BYTES];
+        let tiles = bytes.div_ceil(scratch);
+        assert_eq!(tiles > 1, rows > 100_000, "{rows} rows: {bytes} bytes of records");
+        let sorts = work::SortClass::all(&c.work, work::SHUFFLE_SORT);
+        let keys: u64 = sorts.iter().map(|s| s.1).sum();
+        let calls: u64 = sorts.iter().map(|s| s.2).sum();
+        assert_eq!((keys, calls), (rows, tiles), "{sorts:?}");
+        let most = rows.div_ceil(tiles);
+        assert!(sorts.iter().all(|(class, _, _)| 1u64 << class.log2n >= most), "{sorts:?}");
+        let merged = c.work.get(work::SHUFFLE_MERGE_BYTES).copied().unwrap_or(0);
+        assert_eq!(merged, if tiles > 1 { bytes } else { 0 });
+        a.close().unwrap();
+    }
+}
+
+#[test]
 fn self_sorts_table_1_write_by_hand() {
     // Table I's "write" of MergeSort: 64 records of 16 KB programmed into the drive's flash at jasmine's
     // internal write bandwidth, plus one SATA command latency; the host's storage stack (requests of
