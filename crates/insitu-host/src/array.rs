@@ -932,6 +932,28 @@ impl Array {
         &self.config.profile
     }
 
+    /// What to say of a device program's memory budget: one larger than a device's memory is cut to
+    /// what the device has free, and a placement that does not run on the devices does not use it.
+    pub(crate) fn memory_budget_warning(&self, budget: Option<u64>, on_devices: bool) -> Option<String> {
+        let b = budget?;
+        let memory = self.profile().device.memory_bytes;
+        if !on_devices {
+            Some(
+                "a memory budget is the device placement's, unused here: the host works in its own memory"
+                    .into(),
+            )
+        } else if b > memory {
+            Some(format!(
+                "the memory budget ({}) is more than a device's memory ({}): each device used at most what it \
+                 had free",
+                crate::units::human_bytes(b),
+                crate::units::human_bytes(memory)
+            ))
+        } else {
+            None
+        }
+    }
+
     /// The devices that are online (all of them unless one did not open).
     pub fn devices(&self) -> impl Iterator<Item = &DeviceClient> {
         self.devices.iter().filter_map(|d| d.as_ref().ok())

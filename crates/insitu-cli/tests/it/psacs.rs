@@ -16,7 +16,7 @@ fn shuffle_and_shuffle_read_agree_across_placements() {
     let env = setup();
     let mut files = Vec::new();
     for (placement, extra) in [
-        ("device", vec!["--threads", "2"]),
+        ("device", vec!["--threads", "2", "--memory-budget", "1TiB"]),
         ("host-sort", vec!["--threads", "2", "--memory-budget", "1MiB"]),
         ("host-bucket", vec!["--threads", "2"]),
     ] {
@@ -44,7 +44,8 @@ fn shuffle_and_shuffle_read_agree_across_placements() {
         let (threads, warning) = (&r["result"]["threads"], r["result"]["warning"].as_str().unwrap_or(""));
         match placement {
             "device" => {
-                assert!(threads.is_null() && warning.contains("threads (2) are the host baselines'"), "{r}")
+                assert!(threads.is_null() && warning.contains("threads (2) are the host baselines'"), "{r}");
+                assert!(warning.contains("memory budget (1.00 TiB) is more than a device's memory"), "{r}")
             }
             "host-sort" => {
                 assert!(threads == 2 && warning.contains("memory budget is the device placement's"), "{r}")
@@ -62,6 +63,19 @@ fn shuffle_and_shuffle_read_agree_across_placements() {
         files.iter().map(|f| f.0).collect::<Vec<_>>()
     );
     assert_eq!(files[0].1, files[1].1);
+    // The sort says the same of a memory budget it cannot use whole, or at all.
+    for (placement, budget, said) in [
+        ("device", "1TiB", "is more than a device's memory"),
+        ("device", "4MiB", ""),
+        ("host", "64MiB", "the device placement's, unused here"),
+    ] {
+        let out = format!("t-{placement}-{budget}");
+        let args =
+            ["sort", "t", "--key", "c0", "--placement", placement, "--memory-budget", budget, "--out", &out];
+        let r = env.json(&args);
+        let warning = r["result"]["warning"].as_str().unwrap_or("");
+        assert!(if said.is_empty() { warning.is_empty() } else { warning.contains(said) }, "{r}");
+    }
     assert!(env
         .fails(&["shuffle-read", "s-device", "--partition", "32", "-o", s(&env.path("x"))])
         .contains("partitions 0..32"));

@@ -127,6 +127,11 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         ));
         result["extracted"] = json!(true);
     }
+    if let Some(w) = array.memory_budget_warning(opts.memory_budget, opts.placement == SortPlacement::Device)
+    {
+        headline.push_str(&format!("\nwarning: {w}"));
+        result["warning"] = json!(w);
+    }
     if let Some(path) = &opts.merge {
         let merged = match crate::nascent::merge::merge_to_parquet(array, &out, path) {
             Ok(m) => m,

@@ -163,12 +163,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
             "threads ({threads}) are the host baselines' (host-sort, host-bucket), unused here: each device shuffles its own part"
         ));
     }
-    if !device && opts.memory_budget.is_some() {
-        warnings.push(
-            "a memory budget is the device placement's, unused here: the host shuffles in its own memory"
-                .into(),
-        );
-    }
+    warnings.extend(array.memory_budget_warning(opts.memory_budget, device));
     let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
     let result = json!({
         "table": name, "out": out, "keys": opts.keys, "partitions": opts.partitions, "placement": opts.placement,
