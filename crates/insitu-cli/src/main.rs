@@ -243,7 +243,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Repro(Lazy(c)) => c.run(&ctx),
         Cmd::Gen(Lazy(c)) => c.run(&ctx),
         Cmd::Demo(Lazy(c)) => c.run(&ctx),
-        Cmd::ServeDevice(Lazy(c)) => c.run(),
+        Cmd::ServeDevice(Lazy(c)) => c.run(ctx.wait_s),
     }
 }
 

@@ -34,6 +34,9 @@ pub enum FlashError {
     InvalidName { name: String, why: Cow<'static, str> },
     #[error("an object named {0:?} already exists")]
     AlreadyExists(String),
+    /// Formatting a directory that already holds a device's flash (its superblock).
+    #[error("{0} already holds a formatted device (its superblock)")]
+    AlreadyFormatted(PathBuf),
     #[error("no object named {0:?}")]
     NotFound(String),
     #[error("unknown write transaction {0}")]

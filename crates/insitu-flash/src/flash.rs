@@ -120,7 +120,7 @@ impl<M: RawFlash> Flash<M> {
         let geometry = geometry.for_capacity(capacity_bytes)?;
         std::fs::create_dir_all(dir).map_err(|e| FlashError::io(dir, e))?;
         if dir.join("superblock").exists() || dir.join("superblock.b").exists() {
-            return Err(FlashError::AlreadyExists(dir.display().to_string()));
+            return Err(FlashError::AlreadyFormatted(dir.to_path_buf()));
         }
         let sb = Superblock { version: FORMAT_VERSION, geometry, capacity_bytes };
         Nand::create(dir, geometry)?;

@@ -63,6 +63,9 @@ pub struct OpenOptions {
     pub transport: DeviceTransport,
     /// How long to wait for another process to release the array before failing (default: not at all).
     pub lock_wait: std::time::Duration,
+    /// How long to wait for a device another process still holds once the array is ours (the servers of
+    /// the command before, still checkpointing, or a device served by hand): the longer of this and 2 s.
+    pub device_wait: std::time::Duration,
     /// Model host work on this host instead of the one the array's profile names (not stored).
     pub host: Option<insitu_device::HostProfile>,
 }
@@ -166,6 +169,24 @@ fn lock_within(dir: &Path, wait: std::time::Duration) -> Result<File> {
 }
 
 /// Checks the arguments of a new array in `dir`; returns the stripe unit.
+/// The mark of an init under way: written before the first device is formatted, removed once the
+/// configuration is written. A directory that has it but no configuration holds an init cut off (a
+/// SIGKILL), whose devices the next init clears.
+const INIT_MARK: &str = "init.incomplete";
+
+/// Removes what an init cut off left in `dir` (it holds [`INIT_MARK`] and no configuration): its device
+/// directories and its empty catalog. Nothing else there is touched.
+fn clear_cut_off_init(dir: &Path) -> Result<()> {
+    for i in 0..1024 {
+        let d = device_dir(dir, i);
+        if d.exists() {
+            std::fs::remove_dir_all(&d).map_err(|e| HostError::io(&d, e))?;
+        }
+    }
+    remove_both(&dir.join("catalog.json"));
+    Ok(())
+}
+
 fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> {
     if devices == 0 || devices > 1024 {
         return Err(HostError::InvalidArgument(format!("--devices must be 1..=1024, got {devices}")));
@@ -237,6 +258,19 @@ impl Array {
         stripe_unit: Option<u64>,
     ) -> Result<Array> {
         let stripe_unit = check_new(dir, devices, stripe_unit)?;
+        // Devices without a configuration: an init cut off (it marked the directory first, and is cleared
+        // and made again), or an array that lost its configuration (never formatted over).
+        if !dir.join(INIT_MARK).exists() {
+            if let Some(d) = (0..1024).map(|i| device_dir(dir, i)).find(|d| d.exists()) {
+                return Err(HostError::InvalidArgument(format!(
+                    "{} already holds {} but no array.json: an array that lost its configuration, or an \
+                     init cut off by an older insitu; move it away (or choose another directory) to create an \
+                     array here",
+                    dir.display(),
+                    d.display()
+                )));
+            }
+        }
         let created_dir = !dir.exists();
         let had_catalog = dir.join("catalog.json").exists()
             || crate::catalog::second_copy(&dir.join("catalog.json")).exists();
@@ -255,7 +289,14 @@ impl Array {
         record_held_capacity(&mut config);
         let mut formatted = Vec::new();
         let mut made: Vec<PathBuf> = Vec::new();
+        let mark = dir.join(INIT_MARK);
         let built = (|| {
+            // The mark first (durably), so that an init cut off anywhere after it is known for one.
+            if mark.exists() {
+                clear_cut_off_init(dir)?;
+            } else {
+                insitu_device::write_atomic(&mark, b"an insitu init is under way (or was cut off)\n")?;
+            }
             for i in 0..devices {
                 let ddir = device_dir(dir, i);
                 if !ddir.exists() {
@@ -268,7 +309,9 @@ impl Array {
             // Generation 0 with every device at transaction 0: what a fresh device records.
             Catalog::default().save(dir)?;
             // The configuration is written last: an array without it is not an array.
-            config.save(dir)
+            config.save(dir)?;
+            let _ = std::fs::remove_file(&mark);
+            Ok(())
         })();
         if let Err(e) = built {
             // Leave nothing behind: what this init made goes, what was there before stays.
@@ -279,6 +322,7 @@ impl Array {
             if !had_catalog {
                 remove_both(&dir.join("catalog.json"));
             }
+            let _ = std::fs::remove_file(&mark);
             if created_dir {
                 let _ = std::fs::remove_dir(dir);
             }
@@ -387,7 +431,8 @@ impl Array {
         if let Some(h) = &opts.host {
             config.profile.host = h.clone();
         }
-        let opened = crate::devices::open(dir, config.devices, &opts.transport)?;
+        let wait = opts.lock_wait.max(opts.device_wait);
+        let opened = crate::devices::open(dir, config.devices, &opts.transport, wait)?;
         // A device that does not open is offline: the others serve what does not need it. With none
         // open there is nothing to serve.
         if opened.clients.iter().all(|c| c.is_err()) {
@@ -1323,7 +1368,7 @@ impl Array {
         // A second handle on the same open directory keeps the lock while the diagnosis below runs, after
         // a failed open has dropped the first.
         let _kept = held.try_clone().map_err(|e| HostError::io(dir, e))?;
-        let opts = OpenOptions { transport: transport.clone(), ..Default::default() };
+        let opts = OpenOptions { transport: transport.clone(), lock_wait: wait, ..Default::default() };
         match Array::open_locked(dir, held, opts) {
             Ok(a) => {
                 let s = check(&a)?;
@@ -1336,7 +1381,7 @@ impl Array {
                 let mut notes = Vec::new();
                 if let Ok(config) = ArrayConfig::load(dir) {
                     for i in 0..config.devices {
-                        match crate::devices::open_one(dir, i, transport) {
+                        match crate::devices::open_one(dir, i, transport, wait) {
                             Ok((d, _sockets)) => {
                                 if let Ok(r) = d.call(Fsck) {
                                     problems.extend(r.problems.into_iter().map(|x| format!("dev{i}: {x}")));

@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use insitu_device::protocol::Identify;
 pub use insitu_device::transport::{Exchange, MessageServer, ServeOptions};
@@ -166,10 +167,16 @@ fn check_identity(dir: &Path, i: u32, client: &DeviceClient) -> Result<()> {
     Ok(())
 }
 
-/// Opens the `count` devices of the array in `dir` over `transport`.
+/// How long a device held by another process is waited for at least, whatever the host's `--wait`: the
+/// servers of the command before may still be checkpointing (they finish their queued work first when
+/// their host went away without closing them).
+const DEVICE_SETTLE: Duration = Duration::from_secs(2);
+
+/// Opens the `count` devices of the array in `dir` over `transport`, waiting up to `wait` (at least
+/// [`DEVICE_SETTLE`]) for one another process holds.
 /// A device that does not open (or is not the device it should be) comes back as its error.
-pub(crate) fn open(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opened> {
-    let mut opened = open_all(dir, count, transport)?;
+pub(crate) fn open(dir: &Path, count: u32, transport: &DeviceTransport, wait: Duration) -> Result<Opened> {
+    let mut opened = open_all(dir, count, transport, wait.max(DEVICE_SETTLE))?;
     for (i, c) in opened.clients.iter_mut().enumerate() {
         if let Ok(client) = c {
             if let Err(e) = check_identity(dir, i as u32, client) {
@@ -180,10 +187,12 @@ pub(crate) fn open(dir: &Path, count: u32, transport: &DeviceTransport) -> Resul
     Ok(opened)
 }
 
-fn open_all(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opened> {
+fn open_all(dir: &Path, count: u32, transport: &DeviceTransport, patience: Duration) -> Result<Opened> {
     match transport {
         DeviceTransport::InProcess => {
-            let devices = each(count, |i| Device::open(&device_dir(dir, i)).map_err(HostError::device(i)));
+            let devices = each(count, |i| {
+                Device::open_within(&device_dir(dir, i), patience).map_err(HostError::device(i))
+            });
             let fabric = Arc::new(PeerFabric::new());
             let clients = devices.into_iter().map(|d| d.map(|d| attach(d, &fabric))).collect();
             Ok(Opened { clients, sockets: None })
@@ -196,6 +205,7 @@ fn open_all(dir: &Path, count: u32, transport: &DeviceTransport) -> Result<Opene
                     socket: sockets.socket(i),
                     peers: (0..count).filter(|j| *j != i).map(|j| (j, sockets.socket(j))).collect(),
                     exit_with_owner: true,
+                    lock_wait: patience,
                 };
                 ProcessTransport::spawn(program, args, &opts, i)
                     .map(ProcessTransport::into_client)
@@ -214,10 +224,12 @@ pub(crate) fn open_one(
     dir: &Path,
     i: u32,
     transport: &DeviceTransport,
+    wait: Duration,
 ) -> Result<(DeviceClient, Option<ScratchDir>)> {
+    let patience = wait.max(DEVICE_SETTLE);
     match transport {
         DeviceTransport::InProcess => {
-            let d = Device::open(&device_dir(dir, i)).map_err(HostError::device(i))?;
+            let d = Device::open_within(&device_dir(dir, i), patience).map_err(HostError::device(i))?;
             Ok((insitu_device::transport::in_process(d), None))
         }
         DeviceTransport::Process { program, args } => {
@@ -227,6 +239,7 @@ pub(crate) fn open_one(
                 socket: sockets.socket(i),
                 peers: Vec::new(),
                 exit_with_owner: true,
+                lock_wait: patience,
             };
             let t = ProcessTransport::spawn(program, args, &opts, i).map_err(HostError::device(i))?;
             Ok((t.into_client(), Some(sockets)))

@@ -233,11 +233,17 @@ fn parse_peer(s: &str) -> std::result::Result<(u32, PathBuf), String> {
 }
 
 impl ServeDevice {
-    pub fn run(self) -> Result<ExitCode> {
+    /// Serves the device; `wait_s` is how long to wait while another process holds it (`--wait`).
+    pub fn run(self, wait_s: f64) -> Result<ExitCode> {
         crate::sys::ignore_sigpipe();
         let socket = self.socket.unwrap_or_else(|| self.dir.join("device.sock"));
-        let opts =
-            ServeOptions { dir: self.dir, socket, peers: self.peers, exit_with_owner: self.exit_with_owner };
+        let opts = ServeOptions {
+            dir: self.dir,
+            socket,
+            peers: self.peers,
+            exit_with_owner: self.exit_with_owner,
+            lock_wait: std::time::Duration::from_secs_f64(wait_s),
+        };
         insitu_host::serve_device(&opts)?;
         Ok(ExitCode::SUCCESS)
     }

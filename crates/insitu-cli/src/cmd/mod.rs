@@ -62,6 +62,7 @@ impl Ctx {
                 faults: FaultPlan::from_env(),
                 transport: self.transport.clone(),
                 lock_wait,
+                device_wait: std::time::Duration::from_secs_f64(self.wait_s),
                 host: self.host.clone(),
             };
             Array::open(&self.data, opts)

@@ -164,3 +164,87 @@ fn a_journal_damaged_inside_takes_its_device_offline_until_fsck_repair_cuts_it()
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.code() == Some(2) && out.contains("\"late\""), "the lost part is named: {out}");
 }
+
+/// A device another process holds (a server started by hand, or the servers of the command before still
+/// checkpointing) is waited for as long as `--wait` says, over either transport: with 0 the array opens
+/// without it (naming it offline); a holder that lets go within the wait is waited for. A second server
+/// on a socket one still listens on is refused, and a data directory whose name starts with `-` is
+/// served too.
+#[test]
+fn a_held_device_is_waited_for_as_wait_says_and_a_live_socket_is_not_taken_over() {
+    use std::io::BufRead;
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny"]);
+    let (dev0, dev1, sock) = (env.data().join("dev0"), env.data().join("dev1"), env.path("s.sock"));
+    let mut holder = env
+        .cmd()
+        .args(["serve-device", "--socket", s(&sock), s(&dev0)])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(holder.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
+    for transport in ["in-process", "process"] {
+        let o = env.run(&["--transport", transport, "--wait", "0", "ls"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && err.contains("device 0 is offline") && err.contains("in use"), "{err}");
+    }
+    let err = env.fails(&["serve-device", "--socket", s(&sock), s(&dev1)]);
+    assert!(err.contains("another server listens on this socket"), "{err}");
+    let gone = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = holder.kill();
+        let _ = holder.wait();
+    });
+    for transport in ["process", "in-process"] {
+        let o = env.run(&["--transport", transport, "--wait", "60", "ls"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && !err.contains("offline"), "{transport}: {err}");
+    }
+    gone.join().unwrap();
+    // `-arr` in the test's folder: the servers are started with the directory after `--`.
+    let o = env.cmd().args(["--data=-arr", "init", "--devices", "2", "--profile", "tiny"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = env.write("x", b"a small object");
+    let o = env.cmd().args(["--data=-arr", "--transport", "process", "put", s(&f)]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = env.cmd().args(["--data=-arr", "--transport", "process", "get", "x"]).output().unwrap();
+    assert_eq!(o.stdout, b"a small object");
+}
+
+/// An init cut off (SIGKILL) leaves devices and its mark but no array.json: the next init clears them and
+/// makes the array. Devices without the mark (an array that lost its configuration) are never
+/// formatted over, and the error names them.
+#[test]
+fn an_init_cut_off_is_made_again_and_devices_without_its_mark_are_kept() {
+    let env = Env::new();
+    // What a cut-off init leaves: its mark, device 0 formatted, device 1 half made.
+    let whole = env.path("whole");
+    let o = env
+        .cmd()
+        .args(["--data", s(&whole), "init", "--devices", "1", "--profile", "tiny"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let cut = env.path("cut");
+    std::fs::create_dir_all(cut.join("dev1")).unwrap();
+    std::fs::rename(whole.join("dev0"), cut.join("dev0")).unwrap();
+    std::fs::write(cut.join("init.incomplete"), b"").unwrap();
+    let o =
+        env.cmd().args(["--data", s(&cut), "init", "--devices", "2", "--profile", "tiny"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!cut.join("init.incomplete").exists(), "a made array has no mark");
+    let f = env.write("x", b"kept");
+    let o = env.cmd().args(["--data", s(&cut), "put", s(&f)]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The same devices without the mark: refused by name, untouched.
+    std::fs::remove_file(cut.join("array.json")).unwrap();
+    std::fs::remove_file(cut.join("array.b.json")).unwrap();
+    let before = std::fs::read(cut.join("dev0/superblock")).unwrap();
+    let o =
+        env.cmd().args(["--data", s(&cut), "init", "--devices", "2", "--profile", "tiny"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && (err.contains("dev0") || err.contains("catalog.json")), "{err}");
+    assert_eq!(std::fs::read(cut.join("dev0/superblock")).unwrap(), before);
+}

@@ -311,11 +311,11 @@ fn a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there() {
     let err = env.fails(&["init", "--devices", "2", "--profile", "tiny", "--capacity", "4KiB"]);
     assert!(err.contains("smaller than one erase block"), "{err}");
     assert!(!env.data().exists(), "the directory init made is gone");
-    // Device 1's place is taken by a user's file: device 0, formatted first, is removed again.
+    // Device 1's place is taken by a user's file: refused by name before any device is formatted.
     std::fs::create_dir_all(env.data()).unwrap();
     std::fs::write(env.data().join("dev1"), b"mine").unwrap();
     let err = env.fails(&["init", "--devices", "2", "--profile", "tiny"]);
-    assert!(err.contains("device 1"), "{err}");
+    assert!(err.contains("already holds") && err.contains("dev1"), "{err}");
     let mut left: Vec<_> = std::fs::read_dir(env.data())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

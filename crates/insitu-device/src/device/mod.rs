@@ -89,6 +89,24 @@ impl Device {
     /// Opens (and recovers) the device in `dir`. Fails with [`DeviceError::InUse`] while another process
     /// serves it.
     pub fn open(dir: &Path) -> Result<Device> {
+        Self::open_within(dir, std::time::Duration::ZERO)
+    }
+
+    /// Opens the device in `dir` as [`Device::open`] does, waiting up to `patience` while another process
+    /// holds it (a server of the previous command still checkpointing, or another host's).
+    pub fn open_within(dir: &Path, patience: std::time::Duration) -> Result<Device> {
+        let t0 = std::time::Instant::now();
+        loop {
+            match Self::open_now(dir) {
+                Err(DeviceError::InUse(_)) if t0.elapsed() < patience => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_now(dir: &Path) -> Result<Device> {
         let lock = lock(dir)?;
         let config = DeviceConfig::load(dir)?;
         let flash = Flash::open_on(dir, |nand| FtlMedia::for_profile(nand, &config.profile))?;

@@ -28,13 +28,15 @@ pub struct ServeOptions {
     /// Exit when the host that started the server goes away: its connection (the first) ends, or the
     /// server's stdin, which that host holds open, closes.
     pub exit_with_owner: bool,
+    /// How long to wait while another process holds the device (its host's `--wait`).
+    pub lock_wait: Duration,
 }
 
 impl ServeOptions {
     /// The command-line arguments of `insitu serve-device` for these options.
+    /// The directory comes last, after `--`: a path that starts with `-` is not taken for an option.
     pub fn to_args(&self) -> Vec<OsString> {
-        let mut a: Vec<OsString> =
-            vec![self.dir.clone().into(), "--socket".into(), self.socket.clone().into()];
+        let mut a: Vec<OsString> = vec!["--socket".into(), self.socket.clone().into()];
         for (id, p) in &self.peers {
             let mut s = OsString::from(format!("{id}="));
             s.push(p);
@@ -44,6 +46,8 @@ impl ServeOptions {
         if self.exit_with_owner {
             a.push("--exit-with-owner".into());
         }
+        a.extend(["--wait".into(), self.lock_wait.as_secs_f64().to_string().into()]);
+        a.extend(["--".into(), self.dir.clone().into()]);
         a
     }
 }

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::completion::{CommandId, ReplyTo, WireSink};
 use crate::device::Device;
@@ -19,7 +19,8 @@ use crate::transport::local::LocalTransport;
 use crate::transport::process::{ProcessTransport, ServeOptions};
 use crate::transport::wire::{decode_command, read_frame, write_frame, write_reply, Kind, NoSignal};
 
-/// How long a server waits for the previous server of the same device to let go of it.
+/// How long a message server (a Ray actor) waits for the previous server of the same device to let go of
+/// it. A process server waits as long as its host says ([`ServeOptions::lock_wait`]).
 const LOCK_PATIENCE: Duration = Duration::from_secs(20);
 
 /// Writes replies on one connection.
@@ -34,34 +35,34 @@ impl WireSink for Sink {
     }
 }
 
-/// Makes room for the socket: a stale socket of an earlier server is removed, anything else is left alone
-/// (and binding then fails, naming the path).
-fn clear_socket(path: &std::path::Path) {
+/// Makes room for the socket: a stale socket of an earlier server is removed; one a running server still
+/// listens on is refused (taking its path over would leave that server unreachable), and anything else
+/// is left alone (binding then fails, naming the path).
+fn clear_socket(path: &std::path::Path) -> Result<()> {
     use std::os::unix::fs::FileTypeExt;
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        if UnixStream::connect(path).is_ok() {
+            return Err(DeviceError::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::AddrInUse, "another server listens on this socket"),
+            ));
+        }
         let _ = std::fs::remove_file(path);
     }
+    Ok(())
 }
 
 /// Opens the device in `dir`, waiting while a previous server still holds it.
 pub(crate) fn open_patiently(dir: &std::path::Path) -> Result<Device> {
-    let t0 = Instant::now();
-    loop {
-        match Device::open(dir) {
-            Err(DeviceError::InUse(_)) if t0.elapsed() < LOCK_PATIENCE => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            other => return other,
-        }
-    }
+    Device::open_within(dir, LOCK_PATIENCE)
 }
 
 /// Serves the device in `opts.dir` until told to close (or, with `exit_with_owner`, until the first
 /// connection ends), then checkpoints it and returns. Prints `ready` on stdout once it accepts
 /// connections, or `error JSON` (the typed error) and returns it if it cannot start.
 pub fn serve(opts: &ServeOptions) -> Result<()> {
-    let started = open_patiently(&opts.dir).and_then(|device| {
-        clear_socket(&opts.socket);
+    let started = Device::open_within(&opts.dir, opts.lock_wait).and_then(|device| {
+        clear_socket(&opts.socket)?;
         let listener = UnixListener::bind(&opts.socket).map_err(|e| DeviceError::io(&opts.socket, e))?;
         // Accepting polls, so that the server stops promptly however its host went away.
         listener.set_nonblocking(true).map_err(|e| DeviceError::io(&opts.socket, e))?;
@@ -137,7 +138,9 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
             }
         });
     }
-    clear_socket(&opts.socket);
+    // Our socket goes with us (its listener first, so that it is seen as stale).
+    drop(listener);
+    let _ = clear_socket(&opts.socket);
     Ok(())
 }
 

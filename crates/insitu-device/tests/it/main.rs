@@ -62,7 +62,13 @@ pub fn tiny(dir: &Path, id: u32) -> DeviceClient {
 /// Starts a server thread for the device in `dir` on `socket`; returns once it accepts connections. It
 /// serves until a client closes the device.
 fn spawn_server(dir: &Path, socket: &Path, peers: Vec<(u32, std::path::PathBuf)>) -> JoinHandle<()> {
-    let opts = ServeOptions { dir: dir.into(), socket: socket.into(), peers, exit_with_owner: false };
+    let opts = ServeOptions {
+        dir: dir.into(),
+        socket: socket.into(),
+        peers,
+        exit_with_owner: false,
+        lock_wait: std::time::Duration::from_secs(20),
+    };
     let server = std::thread::spawn(move || transport::serve(&opts).unwrap());
     for _ in 0..1000 {
         if std::os::unix::net::UnixStream::connect(socket).is_ok() {
