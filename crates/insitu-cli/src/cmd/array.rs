@@ -244,7 +244,12 @@ impl ServeDevice {
             exit_with_owner: self.exit_with_owner,
             lock_wait: std::time::Duration::from_secs_f64(wait_s),
         };
-        insitu_host::serve_device(&opts)?;
-        Ok(ExitCode::SUCCESS)
+        match insitu_host::serve_device(&opts) {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            // Its host reads why from the `error` line on stdout and names the device itself: the same
+            // fault printed here too would say it twice, the first time without the device's number.
+            Err(_) if opts.exit_with_owner => Ok(ExitCode::FAILURE),
+            Err(e) => Err(e.into()),
+        }
     }
 }

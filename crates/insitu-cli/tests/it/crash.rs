@@ -189,6 +189,8 @@ fn a_held_device_is_waited_for_as_wait_says_and_a_live_socket_is_not_taken_over(
         let o = env.run(&["--transport", transport, "--wait", "0", "ls"]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success() && err.contains("device 0 is offline") && err.contains("in use"), "{err}");
+        // Said once, by the host, with the device's number (not again by its server first).
+        assert!(!err.lines().any(|l| l.starts_with("error")), "{err}");
     }
     let err = env.fails(&["serve-device", "--socket", s(&sock), s(&dev1)]);
     assert!(err.contains("another server listens on this socket"), "{err}");

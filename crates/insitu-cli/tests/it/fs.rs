@@ -453,6 +453,8 @@ fn a_flipped_digit_in_a_nodes_configuration_is_mended_or_takes_it_offline_and_er
     assert_eq!(std::fs::read_to_string(&config).unwrap(), good, "mended from its second copy");
     assert!(dev0.join("device.json.damaged").exists());
     assert!(get(&env, "striped") == data);
+    let said = env.ok(&["fsck"]);
+    assert!(said.contains("dev0: device.json was damaged and mended from its second copy"), "{said}");
 
     let path = dev0.join("raw/geometry.json");
     let good = std::fs::read_to_string(&path).unwrap();

@@ -188,6 +188,14 @@ impl Handle for Fsck {
         }
         let fw = dev.firmware_context();
         dev.selfsort.with(|st| st.fsck(&fw, &mut report))?;
+        // Mended at an open (see `DeviceConfig::load`): said until the damaged copy is looked at.
+        if dev.dir.join("device.json.damaged").exists() {
+            report.notes.push(
+                "device.json was damaged and mended from its second copy (device.b.json); the damaged file \
+                 is kept as device.json.damaged (remove it once looked at)"
+                    .into(),
+            );
+        }
         Ok(report)
     }
 }
