@@ -24,6 +24,7 @@ import os
 import shutil
 import socket
 import uuid
+import warnings
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -70,7 +71,11 @@ class DeviceActor:
         # a constructor's would only say the actor died).
         self.failed: Optional[Exception] = None
         try:
-            restarted = ray.get_runtime_context().was_current_actor_reconstructed
+            # Ray 2.60's implementation of this property reads its own deprecated `actor_id`, which warns
+            # on every actor start; the property itself is the supported way to ask.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                restarted = ray.get_runtime_context().was_current_actor_reconstructed
             if create and not restarted:
                 if os.path.exists(directory):
                     raise ArrayExistsError(f"device {device}: {directory} exists already on {socket.gethostname()}")
