@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 import numpy as np
 import pytest
@@ -80,6 +81,42 @@ def test_a_progress_callback_that_raises_stops_the_operation_and_leaves_nothing(
     with pytest.raises(KeyboardInterrupt):
         arr.put("interrupted", f, progress=lambda done, total: os.kill(os.getpid(), signal.SIGINT))
     assert "interrupted" not in [o["name"] for o in arr.ls()]
+
+
+def test_ctrl_c_stops_a_put_without_a_progress_callback(arr, tmp_path):
+    # No callback: the put still looks for Ctrl-C as its work goes. It reads a FIFO that a thread feeds:
+    # 8 MiB, then SIGINT, then more, 64 MiB in all (the array holds it), until the put stops reading.
+    # Nothing is stored; a put that saw the signal only once done would have stored it all.
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo)
+    sent, written = threading.Event(), []
+
+    def feed():
+        chunk = os.urandom(1 << 20)
+        try:
+            with open(fifo, "wb") as w:
+                for i in range(64):
+                    w.write(chunk)
+                    w.flush()
+                    written.append(i)
+                    if i == 7:
+                        os.kill(os.getpid(), signal.SIGINT)
+                        sent.set()
+        except BrokenPipeError:
+            pass
+        finally:
+            sent.set()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    with pytest.raises(KeyboardInterrupt):
+        arr.put("interrupted", fifo)
+    assert sent.is_set()
+    feeder.join(timeout=60)
+    assert len(written) < 64, "the put read to the end"
+    assert "interrupted" not in [o["name"] for o in arr.ls()]
+    arr.put("after", b"the array goes on")
+    assert arr.get("after") == b"the array goes on"
 
 
 def test_get_writes_to_a_file_whole_or_not_at_all(arr, tmp_path):
