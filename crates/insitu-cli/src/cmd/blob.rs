@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use insitu_host::blob::{self, Placement};
 use insitu_host::search::{self, SearchPlacement};
@@ -31,6 +31,24 @@ impl Put {
             anyhow::bail!("reading standard input (-) needs --name for the object");
         }
         let name = name_for(self.name, &self.file, true, "an object")?;
+        // Standard input and a FIFO are waited for before the array is opened (its lock taken): a writer
+        // that has not started yet keeps no other command out of the array.
+        let fifo = !stdin
+            && std::fs::metadata(&self.file)
+                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()));
+        let mut waited: Option<Box<dyn std::io::BufRead>> = if stdin {
+            Some(Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin())))
+        } else if fifo {
+            let f = std::fs::File::open(&self.file)
+                .with_context(|| format!("cannot open {}", self.file.display()))?;
+            Some(Box::new(std::io::BufReader::with_capacity(1 << 20, f)))
+        } else {
+            None
+        };
+        if let Some(r) = waited.as_mut() {
+            let label = if stdin { std::path::Path::new("standard input") } else { self.file.as_path() };
+            r.fill_buf().with_context(|| format!("cannot read {}", label.display()))?;
+        }
         let mut array = ctx.open()?;
         let size = std::fs::metadata(&self.file).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
         let bar = if size > 0 { output::progress(size, "put") } else { output::dynamic("put") };
@@ -40,19 +58,12 @@ impl Put {
             bar.set_position(d);
             Ok(())
         };
-        let report = if stdin {
-            let label = std::path::Path::new("standard input");
-            blob::put_reader(
-                &mut array,
-                &mut std::io::stdin().lock(),
-                None,
-                label,
-                &name,
-                placement,
-                &progress,
-            )?
-        } else {
-            blob::put(&mut array, &self.file, &name, placement, &progress)?
+        let report = match waited.as_mut() {
+            Some(input) => {
+                let label = if stdin { std::path::Path::new("standard input") } else { self.file.as_path() };
+                blob::put_reader(&mut array, input, None, label, &name, placement, &progress)?
+            }
+            None => blob::put(&mut array, &self.file, &name, placement, &progress)?,
         };
         bar.finish_and_clear();
         crate::cmd::close(array);

@@ -151,12 +151,22 @@ fn deleting_files_in_the_data_directory_does_not_let_a_second_writer_in() {
     use std::io::Write;
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);
-    // A put from a FIFO holds the array open for as long as its writer keeps the FIFO open.
+    // A put from a FIFO waits for its writer's first bytes with the array closed (a writer that has not
+    // started keeps no one out), then holds the array open for as long as its writer keeps the FIFO open.
     let fifo = env.path("fifo");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let mut first = env.cmd().args(["put", s(&fifo), "--name", "slow"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    env.ok(&["ls", "--wait", "0"]);
     let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
     w.write_all(&text(50_000, 1, b"ab")).unwrap();
+    // Once it has the bytes it takes the array.
+    let taken = (0..1000).any(|_| {
+        let o = env.run(&["ls", "--wait", "0"]);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        !o.status.success()
+    });
+    assert!(taken, "the put never took the array");
     // Whatever lock file a user might remove, the second writer is still refused.
     let _ = std::fs::remove_file(env.data().join("LOCK"));
     let other = env.write("other", b"other bytes");
