@@ -97,6 +97,20 @@ impl RawInterfaceProfile {
                 self.tags_per_card
             ));
         }
+        // Each engine keeps a read in flight with one of its card's tags (see `isp::limits`): a profile
+        // whose default engines cannot all have one would refuse every in-store job it runs.
+        for (field, v) in [
+            ("search_engines_per_bus", self.search_engines_per_bus),
+            ("nearest_engines_per_card", self.nearest_engines_per_card),
+        ] {
+            if v > self.tags_per_card {
+                return Err(format!(
+                    "nand.interface.{field} ({v}) is more than tags_per_card ({}): each engine keeps a read in \
+                     flight with one of its card's tags",
+                    self.tags_per_card
+                ));
+            }
+        }
         if self.burst_bytes == 0 || !nand.page_size.is_multiple_of(self.burst_bytes) {
             return Err(format!(
                 "nand.interface.burst_bytes must divide the page size ({}), got {}",
@@ -873,6 +887,11 @@ mod tests {
         assert_ne!(text, smartssd);
         let err = Profile::from_toml(&text, "bad.toml").unwrap_err().to_string();
         assert!(err.contains("kernels.shuffle_scratchpad_bytes"), "{err}");
+        let bluedbm = BUILTIN.iter().find(|(n, _)| *n == "bluedbm").unwrap().1;
+        let text = bluedbm.replace("tags_per_card = 128 ", "tags_per_card = 2 ");
+        assert_ne!(text, bluedbm);
+        let err = Profile::from_toml(&text, "bad.toml").unwrap_err().to_string();
+        assert!(err.contains("search_engines_per_bus (4) is more than tags_per_card (2)"), "{err}");
     }
 
     #[test]
