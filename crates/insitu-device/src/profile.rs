@@ -75,6 +75,25 @@ fn one() -> u32 {
 }
 
 impl RawInterfaceProfile {
+    /// What a new profile must also meet (not checked on one stored with an array, which would then not
+    /// open at all): each in-store engine keeps a read in flight with one of its card's tags (see
+    /// `isp::limits`), so default engines past the tags would refuse every in-store job.
+    fn check_new(&self) -> std::result::Result<(), String> {
+        for (field, v) in [
+            ("search_engines_per_bus", self.search_engines_per_bus),
+            ("nearest_engines_per_card", self.nearest_engines_per_card),
+        ] {
+            if v > self.tags_per_card {
+                return Err(format!(
+                    "nand.interface.{field} ({v}) is more than tags_per_card ({}): each engine keeps a read in \
+                     flight with one of its card's tags",
+                    self.tags_per_card
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn validate(&self, nand: &NandProfile) -> std::result::Result<(), String> {
         if self.cards == 0 || !nand.channels.is_multiple_of(self.cards) {
             return Err(format!(
@@ -96,20 +115,6 @@ impl RawInterfaceProfile {
                 "nand.interface.tags_per_card must be 1..=65536, got {}",
                 self.tags_per_card
             ));
-        }
-        // Each engine keeps a read in flight with one of its card's tags (see `isp::limits`): a profile
-        // whose default engines cannot all have one would refuse every in-store job it runs.
-        for (field, v) in [
-            ("search_engines_per_bus", self.search_engines_per_bus),
-            ("nearest_engines_per_card", self.nearest_engines_per_card),
-        ] {
-            if v > self.tags_per_card {
-                return Err(format!(
-                    "nand.interface.{field} ({v}) is more than tags_per_card ({}): each engine keeps a read in \
-                     flight with one of its card's tags",
-                    self.tags_per_card
-                ));
-            }
         }
         if self.burst_bytes == 0 || !nand.page_size.is_multiple_of(self.burst_bytes) {
             return Err(format!(
@@ -415,6 +420,16 @@ impl HostProfile {
                 }
             }
         }
+        for (at, engine) in std::iter::once(("host.cpu", &self.cpu))
+            .chain(self.accelerator.as_ref().map(|a| ("host.accelerator.engine", &a.engine)))
+        {
+            if engine.shuffle_scratchpad_bytes.is_some() {
+                return Err(format!(
+                    "{at}.shuffle_scratchpad_bytes: only a device's kernels shuffle in tiles of a scratchpad \
+                     (the host's baselines shuffle in its memory)"
+                ));
+            }
+        }
         self.cpu.validate("host.cpu")
     }
 }
@@ -650,6 +665,10 @@ impl Profile {
             detail: e.to_string(),
         })?;
         p.validate()?;
+        if let Some(raw) = &p.nand.interface {
+            raw.check_new()
+                .map_err(|detail| DeviceError::InvalidProfile { profile: p.name.clone(), detail })?;
+        }
         Ok(p)
     }
 

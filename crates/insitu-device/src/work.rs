@@ -34,7 +34,8 @@ pub const SHUFFLE_HASH_ROWS: &str = "shuffle.hash_rows";
 pub const SHUFFLE_GATHER_ROWS: &str = "shuffle.gather_rows";
 /// Bytes of records gathered into partition order (PSACS's Gather, §III-C).
 pub const SHUFFLE_GATHER_BYTES: &str = "shuffle.gather_bytes";
-/// Bytes the Merger moved to concatenate a partition across batches (PSACS §IV-B, Fig. 8).
+/// Bytes the Merger moved to concatenate partitions across the kernel's on-chip tiles (PSACS §IV-B,
+/// Fig. 8), and across batches parked on flash when a part is larger than device memory.
 pub const SHUFFLE_MERGE_BYTES: &str = "shuffle.merge_bytes";
 /// Bytes of partitions turned column-major and compressed (§IV-E; compression is insitu's addition).
 pub const ENCODE_BYTES: &str = "encode.bytes";

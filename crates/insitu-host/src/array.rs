@@ -174,13 +174,31 @@ fn lock_within(dir: &Path, wait: std::time::Duration) -> Result<File> {
 /// SIGKILL), whose devices the next init clears.
 const INIT_MARK: &str = "init.incomplete";
 
-/// Removes what an init cut off left in `dir` (it holds [`INIT_MARK`] and no configuration): its device
-/// directories and its empty catalog. Nothing else there is touched.
+/// Removes what an init cut off left in `dir` (it holds [`INIT_MARK`] and no configuration; the caller
+/// holds the lock): its device directories and its empty catalog. A device that opens and holds an
+/// object is no init's: then nothing is removed and the error names it. Nothing else there is touched.
 fn clear_cut_off_init(dir: &Path) -> Result<()> {
-    for i in 0..1024 {
-        let d = device_dir(dir, i);
-        if d.exists() {
-            std::fs::remove_dir_all(&d).map_err(|e| HostError::io(&d, e))?;
+    let made: Vec<PathBuf> = (0..1024).map(|i| device_dir(dir, i)).filter(|d| d.exists()).collect();
+    for d in &made {
+        // One that does not open was cut off while it was formatted.
+        let Ok(device) = Device::open(d) else { continue };
+        let client = insitu_device::transport::in_process(device);
+        let held = client.call(insitu_device::protocol::List).map(|l| l.len()).unwrap_or(0);
+        let _ = client.close();
+        if held > 0 {
+            return Err(HostError::InvalidArgument(format!(
+                "{} holds an init's mark ({INIT_MARK}) but {} holds {held} object(s): not a cut-off init's; \
+                 move it away (or choose another directory) to create an array here",
+                dir.display(),
+                d.display()
+            )));
+        }
+    }
+    for d in &made {
+        if d.is_dir() && !d.is_symlink() {
+            std::fs::remove_dir_all(d).map_err(|e| HostError::io(d, e))?;
+        } else {
+            std::fs::remove_file(d).map_err(|e| HostError::io(d, e))?;
         }
     }
     remove_both(&dir.join("catalog.json"));
@@ -284,12 +302,17 @@ impl Array {
                 return Err(e);
             }
         };
+        // Another init may have finished between the checks above and the lock.
+        if has_config(dir) {
+            return Err(HostError::ArrayExists(dir.to_path_buf()));
+        }
         let mut config = ArrayConfig::new(devices, profile, capacity_bytes, stripe_unit);
         let capacity_bytes = config.capacity_bytes;
         record_held_capacity(&mut config);
         let mut formatted = Vec::new();
         let mut made: Vec<PathBuf> = Vec::new();
         let mark = dir.join(INIT_MARK);
+        let had_mark = mark.exists();
         let built = (|| {
             // The mark first (durably), so that an init cut off anywhere after it is known for one.
             if mark.exists() {
@@ -310,7 +333,11 @@ impl Array {
             Catalog::default().save(dir)?;
             // The configuration is written last: an array without it is not an array.
             config.save(dir)?;
+            // Durably gone: a mark left beside a working array would let a later init take it for a
+            // cut-off one's, should the array ever lose its configuration.
+            // (Best effort: the array is made, and an error now would undo it.)
             let _ = std::fs::remove_file(&mark);
+            let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
             Ok(())
         })();
         if let Err(e) = built {
@@ -322,7 +349,11 @@ impl Array {
             if !had_catalog {
                 remove_both(&dir.join("catalog.json"));
             }
-            let _ = std::fs::remove_file(&mark);
+            // A cut-off init's mark stays until its leftovers are gone (a clearing that failed half-way is
+            // tried again by the next init).
+            if !had_mark {
+                let _ = std::fs::remove_file(&mark);
+            }
             if created_dir {
                 let _ = std::fs::remove_dir(dir);
             }
@@ -977,6 +1008,11 @@ impl Array {
         &self.config.profile
     }
 
+    /// Whether `dir` holds an array (its configuration), without opening it.
+    pub fn exists_at(dir: &Path) -> bool {
+        has_config(dir)
+    }
+
     /// What to say of a device program's memory budget: one larger than a device's memory is cut to
     /// what the device has free, and a placement that does not run on the devices does not use it.
     pub(crate) fn memory_budget_warning(&self, budget: Option<u64>, on_devices: bool) -> Option<String> {
@@ -984,7 +1020,7 @@ impl Array {
         let memory = self.profile().device.memory_bytes;
         if !on_devices {
             Some(
-                "a memory budget is the device placement's, unused here: the host works in its own memory"
+                "a memory budget is the device placement's, unused here: this placement does not run on the devices"
                     .into(),
             )
         } else if b > memory {
@@ -1345,13 +1381,15 @@ impl Array {
     }
 
     /// Checks an array that may not open: reports what prevents it instead of failing.
-    /// Waits up to `wait` for another process to release the array.
+    /// Waits up to `wait` for another process to release the array, and up to `device_wait` (at least
+    /// 2 s) for a device another process holds ([`OpenOptions::device_wait`]).
     pub fn fsck_dir(
         dir: &Path,
         transport: &DeviceTransport,
         wait: std::time::Duration,
+        device_wait: std::time::Duration,
     ) -> Result<FsckSummary> {
-        Self::fsck_dir_with(dir, transport, wait, Array::check)
+        Self::fsck_dir_with(dir, transport, wait, device_wait, Array::check)
     }
 
     /// [`Array::fsck_dir`], checking an array that opens with `check`.
@@ -1359,6 +1397,7 @@ impl Array {
         dir: &Path,
         transport: &DeviceTransport,
         wait: std::time::Duration,
+        device_wait: std::time::Duration,
         check: impl Fn(&Array) -> Result<FsckSummary>,
     ) -> Result<FsckSummary> {
         if !has_config(dir) {
@@ -1368,7 +1407,8 @@ impl Array {
         // A second handle on the same open directory keeps the lock while the diagnosis below runs, after
         // a failed open has dropped the first.
         let _kept = held.try_clone().map_err(|e| HostError::io(dir, e))?;
-        let opts = OpenOptions { transport: transport.clone(), lock_wait: wait, ..Default::default() };
+        let opts =
+            OpenOptions { transport: transport.clone(), lock_wait: wait, device_wait, ..Default::default() };
         match Array::open_locked(dir, held, opts) {
             Ok(a) => {
                 let s = check(&a)?;
@@ -1376,12 +1416,13 @@ impl Array {
                 Ok(s)
             }
             Err(e) => {
-                // Say which part cannot be opened, and check the devices that can.
+                // Say which part cannot be opened, and check the devices that can (at once: the open
+                // above waited for them).
                 let mut problems = vec![e.to_string()];
                 let mut notes = Vec::new();
                 if let Ok(config) = ArrayConfig::load(dir) {
                     for i in 0..config.devices {
-                        match crate::devices::open_one(dir, i, transport, wait) {
+                        match crate::devices::open_one(dir, i, transport, std::time::Duration::ZERO) {
                             Ok((d, _sockets)) => {
                                 if let Ok(r) = d.call(Fsck) {
                                     problems.extend(r.problems.into_iter().map(|x| format!("dev{i}: {x}")));

@@ -219,14 +219,14 @@ fn open_all(dir: &Path, count: u32, transport: &DeviceTransport, patience: Durat
     }
 }
 
-/// Opens device `i` alone (to diagnose an array that does not open).
+/// Opens device `i` alone (to diagnose an array that does not open), waiting up to `patience` while
+/// another process holds it.
 pub(crate) fn open_one(
     dir: &Path,
     i: u32,
     transport: &DeviceTransport,
-    wait: Duration,
+    patience: Duration,
 ) -> Result<(DeviceClient, Option<ScratchDir>)> {
-    let patience = wait.max(DEVICE_SETTLE);
     match transport {
         DeviceTransport::InProcess => {
             let d = Device::open_within(&device_dir(dir, i), patience).map_err(HostError::device(i))?;

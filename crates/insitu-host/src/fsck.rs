@@ -25,6 +25,11 @@ pub fn check(array: &Array) -> Result<FsckSummary> {
 }
 
 /// [`check`] of the array in `dir`, which may not open ([`Array::fsck_dir`]).
-pub fn check_dir(dir: &Path, transport: &DeviceTransport, wait: std::time::Duration) -> Result<FsckSummary> {
-    Array::fsck_dir_with(dir, transport, wait, check)
+pub fn check_dir(
+    dir: &Path,
+    transport: &DeviceTransport,
+    wait: std::time::Duration,
+    device_wait: std::time::Duration,
+) -> Result<FsckSummary> {
+    Array::fsck_dir_with(dir, transport, wait, device_wait, check)
 }

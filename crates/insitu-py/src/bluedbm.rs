@@ -75,15 +75,19 @@ pub fn fs_pages(a: &Array, name: &str) -> Result<Vec<u64>> {
     Ok(f.pages.iter().flat_map(|p| p.numbers()).collect())
 }
 
-/// Erases every block whose pages are all dead and gives back the disk space of the other dead pages: what
-/// it did and the file system's figures, as JSON.
+/// Erases every block whose pages are all dead, cleans the closed blocks at least half dead, and gives
+/// back the disk space of the other dead pages: what it did and the file system's figures, as JSON.
 pub fn fs_gc(a: &Array) -> Result<(String, Report)> {
     let mut fs = Fs::open(a)?;
     let measure = Measure::start("fs gc", a)?;
     let g = fs.collect_garbage()?;
-    let result = json!({ "erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages, "stats": fs.stats() });
-    let report =
-        measure.finish(a, format!("erased {} block(s) of dead pages", g.erased_blocks), result.clone())?;
+    let result = json!({ "erased_blocks": g.erased_blocks, "cleaned_blocks": g.cleaned_blocks,
+                         "moved_pages": g.moved_pages, "discarded_pages": g.discarded_pages, "stats": fs.stats() });
+    let headline = format!(
+        "erased {} block(s) of dead pages; cleaned {} block(s) at least half dead (moved {} live page(s))",
+        g.erased_blocks, g.cleaned_blocks, g.moved_pages
+    );
+    let report = measure.finish(a, headline, result.clone())?;
     Ok((result.to_string(), report))
 }
 

@@ -56,7 +56,7 @@ impl Init {
             .unwrap_or_default();
         // Less what an init cut off before left (an empty catalog, device folders, the reserve).
         let ours = |n: &str| {
-            matches!(n, "catalog.json" | "reserve" | "fs")
+            matches!(n, "catalog.json" | "catalog.b.json" | "init.incomplete" | "reserve" | "fs")
                 || n.strip_prefix("dev")
                     .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
         };
@@ -176,7 +176,8 @@ pub fn fsck(ctx: &Ctx, repair: bool) -> Result<ExitCode> {
     }
     // Every page of every device and file is read back: a spinner shows it working.
     let summary = crate::output::busy("checking", || {
-        ctx.when_free(|wait| insitu_host::fsck::check_dir(&ctx.data, &ctx.transport, wait))
+        let device_wait = std::time::Duration::from_secs_f64(ctx.wait_s);
+        ctx.when_free(|wait| insitu_host::fsck::check_dir(&ctx.data, &ctx.transport, wait, device_wait))
     })?;
     let (problems, notes) = (&summary.problems, &summary.notes);
     let ok = problems.is_empty();

@@ -36,6 +36,13 @@ impl Put {
         let fifo = !stdin
             && std::fs::metadata(&self.file)
                 .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()));
+        // What can be refused without the input is refused before waiting for it.
+        if stdin || fifo {
+            if !insitu_host::Array::exists_at(&ctx.data) {
+                return Err(insitu_host::HostError::NoArray(ctx.data.clone()).into());
+            }
+            insitu_host::array::validate_user_name(&name)?;
+        }
         let mut waited: Option<Box<dyn std::io::BufRead>> = if stdin {
             Some(Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin())))
         } else if fifo {

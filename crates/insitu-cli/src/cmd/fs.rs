@@ -65,7 +65,8 @@ pub enum FsCmd {
     },
     /// Files, their sizes and where they live; space in pages.
     Ls,
-    /// Remove a file (its pages are reclaimed by cleaning).
+    /// Remove a file (its pages' disk space is given back at once; their flash, by cleaning: `fs gc`, or a
+    /// put that needs the room).
     Rm {
         /// The file to remove.
         name: String,
@@ -75,7 +76,8 @@ pub enum FsCmd {
         /// The file.
         name: String,
     },
-    /// Erase every block whose pages are all dead.
+    /// Reclaim dead pages: erase every block whose pages are all dead, clean every closed block at least
+    /// half dead (its live pages moved, then erased), give back the disk space of the rest.
     Gc,
 }
 
@@ -220,14 +222,18 @@ impl FsCmd {
                 let (after, _) = insitu_host::stats::disk_use(array.dir());
                 let s = fs.stats();
                 let headline = format!(
-                    "erased {} block(s) of dead pages; {} erased block(s) free; the appliance's files take {} of \
-                     the host's disk ({} before)",
+                    "erased {} block(s) of dead pages; cleaned {} block(s) at least half dead (moved {} live \
+                     page(s)); {} erased block(s) free; the appliance's files take {} of the host's disk ({} \
+                     before)",
                     g.erased_blocks,
+                    g.cleaned_blocks,
+                    g.moved_pages,
                     s.free_blocks,
                     human_bytes(after),
                     human_bytes(before)
                 );
-                let result = json!({"erased_blocks": g.erased_blocks, "discarded_pages": g.discarded_pages,
+                let result = json!({"erased_blocks": g.erased_blocks, "cleaned_blocks": g.cleaned_blocks,
+                                    "moved_pages": g.moved_pages, "discarded_pages": g.discarded_pages,
                                     "disk_bytes_before": before, "disk_bytes_after": after, "stats": s});
                 ctx.out.report(&measure.finish(&array, headline, result)?);
             }

@@ -176,9 +176,11 @@ fn a_held_device_is_waited_for_as_wait_says_and_a_live_socket_is_not_taken_over(
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);
     let (dev0, dev1, sock) = (env.data().join("dev0"), env.data().join("dev1"), env.path("s.sock"));
+    // Served by hand as a host would (it stops when its owner's connection or its stdin ends).
     let mut holder = env
         .cmd()
-        .args(["serve-device", "--socket", s(&sock), s(&dev0)])
+        .args(["serve-device", "--exit-with-owner", "--socket", s(&sock), s(&dev0)])
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -193,7 +195,10 @@ fn a_held_device_is_waited_for_as_wait_says_and_a_live_socket_is_not_taken_over(
         assert!(!err.lines().any(|l| l.starts_with("error")), "{err}");
     }
     let err = env.fails(&["serve-device", "--socket", s(&sock), s(&dev1)]);
-    assert!(err.contains("another server listens on this socket"), "{err}");
+    assert!(err.contains("another server serves on this socket"), "{err}");
+    // Finding it out did not stop the server that serves there.
+    assert!(holder.try_wait().unwrap().is_none(), "the first server stopped");
+    assert!(env.run(&["--wait", "0", "ls"]).stderr.windows(17).any(|w| w == b"device 0 is offli"));
     let gone = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
         let _ = holder.kill();
@@ -249,4 +254,14 @@ fn an_init_cut_off_is_made_again_and_devices_without_its_mark_are_kept() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && (err.contains("dev0") || err.contains("catalog.json")), "{err}");
     assert_eq!(std::fs::read(cut.join("dev0/superblock")).unwrap(), before);
+    // Not even with an init's mark beside them: a device holding an object is no cut-off init's.
+    for f in ["catalog.json", "catalog.b.json"] {
+        std::fs::remove_file(cut.join(f)).unwrap();
+    }
+    std::fs::write(cut.join("init.incomplete"), b"").unwrap();
+    let o = env.cmd().args(["--data", s(&cut), "init", "--devices", "2", "--profile", "tiny"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("object(s): not a cut-off init's"), "{err}");
+    assert_eq!(std::fs::read(cut.join("dev0/superblock")).unwrap(), before);
+    assert!(cut.join("dev1").exists() && cut.join("init.incomplete").exists(), "nothing removed");
 }

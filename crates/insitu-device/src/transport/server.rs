@@ -35,21 +35,35 @@ impl WireSink for Sink {
     }
 }
 
-/// Makes room for the socket: a stale socket of an earlier server is removed; one a running server still
-/// listens on is refused (taking its path over would leave that server unreachable), and anything else
-/// is left alone (binding then fails, naming the path).
-fn clear_socket(path: &std::path::Path) -> Result<()> {
+/// Takes `SOCKET.lock`, held while the server serves: a second server asked for a socket path a live
+/// one serves on is refused (found by the lock, not by connecting: a server started `--exit-with-owner`
+/// would take that connection for its owner's, and stop when it closed).
+fn lock_socket(path: &std::path::Path) -> Result<(std::fs::File, std::path::PathBuf)> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock = std::path::PathBuf::from(name);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(|e| DeviceError::io(&lock, e))?;
+    if !crate::sys::try_lock_exclusive(&f).map_err(|e| DeviceError::io(&lock, e))? {
+        return Err(DeviceError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::AddrInUse, "another server serves on this socket"),
+        ));
+    }
+    Ok((f, lock))
+}
+
+/// Makes room for the socket (its lock held): a stale socket of an earlier server is removed, anything
+/// else is left alone (and binding then fails, naming the path).
+fn clear_socket(path: &std::path::Path) {
     use std::os::unix::fs::FileTypeExt;
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-        if UnixStream::connect(path).is_ok() {
-            return Err(DeviceError::io(
-                path,
-                std::io::Error::new(std::io::ErrorKind::AddrInUse, "another server listens on this socket"),
-            ));
-        }
         let _ = std::fs::remove_file(path);
     }
-    Ok(())
 }
 
 /// Opens the device in `dir`, waiting while a previous server still holds it.
@@ -62,14 +76,15 @@ pub(crate) fn open_patiently(dir: &std::path::Path) -> Result<Device> {
 /// connections, or `error JSON` (the typed error) and returns it if it cannot start.
 pub fn serve(opts: &ServeOptions) -> Result<()> {
     let started = Device::open_within(&opts.dir, opts.lock_wait).and_then(|device| {
-        clear_socket(&opts.socket)?;
+        let socket_lock = lock_socket(&opts.socket)?;
+        clear_socket(&opts.socket);
         let listener = UnixListener::bind(&opts.socket).map_err(|e| DeviceError::io(&opts.socket, e))?;
         // Accepting polls, so that the server stops promptly however its host went away.
         listener.set_nonblocking(true).map_err(|e| DeviceError::io(&opts.socket, e))?;
-        Ok((device, listener))
+        Ok((device, listener, socket_lock))
     });
     let mut out = std::io::stdout();
-    let (device, listener) = match started {
+    let (device, listener, (socket_lock, socket_lock_path)) = match started {
         Ok(x) => x,
         Err(e) => {
             let json = serde_json::to_string(&e)
@@ -138,9 +153,11 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
             }
         });
     }
-    // Our socket goes with us (its listener first, so that it is seen as stale).
+    // Our socket goes with us, then its lock.
     drop(listener);
-    let _ = clear_socket(&opts.socket);
+    clear_socket(&opts.socket);
+    let _ = std::fs::remove_file(&socket_lock_path);
+    drop(socket_lock);
     Ok(())
 }
 

@@ -413,6 +413,11 @@ type Batch = BTreeMap<u32, (Vec<(FlashAddr, u64)>, Vec<u8>)>;
 pub struct Garbage {
     /// Blocks erased: all their pages were dead.
     pub erased_blocks: u64,
+    /// Closed blocks at least half dead, cleaned: their live pages moved to their bus's write points,
+    /// then the block erased.
+    pub cleaned_blocks: u64,
+    /// Live pages those cleanings moved.
+    pub moved_pages: u64,
     /// Dead pages beside live ones whose space on the host's disk was given back.
     pub discarded_pages: u64,
 }
@@ -1382,12 +1387,28 @@ impl<'a> Fs<'a> {
     /// it next takes a page): after a file of a few pages per chip is removed, its blocks are still open,
     /// and only this gives them back. The next open puts erased blocks first in each bus's queue, so
     /// writes reuse the space the images already hold on the host's disk before growing them.
+    ///
+    /// Then it cleans (§4's segment cleaning, as a put does when a bus runs out of erased blocks) every
+    /// closed block at least half dead: moving its live pages costs no more programs than the block
+    /// frees. A block mostly live is left; its dead pages' disk space is given back all the same.
     pub fn collect_garbage(&mut self) -> Result<Garbage> {
         self.all_nodes_up()?;
         let erased_blocks = self.erase_dead_blocks()?;
+        let (moved, mut cleaned_blocks) = (self.moved, 0);
+        for nd in 0..self.nodes.len() as u32 {
+            for (card, bus) in self.nodes[nd as usize].buses() {
+                loop {
+                    let aside = self.stuck.len();
+                    if !self.clean_victim(nd, card, bus, true)? {
+                        break;
+                    }
+                    cleaned_blocks += u64::from(self.stuck.len() == aside);
+                }
+            }
+        }
         let dead = self.dead_pages();
         let discarded_pages = self.discard(&dead)?;
-        Ok(Garbage { erased_blocks, discarded_pages })
+        Ok(Garbage { erased_blocks, cleaned_blocks, moved_pages: self.moved - moved, discarded_pages })
     }
 
     fn erase_dead_blocks(&mut self) -> Result<u64> {
@@ -1636,6 +1657,11 @@ impl<'a> Fs<'a> {
     /// read back (it cannot be moved; its file fails to read by name and `insitu fsck` names it), so
     /// that the caller tries again.
     fn clean_one(&mut self, nd: u32, card: u32, bus: u32) -> Result<bool> {
+        self.clean_victim(nd, card, bus, false)
+    }
+
+    /// [`Fs::clean_one`], of a segment at least half dead only if `half_dead` (what `fs gc` cleans).
+    fn clean_victim(&mut self, nd: u32, card: u32, bus: u32, half_dead: bool) -> Result<bool> {
         // A victim must have dead pages, be closed (or all dead), and have no more live pages than the
         // cleaner can take: what its open block has left, and the bus's erased blocks.
         let key = {
@@ -1646,11 +1672,14 @@ impl<'a> Fs<'a> {
                 .map(|o| ppb - o.next.min(ppb))
                 .sum();
             let room = open_room as u64 + self.free_on(nd, card, bus) as u64 * ppb as u64;
+            // A write point (an open block) is never moved from: its live pages would go to the write
+            // points beside it, themselves partly dead, and be moved again.
             node.segments
                 .iter()
                 .filter(|(k, s)| k.0 == card && k.1 == bus && s.live < s.written)
                 .filter(|(k, s)| s.live == 0 || !node.is_open(**k))
                 .filter(|(k, s)| s.live as u64 <= room && !self.stuck.contains(&(nd, **k)))
+                .filter(|(_, s)| !half_dead || s.live * 2 <= s.written)
                 .min_by_key(|(k, s)| (s.live, **k))
                 .map(|(k, _)| *k)
         };

@@ -366,12 +366,12 @@ fn top_stage(stages: &BTreeMap<String, f64>) -> String {
         .map_or("no work".into(), |(k, v)| format!("{k} {:.0}%", 100.0 * v / total.max(f64::MIN_POSITIVE)))
 }
 
-/// The device Merger's share of a kernel's stages, when its records took more than one tile of the
-/// scratchpad (§IV-B, Fig. 8): `, the Merger across on-chip tiles 12%`.
+/// The device Merger's share of a kernel's stages, when it had partitions to concatenate (across tiles
+/// of the scratchpad, §IV-B, Fig. 8, or batches on flash): `, the Merger 12%`.
 fn merger_share(stages: &BTreeMap<String, f64>) -> String {
     let total: f64 = stages.values().sum();
     match stages.get(insitu_device::work::SHUFFLE_MERGE_BYTES) {
-        Some(m) if total > 0.0 => format!(", the Merger across on-chip tiles {:.0}%", 100.0 * m / total),
+        Some(m) if total > 0.0 => format!(", the Merger {:.0}%", 100.0 * m / total),
         _ => String::new(),
     }
 }
