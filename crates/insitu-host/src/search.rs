@@ -81,7 +81,11 @@ pub fn search(
         headline.push_str(&format!(
             "\n  offsets: {}{}",
             shown.join(" "),
-            if o.len() > 20 { " ..." } else { "" }
+            if o.len() > 20 {
+                format!(" ... ({} in all: --json lists every one)", o.len())
+            } else {
+                String::new()
+            }
         ));
         result["offsets"] = json!(o);
     }

@@ -158,8 +158,8 @@ enum Where {
 pub struct Search {
     /// The object to search.
     name: String,
-    /// The bytes to look for.
-    pattern: String,
+    /// The bytes to look for, as given (any bytes the shell passes, not only UTF-8 text).
+    pattern: std::ffi::OsString,
     /// Where to search: inside every device holding a part, or on the host.
     #[arg(long, value_enum, default_value = "device")]
     placement: Where,
@@ -175,6 +175,7 @@ impl Search {
             Where::Device => SearchPlacement::Device,
             Where::Host => SearchPlacement::Host,
         };
+        use std::os::unix::ffi::OsStrExt;
         let report = search::search(&array, &self.name, self.pattern.as_bytes(), p, self.offsets)
             .map_err(|e| fs_hint(&array, e, "bluedbm search"))?;
         crate::cmd::close(array);

@@ -317,10 +317,32 @@ impl BluedbmCmd {
                     let list: Vec<String> = n.iter().map(|(i, d)| format!("{i} ({d})")).collect();
                     let list = if list.is_empty() {
                         "none (no item shares an LSH bucket with it)".to_string()
+                    } else if (list.len() as u64) < u64::from(k) && (list.len() as u64) < r.items {
+                        format!(
+                            "{} (only {} of the --k {k}: no more items share an LSH bucket with it; fewer \
+                             --lsh bands, or none, compare more)",
+                            list.join(", "),
+                            list.len()
+                        )
                     } else {
                         list.join(", ")
                     };
                     text.push_str(&format!("\nquery {q}: {list}"));
+                }
+                // Said in JSON too: a query answered with fewer than k items.
+                let short: Vec<usize> = r
+                    .nearest
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| (n.len() as u64) < u64::from(k) && (n.len() as u64) < r.items)
+                    .map(|(q, _)| q)
+                    .collect();
+                if !short.is_empty() {
+                    out["warning"] = json!(format!(
+                        "quer{} {short:?} got fewer than --k {k} items: no more share an LSH bucket with {}",
+                        if short.len() == 1 { "y" } else { "ies" },
+                        if short.len() == 1 { "it" } else { "them" }
+                    ));
                 }
                 ctx.out.costed("bluedbm knn", out, &text);
             }

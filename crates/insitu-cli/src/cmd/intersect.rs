@@ -167,11 +167,23 @@ impl Intersect {
             f.commit()?;
         }
         ctx.out.report(&report);
+        if !self.ids_only && !self.count_only && self.output.is_none() && !ctx.out.json {
+            println!(
+                "whole entries: {} ({}) reached the host and were not kept: -o FILE writes them, --ids-only \
+                 prints the common IDs",
+                answer.ids.len(),
+                insitu_host::units::human_bytes(answer.entries.len() as u64)
+            );
+        }
         if self.ids_only && !ctx.out.json {
             const HEAD: usize = 10;
             let head: Vec<String> = answer.ids.iter().take(HEAD).map(u32::to_string).collect();
             let more = answer.ids.len().saturating_sub(HEAD);
-            let tail = if more > 0 { format!(" ... and {more} more") } else { String::new() };
+            let tail = if more > 0 {
+                format!(" ... and {more} more (every one: -o FILE, or --json)")
+            } else {
+                String::new()
+            };
             println!(
                 "common IDs: {}{tail}",
                 if head.is_empty() { "none".to_string() } else { head.join(", ") }
@@ -213,15 +225,24 @@ impl ModelCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
         let ModelCmd::Intersect(m) = self;
         let profile = ctx.profile(&m.profile)?;
+        let (size1, size2) = (parse_size(&m.size1)?, parse_size(&m.size2)?);
         let w = Workload::from_sizes(
-            parse_size(&m.size1)? as f64,
-            parse_size(&m.size2)? as f64,
+            size1 as f64,
+            size2 as f64,
             m.entry_size as f64,
             m.ratio,
             m.result_entry_size as f64,
         )?;
         let p = predict(&profile, &w)?;
-        ctx.out.plain("model intersect", json!(p), &render(&profile, &p));
+        let mut text = render(&profile, &p);
+        let mut result = json!(p);
+        // The model takes L1 as the shorter list (the paper's θ = |L2| / |L1| >= 1).
+        if size1 > size2 {
+            let note = "L1 is the shorter list: the model took --size2's as L1 and --size1's as L2";
+            text = format!("note: {note}\n{text}");
+            result["note"] = json!(note);
+        }
+        ctx.out.plain("model intersect", result, &text);
         Ok(ExitCode::SUCCESS)
     }
 }

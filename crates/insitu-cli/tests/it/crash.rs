@@ -259,7 +259,8 @@ fn an_init_cut_off_is_made_again_and_devices_without_its_mark_are_kept() {
         std::fs::remove_file(cut.join(f)).unwrap();
     }
     std::fs::write(cut.join("init.incomplete"), b"").unwrap();
-    let o = env.cmd().args(["--data", s(&cut), "init", "--devices", "2", "--profile", "tiny"]).output().unwrap();
+    let o =
+        env.cmd().args(["--data", s(&cut), "init", "--devices", "2", "--profile", "tiny"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("object(s): not a cut-off init's"), "{err}");
     assert_eq!(std::fs::read(cut.join("dev0/superblock")).unwrap(), before);

@@ -242,6 +242,24 @@ fn the_intersection_model_reproduces_the_papers_numbers_from_the_cli() {
     assert_eq!(r["faster"], "device");
     let err = env.fails(&["model", "intersect", "--size1", "1MB", "--size2", "1MB", "--entry-size", "6"]);
     assert!(err.contains("multiple of 4"), "{err}");
+    // The lists given longer first are the same workload, and the answer says it took them shorter first.
+    let swapped =
+        env.json(&["model", "intersect", "--size1", "100MB", "--size2", "0.1MB", "--entry-size", "256"]);
+    assert_eq!(swapped["result"]["stages"], r["stages"]);
+    assert!(swapped["result"]["note"].as_str().unwrap().contains("--size2's as L1"), "{swapped}");
+    for bad in ["0", "257"] {
+        let err = env.fails(&[
+            "model",
+            "intersect",
+            "--size1",
+            "1MB",
+            "--size2",
+            "2MB",
+            "--result-entry-size",
+            bad,
+        ]);
+        assert!(err.contains("a result entry is 1 to 256 bytes"), "{err}");
+    }
     // Any profile whose engines price the intersection's work predicts: the SmartSSD's FPGA kernels too.
     let fpga = env.json(&[
         "model",
@@ -788,4 +806,36 @@ fn an_appliance_on_a_full_tmpfs_opens_refuses_by_name_and_recovers_by_removing()
     let gc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(gc["result"]["discarded_pages"].as_u64().unwrap() > 0, "{gc}");
     read_back(&stored);
+}
+
+/// A search pattern is bytes, not only UTF-8 text: one that is not valid UTF-8 is found where a naive scan
+/// finds it, in the devices and on the host, across a stripe boundary too.
+#[test]
+fn search_takes_any_bytes_as_its_pattern() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    env.init(&["--devices", "2", "--profile", "tiny", "--stripe-unit", "4KiB"]);
+    let pattern = [0xffu8, 0xfe, 0x80];
+    let mut data = text(50_000, 9, b"ab");
+    for at in [100, 4095, 30_000] {
+        data[at..at + 3].copy_from_slice(&pattern);
+    }
+    let want: Vec<u64> =
+        (0..data.len() - 2).filter(|&i| data[i..i + 3] == pattern).map(|i| i as u64).collect();
+    assert_eq!(want.len(), 3);
+    env.ok(&["put", s(&env.write("x", &data))]);
+    for placement in ["device", "host"] {
+        let o = env
+            .cmd()
+            .args(["--json", "search", "x"])
+            .arg(std::ffi::OsStr::from_bytes(&pattern))
+            .args(["--offsets", "--placement", placement])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let got: Vec<u64> =
+            r["result"]["offsets"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert_eq!(got, want, "{placement}");
+    }
 }

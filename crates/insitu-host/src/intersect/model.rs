@@ -45,6 +45,11 @@ impl Workload {
                 "each list holds at least one {entry_size}-byte entry: a list of {small} bytes holds none"
             )));
         }
+        if !(result_entry_size >= 1.0 && result_entry_size <= entry_size) {
+            return Err(HostError::InvalidArgument(format!(
+                "a result entry is 1 to {entry_size} bytes (an ID of 4, up to the whole entry), not {result_entry_size}"
+            )));
+        }
         if !(0.0..=1.0).contains(&r) {
             return Err(HostError::InvalidArgument(format!(
                 "the intersection ratio must be in 0..1, not {r}"
