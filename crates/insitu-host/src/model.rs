@@ -131,6 +131,8 @@ pub struct ModeledPhase {
 #[derive(Debug, Clone, Serialize)]
 pub struct Modeled {
     pub profile: String,
+    /// The host profile its host work is priced on (the device profile's, or `--host-profile`).
+    pub host: String,
     pub devices: usize,
     pub time_s: f64,
     pub energy_j: f64,
@@ -232,6 +234,7 @@ pub fn device_busy(p: &Profile, c: &DeviceCounters) -> DeviceBusy {
 pub fn model(p: &Profile, phases: &[PhaseUsage]) -> Modeled {
     let mut out = Modeled {
         profile: p.name.clone(),
+        host: p.host.name.clone(),
         devices: phases.iter().map(|ph| ph.devices.len()).max().unwrap_or(0),
         time_s: 0.0,
         energy_j: 0.0,

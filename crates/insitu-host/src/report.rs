@@ -105,7 +105,7 @@ impl Report {
             ),
         };
         format!(
-            "{}\n  measured  wall {:.3} s{walls}   host cpu {:.3} s   device cpu {:.3} s\n  bytes     flash read {}   flash program {}   flash->dev mem {}   dev->host {}   host->dev {}   dev<->dev {}\n  modeled   {} x{}: {:.4} s, {:.3} J (bottleneck: {})",
+            "{}\n  measured  wall {:.3} s{walls}   host cpu {:.3} s   device cpu {:.3} s\n  bytes     flash read {}   flash program {}   flash->dev mem {}   dev->host {}   host->dev {}   dev<->dev {}\n  modeled   {} x{} (host {}): {:.4} s, {:.3} J (bottleneck: {})",
             r.headline,
             r.wall_s,
             r.host_cpu_s,
@@ -118,6 +118,7 @@ impl Report {
             human_bytes(b.device_to_device),
             m.profile,
             m.devices,
+            m.host,
             m.time_s,
             m.energy_j,
             if bottleneck.is_empty() { "-" } else { &bottleneck },
