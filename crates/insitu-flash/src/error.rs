@@ -45,7 +45,7 @@ pub enum FlashError {
     ReadPastEnd { name: String, offset: u64, end: u64, size: u64 },
     #[error("LBA range {start}..{end} is outside the device's {pages} logical pages")]
     LbaOutOfRange { start: u64, end: u64, pages: u64 },
-    #[error("LBA {lba} belongs to object {owner:?}; raw block writes may not overwrite objects")]
+    #[error("LBA {lba} belongs to object {owner:?}; raw block writes and trims may not change objects")]
     LbaOwned { lba: u64, owner: String },
     #[error("unsupported on-disk format version {found} in {path} (this build reads {expected})")]
     Version { path: PathBuf, found: u32, expected: u32 },
