@@ -1,5 +1,6 @@
 //! Objects as bytes: `put`, `get`, `ls`, `rm`, and `search` inside the devices or on the host.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -43,6 +44,7 @@ impl Put {
             }
             insitu_host::array::validate_user_name(&name)?;
         }
+        let label = if stdin { std::path::Path::new("standard input") } else { self.file.as_path() };
         let mut waited: Option<Box<dyn std::io::BufRead>> = if stdin {
             Some(Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin())))
         } else if fifo {
@@ -53,7 +55,6 @@ impl Put {
             None
         };
         if let Some(r) = waited.as_mut() {
-            let label = if stdin { std::path::Path::new("standard input") } else { self.file.as_path() };
             r.fill_buf().with_context(|| format!("cannot read {}", label.display()))?;
         }
         let mut array = ctx.open()?;
@@ -66,10 +67,7 @@ impl Put {
             Ok(())
         };
         let report = match waited.as_mut() {
-            Some(input) => {
-                let label = if stdin { std::path::Path::new("standard input") } else { self.file.as_path() };
-                blob::put_reader(&mut array, input, None, label, &name, placement, &progress)?
-            }
+            Some(input) => blob::put_reader(&mut array, input, None, label, &name, placement, &progress)?,
             None => blob::put(&mut array, &self.file, &name, placement, &progress)?,
         };
         bar.finish_and_clear();
@@ -175,7 +173,6 @@ impl Search {
             Where::Device => SearchPlacement::Device,
             Where::Host => SearchPlacement::Host,
         };
-        use std::os::unix::ffi::OsStrExt;
         let report = search::search(&array, &self.name, self.pattern.as_bytes(), p, self.offsets)
             .map_err(|e| fs_hint(&array, e, "bluedbm search"))?;
         crate::cmd::close(array);
