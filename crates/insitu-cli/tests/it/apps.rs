@@ -163,6 +163,16 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     // The buckets are built once, on first use.
     let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8"]);
     assert_eq!(r["result"]["lsh_built"], false);
+    // Fewer candidates than --k share the queries' buckets: said, not left to be noticed.
+    let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8", "--k", "50"]);
+    let w = r["result"]["warning"].as_str().unwrap_or("");
+    assert!(w.contains("queries [0, 1] got fewer than --k 50 items"), "{r}");
+    assert!(r["result"]["compared"].as_u64().unwrap() < 100, "{r}");
+    let text = env.ok(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8", "--k", "50"]);
+    assert!(text.contains(" of the --k 50: no more items share an LSH bucket"), "{text}");
+    // Without LSH every item is a candidate: k of them, and nothing to say.
+    let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--k", "50"]);
+    assert!(r["result"]["warning"].is_null(), "{r}");
 
     // One query: its indices and distances at the top.
     let one = env.write("one.bin", &q[..8192]);

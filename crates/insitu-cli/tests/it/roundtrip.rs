@@ -338,6 +338,9 @@ fn auto_weighs_what_each_run_reports_and_a_device_short_of_memory_splits_only_th
         }
         auto_agrees_with_the_runs(&env, &lists, ms[0], ms[1], common);
     }
+    // Whole entries without -o: what reached the host is said, and how to keep it.
+    let text = env.ok(&["intersect", "a", "c", "--placement", "device"]);
+    assert!(text.contains("whole entries:") && text.contains("-o FILE writes them"), "{text}");
     // The IDs come back whole across the passes, in order.
     let r = env.json(&["intersect", "a", "c", "--placement", "device", "--ids-only"]);
     let got: Vec<u64> = r["result"]["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
