@@ -290,7 +290,13 @@ impl ReproCmd {
                     profile: ctx.profile(&profile)?,
                     workdir: work.unwrap_or_else(default_work).join("selfsort"),
                 };
-                let r = repro::run(&opts, progress)?;
+                // Its folder goes again if this run made it and left it empty.
+                let made = !opts.workdir.exists();
+                let r = repro::run(&opts, progress);
+                if made {
+                    let _ = std::fs::remove_dir(&opts.workdir);
+                }
+                let r = r?;
                 (repro::figures(&r), repro::to_json(&r))
             }
             ReproCmd::BluedbmNet { report: _, profile } => {

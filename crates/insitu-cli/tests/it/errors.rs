@@ -511,6 +511,15 @@ fn repro_checks_its_inputs_first_and_leaves_no_empty_work_directory() {
     );
     assert!(!err.contains("lineitem.parquet,"), "{err}");
     assert!(!env.path("target").exists(), "no empty target/insitu-repro left behind");
+    // Nor after a run that works (the Self-Sort repro kept an empty target/insitu-repro/selfsort).
+    let o = env
+        .cmd()
+        .current_dir(env.dir.path())
+        .args(["repro", "selfsort", "--quick", "--size", "16MB", "--out", s(&env.path("out"))])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!env.path("target").exists(), "no empty target/insitu-repro/selfsort left behind");
     // Without --tpch, the tables come from the cache or tpchgen-cli; with neither, the message says so.
     let o = env
         .cmd()
