@@ -313,11 +313,14 @@ impl BluedbmCmd {
                     },
                     cost_text(&r.cost)
                 );
+                // A query answered with fewer than k items, though there were more to compare: its LSH
+                // buckets held no more candidates.
+                let short = |got: usize| (got as u64) < u64::from(k) && (got as u64) < r.items;
                 for (q, n) in r.nearest.iter().enumerate() {
                     let list: Vec<String> = n.iter().map(|(i, d)| format!("{i} ({d})")).collect();
                     let list = if list.is_empty() {
                         "none (no item shares an LSH bucket with it)".to_string()
-                    } else if (list.len() as u64) < u64::from(k) && (list.len() as u64) < r.items {
+                    } else if short(list.len()) {
                         format!(
                             "{} (only {} of the --k {k}: no more items share an LSH bucket with it; fewer \
                              --lsh bands, or none, compare more)",
@@ -329,14 +332,9 @@ impl BluedbmCmd {
                     };
                     text.push_str(&format!("\nquery {q}: {list}"));
                 }
-                // Said in JSON too: a query answered with fewer than k items.
-                let short: Vec<usize> = r
-                    .nearest
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| (n.len() as u64) < u64::from(k) && (n.len() as u64) < r.items)
-                    .map(|(q, _)| q)
-                    .collect();
+                // Said in JSON too.
+                let short: Vec<usize> =
+                    r.nearest.iter().enumerate().filter(|(_, n)| short(n.len())).map(|(q, _)| q).collect();
                 if !short.is_empty() {
                     out["warning"] = json!(format!(
                         "quer{} {short:?} got fewer than --k {k} items: no more share an LSH bucket with {}",
