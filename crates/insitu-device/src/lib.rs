@@ -61,7 +61,9 @@ pub use transport::DeviceClient;
 
 /// What crosses the protocol from the flash layer: object metadata, write transactions, physical
 /// addresses, space figures, fsck reports, and the rules for object names.
-pub use insitu_flash::{validate_name, FlashError, FlashStats, FsckReport, ObjectMeta, PhysicalPage, TxnId};
+pub use insitu_flash::{
+    validate_name, FlashError, FlashStats, FsckReport, ObjectMeta, PhysicalPage, TxnId, MAX_NAME_BYTES,
+};
 
 pub use insitu_flash::free_bytes;
 pub use insitu_flash::ftl::HOST_SLACK_BYTES;

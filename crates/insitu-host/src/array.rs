@@ -12,7 +12,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use insitu_device::protocol::{Delete, Flush, Fsck, Identify, List, SetArrayGeneration, Stat};
-use insitu_device::{Device, DeviceClient, DeviceCounters, FaultPlan, Profile};
+use insitu_device::{Device, DeviceClient, DeviceCounters, FaultPlan, Profile, MAX_NAME_BYTES};
 use serde::Serialize;
 
 use crate::catalog::{ArrayConfig, Catalog, EntryKind, ObjectEntry, QuarantinedPart};
@@ -34,15 +34,21 @@ pub fn validate_user_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Bytes the longest device object name of a table or shuffle adds to its name (`NAME#sortkeyoff`).
-const LONGEST_PART_SUFFIX: usize = "#sortkeyoff".len();
+/// Bytes the longest device object name of a table, a sort or a shuffle adds to its name. The longest are
+/// the scratch objects of an out-of-core sort's runs (`NAME#order.runI`) and of a shuffle's batches parked
+/// on flash (`NAME.batchI#rec`), with up to 10 digits of run or batch number (a `u32`); a table's parts
+/// (`NAME#sortkeyoff` the longest) are shorter.
+const LONGEST_PART_SUFFIX: usize = {
+    let (run, batch) = ("#order.run".len(), ".batch#rec".len());
+    (if run > batch { run } else { batch }) + 10
+};
 
-/// [`validate_user_name`] for a table or a shuffle, whose parts are device objects named `NAME#...`: the
-/// name leaves room for the longest of those within the devices' 255 bytes (it was refused later, naming
-/// an internal part).
+/// [`validate_user_name`] for a table or a shuffle, whose parts and scratch objects are device objects
+/// named `NAME#...` or `NAME.batchI#...`: the name leaves room for the longest of those within the devices'
+/// [`MAX_NAME_BYTES`] (it was refused later, naming an internal part, once a sort had 10 runs).
 pub fn validate_table_name(name: &str) -> Result<()> {
     validate_user_name(name)?;
-    let most = 255 - LONGEST_PART_SUFFIX;
+    let most = MAX_NAME_BYTES - LONGEST_PART_SUFFIX;
     if name.len() > most {
         return Err(HostError::InvalidArgument(format!(
             "invalid name {:?}...: a table's or a shuffle's name is at most {most} bytes (its parts are named \

@@ -231,28 +231,50 @@ fn tpcc_orderline_loads_and_repro_nascent_runs() {
 
 /// A table's or a shuffle's parts are device objects named `NAME#...`: a name too long for the longest
 /// of them is refused by its own length, before anything is stored (it was refused half-way, naming an
-/// internal part), while a blob may take the whole 255 bytes.
+/// internal part), while a blob may take the whole 255 bytes. The longest are an out-of-core sort's runs
+/// (`NAME#order.run10`) and a shuffle's batches parked on flash (`NAME.batch10#rec`): a name of the most
+/// bytes allowed sorts and shuffles through more than 10 of them (a name 9 bytes shorter was refused half
+/// way through both).
 #[test]
 fn a_table_name_too_long_for_its_parts_is_refused_by_name_first() {
     let env = Env::new();
     env.init(&["--devices", "2", "--profile", "tiny"]);
     let csv = env.write("t.csv", b"k,v\n3,a\n1,b\n2,c\n");
-    let long = "t".repeat(250);
+    let long = "t".repeat(236);
     let err = env.fails(&["put-table", s(&csv), "--name", &long, "--key", "k"]);
     assert!(
-        err.contains("a table's or a shuffle's name is at most 244 bytes") && err.contains("is 250"),
+        err.contains("a table's or a shuffle's name is at most 235 bytes") && err.contains("is 236"),
         "{err}"
     );
-    env.ok(&["put-table", s(&csv), "--name", "t", "--key", "k"]);
+    let mut rows = String::from("k,v\n");
+    for i in 0..20_000u64 {
+        rows.push_str(&format!("{},xyyyyyyyyyyyyyyyyyyyy\n", i.wrapping_mul(2_654_435_761) % 1_000_000_007));
+    }
+    let big = env.write("big.csv", rows.as_bytes());
+    env.ok(&["put-table", s(&big), "--name", "t", "--key", "k"]);
     for args in [
         &["sort", "t", "--key", "v", "--out", &long][..],
         &["shuffle", "t", "--key", "v", "--partitions", "2", "--out", &long],
     ] {
         let err = env.fails(args);
-        assert!(err.contains("at most 244 bytes"), "{args:?}: {err}");
+        assert!(err.contains("at most 235 bytes"), "{args:?}: {err}");
     }
-    let ok = "t".repeat(244);
-    env.ok(&["sort", "t", "--key", "v", "--out", &ok]);
+    let most = "o".repeat(235);
+    let sorted = env.json(&["sort", "t", "--key", "k", "--out", &most, "--memory-budget", "64KiB"]);
+    assert_eq!(sorted["result"]["rows"], 20_000, "{sorted}");
+    let shuffled = env.json(&[
+        "shuffle",
+        "t",
+        "--key",
+        "k",
+        "--partitions",
+        "4",
+        "--out",
+        &format!("s{}", &most[1..]),
+        "--memory-budget",
+        "64KiB",
+    ]);
+    assert_eq!(shuffled["result"]["rows"], 20_000, "{shuffled}");
     env.ok(&["put", s(&csv), "--name", &"b".repeat(255)]);
     assert_eq!(env.json(&["fsck"])["result"]["ok"], true);
 }
