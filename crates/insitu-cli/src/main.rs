@@ -186,21 +186,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     sys::default_sigpipe();
     let cli = Cli::parse();
-    let json = cli.json;
-    match run(cli) {
+    let out = output::Output::new(cli.json);
+    match run(cli, out.clone()) {
         Ok(code) => code,
         Err(e) => {
-            let msg = format!("{e:#}");
-            if json {
-                println!("{}", serde_json::json!({ "error": msg }));
-            }
-            eprintln!("error: {msg}");
+            out.error(&format!("{e:#}"));
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+fn run(cli: Cli, out: output::Output) -> Result<ExitCode> {
     let transport = match cli.transport {
         Transport::InProcess => DeviceTransport::InProcess,
         Transport::Process => DeviceTransport::process(std::env::current_exe()?),
@@ -210,7 +206,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     let ctx = Ctx {
         data: cli.data,
-        out: output::Output { json: cli.json },
+        out,
         transport,
         quiet: cli.json,
         wait_s: cli.wait,

@@ -8,12 +8,37 @@ use serde_json::{json, Value};
 /// Transfers smaller than this show no progress bar.
 const PROGRESS_MIN_BYTES: u64 = 64 << 20;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Output {
     pub json: bool,
+    /// Set by a command whose data goes to standard output (`get`, `-o -`): its report, and an error
+    /// with `--json`, then go to standard error, so that what a script reads from stdout is the data alone.
+    data_on_stdout: std::rc::Rc<std::cell::Cell<bool>>,
 }
 
 impl Output {
+    pub fn new(json: bool) -> Output {
+        Output { json, data_on_stdout: Default::default() }
+    }
+
+    /// Says, before any work that can fail, whether this command's data goes to standard output.
+    pub fn data_to_stdout(&self, yes: bool) {
+        self.data_on_stdout.set(yes);
+    }
+
+    /// Shows a command's error: with `--json`, as `{"error": ...}` on standard output (standard error when
+    /// the command's data owns stdout, with no text line beside it), and as `error: ...` on standard error.
+    pub fn error(&self, msg: &str) {
+        let line = json!({ "error": msg });
+        match (self.json, self.data_on_stdout.get()) {
+            (true, true) => eprintln!("{line}"),
+            (true, false) => {
+                println!("{line}");
+                eprintln!("error: {msg}");
+            }
+            (false, _) => eprintln!("error: {msg}"),
+        }
+    }
     /// A result without measured cost (init, stats, fsck...).
     pub fn plain(&self, op: &str, result: Value, text: &str) {
         if self.json {

@@ -45,8 +45,15 @@ impl OutFile {
     /// Fails, naming the problem, if `path` could not be written: a missing or non-directory parent, a
     /// directory at `path` itself, or a place inside an array's or a device's folder (where a command's
     /// output would overwrite what the array stores). Commands check their outputs this way before any
-    /// work starts.
+    /// work starts. `-` is refused: a command that can write to standard output takes it before this
+    /// (`get`, `lba read`, `fs get`, `selfsort`), and one that cannot would make a file named `-`.
     pub fn check_path(path: &Path) -> Result<()> {
+        if path.as_os_str() == "-" {
+            return Err(HostError::InvalidArgument(
+                "this command does not write to standard output (-): give a file name (./- for a file named -)"
+                    .into(),
+            ));
+        }
         Self::check_writable(path)?;
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         if let Some(array) = array_holding(parent) {

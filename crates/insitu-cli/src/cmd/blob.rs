@@ -88,10 +88,11 @@ pub struct Get {
 
 impl Get {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let to_file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
+        ctx.out.data_to_stdout(to_file.is_none());
         let array = ctx.open()?;
         let size = array.entry(&self.name).map_err(|e| fs_hint(&array, e, "fs get"))?.size;
         let bar = output::progress(size, "get");
-        let to_file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
         let report = match to_file {
             Some(p) => {
                 let mut w = insitu_host::outfile::OutFile::create(p)?;

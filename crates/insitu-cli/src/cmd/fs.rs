@@ -83,6 +83,9 @@ pub enum FsCmd {
 
 impl FsCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        if let FsCmd::Get { output, .. } = &self {
+            ctx.out.data_to_stdout(output.as_os_str() == "-");
+        }
         let array = ctx.open()?;
         // The listing and the page table are the host's: read without the nodes (and without opening the
         // file system, which would recover its journal) while one is offline.

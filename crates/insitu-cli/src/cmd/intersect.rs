@@ -171,7 +171,7 @@ impl Intersect {
             println!(
                 "whole entries: {} ({}) reached the host and were not kept: -o FILE writes them, --ids-only \
                  prints the common IDs",
-                answer.ids.len(),
+                answer.count,
                 insitu_host::units::human_bytes(answer.entries.len() as u64)
             );
         }

@@ -53,6 +53,9 @@ pub enum LbaCmd {
 
 impl LbaCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        if let LbaCmd::Read { output, .. } = &self {
+            ctx.out.data_to_stdout(output.as_ref().is_none_or(|p| p.as_os_str() == "-"));
+        }
         let array = ctx.open()?;
         match self {
             LbaCmd::Write { device, file, at } => {
@@ -69,9 +72,9 @@ impl LbaCmd {
                 ctx.out.report(&r);
             }
             LbaCmd::Read { device, at, len, output: out } => {
+                let to_file = out.as_ref().filter(|p| p.as_os_str() != "-");
                 let len = parse_size(&len)?;
                 let bar = output::progress(len, "lba read");
-                let to_file = out.as_ref().filter(|p| p.as_os_str() != "-");
                 match to_file {
                     Some(p) => {
                         let mut w = insitu_host::outfile::OutFile::create(p)?;

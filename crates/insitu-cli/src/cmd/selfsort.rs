@@ -266,7 +266,9 @@ enum Sink {
 }
 
 impl Sink {
-    fn create(path: &std::path::Path) -> Result<Sink> {
+    /// Says `out` whether the records go to standard output, before any work that can fail.
+    fn create(path: &std::path::Path, out: &crate::output::Output) -> Result<Sink> {
+        out.data_to_stdout(path.as_os_str() == "-");
         Ok(match path.as_os_str() == "-" {
             true => Sink::Stdout(std::io::stdout()),
             false => Sink::File(insitu_host::outfile::OutFile::create(path)?),
@@ -309,7 +311,7 @@ fn query(
 ) -> Result<(Report, bool)> {
     match output.filter(|_| !count_only) {
         Some(p) => {
-            let mut w = Sink::create(&p)?;
+            let mut w = Sink::create(&p, &ctx.out)?;
             let r = on_array(ctx, |array| ops::query(array, t.device, t.index, &q, false, Some(&mut w)))?;
             Ok((r, w.commit()?))
         }
@@ -384,7 +386,7 @@ impl SelfSortCmd {
                 r?
             }
             SelfSortCmd::Read { target, output: out } => {
-                let mut w = Sink::create(&out)?;
+                let mut w = Sink::create(&out, &ctx.out)?;
                 let bar = output::dynamic("selfsort read");
                 let r = on_array(ctx, |a| {
                     ops::read_sorted(a, target.device, target.index, &mut w, &|d, t| {
@@ -446,7 +448,7 @@ impl SelfSortCmd {
                 let fmt = RecordFormat::named(&format, record_size, key_offset, key_size)?;
                 let mut job = SortJob::new(fmt);
                 (job.device, job.index, job.base_lba, job.runs) = (device, index, base_lba, runs);
-                let mut w = Sink::create(&out)?;
+                let mut w = Sink::create(&out, &ctx.out)?;
                 let progress = ctx.progress();
                 let r = on_array(ctx, |a| {
                     selfsort::sort(

@@ -550,6 +550,51 @@ fn an_output_that_cannot_be_written_is_named_as_given() {
     );
     let err = env.fails(&["get", "small", "-o", s(env.dir.path())]);
     assert!(err.contains("it is a directory"), "{err}");
+    // `-o -` is standard output where a command writes there, and refused where it does not (it made a
+    // file named `-`); `./-` names such a file.
+    let csv = env.write("t.csv", b"k,v\n2,a\n1,b\n");
+    env.ok(&["put-table", s(&csv), "--name", "t", "--key", "k"]);
+    for args in [
+        &["gen", "text", "--size", "1KiB", "-o", "-"][..],
+        &["get-table", "t", "-o", "-"],
+        &["sort", "t", "--key", "k", "--out", "t2", "--merge", "-o", "-"],
+    ] {
+        let err = env.fails(args);
+        assert!(err.contains("does not write to standard output (-)"), "{args:?}: {err}");
+    }
+    assert!(!env.path("-").exists());
+    env.ok(&["gen", "text", "--size", "1KiB", "-o", "./-"]);
+    assert_eq!(std::fs::metadata(env.path("-")).unwrap().len(), 1024);
+    assert_eq!(env.ok(&["get", "small", "-o", "-"]).as_bytes(), b"some bytes");
+}
+
+/// With `--json`, an error is one JSON object on standard output, unless the command's data owns it
+/// (`get` without -o, `-o -`): then it goes to standard error, and what a script saves stays empty.
+#[test]
+fn a_json_error_keeps_off_standard_output_that_carries_data() {
+    let env = Env::new();
+    env.init(&["--devices", "1", "--profile", "tiny"]);
+    for args in [
+        &["--json", "get", "nosuch"][..],
+        &["--json", "get", "nosuch", "-o", "-"],
+        &["--json", "lba", "read", "7", "--at", "0", "--len", "4096"],
+    ] {
+        let o = env.run(args);
+        assert!(
+            !o.status.success() && o.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let err: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+        assert!(
+            err["error"].as_str().unwrap().contains(if args[1] == "get" { "nosuch" } else { "7" }),
+            "{err}"
+        );
+    }
+    let o = env.run(&["--json", "get", "nosuch", "-o", s(&env.path("out"))]);
+    let err: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(err["error"].as_str().unwrap().contains("nosuch"), "{err}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error: "));
 }
 
 /// With no copy of the catalog readable, the array does not open; `fsck --repair` starts an empty catalog

@@ -470,6 +470,8 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     assert_eq!(raw.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect::<Vec<_>>(), ids);
     // Whole entries of the first list: 64 bytes each, the ID first.
     let entries = env.path("entries.out");
+    let shown = env.ok(&["intersect", "a", "b"]);
+    assert!(shown.contains(&format!("whole entries: {common} (")), "{shown}");
     env.ok(&["intersect", "a", "b", "-o", s(&entries)]);
     let e = std::fs::read(&entries).unwrap();
     assert_eq!(e.len() as u64, common * 64);
