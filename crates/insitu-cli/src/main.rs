@@ -185,15 +185,42 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     sys::default_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let out = output::Output::new(cli.json);
     match run(cli, out.clone()) {
         Ok(code) => code,
         Err(e) => {
-            out.error(&format!("{e:#}"));
-            ExitCode::FAILURE
+            out.error(&e);
+            output::exit_code(&e)
         }
     }
+}
+
+/// A command line clap refused: its message on standard error and exit status 2, as clap gives them, and
+/// with `--json` (before any `--`) also `{"error": ..., "kind": "usage"}` on standard output, as every
+/// other error is.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
+    if json {
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or_default();
+        let msg = first.strip_prefix("error: ").unwrap_or(first);
+        println!("{}", serde_json::json!({ "error": msg, "kind": "usage" }));
+    }
+    let _ = e.print();
+    ExitCode::from(2)
 }
 
 fn run(cli: Cli, out: output::Output) -> Result<ExitCode> {

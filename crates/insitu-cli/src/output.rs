@@ -5,6 +5,27 @@ use indicatif::{ProgressBar, ProgressStyle};
 use insitu_host::Report;
 use serde_json::{json, Value};
 
+/// The class of an error, for scripts: the host's kinds (`not_found`, `locked`, `device_full`...), `file`
+/// for a file of the caller's, `other` for the rest (options the CLI itself checks, among them).
+pub fn error_kind(e: &anyhow::Error) -> &'static str {
+    e.chain()
+        .find_map(|c| {
+            c.downcast_ref::<insitu_host::HostError>()
+                .map(|h| h.kind().name())
+                .or_else(|| c.downcast_ref::<std::io::Error>().map(|_| "file"))
+        })
+        .unwrap_or("other")
+}
+
+/// Exit status of a failed command: 75 (`EX_TEMPFAIL`) when another process held the array past
+/// `--wait` (worth a retry), 1 otherwise. (2 is a usage error, and `fsck` finding damage.)
+pub fn exit_code(e: &anyhow::Error) -> std::process::ExitCode {
+    match error_kind(e) {
+        "locked" => std::process::ExitCode::from(75),
+        _ => std::process::ExitCode::FAILURE,
+    }
+}
+
 /// Transfers smaller than this show no progress bar.
 const PROGRESS_MIN_BYTES: u64 = 64 << 20;
 
@@ -26,10 +47,12 @@ impl Output {
         self.data_on_stdout.set(yes);
     }
 
-    /// Shows a command's error: with `--json`, as `{"error": ...}` on standard output (standard error when
-    /// the command's data owns stdout, with no text line beside it), and as `error: ...` on standard error.
-    pub fn error(&self, msg: &str) {
-        let line = json!({ "error": msg });
+    /// Shows a command's error: with `--json`, as `{"error": ..., "kind": ...}` on standard output
+    /// (standard error when the command's data owns stdout, with no text line beside it), and as
+    /// `error: ...` on standard error. `kind` names the class of failure (see [`error_kind`]).
+    pub fn error(&self, e: &anyhow::Error) {
+        let msg = format!("{e:#}");
+        let line = json!({ "error": msg, "kind": error_kind(e) });
         match (self.json, self.data_on_stdout.get()) {
             (true, true) => eprintln!("{line}"),
             (true, false) => {

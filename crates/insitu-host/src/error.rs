@@ -122,6 +122,28 @@ pub enum ErrorKind {
     Device,
 }
 
+impl ErrorKind {
+    /// The kind's name in the CLI's `--json` errors (`{"error": ..., "kind": "not_found"}`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::AlreadyExists => "already_exists",
+            ErrorKind::NoArray => "no_array",
+            ErrorKind::ArrayExists => "array_exists",
+            ErrorKind::Locked => "locked",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Damaged => "damaged",
+            ErrorKind::DeviceFull => "device_full",
+            ErrorKind::DeviceMemory => "device_memory",
+            ErrorKind::Offline => "offline",
+            ErrorKind::File => "file",
+            ErrorKind::Format => "format",
+            ErrorKind::Device => "device",
+        }
+    }
+}
+
 impl HostError {
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {

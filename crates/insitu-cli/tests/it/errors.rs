@@ -134,6 +134,10 @@ fn a_second_process_is_refused_while_the_array_is_open() {
     let held = Array::open(&env.data(), OpenOptions::default()).unwrap();
     let err = env.fails(&["ls", "--wait", "0"]);
     assert!(err.contains("in use by another insitu process"), "{err}");
+    // A script can tell "busy, try again" (exit 75, kind "locked") from a failure.
+    let o = env.run(&["--json", "ls", "--wait", "0"]);
+    let e: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((o.status.code(), e["kind"].as_str()), (Some(75), Some("locked")), "{e}");
     // By default a command waits a while for the other process, saying so.
     let mut waiting =
         env.cmd().args(["ls", "--wait", "20"]).stderr(std::process::Stdio::piped()).spawn().unwrap();
@@ -594,7 +598,13 @@ fn a_json_error_keeps_off_standard_output_that_carries_data() {
     let o = env.run(&["--json", "get", "nosuch", "-o", s(&env.path("out"))]);
     let err: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(err["error"].as_str().unwrap().contains("nosuch"), "{err}");
+    assert_eq!((o.status.code(), err["kind"].as_str()), (Some(1), Some("not_found")));
     assert!(String::from_utf8_lossy(&o.stderr).contains("error: "));
+    // A value clap refuses is an error object too, of kind "usage", with clap's exit status.
+    let o = env.run(&["--json", "bluedbm", "knn", "items", "q", "--k", "0"]);
+    let err: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((o.status.code(), err["kind"].as_str()), (Some(2), Some("usage")), "{err}");
+    assert!(err["error"].as_str().unwrap().contains("--k"), "{err}");
 }
 
 /// With no copy of the catalog readable, the array does not open; `fsck --repair` starts an empty catalog
