@@ -34,12 +34,12 @@ pub fn stats(array: &Array) -> Result<(Value, String)> {
             n => format!(" + {} for the block view and firmware", human_bytes(n * ps)),
         };
         text.push_str(&format!(
-            "dev{}: {} used of {} ({} in {} objects{block_view}), {} free blocks, WA {:.3}, erase counts min/mean/max {}/{:.2}/{}, device memory {}\n",
+            "dev{}: {} used of {} ({} in {}{block_view}), {} free blocks, WA {:.3}, erase counts min/mean/max {}/{:.2}/{}, device memory {}\n",
             d.id(),
             human_bytes((f.object_pages + f.raw_pages) * ps),
             human_bytes(f.logical_pages * ps),
             human_bytes(f.object_pages * ps),
-            f.objects,
+            crate::units::count(f.objects, "object"),
             f.free_blocks,
             f.write_amplification,
             f.wear.min_erase_count,

@@ -68,9 +68,31 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
+/// `n` and a noun, singular for one: `count(1, "page")` is `1 page`, `count(3, "page")` `3 pages`; a noun
+/// whose plural is not NOUN + s gives both, `"vertex/vertices"`.
+pub fn count(n: u64, noun: &str) -> String {
+    let (one, many) = match noun.split_once('/') {
+        Some((one, many)) => (one, many.to_string()),
+        None => (noun, format!("{noun}s")),
+    };
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_the_singular_for_one() {
+        assert_eq!(count(1, "page"), "1 page");
+        assert_eq!(count(0, "page"), "0 pages");
+        assert_eq!(count(2, "vertex/vertices"), "2 vertices");
+        assert_eq!(count(1, "vertex/vertices"), "1 vertex");
+    }
 
     #[test]
     fn sizes_parse_with_decimal_and_binary_units() {

@@ -18,7 +18,7 @@ use insitu_host::bluedbm::power::Modeled;
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
 use insitu_host::report::Measure;
-use insitu_host::units::human_bytes;
+use insitu_host::units::{count, human_bytes};
 use serde_json::json;
 
 use crate::cmd::Ctx;
@@ -356,13 +356,13 @@ impl BluedbmCmd {
                 let measure = Measure::start("bluedbm put-graph", &array)?;
                 let g = crate::output::busy("storing the graph", || put_graph(&mut fs, &name, &adj, node))?;
                 let headline = format!(
-                    "stored graph {} ({} vertices, {} neighbour entries, largest degree {}) in {} pages ({} \
+                    "stored graph {} ({}, {} neighbour entries, largest degree {}) in {} ({} \
                      spill), {}",
                     g.name,
-                    g.vertices,
+                    count(g.vertices as u64, "vertex/vertices"),
                     g.arcs,
                     g.max_degree,
-                    g.pages,
+                    count(g.pages as u64, "page"),
                     g.spill_pages,
                     human_bytes(g.bytes)
                 );
@@ -396,13 +396,13 @@ impl BluedbmCmd {
                         .collect::<serde_json::Map<_, _>>());
                 }
                 let mut text = format!(
-                    "bfs {graph} from {from}: {} vertices reached, {} levels deep, {} pages in {} rounds of dependent \
+                    "bfs {graph} from {from}: {} reached, {} deep, {} in {} of dependent \
                      reads by node {node}'s {}\n  modeled {:.4} s, {} on {} ({:.4} s of reads, {:.4} s of host \
                      software), measured {:.3} s wall, host cpu {:.3} s, device cpu {:.3} s",
-                    b.reached,
-                    b.depth,
-                    r.pages,
-                    b.rounds,
+                    count(b.reached as u64, "vertex/vertices"),
+                    count(b.depth as u64, "level"),
+                    count(r.pages, "page"),
+                    count(b.rounds as u64, "round"),
                     who(placement),
                     c.modeled_s,
                     joules(&c.modeled),
@@ -442,13 +442,13 @@ impl BluedbmCmd {
                     n => format!("{:.1} us a step", c.modeled_s / n as f64 * 1e6),
                 };
                 let mut text = format!(
-                    "{} walk(s) on {graph} from {from}: {} steps, {} pages in {} rounds of dependent reads by node \
+                    "{} on {graph} from {from}: {}, {} in {} of dependent reads by node \
                      {node}'s {}\n  modeled {:.4} s ({per_step}), {} on {}, measured {:.3} s wall, host cpu \
                      {:.3} s, device cpu {:.3} s",
-                    w.walks.len(),
-                    w.steps,
-                    r.pages,
-                    w.rounds,
+                    count(w.walks.len() as u64, "walk"),
+                    count(w.steps as u64, "step"),
+                    count(r.pages, "page"),
+                    count(w.rounds as u64, "round"),
                     who(placement),
                     c.modeled_s,
                     joules(&c.modeled),

@@ -15,7 +15,7 @@ use insitu_host::HostError;
 use serde_json::json;
 
 use crate::cmd::{name_for, Ctx};
-use insitu_host::units::human_bytes;
+use insitu_host::units::{count, human_bytes};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
 pub enum Via {
@@ -129,10 +129,10 @@ impl FsCmd {
                 };
                 let nodes: std::collections::BTreeSet<u32> = stored.pages.iter().map(|p| p.node).collect();
                 let headline = format!(
-                    "stored {} ({}) in {} pages on node(s) {:?}",
+                    "stored {} ({}) in {} on node(s) {:?}",
                     stored.name,
                     human_bytes(stored.size),
-                    stored.pages.len(),
+                    count(stored.pages.len() as u64, "page"),
                     nodes
                 );
                 let result = json!({"name": stored.name, "size": stored.size, "pages": stored.pages.len(), "nodes": nodes});
@@ -299,14 +299,14 @@ fn via_text(r: &ViaReport, m: &Modeled) -> String {
     };
     let gbps = |s: f64| if s > 0.0 { r.bytes as f64 / s / 1e9 } else { 0.0 };
     format!(
-        "  read by {who}: {} pages, {} on node {}; {} from other nodes over the storage network ({} in {} messages, {} hops)\n  modeled   {}: {:.6} s ({:.2} GB/s), {:.3} J on {} node(s)   measured here: {:.3} s ({:.2} GB/s)",
-        r.pages,
+        "  read by {who}: {}, {} on node {}; {} from other nodes over the storage network ({} in {}, {})\n  modeled   {}: {:.6} s ({:.2} GB/s), {:.3} J on {} node(s)   measured here: {:.3} s ({:.2} GB/s)",
+        count(r.pages, "page"),
         r.local_pages,
         r.origin,
         r.pages - r.local_pages,
         human_bytes(r.network_bytes),
-        r.network_messages,
-        r.hops,
+        count(r.network_messages, "message"),
+        count(r.hops, "hop"),
         m.profile,
         r.modeled_s,
         gbps(r.modeled_s),

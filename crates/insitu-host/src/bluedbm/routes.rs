@@ -7,6 +7,7 @@ use insitu_device::Profile;
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::units::count;
 
 /// Routes between one pair of nodes.
 #[derive(Debug, Clone, Serialize)]
@@ -94,8 +95,13 @@ fn describe(r: &Routes, src: u32, dst: u32, ep: u32) -> String {
 /// The report as text: a summary, then one line per pair (endpoint 0's route and the spread).
 pub fn render(r: &RoutesReport) -> String {
     let mut out = format!(
-        "{} nodes, {} cables ({} ports a node), {} endpoints; diameter {} hops, mean {:.2} hops\n",
-        r.nodes, r.cables, r.ports, r.endpoints, r.diameter, r.mean_hops
+        "{}, {} ({} ports a node), {}; diameter {}, mean {:.2} hops\n",
+        count(r.nodes as u64, "node"),
+        count(r.cables as u64, "cable"),
+        r.ports,
+        count(r.endpoints as u64, "endpoint"),
+        count(r.diameter as u64, "hop"),
+        r.mean_hops
     );
     if let Some(from) = r.pairs_from {
         out += &format!(
@@ -104,12 +110,12 @@ pub fn render(r: &RoutesReport) -> String {
     }
     for p in &r.pairs {
         out += &format!(
-            "{:>3} -> {:<3} {:>2} hop{}  {} routes  endpoint 0: {}\n",
+            "{:>3} -> {:<3} {:>2} hop{}  {:<9}  endpoint 0: {}\n",
             p.src,
             p.dst,
             p.hops,
             if p.hops == 1 { " " } else { "s" },
-            p.distinct,
+            count(p.distinct as u64, "route"),
             p.routes[0]
         );
     }

@@ -18,7 +18,7 @@ use crate::error::{HostError, Result};
 use crate::input::Input;
 use crate::lba;
 use crate::report::{Measure, Report};
-use crate::units::human_bytes;
+use crate::units::{self, count, human_bytes};
 
 /// How the host talks to the firmware.
 /// Bytes per write command of records: large, so that a sort-on-write index takes each command's
@@ -259,7 +259,9 @@ pub fn generate(
         }
     };
     let headline = format!(
-        "generated index {index} of device {device}: {done} of {total} records in {commands} commands"
+        "generated index {index} of device {device}: {done} of {} in {}",
+        count(total, "record"),
+        count(commands, "command")
     );
     measure.finish(array, headline, json!({ "generated": done, "records": total, "commands": commands }))
 }
@@ -292,7 +294,7 @@ pub fn read_sorted(
     lba::read_stream(array, device, c.base_lba, bytes, out, progress)?;
     out.flush().map_err(|e| HostError::io("output", e))?;
     let headline =
-        format!("read {} records ({}) of index {index} in key order", c.records, human_bytes(bytes));
+        format!("read {} ({}) of index {index} in key order", count(c.records, "record"), human_bytes(bytes));
     measure.finish(array, headline, json!({ "count": c.records, "bytes": bytes }))
 }
 
@@ -399,7 +401,7 @@ pub fn query(
         Query::Range { lo, hi } => format!("keys {}..={}", hex(lo), hex(hi)),
         Query::Select { key } => format!("key {}", hex(key)),
     };
-    let headline = format!("index {index} of device {device}: {count} records with {what}");
+    let headline = format!("index {index} of device {device}: {} with {what}", units::count(count, "record"));
     let result = json!({ "count": count, "first_rank": first.first_rank, "keys": sample });
     measure.finish(array, headline, result)
 }
