@@ -536,16 +536,19 @@ class Array:
         return np.frombuffer(self._inner.fs_pages(name), dtype="<u8").reshape(-1, 6).astype(np.uint64)
 
     def fs_gc(self) -> Dict[str, Any]:
-        """Erases every block whose pages are all dead (the cleaning a full appliance also does by
-        itself) and gives back the host disk space of dead pages in blocks still in use:
-        ``{"erased_blocks", "discarded_pages", "stats"}``; the report is in :attr:`last_report`."""
+        """Erases every block whose pages are all dead and cleans the closed blocks at least half dead (their
+        live pages moved first), as a full appliance also does by itself, and gives back the host disk space
+        of dead pages in blocks still in use: ``{"erased_blocks", "cleaned_blocks", "moved_pages",
+        "discarded_pages", "disk_bytes_before", "disk_bytes_after", "stats"}``; the report is in
+        :attr:`last_report`."""
         result, report = self._inner.fs_gc()
         self.last_report = Report.from_json(report)
         return json.loads(result)
 
     def fs_ls(self) -> List[Dict[str, Any]]:
-        """The appliance's files: ``[{"name", "size", "pages"}]``."""
-        return json.loads(self._inner.fs_ls())
+        """The appliance's files: ``[{"name", "size", "pages", "nodes"}]`` (from the host's index alone
+        while a node is offline)."""
+        return json.loads(self._inner.fs_ls())["files"]
 
     def fs_rm(self, name: str) -> None:
         """Removes file ``name`` (its pages are dead, for cleaning)."""

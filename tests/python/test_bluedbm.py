@@ -311,7 +311,10 @@ def test_a_files_pages_are_known_and_read_by_one_node_over_the_network(appliance
     assert r["result"]["via"]["modeled_s"] == costs[("isp", 1)]["modeled_s"]
     assert r["result"]["modeled"] == costs[("isp", 1)]["modeled"] and r["result"]["modeled"]["energy_j"] > 0
 
+    # Both fronts list and collect alike (their results are shaped in one place).
+    listed = json.loads(sh("--json", "fs", "ls").stdout)["result"]["files"]
     with insitu.Array.open(path) as a:
+        assert a.fs_ls() == listed and listed[0]["nodes"] == [0, 1]
         before = a.fs_gc()["stats"]["free_blocks"]
         a.fs_rm("f")
         gc = a.fs_gc()
@@ -320,6 +323,8 @@ def test_a_files_pages_are_known_and_read_by_one_node_over_the_network(appliance
         assert gc["stats"]["free_blocks"] == before + gc["erased_blocks"] and gc["stats"]["dead_pages"] == 0
         assert gc["discarded_pages"] == 0, "no dead page is left beside live ones"
         assert a.fs_ls() == []
+    cli_gc = json.loads(sh("--json", "fs", "gc").stdout)["result"]
+    assert sorted(cli_gc) == sorted(gc) and cli_gc["erased_blocks"] == 0
 
 
 def test_the_storage_networks_routes_and_bench_agree_with_the_cli(tmp_path, cli):

@@ -3,12 +3,13 @@
 
 use insitu_host::bluedbm::apps::Placement;
 use insitu_host::bluedbm::fs::Fs;
-use insitu_host::bluedbm::graph::{bfs, put_graph, walk, Adjacency, Reader, WalkSpec};
+use insitu_host::bluedbm::graph::{bfs, walk, Adjacency, Reader, WalkSpec};
 use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
+use insitu_host::bluedbm::ops;
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
 use insitu_host::input::Input;
-use insitu_host::report::{Measure, Report};
+use insitu_host::report::Report;
 use insitu_host::{Array, HostError, Result};
 use serde_json::json;
 use std::path::PathBuf;
@@ -26,24 +27,15 @@ pub fn placement(text: &str) -> Result<Placement> {
 pub fn fs_put(a: &Array, name: &str, data: Input<'_>, node: Option<u32>) -> Result<(String, Report)> {
     let mut fs = Fs::open(a)?;
     let mut reader = data.reader()?;
-    fs.check_put(name, data.size()?, node)?;
-    let measure = Measure::start("fs put", a)?;
-    let f = fs.put(name, &mut reader, node)?;
-    let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
-    let result = json!({ "name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes });
-    let headline =
-        format!("stored {} ({} B) in {} pages on node(s) {nodes:?}", f.name, f.size, f.pages.len());
-    let report = measure.finish(a, headline, result.clone())?;
-    Ok((result.to_string(), report))
+    let report = ops::put(a, &mut fs, name, &mut reader, Some(data.size()?), node)?;
+    Ok((report.result.to_string(), report))
 }
 
 /// File `name`, into memory (returned) or into the file `out`, and the read's report.
 pub fn fs_get(a: &Array, name: &str, out: Option<&PathBuf>) -> Result<(Option<Vec<u8>>, Report)> {
     let fs = Fs::open(a)?;
-    let measure = Measure::start("fs get", a)?;
-    let (data, n) = crate::to_bytes_or_file(out, |w| fs.get(name, w))?;
-    let report = measure.finish(a, format!("read {name} ({n} B)"), json!({ "name": name, "size": n }))?;
-    Ok((data, report))
+    let to = out.map(|p| p.display().to_string());
+    crate::to_bytes_or_file(out, |w| ops::get(a, &fs, name, w, to.as_deref()))
 }
 
 /// File `name` read by node `node`'s in-store processor (`isp`) or host (`host`) over the storage network
@@ -79,26 +71,18 @@ pub fn fs_pages(a: &Array, name: &str) -> Result<Vec<u64>> {
 /// back the disk space of the other dead pages: what it did and the file system's figures, as JSON.
 pub fn fs_gc(a: &Array) -> Result<(String, Report)> {
     let mut fs = Fs::open(a)?;
-    let measure = Measure::start("fs gc", a)?;
-    let g = fs.collect_garbage()?;
-    let result = json!({ "erased_blocks": g.erased_blocks, "cleaned_blocks": g.cleaned_blocks,
-                         "moved_pages": g.moved_pages, "discarded_pages": g.discarded_pages, "stats": fs.stats() });
-    let headline = format!(
-        "erased {} block(s) of dead pages; cleaned {} block(s) at least half dead (moved {} live page(s))",
-        g.erased_blocks, g.cleaned_blocks, g.moved_pages
-    );
-    let report = measure.finish(a, headline, result.clone())?;
-    Ok((result.to_string(), report))
+    let report = ops::gc(a, &mut fs)?;
+    Ok((report.result.to_string(), report))
 }
 
-/// The files, from the host's index and journal alone while a node is offline (as `insitu fs ls`).
+/// The files, from the host's index and journal alone while a node is offline (as `insitu fs ls`):
+/// `{"files": [...], "stats", "offline"}`.
 pub fn fs_ls(a: &Array) -> Result<String> {
-    let entry = |f: &insitu_host::bluedbm::fs::FsFile| json!({ "name": f.name, "size": f.size, "pages": f.pages.len() });
-    let files: Vec<_> = match a.offline().next() {
-        Some(_) => insitu_host::bluedbm::fs::catalog(a)?.iter().map(entry).collect(),
-        None => Fs::open(a)?.files().map(entry).collect(),
+    let (result, _) = match a.offline().next() {
+        Some(_) => ops::listing(a, None)?,
+        None => ops::listing(a, Some(&Fs::open(a)?))?,
     };
-    Ok(json!(files).to_string())
+    Ok(result.to_string())
 }
 
 pub fn fs_rm(a: &Array, name: &str) -> Result<()> {
@@ -204,12 +188,8 @@ fn store_graph(
 ) -> Result<(String, Report)> {
     let adj = Adjacency::build(edges, vertices, directed)?;
     let mut fs = Fs::open(a)?;
-    let measure = Measure::start("bluedbm put-graph", a)?;
-    let g = put_graph(&mut fs, name, &adj, node)?;
-    let headline = format!("stored graph {} ({} vertices) in {} pages", g.name, g.vertices, g.pages);
-    let result = json!(g);
-    let report = measure.finish(a, headline, result.clone())?;
-    Ok((result.to_string(), report))
+    let report = ops::store_graph(a, &mut fs, &adj, (edges.len(), directed), name, node)?;
+    Ok((report.result.to_string(), report))
 }
 
 /// Who traverses: node `node`, placed by name, `flash_share` of a host-DRAM traversal's accesses to flash.

@@ -10,14 +10,12 @@ use anyhow::Result;
 use clap::Subcommand;
 use insitu_host::bluedbm::apps::{AppCost, Placement as AppPlacement};
 use insitu_host::bluedbm::fs::Fs;
-use insitu_host::bluedbm::graph::{
-    bfs, put_graph, read_edges, walk, Adjacency, EdgeFormat, Reader, WalkSpec,
-};
+use insitu_host::bluedbm::graph::{bfs, read_edges, walk, Adjacency, EdgeFormat, Reader, WalkSpec};
 use insitu_host::bluedbm::nearest::{nearest, Lsh, Misses, NearestOptions};
+use insitu_host::bluedbm::ops;
 use insitu_host::bluedbm::power::Modeled;
 use insitu_host::bluedbm::search::{search, SearchOptions};
 use insitu_host::bluedbm::IspLimits;
-use insitu_host::report::Measure;
 use insitu_host::units::{count, human_bytes};
 use serde_json::json;
 
@@ -353,23 +351,10 @@ impl BluedbmCmd {
                 let adj = Adjacency::build(&list, vertices, directed)?;
                 let array = ctx.open()?;
                 let mut fs = Fs::open(&array)?;
-                let measure = Measure::start("bluedbm put-graph", &array)?;
-                let g = crate::output::busy("storing the graph", || put_graph(&mut fs, &name, &adj, node))?;
-                let headline = format!(
-                    "stored graph {} ({}, {} neighbour entries, largest degree {}) in {} ({} \
-                     spill), {}",
-                    g.name,
-                    count(g.vertices as u64, "vertex/vertices"),
-                    g.arcs,
-                    g.max_degree,
-                    count(g.pages as u64, "page"),
-                    g.spill_pages,
-                    human_bytes(g.bytes)
-                );
-                let result = json!({ "name": g.name, "vertices": g.vertices, "edges": list.len(), "arcs": g.arcs,
-                                     "pages": g.pages, "spill_pages": g.spill_pages, "bytes": g.bytes,
-                                     "max_degree": g.max_degree, "directed": directed });
-                ctx.out.report(&measure.finish(&array, headline, result)?);
+                let report = crate::output::busy("storing the graph", || {
+                    ops::store_graph(&array, &mut fs, &adj, (list.len(), directed), &name, node)
+                })?;
+                ctx.out.report(&report);
             }
             BluedbmCmd::Bfs { graph, from, levels, by } => {
                 let array = ctx.open()?;

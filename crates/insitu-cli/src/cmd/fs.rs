@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use insitu_host::bluedbm::fs::{catalog, Access, Fs, FsFile, ViaReport};
+use insitu_host::bluedbm::fs::{catalog, Access, Fs, ViaReport};
+use insitu_host::bluedbm::ops;
 use insitu_host::bluedbm::power::Modeled;
-use insitu_host::report::Measure;
 use insitu_host::HostError;
 use serde_json::json;
 
@@ -116,27 +116,16 @@ impl FsCmd {
                     anyhow::bail!("reading standard input (-) needs --name for the file");
                 }
                 let name = name_for(name, &file, true, "file")?;
-                let measure = Measure::start("fs put", &array)?;
-                let stored = if stdin {
-                    fs.put(&name, &mut BufReader::with_capacity(1 << 20, std::io::stdin().lock()), node)?
+                let report = if stdin {
+                    let mut input = BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+                    ops::put(&array, &mut fs, &name, &mut input, None, node)?
                 } else {
                     let f = File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
                     // A file of known size that cannot fit is refused before a page is written.
-                    if let Some(m) = f.metadata().ok().filter(|m| m.is_file()) {
-                        fs.check_put(&name, m.len(), node)?;
-                    }
-                    fs.put(&name, &mut BufReader::with_capacity(1 << 20, f), node)?
+                    let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                    ops::put(&array, &mut fs, &name, &mut BufReader::with_capacity(1 << 20, f), size, node)?
                 };
-                let nodes: std::collections::BTreeSet<u32> = stored.pages.iter().map(|p| p.node).collect();
-                let headline = format!(
-                    "stored {} ({}) in {} on node(s) {:?}",
-                    stored.name,
-                    human_bytes(stored.size),
-                    count(stored.pages.len() as u64, "page"),
-                    nodes
-                );
-                let result = json!({"name": stored.name, "size": stored.size, "pages": stored.pages.len(), "nodes": nodes});
-                ctx.out.report(&measure.finish(&array, headline, result)?);
+                ctx.out.report(&report);
             }
             FsCmd::Get { name, output, via, from } => {
                 let modeled = |r: &ViaReport| r.modeled(array.profile(), fs.node_count(), fs.page_size());
@@ -146,66 +135,56 @@ impl FsCmd {
                     v["modeled"] = json!(modeled(r));
                     v
                 };
-                let read = |w: &mut dyn Write| -> Result<(u64, Option<ViaReport>)> {
-                    Ok(match via {
-                        None => (fs.get(&name, w)?, None),
-                        Some(v) => {
-                            let r = fs.get_via(&name, from, v.access(), w)?;
-                            (r.bytes, Some(r))
-                        }
-                    })
-                };
                 // A read by the host through the file system is measured and modeled as every command is;
                 // a read by one node over the storage network carries its own simulation.
-                let measure = via.is_none().then(|| Measure::start("fs get", &array)).transpose()?;
-                if output.as_os_str() == "-" {
-                    let stdout = std::io::stdout();
-                    let mut lock = stdout.lock();
-                    let (n, via) = read(&mut lock)?;
-                    lock.flush()?;
-                    // The data owns stdout: what was read, and at what cost, goes to stderr.
-                    if let Some(m) = measure {
-                        let headline = format!("read {name} ({}) to standard output", human_bytes(n));
-                        let result = json!({"name": name, "size": n, "output": "-"});
-                        ctx.out.report_to_stderr(&m.finish(&array, headline, result)?);
-                    } else if let Some(r) = &via {
-                        ctx.out.plain_to_stderr(
-                            "fs get",
-                            json!({"name": name, "size": n, "output": "-", "via": report(r), "modeled": modeled(r)}),
-                            &via_text(r, &modeled(r)),
-                        );
+                match via {
+                    None if output.as_os_str() == "-" => {
+                        let stdout = std::io::stdout();
+                        let mut lock = stdout.lock();
+                        let r = ops::get(&array, &fs, &name, &mut lock, Some("-"))?;
+                        lock.flush()?;
+                        // The data owns stdout: what was read, and at what cost, goes to stderr.
+                        ctx.out.report_to_stderr(&r);
                     }
-                } else {
-                    let mut w = insitu_host::outfile::OutFile::create(&output)?;
-                    let (n, via) = read(&mut w)?;
-                    w.commit()?;
-                    let mut text = format!("wrote {name} ({}) to {}", human_bytes(n), output.display());
-                    if let Some(m) = measure {
-                        let result = json!({"name": name, "size": n, "output": output});
-                        ctx.out.report(&m.finish(&array, text, result)?);
-                    } else if let Some(r) = &via {
-                        text = format!("{text}\n{}", via_text(r, &modeled(r)));
+                    None => {
+                        let mut w = insitu_host::outfile::OutFile::create(&output)?;
+                        let r = ops::get(&array, &fs, &name, &mut w, Some(&output.display().to_string()))?;
+                        w.commit()?;
+                        ctx.out.report(&r);
+                    }
+                    Some(via) if output.as_os_str() == "-" => {
+                        let stdout = std::io::stdout();
+                        let mut lock = stdout.lock();
+                        let r = fs.get_via(&name, from, via.access(), &mut lock)?;
+                        lock.flush()?;
+                        ctx.out.plain_to_stderr(
+                        "fs get",
+                        json!({"name": name, "size": r.bytes, "output": "-", "via": report(&r), "modeled": modeled(&r)}),
+                        &via_text(&r, &modeled(&r)),
+                    );
+                    }
+                    Some(via) => {
+                        let mut w = insitu_host::outfile::OutFile::create(&output)?;
+                        let r = fs.get_via(&name, from, via.access(), &mut w)?;
+                        w.commit()?;
+                        let text = format!(
+                            "wrote {name} ({}) to {}\n{}",
+                            human_bytes(r.bytes),
+                            output.display(),
+                            via_text(&r, &modeled(&r))
+                        );
                         ctx.out.costed(
                             "fs get",
-                            json!({"name": name, "size": n, "output": output, "via": report(r),
-                                   "modeled": modeled(r)}),
+                            json!({"name": name, "size": r.bytes, "output": output, "via": report(&r),
+                               "modeled": modeled(&r)}),
                             &text,
                         );
                     }
                 }
             }
             FsCmd::Ls => {
-                let (files, mut text) = listing(fs.files(), &[]);
-                let s = fs.stats();
-                text += &format!(
-                    "{} file(s), {}; pages: {} live, {} dead; {} erased block(s) free",
-                    s.files,
-                    human_bytes(s.bytes),
-                    s.live_pages,
-                    s.dead_pages,
-                    s.free_blocks
-                );
-                ctx.out.plain("fs ls", json!({"files": files, "stats": s, "offline": []}), &text);
+                let (result, text) = ops::listing(&array, Some(&fs))?;
+                ctx.out.plain("fs ls", result, &text);
             }
             FsCmd::Rm { name } => {
                 fs.remove(&name)?;
@@ -216,30 +195,7 @@ impl FsCmd {
                 let text: Vec<String> = f.pages.iter().map(|p| p.to_string()).collect();
                 ctx.out.plain("fs pages", json!({"name": name, "pages": f.pages}), &text.join("\n"));
             }
-            FsCmd::Gc => {
-                // What the host's disk got back is measured, not inferred: a removed file's pages were
-                // given back when it was removed, and punching them again gives nothing.
-                let measure = Measure::start("fs gc", &array)?;
-                let (before, _) = insitu_host::stats::disk_use(array.dir());
-                let g = fs.collect_garbage()?;
-                let (after, _) = insitu_host::stats::disk_use(array.dir());
-                let s = fs.stats();
-                let headline = format!(
-                    "erased {} block(s) of dead pages; cleaned {} block(s) at least half dead (moved {} live \
-                     page(s)); {} erased block(s) free; the appliance's files take {} of the host's disk ({} \
-                     before)",
-                    g.erased_blocks,
-                    g.cleaned_blocks,
-                    g.moved_pages,
-                    s.free_blocks,
-                    human_bytes(after),
-                    human_bytes(before)
-                );
-                let result = json!({"erased_blocks": g.erased_blocks, "cleaned_blocks": g.cleaned_blocks,
-                                    "moved_pages": g.moved_pages, "discarded_pages": g.discarded_pages,
-                                    "disk_bytes_before": before, "disk_bytes_after": after, "stats": s});
-                ctx.out.report(&measure.finish(&array, headline, result)?);
-            }
+            FsCmd::Gc => ctx.out.report(&ops::gc(&array, &mut fs)?),
         }
         drop(fs);
         crate::cmd::close(array);
@@ -247,39 +203,22 @@ impl FsCmd {
     }
 }
 
-/// The files as JSON and as lines for people, those with pages on an `offline` node marked.
-fn listing<'f>(files: impl Iterator<Item = &'f FsFile>, offline: &[u32]) -> (Vec<serde_json::Value>, String) {
-    let (mut json, mut text) = (Vec::new(), String::new());
-    for f in files {
-        let nodes: std::collections::BTreeSet<u32> = f.pages.iter().map(|p| p.node).collect();
-        json.push(json!({"name": f.name, "size": f.size, "pages": f.pages.len(), "nodes": nodes}));
-        let down: Vec<String> = nodes.iter().filter(|n| offline.contains(n)).map(|n| n.to_string()).collect();
-        let mark = match down.as_slice() {
-            [] => String::new(),
-            d => format!("  (pages on offline node {})", d.join(", ")),
-        };
-        text += &format!("{:>12}  {:>8} pages  {}{mark}\n", f.size, f.pages.len(), f.name);
-    }
-    (json, text)
-}
-
 impl FsCmd {
     /// `fs ls` and `fs pages` while a node is offline (`why`): from the host's index and journal alone.
     fn without_nodes(self, ctx: &Ctx, array: insitu_host::Array) -> Result<ExitCode> {
-        let files = catalog(&array)?;
-        let offline: Vec<u32> = array.offline().map(|(n, _)| n).collect();
-        crate::cmd::close(array);
         match self {
             FsCmd::Ls => {
                 eprintln!(
                     "note: the files as the host's index holds them; the nodes' space is not known while a \
                      node is offline"
                 );
-                let (json, mut text) = listing(files.iter(), &offline);
-                text += &format!("{} file(s); offline node(s): {offline:?}", files.len());
-                ctx.out.plain("fs ls", json!({"files": json, "stats": null, "offline": offline}), &text);
+                let (result, text) = ops::listing(&array, None)?;
+                crate::cmd::close(array);
+                ctx.out.plain("fs ls", result, &text);
             }
             FsCmd::Pages { name } => {
+                let files = catalog(&array)?;
+                crate::cmd::close(array);
                 let f =
                     files.iter().find(|f| f.name == name).ok_or_else(|| HostError::NoFile(name.clone()))?;
                 let text: Vec<String> = f.pages.iter().map(|p| p.to_string()).collect();

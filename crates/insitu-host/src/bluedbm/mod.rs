@@ -10,6 +10,7 @@ pub mod bench;
 pub mod fs;
 pub mod graph;
 pub mod nearest;
+pub mod ops;
 pub mod power;
 pub mod repro;
 pub mod repro_apps;
