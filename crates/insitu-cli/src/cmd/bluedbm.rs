@@ -384,10 +384,10 @@ impl BluedbmCmd {
                     "bfs {graph} from {from}: {} reached, {} deep, {} in {} of dependent \
                      reads by node {node}'s {}\n  modeled {:.4} s, {} on {} ({:.4} s of reads, {:.4} s of host \
                      software), measured {:.3} s wall, host cpu {:.3} s, device cpu {:.3} s",
-                    count(b.reached as u64, "vertex/vertices"),
+                    count(b.reached, "vertex/vertices"),
                     count(b.depth as u64, "level"),
                     count(r.pages, "page"),
-                    count(b.rounds as u64, "round"),
+                    count(b.rounds, "round"),
                     who(placement),
                     c.modeled_s,
                     joules(&c.modeled),
@@ -431,9 +431,9 @@ impl BluedbmCmd {
                      {node}'s {}\n  modeled {:.4} s ({per_step}), {} on {}, measured {:.3} s wall, host cpu \
                      {:.3} s, device cpu {:.3} s",
                     count(w.walks.len() as u64, "walk"),
-                    count(w.steps as u64, "step"),
+                    count(w.steps, "step"),
                     count(r.pages, "page"),
-                    count(w.rounds as u64, "round"),
+                    count(w.rounds, "round"),
                     who(placement),
                     c.modeled_s,
                     joules(&c.modeled),
