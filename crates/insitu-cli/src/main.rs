@@ -93,7 +93,7 @@ enum Cmd {
     /// BlueDBM's file system on the nodes' raw flash: files as physical pages.
     #[command(subcommand)]
     Fs(Lazy<fs::FsCmd>),
-    /// BlueDBM's applications on an appliance (§7): graphs stored a vertex a page.
+    /// BlueDBM's applications on an appliance (§7): string search, nearest neighbours, graphs stored a vertex a page (BFS, random walks).
     #[command(subcommand)]
     Bluedbm(Lazy<bluedbm::BluedbmCmd>),
     /// Space, wear, write amplification and counters of every device.

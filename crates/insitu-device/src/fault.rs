@@ -2,8 +2,11 @@
 //! N-th time it passes POINT (N counts from 1). This is a real SIGKILL: no destructor, flush or checkpoint
 //! runs, exactly as when an operator's process is killed. Points are named where they are placed: the
 //! host's (`put-stripe`, `put-part-committed`, `put-catalog`, `rm-catalog`, `put-table-batch`,
-//! `put-table-part`, `put-table-catalog`, `shuffle-before-catalog`) and a device server's (`devN-command`: a command
-//! arriving at the server of device N, so a test can kill one device in the middle of an operator).
+//! `put-table-part`, `put-table-catalog`, `shuffle-before-catalog`, `lba-write-piece`,
+//! `selfsort-generate-chunk`), the BlueDBM file system's (`fs-put-pages`, `fs-put-journal`, `fs-gc-erase`,
+//! `fs-gc-moved`) and a device server's (`devN-command`: a command arriving at the server of device N, so a
+//! test can kill one device in the middle of an operator). The crash tests check that the process was
+//! killed, so a test that names a point no code passes (a misspelt one) fails.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -3,9 +3,13 @@
 //!
 //! Layout of the data directory:
 //! ```text
-//! array.json      configuration (device count, capacity, stripe unit, the full profile)
-//! catalog.json    objects of the array (the commit point of multi-device writes)
-//! dev0/ dev1/ ... one device each: device.json, superblock, checkpoint, journal, nand.img, nand.oob
+//! array.json      configuration (device count, capacity, stripe unit, the full profile); array.b.json its copy
+//! catalog.json    objects of the array (the commit point of multi-device writes); catalog.b.json its copy
+//! reserve         disk space held back so that a full host disk still lets the catalog be written
+//! init.incomplete only while `init` runs (an init cut off leaves it, and the next init clears its devices)
+//! dev0/ dev1/ ... one device each: device.json, superblock, checkpoint, journal, nand.img, nand.oob (and
+//!                 their .b copies); raw/ for a BlueDBM node's raw partition
+//! fs/             the BlueDBM file system's index and journal (an appliance's)
 //! ```
 
 use std::fs::File;

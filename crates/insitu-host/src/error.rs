@@ -56,12 +56,12 @@ pub enum HostError {
     FileExists(String),
     #[error("file {name:?} is damaged: {detail}")]
     FileDamaged { name: String, detail: String },
-    /// The file system has no room for a write: what it needs and what is free, said in the file system's
-    /// terms (pages, buses and the blocks cleaning keeps).
     /// The caller's progress callback asked to stop (a Python callback that raised, or Ctrl-C): the
     /// operation undid what it had started, as after any failure.
     #[error("cancelled: {0}")]
     Cancelled(String),
+    /// The file system has no room for a write: what it needs and what is free, said in the file system's
+    /// terms (pages, buses and the blocks cleaning keeps).
     #[error("the file system is full: {0}")]
     FsFull(String),
 }

@@ -12,6 +12,8 @@
 //! - [`intersect`]: the Smart SSD list intersection (DaMoN '16): lists, sessions, SvS, the §4 model;
 //! - [`selfsort`]: the Self-Sorting SSD (2015): records sorted by the drive's firmware as they are written
 //!   or on command, read back in key order; its baselines (host merge sort, ActiveSort);
+//! - [`bluedbm`]: BlueDBM (ISCA '15): the storage network and its reproduction, the file system that hands
+//!   out physical addresses, and the applications (string search, nearest neighbours, graph traversal);
 //! - [`lba`]: the block interface of one device (write, read, trim);
 //! - [`model`]: counters -> modeled time and energy on a profile; [`report`]: what every operation returns.
 //!

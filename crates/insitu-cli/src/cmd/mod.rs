@@ -119,7 +119,6 @@ impl Ctx {
     }
 }
 
-/// The first few of `names`, and how many more.
 /// Closes the array once a command's work is done. A device that does not close cleanly (its server
 /// gone, its checkpoint not written) keeps what it committed in its journal, which the next open
 /// replays: a warning, not the command's failure (which would say a committed write failed).
@@ -129,6 +128,7 @@ pub fn close(array: Array) {
     }
 }
 
+/// The first few of `names`, and how many more.
 pub fn few(names: &[String]) -> String {
     const SHOWN: usize = 5;
     if names.len() <= SHOWN {

@@ -21,7 +21,10 @@
 //!   the closed segment of that bus with the fewest live pages is cleaned: its live pages are copied to
 //!   the bus's write points (into the reserve block if need be), the moves are journaled, then the block
 //!   is erased and becomes the reserve. When a bus has nothing to clean, the page goes to another bus.
-//!   `insitu fs gc` erases every block whose pages are all dead, write points' blocks too.
+//!   `insitu fs gc` erases every block whose pages are all dead, write points' blocks too, and cleans the
+//!   closed blocks at least half dead (their live pages moved as above, then erased); it leaves write
+//!   points' blocks with live pages alone (moving them into the write points beside them, themselves
+//!   partly dead, would churn).
 //! - **Host disk.** A removed file's pages are punched out of the nodes' images at once ([`RawDiscard`]):
 //!   they stay programmed until cleaning erases their block, but no longer take the host's disk.
 

@@ -7,7 +7,7 @@
 //! - [`host`]: the host CPU and host-accelerator baselines;
 //! - [`merge`]: the global k-way merge of the sorted parts into one Parquet file;
 //! - [`data`]: the paper's workloads (TPC-C ORDER-LINE, the synthetic table of Fig. 12/13);
-//! - [`repro`]: Fig. 13.
+//! - [`repro`]: Figs. 8, 9, 13 and 14.
 
 pub mod data;
 pub mod device;

@@ -20,11 +20,11 @@ use crate::lba;
 use crate::report::{Measure, Report};
 use crate::units::{self, count, human_bytes};
 
-/// How the host talks to the firmware.
 /// Bytes per write command of records: large, so that a sort-on-write index takes each command's
 /// records as one batch (see the firmware's `insert_batch`).
 pub const RECORD_WRITE_BYTES: u64 = 8 << 20;
 
+/// How the host talks to the firmware.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Interface {
     /// The paper's way: a command block written to the command LBA, the status read back from it.
