@@ -145,6 +145,35 @@ pub enum ReproCmd {
     },
 }
 
+/// A repro with the defaults its options have on the command line, run with `report`, in `work`, on the
+/// TPC-H tables of `tpch` (what `repro all` takes for them all).
+fn with_defaults(
+    name: &str,
+    report: &ReportArgs,
+    work: &Option<PathBuf>,
+    tpch: &Option<PathBuf>,
+) -> ReproCmd {
+    #[derive(clap::Parser)]
+    struct One {
+        #[command(subcommand)]
+        cmd: ReproCmd,
+    }
+    let mut cmd =
+        <One as clap::Parser>::try_parse_from(["repro", name]).expect("every repro runs without options").cmd;
+    match &mut cmd {
+        ReproCmd::Nascent { report: r, work: w, .. }
+        | ReproCmd::Intersect { report: r, work: w, .. }
+        | ReproCmd::Selfsort { report: r, work: w, .. }
+        | ReproCmd::BluedbmApps { report: r, work: w, .. } => (*r, *w) = (report.clone(), work.clone()),
+        ReproCmd::Psacs { report: r, work: w, tpch: t, .. } => {
+            (*r, *w, *t) = (report.clone(), work.clone(), tpch.clone())
+        }
+        ReproCmd::BluedbmNet { report: r, .. } => *r = report.clone(),
+        ReproCmd::All { .. } => unreachable!("repro all runs the others"),
+    }
+    cmd
+}
+
 /// Where repros make their temporary arrays unless `--work` says.
 const DEFAULT_WORK: &str = "target/insitu-repro";
 
@@ -159,41 +188,10 @@ impl ReproCmd {
         if let ReproCmd::All { report, tpch, work } = self {
             let mut papers = serde_json::Map::new();
             let mut text = String::new();
-            let cmds = [
-                ReproCmd::Nascent {
-                    report: report.clone(),
-                    tpcc: None,
-                    devices: None,
-                    profile: "smartssd".into(),
-                    algo: Algo::Fast,
-                    work: work.clone(),
-                },
-                ReproCmd::Psacs {
-                    report: report.clone(),
-                    tpch,
-                    scale_factor: None,
-                    partitions: 1024,
-                    threads: vec![1, 2, 4, 8, 16, 32],
-                    profile: "smartssd".into(),
-                    work: work.clone(),
-                },
-                ReproCmd::Intersect { report: report.clone(), scale: None, work: work.clone() },
-                ReproCmd::Selfsort {
-                    report: report.clone(),
-                    size: "64MB".into(),
-                    random_only: false,
-                    runs: None,
-                    request: "128KiB".into(),
-                    profile: "jasmine".into(),
-                    work: work.clone(),
-                },
-                ReproCmd::BluedbmNet { report: report.clone(), profile: "bluedbm".into() },
-                ReproCmd::BluedbmApps {
-                    report: report.clone(),
-                    profile: "bluedbm".into(),
-                    work: work.clone(),
-                },
-            ];
+            // Each repro with its own defaults, as `insitu repro NAME` alone would run it, and this call's
+            // report, work folder and TPC-H tables.
+            let cmds = ["nascent", "psacs", "intersect", "selfsort", "bluedbm-net", "bluedbm-apps"]
+                .map(|name| with_defaults(name, &report, &work, &tpch));
             // One repro that cannot run (a tool missing, a folder not writable) does not stop the others:
             // their figures are written, the failure is said at the end, and the exit status is 1.
             let mut failed = serde_json::Map::new();
@@ -407,4 +405,35 @@ fn tpch_tables(sf: f64, progress: &dyn Fn(&str)) -> Result<PathBuf> {
 fn find_tpchgen() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path).map(|d| d.join("tpchgen-cli")).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `repro all` runs each repro with the defaults of its own options (it spelt them out again, free to
+    /// drift), and with the report, work folder and tables it was given.
+    #[test]
+    fn repro_all_takes_each_repros_own_defaults() {
+        let report = ReportArgs { out: "o".into(), quick: true };
+        let (work, tpch) = (Some(PathBuf::from("w")), Some(PathBuf::from("t")));
+        let names = ["nascent", "psacs", "intersect", "selfsort", "bluedbm-net", "bluedbm-apps"];
+        let cmds = names.map(|n| with_defaults(n, &report, &work, &tpch));
+        match &cmds[1] {
+            ReproCmd::Psacs { partitions, threads, profile, tpch: t, work: w, report: r, .. } => {
+                assert_eq!(
+                    (*partitions, threads.as_slice(), profile.as_str()),
+                    (1024, &[1, 2, 4, 8, 16, 32][..], "smartssd")
+                );
+                assert_eq!((t, w, r.quick), (&tpch, &work, true));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &cmds[3] {
+            ReproCmd::Selfsort { size, request, profile, .. } => {
+                assert_eq!((size.as_str(), request.as_str(), profile.as_str()), ("64MB", "128KiB", "jasmine"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
