@@ -47,6 +47,14 @@ def test_error_classes(tmp_path, arr):
     arr.put("x", b"1")
     with pytest.raises(insitu.AlreadyExistsError):
         arr.put("x", b"2")
+    # A file Arrow or Parquet refuses is a format error, named by its path.
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_text("k,v\n1,a\n2\n")
+    with pytest.raises(insitu.FormatError, match="bad.csv"):
+        arr.put_table(bad_csv, "bad", key="k")
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(insitu.FormatError, match="bad.parquet"):
+        arr.put_table(tmp_path / "bad.parquet", "bad", key="k")
     with pytest.raises(insitu.InvalidArgumentError, match='placement "gpu": expected one of device, host, host-accel'):
         arr.sort("t", "k", placement="gpu")
     with pytest.raises(insitu.InvalidArgumentError, match="64 parsecs"):

@@ -278,9 +278,8 @@ impl ReproCmd {
             ReproCmd::Selfsort { report, size, random_only, runs, request, profile, work } => {
                 use insitu_host::selfsort::repro;
                 let bytes = repro::paper_size(&size)?;
-                let records = crate::cmd::selfsort::check_records(bytes / 16384)?;
                 let opts = repro::ReproOptions {
-                    records,
+                    records: bytes / insitu_host::selfsort::records::RecordFormat::PAPER.size as u64,
                     presorted: !random_only,
                     runs: runs.unwrap_or(if report.quick { 2 } else { 8 }),
                     request_bytes: insitu_host::units::parse_size(&request)?,

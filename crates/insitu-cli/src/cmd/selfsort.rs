@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use insitu_host::selfsort::{self, ops, Interface, Method, Query, RecordFormat, SortJob};
 use insitu_host::{Array, Report};
@@ -471,12 +471,4 @@ impl SelfSortCmd {
         }
         Ok(ExitCode::SUCCESS)
     }
-}
-
-/// `--size` of `repro selfsort` in the paper's units.
-pub fn check_records(records: u64) -> Result<u64> {
-    if records < 2 {
-        bail!("the experiment needs at least two 16 KB records (--size 32KB or more)");
-    }
-    Ok(records)
 }

@@ -167,7 +167,9 @@ pub fn paper_size(s: &str) -> Result<u64> {
 /// Runs the experiment.
 pub fn run(opts: &ReproOptions, progress: &dyn Fn(&str)) -> Result<Repro> {
     if opts.records < 2 {
-        return Err(HostError::InvalidArgument("the experiment needs at least 2 records".into()));
+        return Err(HostError::InvalidArgument(
+            "the experiment needs at least two 16 KB records (a size of 32KB or more)".into(),
+        ));
     }
     std::fs::create_dir_all(&opts.workdir).map_err(|e| HostError::io(&opts.workdir, e))?;
     let fmt = RecordFormat::PAPER;

@@ -39,14 +39,16 @@ impl TableFile {
         let file = File::open(path).map_err(|e| HostError::io(path, e))?;
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
         let shown = path.display().to_string();
-        let bad = move |e: String| HostError::InvalidArgument(format!("{shown}: {e}"));
+        // What Arrow or Parquet refused in the file is a format error (Python's FormatError), named by path.
+        let pq = |what: &String| HostError::parquet(what.clone());
+        let ar = |what: &String| HostError::arrow(what.clone());
+        let bad = |e: String| HostError::InvalidArgument(format!("{}: {e}", path.display()));
         let (schema, batches): (SchemaRef, Box<dyn Iterator<Item = Result<RecordBatch>> + Send>) = match ext
             .as_str()
         {
             "parquet" | "pq" => {
                 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-                let builder =
-                    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(e.to_string()))?;
+                let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq(&shown))?;
                 // View-typed strings (as tpchgen-cli writes them) are read straight into the plain
                 // offsets-and-bytes arrays the table stores, instead of into views cast afterwards.
                 let plain = |t: &DataType| match t {
@@ -70,19 +72,19 @@ impl TableFile {
                         file,
                         ArrowReaderOptions::new().with_schema(wanted),
                     )
-                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(pq(&shown))?
                 } else {
                     builder
                 };
                 // The builder's schema, not the reader's: the reader's drops the schema's metadata.
                 let schema = builder.schema().clone();
-                let r = builder.with_batch_size(BATCH_ROWS).build().map_err(|e| bad(e.to_string()))?;
-                let bad = bad.clone();
-                (schema, Box::new(r.map(move |b| b.map_err(|e| bad(e.to_string())))))
+                let r = builder.with_batch_size(BATCH_ROWS).build().map_err(pq(&shown))?;
+                let shown = shown.clone();
+                (schema, Box::new(r.map(move |b| b.map_err(ar(&shown)))))
             }
             "csv" => {
                 let fmt = arrow::csv::reader::Format::default().with_header(true);
-                let (schema, _) = fmt.infer_schema(&file, Some(10_000)).map_err(|e| bad(e.to_string()))?;
+                let (schema, _) = fmt.infer_schema(&file, Some(10_000)).map_err(ar(&shown))?;
                 // A column with no values to infer from (a header-only file, or a column always empty) is
                 // text: there is nothing to say it is anything else.
                 let schema = arrow::datatypes::Schema::new(
@@ -103,9 +105,9 @@ impl TableFile {
                     .with_format(fmt)
                     .with_batch_size(BATCH_ROWS)
                     .build(file)
-                    .map_err(|e| bad(e.to_string()))?;
-                let bad = bad.clone();
-                (schema, Box::new(r.map(move |b| b.map_err(|e| bad(e.to_string())))))
+                    .map_err(ar(&shown))?;
+                let shown = shown.clone();
+                (schema, Box::new(r.map(move |b| b.map_err(ar(&shown)))))
             }
             _ => return Err(bad("unknown format: give a .parquet or .csv file".into())),
         };
