@@ -144,12 +144,26 @@ fn attach(d: Device, fabric: &Arc<PeerFabric>) -> DeviceClient {
     DeviceClient::new(t)
 }
 
-/// Runs `f(i)` for every device at once (opening recovers each device: worth doing in parallel).
+/// Runs `f(i)` for every device at once (opening recovers each device: worth doing in parallel). A
+/// device whose opening panicked is that device's failure, offline, not the array's: one bad device does
+/// not take the array down.
 fn each<T: Send>(count: u32, f: impl Fn(u32) -> Result<T> + Sync) -> Vec<Result<T>> {
     std::thread::scope(|s| {
         let f = &f;
-        let handles: Vec<_> = (0..count).map(|i| s.spawn(move || f(i))).collect();
-        handles.into_iter().map(|h| h.join().expect("device open thread panicked")).collect()
+        let handles: Vec<_> = (0..count).map(|i| (i, s.spawn(move || f(i)))).collect();
+        handles
+            .into_iter()
+            .map(|(i, h)| {
+                h.join().unwrap_or_else(|panic| {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic".into());
+                    Err(HostError::Offline { device: i, detail: format!("its opening failed: {why}") })
+                })
+            })
+            .collect()
     })
 }
 

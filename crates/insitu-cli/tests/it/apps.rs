@@ -163,6 +163,15 @@ fn nearest_neighbours_agree_on_every_placement_with_a_naive_scan() {
     // The buckets are built once, on first use.
     let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8"]);
     assert_eq!(r["result"]["lsh_built"], false);
+    let first = r["result"]["queries"].clone();
+    // Kept with a checksum: a flipped bit in them is found, and they are built again, the answer the same.
+    let lsh = std::fs::read_dir(env.data().join("fs/lsh")).unwrap().next().unwrap().unwrap().path();
+    let mut kept = std::fs::read(&lsh).unwrap();
+    let last = kept.len() - 3;
+    kept[last] ^= 0x10;
+    std::fs::write(&lsh, &kept).unwrap();
+    let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8"]);
+    assert_eq!((&r["result"]["lsh_built"], &r["result"]["queries"]), (&serde_json::json!(true), &first));
     // Fewer candidates than --k share the queries' buckets: said, not left to be noticed.
     let r = env.json(&["bluedbm", "knn", "items", s(&qfile), "--lsh", "8", "--k", "50"]);
     let w = r["result"]["warning"].as_str().unwrap_or("");

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use insitu_device::protocol::{IspLimits, IspNearest, IspNearestReply};
 use insitu_device::work;
+use insitu_device::{checked_body, with_checksum};
 use insitu_kernels::hamming::{distance, Nearest};
 use serde::Serialize;
 
@@ -407,6 +408,9 @@ fn lsh_candidates(keys: &[u64], q: &[u64], lsh: Lsh) -> Vec<u32> {
         .collect()
 }
 
+/// The first line of a kept file of LSH buckets, before its checksum.
+const LSH_HEADER: &str = "insitu lsh v1 crc32=";
+
 /// Where the buckets of file `f` under `lsh` are kept.
 fn lsh_path(fs: &Fs, f: &FsFile, lsh: Lsh) -> PathBuf {
     fs.meta_dir().join("lsh").join(format!("{}-{}x{}.bin", f.id, lsh.bands, lsh.bits))
@@ -428,12 +432,13 @@ fn lsh_keys(fs: &Fs, f: &FsFile, lsh: Lsh) -> Result<(Vec<u64>, bool)> {
     }
     let path = lsh_path(fs, f, lsh);
     let want = f.pages.len() * lsh.bands as usize;
+    // Kept with a checksum: a file changed since (a flipped bit, a cut-off copy) is built again, never
+    // trusted for its length alone (a wrong bucket would silently change the answers).
     if let Ok(bytes) = std::fs::read(&path) {
-        if bytes.len() == want * 8 {
-            return Ok((
-                bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect(),
-                false,
-            ));
+        let body =
+            bytes.strip_prefix(LSH_HEADER.as_bytes()).and_then(|_| checked_body(LSH_HEADER, &bytes).ok());
+        if let Some(body) = body.filter(|b| b.len() == want * 8) {
+            return Ok((insitu_kernels::le::decode_u64s(body), false));
         }
     }
     let mut data = Vec::with_capacity(f.size as usize);
@@ -442,7 +447,7 @@ fn lsh_keys(fs: &Fs, f: &FsFile, lsh: Lsh) -> Result<(Vec<u64>, bool)> {
     let dir = path.parent().expect("a folder");
     std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
     let mut out = OutFile::create_in_array(&path)?;
-    let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+    let bytes = with_checksum(LSH_HEADER, &insitu_kernels::le::encode_u64s(&keys));
     std::io::Write::write_all(&mut out, &bytes).map_err(|e| HostError::io(&path, e))?;
     out.commit()?;
     Ok((keys, true))
