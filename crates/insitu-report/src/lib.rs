@@ -107,19 +107,23 @@ pub fn write(out: &Path, pf: &PaperFigures) -> Result<Vec<PathBuf>> {
     for f in &pf.figures {
         let md = dir.join(format!("{}.md", f.id));
         let text = format!("# {} {}: {}\n\n{}\n\n{}", pf.cites, f.id, f.title, pf.setup, figure_table(f));
-        std::fs::write(&md, text).map_err(io(&md))?;
+        write_whole(&md, text.as_bytes())?;
         written.push(md);
         if let Some(p) = &f.plot {
             let title = format!("{} {}", pf.cites, f.id);
             let (svg, png) = (dir.join(format!("{}.svg", f.id)), dir.join(format!("{}.png", f.id)));
-            plot::draw(p, &title, &svg, &png)?;
+            let (svg_part, png_part) = (partial(&svg), partial(&png));
+            plot::draw(p, &title, &svg_part, &png_part)?;
+            for (part, path) in [(&svg_part, &svg), (&png_part, &png)] {
+                std::fs::rename(part, path).map_err(io(path))?;
+            }
             written.extend([svg, png]);
         }
     }
     let json = dir.join("figures.json");
     let data =
         serde_json::to_vec_pretty(pf).map_err(|source| ReportError::Json { path: json.clone(), source })?;
-    std::fs::write(&json, data).map_err(io(&json))?;
+    write_whole(&json, &data)?;
     written.push(json);
     written.push(write_report(out)?);
     Ok(written)
@@ -197,10 +201,26 @@ pub fn write_report(out: &Path) -> Result<PathBuf> {
         }
     }
     let path = out.join("REPORT.md");
-    let part = out.join(".REPORT.md.partial");
-    std::fs::write(&part, s).map_err(io(&part))?;
-    std::fs::rename(&part, &path).map_err(io(&path))?;
+    write_whole(&path, s.as_bytes())?;
     Ok(path)
+}
+
+/// `.STEM.partial.EXT` beside `path`: where a file is written before it is renamed into place (the
+/// extension kept last: the PNG encoder goes by it).
+fn partial(path: &Path) -> PathBuf {
+    let stem = path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match path.extension() {
+        Some(ext) => path.with_file_name(format!(".{stem}.partial.{}", ext.to_string_lossy())),
+        None => path.with_file_name(format!(".{stem}.partial")),
+    }
+}
+
+/// Writes `path` whole or not at all: beside it first, then renamed into place, so that a run cut off
+/// leaves the previous figure (or none), never half of one, for `REPORT.md` to read.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let part = partial(path);
+    std::fs::write(&part, bytes).map_err(io(&part))?;
+    std::fs::rename(&part, path).map_err(io(path))
 }
 
 fn anchor(pf: &PaperFigures, f: &Figure) -> String {
@@ -289,6 +309,15 @@ mod tests {
         let report = std::fs::read_to_string(write_report(out.path()).unwrap()).unwrap();
         assert!(report.contains("**Left out:**") && report.contains("junk/figures.json"), "{report}");
         assert!(report.contains("not a repro's figures.json") && report.contains("## nascent (test)"));
-        assert!(!out.path().join(".REPORT.md.partial").exists());
+        // Every file was written beside itself and renamed into place: no partial one is left.
+        for dir in [out.path().to_path_buf(), out.path().join("nascent")] {
+            let left: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("partial"))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
+        assert!(out.path().join("nascent/fig13.png").is_file());
     }
 }
