@@ -56,11 +56,6 @@ impl StripeLayout {
     pub fn part_size(&self) -> u64 {
         self.chunks().iter().map(|c| c.len).sum()
     }
-
-    /// Bytes on device `index` of an object of `total_size` striped over `count` devices.
-    pub fn part_size_of(unit: u64, count: u32, index: u32, total_size: u64) -> u64 {
-        StripeLayout { unit, index, count, total_size }.part_size()
-    }
 }
 
 #[cfg(test)]

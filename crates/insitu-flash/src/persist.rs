@@ -267,11 +267,6 @@ pub fn write_superblock(dir: &Path, sb: &Superblock) -> Result<()> {
     Ok(())
 }
 
-/// The superblock from whichever copy is valid (see [`read_superblock_copies`]).
-pub fn read_superblock(dir: &Path) -> Result<Superblock> {
-    Ok(read_superblock_copies(dir)?.state)
-}
-
 /// A copy of an older format than the other is the older one (a crash between the two writes of an
 /// upgrade), mended with the newer.
 pub fn read_superblock_copies(dir: &Path) -> Result<Copies<Superblock>> {

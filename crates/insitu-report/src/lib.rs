@@ -88,11 +88,6 @@ pub fn markdown(pf: &PaperFigures, plots: Option<&str>) -> String {
     s
 }
 
-/// The verdicts in one line per figure (what `insitu repro` prints last).
-pub fn verdicts(pf: &PaperFigures) -> String {
-    pf.figures.iter().map(|f| format!("{} {}: {}\n", pf.paper, f.id, f.verdict.line)).collect()
-}
-
 /// Writes `pf`'s files under `out/<paper>/` and `out/REPORT.md` anew; returns the paths written.
 pub fn write(out: &Path, pf: &PaperFigures) -> Result<Vec<PathBuf>> {
     if pf.paper.is_empty() || !pf.paper.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {

@@ -20,5 +20,5 @@ pub mod sim;
 pub mod topology;
 
 pub use routes::{Channel, ChannelId, Routes};
-pub use sim::{ChannelStats, Delivery, EndpointId, NetConfig, NetError, Network, Payload, Ps};
+pub use sim::{Delivery, EndpointId, NetConfig, NetError, Network, Payload, Ps};
 pub use topology::{Cable, NodeId, PortRef, Topology, TopologyError};

@@ -125,14 +125,6 @@ pub struct Delivery<P = Vec<u8>> {
     pub seq: u64,
 }
 
-/// What crossed one channel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ChannelStats {
-    pub payload_bytes: u64,
-    pub flits: u64,
-    pub busy_ps: Ps,
-}
-
 type UnitId = u32;
 type MsgId = u32;
 
@@ -140,8 +132,6 @@ type MsgId = u32;
 struct Unit {
     msg: MsgId,
     flits: u32,
-    /// Payload bytes of the message in this unit.
-    bytes: u32,
     /// The channel and buffer class whose far buffer holds this unit (`None` while it is still in its
     /// send queue).
     held: Option<(ChannelId, u32)>,
@@ -169,7 +159,6 @@ struct ChannelState {
     credits: Vec<u32>,
     /// Units at the channel's node waiting to cross it, per buffer class, with their arrival number.
     waiting: Vec<VecDeque<(u64, UnitId)>>,
-    stats: ChannelStats,
 }
 
 #[derive(Debug)]
@@ -312,11 +301,6 @@ impl<P: Payload> Network<P> {
         self.now
     }
 
-    /// What crossed channel `c` so far.
-    pub fn channel_stats(&self, c: ChannelId) -> ChannelStats {
-        self.channels[c as usize].stats
-    }
-
     /// Sends `data` from endpoint `ep` of `src` to the same endpoint of `dst`, now. Refused with
     /// [`NetError::Full`] when the endpoint's send queue has no room (back-pressure: nothing is lost,
     /// the caller keeps the data and tries again once the network has moved on).
@@ -351,14 +335,10 @@ impl<P: Payload> Network<P> {
         self.msg_seq += 1;
         self.endpoints[e].send_flits += flits;
         let mut left = flits;
-        let mut bytes_left = self.msg(msg).data.wire_len() as u64;
         for _ in 0..units {
             let f = left.min(self.cfg.unit_flits as u64) as u32;
             left -= f as u64;
-            let b = bytes_left.min(f as u64 * self.cfg.flit_payload_bits as u64 / 8);
-            bytes_left -= b;
-            let u =
-                self.alloc_unit(Unit { msg, flits: f, bytes: b as u32, held: None, hop: 0, head_ps: 0 }, src);
+            let u = self.alloc_unit(Unit { msg, flits: f, held: None, hop: 0, head_ps: 0 }, src);
             self.endpoints[e].pending.push_back(u);
         }
         self.pump_source(src, ep);
@@ -560,15 +540,12 @@ impl<P: Payload> Network<P> {
         let ch = &mut self.channels[c as usize];
         let (_, u) = ch.waiting[class].pop_front().expect("the chosen class has a unit");
         let unit = self.units[u as usize].as_ref().expect("a waiting unit exists");
-        let (flits, held, msg, payload) = (unit.flits, unit.held, unit.msg, unit.bytes as u64);
+        let (flits, held, msg) = (unit.flits, unit.held, unit.msg);
         ch.credits[class] -= flits;
         let ser = self.unit_ps[flits as usize];
         ch.busy_until = self.now + ser;
-        ch.stats.flits += flits as u64;
-        ch.stats.busy_ps += ser;
         let m = self.msg(msg);
         let (src, ep) = (m.src, m.ep);
-        self.channels[c as usize].stats.payload_bytes += payload;
         let lat = self.cfg.hop_latency_ps;
         self.schedule(self.now + ser, Event::ChannelFree(c));
         match held {

@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::protocol::payload::Payload;
 use crate::protocol::request::{request, Queue, Request};
 
-/// The paper's fanout (§IV-B).
-pub const DEFAULT_FANOUT: u32 = 128;
+/// The paper's fanout (§IV-B), the B+tree's own.
+pub const DEFAULT_FANOUT: u32 = insitu_kernels::btree::PAPER_FANOUT as u32;
 /// Records a generate command indexes when the host does not say (§III-E: chunks, so no command runs
 /// long enough to time out).
 pub const DEFAULT_GENERATE_CHUNK: u64 = 65_536;

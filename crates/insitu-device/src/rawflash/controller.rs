@@ -696,10 +696,6 @@ impl<M: RawFlash> FlashController<M> {
     pub fn media_mut(&mut self) -> &mut M {
         &mut self.media
     }
-
-    pub fn into_media(self) -> M {
-        self.media
-    }
 }
 
 /// The figures the controller runs on (from a profile's `[nand]` and `[nand.interface]`).

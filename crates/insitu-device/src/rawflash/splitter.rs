@@ -166,10 +166,6 @@ impl<M: RawFlash> Splitter<M> {
         &mut self.ctrl
     }
 
-    pub fn into_controller(self) -> FlashController<M> {
-        self.ctrl
-    }
-
     pub fn now(&self) -> Ps {
         self.ctrl.now()
     }
