@@ -202,3 +202,17 @@ def test_threads_share_one_array(arr):
         th.join()
     assert errors == []
     assert all(arr.get(f"obj{i}") == bytes([i]) * 10_000 for i in range(8))
+
+
+def test_messages_name_keyword_arguments_not_flags():
+    from insitu import _insitu
+
+    w = _insitu._in_python_words
+    assert w("--entry-size must be a multiple of 4") == "entry_size must be a multiple of 4"
+    assert w("(raise --memory-budget to 4 MiB)") == "(raise memory_budget to 4 MiB)"
+    assert w("no array at /x (create one with `insitu init`)") == "no array at /x (create one with `insitu.Array.create`)"
+    assert w("try --profile bluedbm, or --threads.") == "try profile bluedbm, or threads."
+    # Not flags: inside words, a bare --, digits; nor inside quotes or a command.
+    assert w("a--b and -- alone and x --7") == "a--b and -- alone and x --7"
+    assert w('no object named "--backup-old" (--device 2)') == 'no object named "--backup-old" (device 2)'
+    assert w("run `insitu fsck --repair` or use --wait") == "run `insitu fsck --repair` or use wait"

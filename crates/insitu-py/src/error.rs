@@ -117,24 +117,3 @@ mod libc_errno {
     pub const ENOTDIR: i32 = 20;
     pub const EISDIR: i32 = 21;
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn flags_become_keyword_arguments() {
-        let w = super::in_python_words;
-        assert_eq!(w("--entry-size must be a multiple of 4"), "entry_size must be a multiple of 4");
-        assert_eq!(w("(raise --memory-budget to 4 MiB)"), "(raise memory_budget to 4 MiB)");
-        assert_eq!(
-            w("no array at /x (create one with `insitu init`)"),
-            "no array at /x (create one with `insitu.Array.create`)"
-        );
-        assert_eq!(w("try --profile bluedbm, or --threads."), "try profile bluedbm, or threads.");
-        assert_eq!(w("a--b and -- alone and x --7"), "a--b and -- alone and x --7");
-        assert_eq!(
-            w("no object named \"--backup-old\" (--device 2)"),
-            "no object named \"--backup-old\" (device 2)"
-        );
-        assert_eq!(w("run `insitu fsck --repair` or use --wait"), "run `insitu fsck --repair` or use wait");
-    }
-}

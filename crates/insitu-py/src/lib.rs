@@ -133,6 +133,13 @@ fn parse_size(text: &str) -> PyResult<u64> {
     insitu_host::units::parse_size(text).map_err(error::to_py)
 }
 
+/// An error message as Python users read it (the CLI's `--flags` as keyword arguments): what every error
+/// raised here goes through, for the tests (`tests/python/test_array.py`).
+#[pyfunction]
+fn _in_python_words(message: &str) -> String {
+    error::in_python_words(message)
+}
+
 #[pymodule]
 fn _insitu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sys::keep_freed_memory();
@@ -143,6 +150,7 @@ fn _insitu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(model_intersect, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(_in_python_words, m)?)?;
     m.add_function(wrap_pyfunction!(net_routes, m)?)?;
     m.add_function(wrap_pyfunction!(net_bench, m)?)?;
     Ok(())
