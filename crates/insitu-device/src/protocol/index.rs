@@ -1,7 +1,7 @@
 //! Vendor commands of the Self-Sorting SSD firmware (§III-E): configure an index over a range of records,
 //! generate it on command in chunks, query it, flush it, read its status. The same operations are also
 //! reachable as the paper has them, by writing a command block to the command LBA and reading the status
-//! back from it (see `firmware::selfsort::block`); these typed commands are for programs and the Python
+//! back from it (see [`super::block`]); these typed commands are for programs and the Python
 //! front.
 
 use serde::{Deserialize, Serialize};

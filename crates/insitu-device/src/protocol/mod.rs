@@ -23,6 +23,7 @@
 //! (the program reads objects itself).
 
 mod admin;
+pub mod block;
 mod command;
 mod index;
 mod isp;

@@ -3,7 +3,7 @@
 //! the same records; sort-on-command, queries, secondary indexes, the command block, device memory
 //! limits, persistence across a clean and an unclean stop, ActiveSort's merge, and refused requests.
 
-use insitu_device::firmware::selfsort::block::{self, BlockCommand};
+use insitu_device::protocol::block::{self, BlockCommand};
 use insitu_device::protocol::{
     ConfigureIndex, DropIndex, FlushIndexes, Fsck, GenerateIndex, IndexConfig, IndexKind, IndexQuery,
     IndexStatus, QueryIndex, ReadLba, ResizeIndex, RunExtent, SetIndexFlags, Statistics, TrimLba, WriteLba,

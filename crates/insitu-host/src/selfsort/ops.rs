@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 
-use insitu_device::firmware::selfsort::block::{self, BlockCommand};
+use insitu_device::protocol::block::{self, BlockCommand};
 use insitu_device::protocol::{
     ConfigureIndex, DropIndex, FlushIndexes, GenerateIndex, IndexConfig, IndexInfo, IndexQuery, IndexStatus,
     QueryIndex, ReadLba, ResizeIndex, SelfSortStatus, SetIndexFlags, WriteLba,

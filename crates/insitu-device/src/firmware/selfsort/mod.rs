@@ -14,7 +14,6 @@
 //! the FTL does and carries out those that touch its ranges itself, through the FTL. Its work (records
 //! parsed, tree nodes visited, keys compared, entries moved, bytes copied) is counted for the model.
 
-pub mod block;
 mod index;
 mod io;
 mod ops;
@@ -28,11 +27,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::Result;
-use crate::firmware::selfsort::block::LastCommand;
 use crate::firmware::selfsort::index::{refuse, Index, Saved};
 use crate::firmware::selfsort::persist::{Area, Header, SavedIndex};
 use crate::firmware::{Decision, Firmware, FirmwareContext, Io};
 use crate::memory::MemReservation;
+use crate::protocol::block::LastCommand;
 
 /// The Self-Sort firmware of one device.
 #[derive(Debug, Default)]

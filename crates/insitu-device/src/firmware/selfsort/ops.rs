@@ -4,11 +4,11 @@
 use insitu_flash::FsckReport;
 
 use crate::error::Result;
-use crate::firmware::selfsort::block::{BlockCommand, LastCommand};
 use crate::firmware::selfsort::index::{refuse, Index};
 use crate::firmware::selfsort::records::{self, record_addr};
 use crate::firmware::selfsort::{persist, read, State};
 use crate::firmware::FirmwareContext;
+use crate::protocol::block::{self, BlockCommand, LastCommand};
 use crate::protocol::{
     GenerateProgress, IndexConfig, IndexInfo, IndexKind, IndexQuery, QueryRows, SelfSortStatus,
     DEFAULT_GENERATE_CHUNK, MAX_INDEXES, MAX_RUNS,
@@ -424,7 +424,7 @@ impl State {
 
     /// Carries out a command block written to the command LBA; its outcome goes to the status page.
     pub(crate) fn execute_block(&mut self, fw: &FirmwareContext<'_>, page: &[u8]) -> Result<()> {
-        let cmd = match super::block::decode(page) {
+        let cmd = match block::decode(page) {
             Ok(c) => c,
             Err(e) => {
                 let msg = format!("command block refused: {e}");
@@ -464,7 +464,7 @@ impl State {
 
     /// The status page read back from the command LBA.
     pub(crate) fn status_page(&self, fw: &FirmwareContext<'_>) -> Result<Vec<u8>> {
-        Ok(super::block::encode_status(&self.status(fw)?, &self.last, fw.page_size()))
+        Ok(block::encode_status(&self.status(fw)?, &self.last, fw.page_size()))
     }
 
     /// Checks every index: the tree's own invariants, and every entry's key against its record as stored.

@@ -38,7 +38,7 @@
 //!             key size (4), tree height (4)
 //! ```
 
-use crate::protocol::{IndexConfig, IndexKind, RunExtent, SelfSortStatus, DEFAULT_FANOUT, MAX_RUNS};
+use super::{IndexConfig, IndexKind, RunExtent, SelfSortStatus, DEFAULT_FANOUT, MAX_RUNS};
 
 pub const COMMAND_MAGIC: &[u8; 8] = b"ISSORT01";
 pub const STATUS_MAGIC: &[u8; 8] = b"ISSTAT01";
