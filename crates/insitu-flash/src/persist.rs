@@ -387,6 +387,9 @@ pub struct Journal {
 
 const JOURNAL_HEADER: u64 = 16;
 
+/// The name of the copy of a whole journal kept when it was cut at its damage, before the offset.
+const DAMAGED_JOURNAL_PREFIX: &str = "journal.damaged-at-";
+
 impl Journal {
     /// Starts an empty journal for `generation` (atomically replacing any old one).
     pub fn create(dir: &Path, generation: u64) -> Result<Journal> {
@@ -454,6 +457,14 @@ impl Journal {
         })
     }
 
+    /// Whether a journal of `dir` was ever cut at its damage ([`Journal::cut_at_damage`]): its whole copy
+    /// is kept beside it.
+    pub fn was_cut(dir: &Path) -> bool {
+        std::fs::read_dir(dir).is_ok_and(|d| {
+            d.flatten().any(|e| e.file_name().to_string_lossy().starts_with(DAMAGED_JOURNAL_PREFIX))
+        })
+    }
+
     /// With the user's consent (`fsck --repair`): cuts a journal damaged inside (see [`Journal::scan`])
     /// at its damaged record, dropping the records after it, after keeping the whole journal beside it
     /// as `journal.damaged-at-OFFSET`. Returns the offset and that copy; `None` if there was no such damage.
@@ -475,7 +486,7 @@ impl Journal {
         if damage(&bytes, pos, version).is_none() {
             return Ok(None);
         }
-        let kept = dir.join(format!("journal.damaged-at-{pos}"));
+        let kept = dir.join(format!("{DAMAGED_JOURNAL_PREFIX}{pos}"));
         write_atomic(&kept, &bytes)?;
         let f = OpenOptions::new().write(true).open(&path).map_err(|e| FlashError::io(&path, e))?;
         f.set_len(pos as u64).map_err(|e| FlashError::io(&path, e))?;

@@ -779,11 +779,7 @@ impl Array {
             // records, with the user's consent: the catalog then expects what the device has, so it is
             // not taken for an older copy. What the dropped records held is missing from its objects,
             // which fsck reports.
-            let cut_before = std::fs::read_dir(&ddir)
-                .map(|d| {
-                    d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("journal.damaged-at-"))
-                })
-                .unwrap_or(false);
+            let cut_before = Device::journal_was_cut(&ddir);
             if notes.is_empty() && !cut_before {
                 continue;
             }

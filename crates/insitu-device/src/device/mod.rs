@@ -125,6 +125,12 @@ impl Device {
         Ok(Flash::repair_journal(dir)?.into_iter().collect())
     }
 
+    /// Whether the device in `dir` had its journal cut at its damage by a [`Device::repair`], now or
+    /// before (the lost transactions' records are gone: what expected them must expect the device as it is).
+    pub fn journal_was_cut(dir: &Path) -> bool {
+        insitu_flash::persist::Journal::was_cut(dir)
+    }
+
     fn start(inner: Inner) -> Result<Device> {
         inner.mount_firmware()?;
         let units = inner.profile.device.compute_units as usize;
