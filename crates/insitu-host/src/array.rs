@@ -1464,6 +1464,15 @@ pub struct FsckSummary {
 const RESERVE: &str = "reserve";
 const RESERVE_BYTES: u64 = 1 << 20;
 
+/// Whether `name` is one of the entries an array keeps in its data directory (see the layout above): what
+/// an `init` cut off before may have left there, not a file of someone else's.
+pub fn is_array_entry(name: &str) -> bool {
+    matches!(
+        name,
+        "array.json" | "array.b.json" | "catalog.json" | "catalog.b.json" | INIT_MARK | RESERVE | "fs"
+    ) || name.strip_prefix("dev").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Whether `dir` holds an array's configuration (`array.json`, or its second copy).
 fn has_config(dir: &Path) -> bool {
     dir.join("array.json").exists() || crate::catalog::second_copy(&dir.join("array.json")).exists()

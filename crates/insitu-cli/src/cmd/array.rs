@@ -55,12 +55,8 @@ impl Init {
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default();
         // Less what an init cut off before left (an empty catalog, device folders, the reserve).
-        let ours = |n: &str| {
-            matches!(n, "catalog.json" | "catalog.b.json" | "init.incomplete" | "reserve" | "fs")
-                || n.strip_prefix("dev")
-                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-        };
-        let others: Vec<String> = others.into_iter().filter(|n| !ours(n)).collect();
+        let others: Vec<String> =
+            others.into_iter().filter(|n| !insitu_host::array::is_array_entry(n)).collect();
         let mut array = Array::init(&ctx.data, devices, profile, capacity, unit)?;
         if let Some(t) = topology {
             array.set_topology(t)?;
