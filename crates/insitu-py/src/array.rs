@@ -408,14 +408,8 @@ impl PyArray {
         entry_size: u32,
         device: u32,
     ) -> PyResult<String> {
-        if !ids.len().is_multiple_of(4) {
-            return Err(invalid(format!(
-                "IDs must be 4-byte little-endian integers; got {} bytes",
-                ids.len()
-            )));
-        }
-        let ids: Vec<u32> =
-            ids.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let ids = insitu_host::intersect::lists::ids_from_le(ids)
+            .map_err(|e| invalid(format!("IDs are 4-byte little-endian integers: {e}")))?;
         self.with(py, |a| put_list_ids(a, &ids, "ids", name, entry_size, device)).map(|r| json(&r))
     }
 

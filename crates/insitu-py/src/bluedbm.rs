@@ -151,12 +151,7 @@ pub fn put_graph_edges(
     vertices: Option<u64>,
     node: Option<u32>,
 ) -> Result<(String, Report)> {
-    if !edges.len().is_multiple_of(8) {
-        return Err(bad(format!("the edges are {} bytes, not whole pairs of u32", edges.len())));
-    }
-    let w = |c: &[u8]| u32::from_le_bytes(c.try_into().expect("4 bytes"));
-    let list: Vec<(u32, u32)> = edges.chunks_exact(8).map(|e| (w(&e[..4]), w(&e[4..]))).collect();
-    store_graph(a, &list, name, directed, vertices, node)
+    store_graph(a, &insitu_host::bluedbm::graph::edges_from_le(edges)?, name, directed, vertices, node)
 }
 
 /// The graph of the edge file at `path`, as `insitu bluedbm put-graph` reads it: `format` (`text` or

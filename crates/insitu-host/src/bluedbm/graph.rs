@@ -133,6 +133,19 @@ pub fn write_edges(path: &Path, edges: &[(u32, u32)], format: EdgeFormat) -> Res
     f.commit()
 }
 
+/// Edges as little-endian u32 pairs one after another (a `.u32` file's bytes, or Python's), refused unless
+/// whole pairs.
+pub fn edges_from_le(bytes: &[u8]) -> Result<Vec<(u32, u32)>> {
+    if bytes.len() % 8 != 0 {
+        return Err(HostError::InvalidArgument(format!(
+            "{} bytes is not a whole number of u32 pairs (8 bytes an edge)",
+            bytes.len()
+        )));
+    }
+    let words = insitu_kernels::le::decode_u32s(bytes);
+    Ok(words.chunks_exact(2).map(|e| (e[0], e[1])).collect())
+}
+
 /// Reads an edge list; text errors name the line.
 pub fn read_edges(path: &Path, format: EdgeFormat) -> Result<Vec<(u32, u32)>> {
     let file = std::fs::File::open(path).map_err(|e| HostError::io(path, e))?;
@@ -142,16 +155,7 @@ pub fn read_edges(path: &Path, format: EdgeFormat) -> Result<Vec<(u32, u32)>> {
         EdgeFormat::U32le => {
             let mut bytes = Vec::new();
             BufReader::new(file).read_to_end(&mut bytes).map_err(|e| HostError::io(path, e))?;
-            if bytes.len() % 8 != 0 {
-                return Err(bad(format!(
-                    "{} bytes is not a whole number of u32 pairs (8 bytes an edge)",
-                    bytes.len()
-                )));
-            }
-            for e in bytes.chunks_exact(8) {
-                let w = |i: usize| u32::from_le_bytes(e[i..i + 4].try_into().expect("4 bytes"));
-                out.push((w(0), w(4)));
-            }
+            out = edges_from_le(&bytes).map_err(|e| bad(e.to_string()))?;
         }
         EdgeFormat::Text => {
             // A binary edge list read as text is said to be one, not quoted back byte by byte.

@@ -80,17 +80,19 @@ pub fn read_ids(path: &Path, format: IdFormat) -> Result<Vec<u32>> {
         IdFormat::Text => parse_text_ids(&bytes).map_err(|e| {
             HostError::InvalidArgument(format!("{}: {e} (read as --format text)", path.display()))
         }),
-        IdFormat::U32Le => {
-            if bytes.len() % 4 != 0 {
-                return Err(HostError::InvalidArgument(format!(
-                    "{}: {} bytes is not a whole number of 4-byte IDs (read as --format u32le)",
-                    path.display(),
-                    bytes.len()
-                )));
-            }
-            Ok(le::decode_u32s(&bytes))
-        }
+        IdFormat::U32Le => ids_from_le(&bytes).map_err(|e| {
+            HostError::InvalidArgument(format!("{}: {e} (read as --format u32le)", path.display()))
+        }),
     }
+}
+
+/// IDs as 4-byte little-endian integers one after another (a `.u32` file's bytes, or Python's), refused
+/// unless whole; the error says why, for the caller to name where the bytes came from.
+pub fn ids_from_le(bytes: &[u8]) -> std::result::Result<Vec<u32>, String> {
+    if bytes.len() % 4 != 0 {
+        return Err(format!("{} bytes is not a whole number of 4-byte IDs", bytes.len()));
+    }
+    Ok(le::decode_u32s(bytes))
 }
 
 /// IDs written as decimal integers separated by white space or commas; the error names the line.
