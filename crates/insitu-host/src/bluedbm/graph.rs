@@ -136,7 +136,7 @@ pub fn write_edges(path: &Path, edges: &[(u32, u32)], format: EdgeFormat) -> Res
 /// Edges as little-endian u32 pairs one after another (a `.u32` file's bytes, or Python's), refused unless
 /// whole pairs.
 pub fn edges_from_le(bytes: &[u8]) -> Result<Vec<(u32, u32)>> {
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return Err(HostError::InvalidArgument(format!(
             "{} bytes is not a whole number of u32 pairs (8 bytes an edge)",
             bytes.len()

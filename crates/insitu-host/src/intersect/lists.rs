@@ -89,7 +89,7 @@ pub fn read_ids(path: &Path, format: IdFormat) -> Result<Vec<u32>> {
 /// IDs as 4-byte little-endian integers one after another (a `.u32` file's bytes, or Python's), refused
 /// unless whole; the error says why, for the caller to name where the bytes came from.
 pub fn ids_from_le(bytes: &[u8]) -> std::result::Result<Vec<u32>, String> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(format!("{} bytes is not a whole number of 4-byte IDs", bytes.len()));
     }
     Ok(le::decode_u32s(bytes))
