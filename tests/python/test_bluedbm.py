@@ -351,8 +351,8 @@ def test_the_storage_networks_routes_and_bench_agree_with_the_cli(tmp_path, cli)
     b = insitu.net_bench(**args, work=work)
     c = run("bench", "--nodes", "2", "--topology", "line", "--size", "16MiB", "--reads", "400", "--work", str(work))
     # The same reads by the same paths: the same simulated bandwidths; wall times are this machine's.
-    assert [(x["path"], x["reads"], x["modeled_gbps"]) for x in b["rows"]] == [
-        (x["path"], x["reads"], x["modeled_gbps"]) for x in c["rows"]
+    assert [(x["path"], x["reads"], x["modeled_gb_s"]) for x in b["rows"]] == [
+        (x["path"], x["reads"], x["modeled_gb_s"]) for x in c["rows"]
     ]
     assert len(b["rows"]) == 5 and all(x["pages_per_s"] > 0 for x in b["rows"])
     assert "ISP-remote" in b["text"]

@@ -210,7 +210,7 @@ def test_shuffle_placements_agree_partition_by_partition(arr):
 def test_shuffle_read_out_of_range(arr):
     arr.put_table(orders(100), "o", key="id")
     out, _ = arr.shuffle("o", "cust", 4)
-    with pytest.raises(insitu.InvalidArgumentError, match="partitions 0..4"):
+    with pytest.raises(insitu.InvalidArgumentError, match="partitions 0 to 3"):
         arr.shuffle_read(out, 4)
 
 

@@ -69,7 +69,7 @@ enum Cmd {
     /// Write a table back as Parquet (parts in device order).
     GetTable(Lazy<table::GetTable>),
     /// Sort a table by its key column on every device at once (NASCENT), or on the host. Each device's
-    /// part comes out sorted; `--merge -o FILE` (or `get-table OUT --merged`) gives one globally sorted file.
+    /// part comes out sorted; `--merge -o FILE` (or `get-table OUT --merged -o FILE`) gives one globally sorted file.
     Sort(Lazy<table::Sort>),
     /// Shuffle write (PSACS): hash-partition every device's part of a table into P partitions, in storage.
     Shuffle(Lazy<shuffle::Shuffle>),

@@ -112,7 +112,7 @@ impl RawInterfaceProfile {
         }
         if !(1..=65_536).contains(&self.tags_per_card) {
             return Err(format!(
-                "nand.interface.tags_per_card must be 1..=65536, got {}",
+                "nand.interface.tags_per_card must be 1 to 65536, got {}",
                 self.tags_per_card
             ));
         }
@@ -231,7 +231,7 @@ impl StorageNetworkProfile {
             return Err("network.storage: a flit needs 0 < flit_payload_bits <= flit_wire_bits".into());
         }
         if !(1..=64).contains(&self.ports) || !(1..=64).contains(&self.endpoints) {
-            return Err("network.storage: ports and endpoints must be 1..=64".into());
+            return Err("network.storage: ports and endpoints must be 1 to 64".into());
         }
         if self.link_buffer_flits < 2 || self.endpoint_queue_flits < self.link_buffer_flits {
             return Err(
@@ -391,7 +391,7 @@ impl HostProfile {
 
     fn validate(&self) -> std::result::Result<(), String> {
         if self.cores == 0 || self.cores > 4096 {
-            return Err(format!("host.cores must be 1..=4096, got {}", self.cores));
+            return Err(format!("host.cores must be 1 to 4096, got {}", self.cores));
         }
         if !(self.memory_bw.is_finite() && self.memory_bw > 0.0) {
             return Err(format!("host.memory_bw must be a positive number, got {}", self.memory_bw));
@@ -440,7 +440,7 @@ impl StorageStack {
             return Err(format!("{at}.request_bytes must be at least 1"));
         }
         if !(1..=65_536).contains(&self.queue_depth) {
-            return Err(format!("{at}.queue_depth must be 1..=65536, got {}", self.queue_depth));
+            return Err(format!("{at}.queue_depth must be 1 to 65536, got {}", self.queue_depth));
         }
         for (field, v) in [("request_cycles", self.request_cycles), ("byte_cycles", self.byte_cycles)] {
             if !(v.is_finite() && v >= 0.0) {
@@ -712,7 +712,7 @@ impl Profile {
             ));
         }
         if self.device.compute_units == 0 || self.device.compute_units > 256 {
-            return bad(format!("device.compute_units must be 1..=256, got {}", self.device.compute_units));
+            return bad(format!("device.compute_units must be 1 to 256, got {}", self.device.compute_units));
         }
         if !(self.firmware.clock_hz.is_finite() && self.firmware.clock_hz > 0.0) {
             return bad(format!(

@@ -217,7 +217,7 @@ fn clear_cut_off_init(dir: &Path) -> Result<()> {
 
 fn check_new(dir: &Path, devices: u32, stripe_unit: Option<u64>) -> Result<u64> {
     if devices == 0 || devices > 1024 {
-        return Err(HostError::InvalidArgument(format!("--devices must be 1..=1024, got {devices}")));
+        return Err(HostError::InvalidArgument(format!("--devices must be 1 to 1024, got {devices}")));
     }
     let stripe_unit = stripe_unit.unwrap_or(DEFAULT_STRIPE_UNIT);
     if stripe_unit < 4096 {

@@ -91,7 +91,7 @@ pub enum SelfSortCmd {
         #[arg(long, default_value_t = 0)]
         base_lba: u64,
         /// Records in the range (default: set by `selfsort write`).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, hide_default_value = true)]
         records: u64,
         /// Reads of the range return the records as stored, not in key order (a secondary index).
         #[arg(long)]
@@ -121,7 +121,7 @@ pub enum SelfSortCmd {
         #[command(flatten)]
         target: Target,
         /// Records per generate command (default: the firmware's).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, hide_default_value = true)]
         chunk: u64,
         /// How the command reaches the firmware: the command block at the last LBA, or vendor commands.
         #[arg(long, value_enum, default_value = "block")]

@@ -44,7 +44,7 @@ const WRITE_BUFFER: usize = 4 << 20;
 
 fn spec_of(ctx: &ProgramContext<'_>, a: &ShuffleArgs, key: &StoredKey) -> Result<ShuffleSpec> {
     if a.partitions == 0 || a.partitions > 1 << 24 {
-        return Err(ctx.bad(format!("partitions must be 1..=2^24, not {}", a.partitions)));
+        return Err(ctx.bad(format!("partitions must be 1 to 2^24, not {}", a.partitions)));
     }
     let format = record_format(&a.row_format, key.field_kind());
     let key_fields: Vec<usize> = a.key_fields.iter().map(|f| *f as usize).collect();

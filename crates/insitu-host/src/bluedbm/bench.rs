@@ -38,10 +38,10 @@ pub struct BenchRow {
     pub wall_s: f64,
     /// Pages emulated per second of wall time here.
     pub pages_per_s: f64,
-    /// Page bytes emulated per second of wall time here.
-    pub emulated_gbps: f64,
-    /// Page bytes per second of simulated time on the profile.
-    pub modeled_gbps: f64,
+    /// GB (10^9 bytes) of pages emulated per second of wall time here.
+    pub emulated_gb_s: f64,
+    /// GB (10^9 bytes) of pages per second of simulated time on the profile.
+    pub modeled_gb_s: f64,
 }
 
 /// The benchmark's report.
@@ -212,8 +212,8 @@ pub fn run(
             reads: done,
             wall_s: wall,
             pages_per_s: done as f64 / wall,
-            emulated_gbps: (done * page) as f64 / wall * 1e-9,
-            modeled_gbps: (done * page) as f64 / modeled_s * 1e-9,
+            emulated_gb_s: (done * page) as f64 / wall * 1e-9,
+            modeled_gb_s: (done * page) as f64 / modeled_s * 1e-9,
         });
     }
     Ok(Bench {
@@ -245,7 +245,7 @@ pub fn render(b: &Bench) -> String {
     for r in &b.rows {
         out += &format!(
             "{:<22} {:>9} {:>9.2} {:>12.0} {:>14.3} {:>13.3}\n",
-            r.path, r.reads, r.wall_s, r.pages_per_s, r.emulated_gbps, r.modeled_gbps
+            r.path, r.reads, r.wall_s, r.pages_per_s, r.emulated_gb_s, r.modeled_gb_s
         );
     }
     out

@@ -1267,8 +1267,8 @@ impl<'a> Fs<'a> {
         }
         if let Some(i) = indices.iter().find(|i| **i >= f.pages.len()) {
             return Err(HostError::InvalidArgument(format!(
-                "{name} has pages 0..{}, not {i}",
-                f.pages.len()
+                "{name} has pages 0 to {}, not {i}",
+                f.pages.len().saturating_sub(1)
             )));
         }
         let mut report = ViaReport { origin, access, ..Default::default() };

@@ -75,7 +75,7 @@ pub const MAX_VERTICES: u64 = crate::bluedbm::fs::MAX_FILE_PAGES;
 pub fn kronecker(scale: u32, edge_factor: u32, seed: u64, permute: bool) -> Result<Vec<(u32, u32)>> {
     if !(1..=32).contains(&scale) {
         return Err(HostError::InvalidArgument(format!(
-            "--scale must be 1..=32 (2^scale vertices with u32 ids), not {scale}"
+            "--scale must be 1 to 32 (2^scale vertices with u32 ids), not {scale}"
         )));
     }
     if edge_factor == 0 {
@@ -224,7 +224,8 @@ impl Adjacency {
         }
         if let Some((i, (u, v))) = edges.iter().enumerate().find(|(_, (u, v))| u64::from(*u.max(v)) >= n) {
             return Err(HostError::InvalidArgument(format!(
-                "edge {i} ({u}, {v}) names a vertex past the graph's {n} vertices (0..{n})"
+                "edge {i} ({u}, {v}) names a vertex past the graph's {n} vertices (0 to {})",
+                n - 1
             )));
         }
         let mut deg = vec![0u64; n as usize + 1];

@@ -206,7 +206,7 @@ pub fn gen_lists(
     out2: &Path,
 ) -> Result<(u64, u64, u64)> {
     if !(0.0..=1.0).contains(&ratio) {
-        return Err(HostError::InvalidArgument(format!("--ratio must be in 0..1, not {ratio}")));
+        return Err(HostError::InvalidArgument(format!("--ratio must be from 0 to 1, not {ratio}")));
     }
     // Distinct random IDs are drawn by rejection: keep to half the 32-bit space so that stays quick.
     const MAX_IDS: u64 = 1 << 31;

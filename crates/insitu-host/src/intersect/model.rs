@@ -52,7 +52,7 @@ impl Workload {
         }
         if !(0.0..=1.0).contains(&r) {
             return Err(HostError::InvalidArgument(format!(
-                "the intersection ratio must be in 0..1, not {r}"
+                "the intersection ratio must be from 0 to 1, not {r}"
             )));
         }
         let (small, large) = if size1 <= size2 { (size1, size2) } else { (size2, size1) };

@@ -30,8 +30,8 @@ pub fn read_partition(array: &Array, name: &str, p: u32) -> Result<RecordBatch> 
     };
     if p >= info.partitions {
         return Err(HostError::InvalidArgument(format!(
-            "{name:?} has partitions 0..{}, not {p}",
-            info.partitions
+            "{name:?} has partitions 0 to {}, not {p}",
+            info.partitions - 1
         )));
     }
     let damaged = |detail: String| HostError::Damaged { name: name.into(), detail };

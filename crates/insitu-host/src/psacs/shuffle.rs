@@ -59,7 +59,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     let (entry, info) = (entry.clone(), info.clone());
     if opts.partitions == 0 || opts.partitions > 1 << 24 {
         return Err(HostError::InvalidArgument(format!(
-            "--partitions must be 1..=2^24 (16,777,216), not {}",
+            "--partitions must be 1 to 2^24 (16,777,216), not {}",
             opts.partitions
         )));
     }
@@ -91,7 +91,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
     array.check_free(&out)?;
     let rf = row_format(&info.schema, info.key);
     if !(1..=256).contains(&opts.threads) {
-        return Err(HostError::InvalidArgument(format!("--threads must be 1..=256, not {}", opts.threads)));
+        return Err(HostError::InvalidArgument(format!("--threads must be 1 to 256, not {}", opts.threads)));
     }
     let threads = opts.threads;
     let op = format!("shuffle ({})", opts.placement.name());

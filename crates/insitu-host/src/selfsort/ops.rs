@@ -398,8 +398,8 @@ pub fn query(
     let what = match q {
         Query::Min => "the smallest key".to_string(),
         Query::Max => "the largest key".to_string(),
-        Query::Range { lo, hi } => format!("keys {}..={}", hex(lo), hex(hi)),
-        Query::Select { key } => format!("key {}", hex(key)),
+        Query::Range { lo, hi } => format!("keys from {} to {}", shown(lo), shown(hi)),
+        Query::Select { key } => format!("key {}", shown(key)),
     };
     let headline = format!("index {index} of device {device}: {} with {what}", units::count(count, "record"));
     let result = json!({ "count": count, "first_rank": first.first_rank, "keys": sample });
@@ -490,6 +490,15 @@ pub fn stats(array: &Array, device: u32) -> Result<Report> {
 /// Lower-case hex.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A key for people: its hex, and its text too when every byte is printable ASCII (a key given with
+/// `--text`, or one that happens to be text): `41414141 ("AAAA")`.
+fn shown(key: &[u8]) -> String {
+    match key.iter().all(|b| b.is_ascii_graphic() || *b == b' ') && !key.is_empty() {
+        true => format!("{} ({:?})", hex(key), String::from_utf8_lossy(key)),
+        false => hex(key),
+    }
 }
 
 /// Parses hex (`0a1b...`), or takes the bytes as they are with `text`.

@@ -135,7 +135,7 @@ fn a_part_larger_than_device_memory_is_tiled_and_many_partitions_work() {
     assert!(shuffle_table(&mut a, "t", &opts(&["k"], 64, ShufflePlacement::HostSort, 0, "z"))
         .unwrap_err()
         .to_string()
-        .contains("--threads must be 1..=256, not 0"));
+        .contains("--threads must be 1 to 256, not 0"));
     let total: usize =
         [0u32, 1, 65_535].iter().map(|p| read_partition(&a, "wide", *p).unwrap().num_rows()).sum();
     assert!(total <= 5000);
@@ -158,7 +158,7 @@ fn bad_shuffles_are_refused() {
     }
     shuffle_table(&mut a, "t", &opts(&["k"], 8, ShufflePlacement::Device, 1, "x")).unwrap();
     let err = read_partition(&a, "x", 8).unwrap_err().to_string();
-    assert!(err.contains("partitions 0..8"), "{err}");
+    assert!(err.contains("partitions 0 to 7"), "{err}");
     let err = shuffle_table(&mut a, "t", &opts(&["k"], 8, ShufflePlacement::Device, 1, "x"))
         .unwrap_err()
         .to_string();

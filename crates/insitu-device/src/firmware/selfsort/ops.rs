@@ -57,7 +57,7 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
     }
     if c.key_size == 0 || c.key_size as usize > insitu_kernels::btree::MAX_KEY_BYTES {
         return bad(format!(
-            "the key size must be 1..={} bytes, got {}",
+            "the key size must be 1 to {} bytes, got {}",
             insitu_kernels::btree::MAX_KEY_BYTES,
             c.key_size
         ));
@@ -78,8 +78,9 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
         let e = s.checked_add(bytes.div_ceil(ps as u64));
         if s >= data_lbas || e.is_none_or(|e| e > data_lbas) {
             return Err(refuse(format!(
-                "index {}: {what} of {bytes} bytes from LBA {s} does not fit the device's data LBAs 0..{data_lbas} \
+                "index {}: {what} of {bytes} bytes from LBA {s} does not fit the device's data LBAs 0 to {} \
                  ({ps}-byte pages; LBA {data_lbas} is the command LBA)",
+                data_lbas - 1,
                 c.id
             )));
         }
