@@ -52,8 +52,12 @@ pub struct Report {
     /// The measured usage behind `modeled`, kept so the same run can be priced on other profiles.
     #[serde(skip)]
     pub phases: Vec<PhaseUsage>,
-    /// What the figures leave out: a device that stopped answering after the operation's work was done
-    /// (and, for a write, committed), whose counters since its last phase are missing.
+    /// What the caller should know and the result does not say: an option the operation did not use (a
+    /// memory budget past a device's memory, threads of the host baselines on the device), a choice that
+    /// costs more than it should (partitions far more than rows), or what the figures leave out (a device
+    /// that stopped answering after the work was done, its counters since its last phase missing). The
+    /// CLI prints them on standard error; `--json` has them here (sort and shuffle also in
+    /// `result.warning`, joined).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }

@@ -75,7 +75,26 @@ fn shuffle_and_shuffle_read_agree_across_placements() {
         let r = env.json(&args);
         let warning = r["result"]["warning"].as_str().unwrap_or("");
         assert!(if said.is_empty() { warning.is_empty() } else { warning.contains(said) }, "{r}");
+        assert_eq!(r["warnings"].as_array().map_or(0, Vec::len), usize::from(!said.is_empty()), "{r}");
     }
+    // For people, a warning is said on standard error; standard output has the report alone.
+    let o = env.run(&[
+        "sort",
+        "t",
+        "--key",
+        "c0",
+        "--placement",
+        "host",
+        "--memory-budget",
+        "64MiB",
+        "--out",
+        "w",
+    ]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        !out.contains("warning") && err.contains("warning: ") && err.contains("unused here"),
+        "{out}\n{err}"
+    );
     assert!(env
         .fails(&["shuffle-read", "s-device", "--partition", "32", "-o", s(&env.path("x"))])
         .contains("partitions 0 to 31"));

@@ -127,9 +127,8 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
         ));
         result["extracted"] = json!(true);
     }
-    if let Some(w) = array.memory_budget_warning(opts.memory_budget, opts.placement == SortPlacement::Device)
-    {
-        headline.push_str(&format!("\nwarning: {w}"));
+    let warning = array.memory_budget_warning(opts.memory_budget, opts.placement == SortPlacement::Device);
+    if let Some(w) = &warning {
         result["warning"] = json!(w);
     }
     if let Some(path) = &opts.merge {
@@ -158,7 +157,9 @@ pub fn sort_table(array: &mut Array, name: &str, opts: &SortOptions) -> Result<R
              sorted file"
         ));
     }
-    measure.finish(array, headline, result)
+    let mut report = measure.finish(array, headline, result)?;
+    report.warnings.extend(warning);
+    Ok(report)
 }
 
 /// Removes whatever a failed sort left of its output.

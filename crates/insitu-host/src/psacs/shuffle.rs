@@ -170,7 +170,7 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
         "threads": (!device).then_some(threads), "hash": opts.hash.name(), "rows": rows, "stored_bytes": stored, "raw_bytes": raw,
         "compression": opts.codec.name(), "compression_ratio": ratio, "warning": warning,
     });
-    let mut headline = format!(
+    let headline = format!(
         "{op}: {rows} rows of {name} into {} partitions by {} ({}), {} stored ({}) as {out}",
         opts.partitions,
         json!(opts.keys),
@@ -181,10 +181,8 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
             Codec::None => "uncompressed".into(),
         },
     );
-    if let Some(w) = &warning {
-        headline = format!("{headline}\nwarning: {w}");
-    }
     let mut report = measure.finish(array, headline, result)?;
+    report.warnings.extend(warnings);
     // A part tiled into small batches has each batch's piece of a partition smaller than a flash page, and
     // the merge reads a page for each: say so, with the way out, when it reads far more than it moves.
     let b = &report.bytes;
@@ -195,11 +193,11 @@ pub fn shuffle_table(array: &mut Array, name: &str, opts: &ShuffleOptions) -> Re
             human_bytes(b.flash_read),
             human_bytes(b.flash_to_device_mem)
         );
-        report.headline = format!("{}\nwarning: {w}", report.headline);
         report.result["warning"] = json!(match report.result["warning"].as_str() {
             Some(earlier) => format!("{earlier}; {w}"),
-            None => w,
+            None => w.clone(),
         });
+        report.warnings.push(w);
     }
     Ok(report)
 }
