@@ -349,11 +349,27 @@ pub fn rm(array: &mut Array, name: &str) -> Result<Report> {
 /// Lists the objects.
 pub fn ls(array: &Array) -> Result<Report> {
     let measure = Measure::start("ls", array)?;
+    // What the listing says of each object is in the JSON too: a table's rows, a list's entries and their
+    // size, a shuffle's source and partitions.
     let objects: Vec<_> = array
         .catalog()
         .objects
         .values()
-        .map(|e| json!({ "name": e.name, "kind": e.kind.name(), "size": e.size, "devices": e.devices }))
+        .map(|e| {
+            let mut o =
+                json!({ "name": e.name, "kind": e.kind.name(), "size": e.size, "devices": e.devices });
+            match &e.kind {
+                EntryKind::Table(t) => o["rows"] = json!(t.parts.iter().map(|p| p.rows).sum::<u64>()),
+                EntryKind::List(l) => {
+                    (o["entries"], o["entry_size"]) = (json!(l.entries), json!(l.entry_size))
+                }
+                EntryKind::Shuffle(s) => {
+                    (o["source"], o["partitions"]) = (json!(s.source), json!(s.partitions))
+                }
+                _ => {}
+            }
+            o
+        })
         .collect();
     let mut listing = String::new();
     for e in array.catalog().objects.values() {

@@ -443,6 +443,12 @@ fn lists_are_stored_and_intersected_from_the_cli() {
     // `ls` says what each object is.
     let ls = env.ok(&["ls"]);
     assert!(ls.contains("list, 1000 x 64 B") && ls.contains("list, 50000 x 64 B"), "{ls}");
+    let objects = env.json(&["ls"])["result"]["objects"].clone();
+    let a_list = objects.as_array().unwrap().iter().find(|o| o["name"] == "a").unwrap();
+    assert_eq!(
+        (&a_list["entries"], &a_list["entry_size"]),
+        (&serde_json::json!(1000), &serde_json::json!(64))
+    );
     let mut modeled_ms = Vec::new();
     for placement in ["device", "host"] {
         let r = env.json(&["intersect", "a", "b", "--placement", placement, "--count-only"]);
