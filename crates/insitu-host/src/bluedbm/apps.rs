@@ -6,7 +6,7 @@ use insitu_device::work::{self, Ledger};
 use insitu_device::Profile;
 use serde::Serialize;
 
-use crate::bluedbm::fs::{Access, FsFile, GlobalPage};
+use crate::bluedbm::fs::{Access, FsFile, GlobalPage, ViaReport};
 use crate::bluedbm::power::{self, Busy, Modeled};
 use crate::error::{HostError, Result};
 
@@ -94,6 +94,15 @@ pub struct AppCost {
 }
 
 impl AppCost {
+    /// Counts a read of pages by a host or a node (`r`, from `Fs::read_pages_via`): its bytes over the
+    /// network and the PCIe links, its pages, and what it kept each node busy with.
+    pub(crate) fn add_read(&mut self, r: &ViaReport, profile: &Profile, page_size: usize) {
+        self.network_bytes += r.network_bytes;
+        self.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
+        self.pages += r.pages;
+        self.busy.add(&r.busy(profile, page_size));
+    }
+
     /// Models the run's energy on the `nodes` nodes of `profile` from what kept them busy.
     pub(crate) fn finish(&mut self, profile: &Profile, nodes: u32) {
         self.modeled = power::modeled(profile, nodes, self.modeled_s, &self.busy);

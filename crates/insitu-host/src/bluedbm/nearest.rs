@@ -270,10 +270,7 @@ fn on_host(
                         let (page, r) =
                             fs.read_pages_via(&f.name, &[i as usize], opts.node, Access::HostFlash)?;
                         flash_wait_s += r.modeled_s + apps::storage_cpu_s(profile, 1, ps as u64);
-                        cost.network_bytes += r.network_bytes;
-                        cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
-                        cost.pages += r.pages;
-                        cost.busy.add(&r.busy(profile, ps));
+                        cost.add_read(&r, profile, ps);
                         flash_misses += 1;
                         missed.insert(i, page);
                     }
@@ -294,10 +291,7 @@ fn on_host(
                 if opts.placement == Placement::RemoteHost {
                     remote_s += apps::remote_hosts_s(profile, f, &idx, opts.node, ps);
                 }
-                cost.network_bytes += r.network_bytes;
-                cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
-                cost.pages += r.pages;
-                cost.busy.add(&r.busy(profile, ps));
+                cost.add_read(&r, profile, ps);
                 fetched = data;
                 &fetched
             }

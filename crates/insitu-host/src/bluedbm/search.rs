@@ -205,10 +205,7 @@ fn on_host(
                 if opts.placement == Placement::RemoteHost {
                     remote_s += apps::remote_hosts_s(profile, f, &idx, opts.node, ps);
                 }
-                cost.network_bytes += r.network_bytes;
-                cost.pcie_bytes += r.pcie_up_bytes + r.pcie_down_bytes;
-                cost.pages += r.pages;
-                cost.busy.add(&r.busy(profile, ps));
+                cost.add_read(&r, profile, ps);
                 batch(&data, first, &mut found);
                 join_seams(mp, f, &data, first, ps, &mut found);
             }
