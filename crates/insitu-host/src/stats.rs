@@ -11,7 +11,7 @@ use crate::units::human_bytes;
 pub fn stats(array: &Array) -> Result<(Value, String)> {
     let mut devices = Vec::new();
     let mut text = format!(
-        "array {} : {} x {} ({} each), stripe unit {}\n",
+        "array {}: {} x {} ({} each), stripe unit {}\n",
         array.dir().display(),
         array.device_count(),
         array.profile().name,
