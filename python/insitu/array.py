@@ -107,6 +107,14 @@ def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
     raise InvalidArgumentError(f"a key is bytes or str, got {type(key).__name__}")
 
 
+def _warn(report: Report) -> None:
+    """Says a report's warnings as Python warnings (the CLI prints them on standard error)."""
+    import warnings
+
+    for w in report.warnings:
+        warnings.warn(w, RuntimeWarning, stacklevel=3)
+
+
 def _warn_if_disk_short(arr: "Array") -> None:
     """Flash images are sparse: they take disk space as pages are written. Warns, as ``insitu init`` does,
     when the devices could outgrow the file system they are on."""
@@ -391,6 +399,7 @@ class Array:
         at ``put_table`` sorts at once; any other is first pulled out of every row (one more pass over
         the rows), nulls last. Returns the sorted table's name (default ``NAME.sorted``) and the report."""
         r = Report.from_json(self._inner.sort(name, key, out, placement, algo, _size(memory_budget)))
+        _warn(r)
         return r.result["out"], r
 
     def shuffle(
@@ -418,6 +427,7 @@ class Array:
                 name, keys, partitions, out, placement, threads, hash, layout, _size(memory_budget), compression
             )
         )
+        _warn(r)
         return r.result["out"], r
 
     def shuffle_read(self, name: str, partition: int) -> "pyarrow.Table":  # noqa: F821

@@ -19,8 +19,10 @@ class Report:
         ops: flash pages read and programmed, blocks erased, device commands.
         modeled: the modeled time and energy on the array's profile (``time_s``, ``energy_j``, per phase).
         measured_phases: per phase, the wall time measured here, as the CLI's ``--json`` gives it.
-        warnings: what the figures leave out (a device that stopped answering once the work was done and
-            committed); empty as a rule.
+        warnings: what to know that the result does not say: an option the operation did not use (a
+            memory budget past a device's memory, the host baselines' threads on the device), a costly
+            choice (far more partitions than rows), or what the figures leave out (a device that stopped
+            answering once the work was done); ``sort`` and ``shuffle`` also warn them (``warnings.warn``).
     """
 
     __slots__ = (

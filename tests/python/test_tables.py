@@ -205,6 +205,10 @@ def test_shuffle_placements_agree_partition_by_partition(arr):
         assert all(got[0].equals(g) for g in got[1:]), p
     with pytest.raises(insitu.InvalidArgumentError, match="compression"):
         arr.shuffle("o", ["cust"], 8, out="bad", compression="zstd")
+    # An option the placement does not use is said as a warning, and kept in the report.
+    with pytest.warns(RuntimeWarning, match=r"threads \(2\) are the host baselines'"):
+        _, report = arr.shuffle("o", ["cust"], 8, out="threads", threads=2)
+    assert len(report.warnings) == 1
 
 
 def test_shuffle_read_out_of_range(arr):

@@ -204,20 +204,32 @@ fn main() -> ExitCode {
 /// other error is.
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         e.exit();
     }
     let json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
     if json {
-        let text = e.render().to_string();
-        let first = text.lines().next().unwrap_or_default();
-        let msg = first.strip_prefix("error: ").unwrap_or(first);
+        // Clap's message up to its usage line, on one line: `the following required arguments were not
+        // provided: <NAME>`.
+        let msg = match e.kind() {
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                "a subcommand is needed (see --help)".into()
+            }
+            _ => {
+                let text = e.render().to_string();
+                let lines: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                    .collect();
+                let msg = lines.join(" ");
+                msg.strip_prefix("error: ").unwrap_or(&msg).to_string()
+            }
+        };
         println!("{}", serde_json::json!({ "error": msg, "kind": "usage" }));
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        e.exit();
     }
     let _ = e.print();
     ExitCode::from(2)

@@ -50,8 +50,7 @@ impl OutFile {
     pub fn check_path(path: &Path) -> Result<()> {
         if path.as_os_str() == "-" {
             return Err(HostError::InvalidArgument(
-                "this command does not write to standard output (-): give a file name (./- for a file named -)"
-                    .into(),
+                "- (standard output) cannot be written here: name a file (./- for a file named -)".into(),
             ));
         }
         Self::check_writable(path)?;

@@ -151,7 +151,9 @@ pub fn put_graph_edges(
     vertices: Option<u64>,
     node: Option<u32>,
 ) -> Result<(String, Report)> {
-    store_graph(a, &insitu_host::bluedbm::graph::edges_from_le(edges)?, name, directed, vertices, node)
+    let list =
+        insitu_host::bluedbm::graph::edges_from_le(edges).map_err(|e| bad(format!("the edges: {e}")))?;
+    store_graph(a, &list, name, directed, vertices, node)
 }
 
 /// The graph of the edge file at `path`, as `insitu bluedbm put-graph` reads it: `format` (`text` or

@@ -323,7 +323,17 @@ fn query(
 
 impl SelfSortCmd {
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
-        // Records written to standard output own it: the report goes to standard error then.
+        // Records written to standard output own it: the report goes to standard error then, and so does
+        // an error with --json, from the first check on (said here, before any of them).
+        let to_stdout = |o: Option<&PathBuf>| o.is_some_and(|p| p.as_os_str() == "-");
+        ctx.out.data_to_stdout(match &self {
+            SelfSortCmd::Read { output, .. } | SelfSortCmd::Sort { output, .. } => to_stdout(Some(output)),
+            SelfSortCmd::Min { output, .. } | SelfSortCmd::Max { output, .. } => to_stdout(output.as_ref()),
+            SelfSortCmd::Range { output, .. } | SelfSortCmd::Select { output, .. } => {
+                to_stdout(output.as_ref())
+            }
+            _ => false,
+        });
         let mut on_stdout = false;
         let report = match self {
             SelfSortCmd::Config {

@@ -564,7 +564,7 @@ fn an_output_that_cannot_be_written_is_named_as_given() {
         &["sort", "t", "--key", "k", "--out", "t2", "--merge", "-o", "-"],
     ] {
         let err = env.fails(args);
-        assert!(err.contains("does not write to standard output (-)"), "{args:?}: {err}");
+        assert!(err.contains("- (standard output) cannot be written here"), "{args:?}: {err}");
     }
     assert!(!env.path("-").exists());
     env.ok(&["gen", "text", "--size", "1KiB", "-o", "./-"]);
@@ -594,6 +594,20 @@ fn a_json_error_keeps_off_standard_output_that_carries_data() {
             err["error"].as_str().unwrap().contains(if args[1] == "get" { "nosuch" } else { "7" }),
             "{err}"
         );
+    }
+    // Also when the command fails on its options, before it reaches its output.
+    for args in [
+        &["--json", "selfsort", "range", "--lo", "zz", "--hi", "00", "-o", "-"][..],
+        &["--json", "selfsort", "sort", "r.bin", "-o", "-", "--format", "bogus"],
+    ] {
+        let o = env.run(args);
+        assert!(
+            !o.status.success() && o.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let err: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+        assert!(err["error"].is_string(), "{err}");
     }
     let o = env.run(&["--json", "get", "nosuch", "-o", s(&env.path("out"))]);
     let err: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -87,7 +87,7 @@ impl NetConfig {
 pub enum NetError {
     #[error("node {0} is not in the network")]
     UnknownNode(NodeId),
-    #[error("endpoint {0} does not exist (endpoints 0 to {last})", last = .1 - 1)]
+    #[error("endpoint {0} does not exist (endpoints 0 to {last})", last = .1.saturating_sub(1))]
     UnknownEndpoint(EndpointId, u32),
     /// Back-pressure: the endpoint's send queue is full; send again after the network has moved on.
     #[error("endpoint {ep} of node {node} is full (back-pressure): try again later")]

@@ -71,7 +71,7 @@ pub enum TopologyError {
     /// More nodes than [`MAX_NODES`]: the routing tables grow with the square of the nodes.
     #[error("topology: at most {max} nodes (BlueDBM's appliance had 20), not {nodes}")]
     TooManyNodes { nodes: u32, max: u32 },
-    #[error("topology: link {link} names node {node}, but there are only {nodes} nodes (0 to {})", .nodes - 1)]
+    #[error("topology: link {link} names node {node}, but there are only {nodes} nodes (0 to {})", .nodes.saturating_sub(1))]
     UnknownNode { link: usize, node: NodeId, nodes: u32 },
     #[error("topology: link {link} has no lanes (lanes = 0): a link is at least one cable")]
     NoLanes { link: usize },
@@ -79,7 +79,7 @@ pub enum TopologyError {
     SelfLink { link: usize, node: NodeId },
     #[error("topology: {port} is used twice (links {first} and {second})")]
     PortUsedTwice { port: PortRef, first: usize, second: usize },
-    #[error("topology: link {link} uses {port}, but a node has ports 0 to {}", .ports - 1)]
+    #[error("topology: link {link} uses {port}, but a node has ports 0 to {}", .ports.saturating_sub(1))]
     PortOutOfRange { link: usize, port: PortRef, ports: u32 },
     #[error("topology: node {node} needs {needed} ports, but a node has {ports}")]
     TooManyPorts { node: NodeId, needed: u32, ports: u32 },

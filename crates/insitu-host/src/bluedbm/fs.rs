@@ -1266,10 +1266,10 @@ impl<'a> Fs<'a> {
             )));
         }
         if let Some(i) = indices.iter().find(|i| **i >= f.pages.len()) {
-            return Err(HostError::InvalidArgument(format!(
-                "{name} has pages 0 to {}, not {i}",
-                f.pages.len().saturating_sub(1)
-            )));
+            return Err(HostError::InvalidArgument(match f.pages.len() {
+                0 => format!("{name} has no pages, so no page {i}"),
+                n => format!("{name} has pages 0 to {}, not {i}", n - 1),
+            }));
         }
         let mut report = ViaReport { origin, access, ..Default::default() };
         let started = std::time::Instant::now();

@@ -135,12 +135,9 @@ pub fn write_edges(path: &Path, edges: &[(u32, u32)], format: EdgeFormat) -> Res
 
 /// Edges as little-endian u32 pairs one after another (a `.u32` file's bytes, or Python's), refused unless
 /// whole pairs.
-pub fn edges_from_le(bytes: &[u8]) -> Result<Vec<(u32, u32)>> {
+pub fn edges_from_le(bytes: &[u8]) -> std::result::Result<Vec<(u32, u32)>, String> {
     if !bytes.len().is_multiple_of(8) {
-        return Err(HostError::InvalidArgument(format!(
-            "{} bytes is not a whole number of u32 pairs (8 bytes an edge)",
-            bytes.len()
-        )));
+        return Err(format!("{} bytes is not a whole number of u32 pairs (8 bytes an edge)", bytes.len()));
     }
     let words = insitu_kernels::le::decode_u32s(bytes);
     Ok(words.chunks_exact(2).map(|e| (e[0], e[1])).collect())
@@ -155,7 +152,7 @@ pub fn read_edges(path: &Path, format: EdgeFormat) -> Result<Vec<(u32, u32)>> {
         EdgeFormat::U32le => {
             let mut bytes = Vec::new();
             BufReader::new(file).read_to_end(&mut bytes).map_err(|e| HostError::io(path, e))?;
-            out = edges_from_le(&bytes).map_err(|e| bad(e.to_string()))?;
+            out = edges_from_le(&bytes).map_err(bad)?;
         }
         EdgeFormat::Text => {
             // A binary edge list read as text is said to be one, not quoted back byte by byte.
@@ -181,7 +178,8 @@ pub fn read_edges(path: &Path, format: EdgeFormat) -> Result<Vec<(u32, u32)>> {
                 let mut it = line.split_whitespace();
                 let mut id = || -> Result<u32> {
                     let t = it.next().ok_or_else(|| bad(format!("line {}: two vertex ids needed", n + 1)))?;
-                    t.parse().map_err(|_| bad(format!("line {}: {t:?} is not a vertex id (0..2^32)", n + 1)))
+                    t.parse()
+                        .map_err(|_| bad(format!("line {}: {t:?} is not a vertex id (0 to 2^32 - 1)", n + 1)))
                 };
                 let (u, v) = (id()?, id()?);
                 if it.next().is_some() {
@@ -224,8 +222,7 @@ impl Adjacency {
         }
         if let Some((i, (u, v))) = edges.iter().enumerate().find(|(_, (u, v))| u64::from(*u.max(v)) >= n) {
             return Err(HostError::InvalidArgument(format!(
-                "edge {i} ({u}, {v}) names a vertex past the graph's {n} vertices (0 to {})",
-                n - 1
+                "edge {i} ({u}, {v}) names a vertex past the graph's {n} vertices (ids below {n})"
             )));
         }
         let mut deg = vec![0u64; n as usize + 1];

@@ -31,7 +31,7 @@ pub fn read_partition(array: &Array, name: &str, p: u32) -> Result<RecordBatch> 
     if p >= info.partitions {
         return Err(HostError::InvalidArgument(format!(
             "{name:?} has partitions 0 to {}, not {p}",
-            info.partitions - 1
+            info.partitions.saturating_sub(1)
         )));
     }
     let damaged = |detail: String| HostError::Damaged { name: name.into(), detail };

@@ -166,7 +166,7 @@ pub fn sort(
     let fmt = job.format;
     let most = insitu_device::protocol::MAX_INDEXES as u32;
     if job.index == 0 || job.index > most {
-        return Err(HostError::InvalidArgument(format!("index {}: ids are 1..={most}", job.index)));
+        return Err(HostError::InvalidArgument(format!("index {}: ids are 1 to {most}", job.index)));
     }
     if !(1..=256).contains(&job.runs) {
         return Err(HostError::InvalidArgument(format!("{} runs: 1 to 256", job.runs)));

@@ -50,7 +50,7 @@ pub(crate) fn set_aside_ranges(fw: &FirmwareContext<'_>, cfg: &IndexConfig) -> R
 fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()> {
     let bad = |m: String| Err(refuse(format!("index {}: {m}", c.id)));
     if c.id == 0 || c.id as usize > MAX_INDEXES {
-        return bad(format!("index ids are 1..={MAX_INDEXES}"));
+        return bad(format!("index ids are 1 to {MAX_INDEXES}"));
     }
     if c.record_size == 0 {
         return bad("the record size must be at least 1 byte".into());
@@ -69,7 +69,7 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
         ));
     }
     if !(3..=4096).contains(&c.fanout) {
-        return bad(format!("the fanout must be 3..=4096, got {}", c.fanout));
+        return bad(format!("the fanout must be 3 to 4096, got {}", c.fanout));
     }
     let area = st.area()?;
     let ps = fw.page_size();
@@ -80,7 +80,7 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
             return Err(refuse(format!(
                 "index {}: {what} of {bytes} bytes from LBA {s} does not fit the device's data LBAs 0 to {} \
                  ({ps}-byte pages; LBA {data_lbas} is the command LBA)",
-                data_lbas - 1,
+                data_lbas.saturating_sub(1),
                 c.id
             )));
         }
@@ -91,7 +91,7 @@ fn validate(st: &State, fw: &FirmwareContext<'_>, c: &IndexConfig) -> Result<()>
     let mut taken: Vec<((u64, u64), String)> = Vec::new();
     if let IndexKind::Runs(runs) = &c.kind {
         if runs.is_empty() || runs.len() > MAX_RUNS {
-            return bad(format!("a merge of runs takes 1..={MAX_RUNS} runs, got {}", runs.len()));
+            return bad(format!("a merge of runs takes 1 to {MAX_RUNS} runs, got {}", runs.len()));
         }
         if c.sort_on_write {
             return bad("a merge of runs does not sort on write".into());
