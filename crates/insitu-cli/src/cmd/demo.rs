@@ -131,6 +131,8 @@ impl Demo {
 fn run(ctx: &Ctx, size: u64, devices: u32, profile: &str) -> Result<()> {
     let (data, out): (&Path, &Output) = (&ctx.data, &ctx.out);
     if data.join(".insitu-demo").exists() {
+        // Said, not done silently: whatever was added to the earlier demo's array goes with it.
+        eprintln!("note: replacing the demo array an earlier `insitu demo` made at {}", data.display());
         std::fs::remove_dir_all(data)
             .with_context(|| format!("cannot clear the old demo at {}", data.display()))?;
     }
