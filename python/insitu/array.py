@@ -28,6 +28,7 @@ import json
 import operator
 import os
 import sys
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _insitu
@@ -105,6 +106,24 @@ def _key(key: Union[bytes, str, None]) -> Optional[bytes]:
     from .errors import InvalidArgumentError
 
     raise InvalidArgumentError(f"a key is bytes or str, got {type(key).__name__}")
+
+
+#: The arrays open in this process, by absolute path (an array's lock is the process's, so a second open
+#: here would only wait for the first to close).
+_OPEN: "weakref.WeakValueDictionary[str, Array]" = weakref.WeakValueDictionary()
+
+
+def _not_open_here(path: PathLike) -> str:
+    """``path`` made absolute (a relative one broke after ``os.chdir``, as a notebook's ``%cd`` does),
+    refused at once when this process has the array there open (re-running a notebook cell that opens it
+    waited ``wait`` seconds for itself, then said another process held it)."""
+    path = os.path.abspath(os.fspath(path))
+    held = _OPEN.get(path)
+    if held is not None and not held.closed:
+        from .errors import LockedError
+
+        raise LockedError(f"the array at {path} is already open in this process ({held!r}): close() it first")
+    return path
 
 
 def _warn(report: Report) -> None:
@@ -263,10 +282,12 @@ class Array:
         With ``topology`` (``ring``, ``line``, ``mesh``, ``full`` or a TOML file) the devices are the nodes
         of a BlueDBM appliance cabled by it (the profile must have a storage network, as ``bluedbm``
         does), ``lanes`` cables between neighbours."""
+        # An array open here exists: create says so (ArrayExistsError), as for any array there.
+        path = os.path.abspath(os.fspath(path))
         inner = _whole_numbers(
             "create",
             _insitu._Array.create,
-            os.fspath(path),
+            path,
             devices,
             profile,
             _size(capacity),
@@ -276,6 +297,7 @@ class Array:
             lanes,
         )
         arr = cls(inner)
+        _OPEN[path] = arr
         _warn_if_disk_short(arr)
         return arr
 
@@ -283,8 +305,11 @@ class Array:
     def open(cls, path: PathLike, *, wait: float = 5.0) -> "Array":
         """Opens the array at ``path``, recovering it after a crash. Waits up to ``wait`` seconds for
         another process holding it."""
-        inner, recovered = _insitu._Array.open(os.fspath(path), float(wait))
-        return cls(inner, json.loads(recovered) if recovered else None)
+        path = _not_open_here(path)
+        inner, recovered = _insitu._Array.open(path, float(wait))
+        arr = cls(inner, json.loads(recovered) if recovered else None)
+        _OPEN[path] = arr
+        return arr
 
     def close(self) -> None:
         """Closes the array: devices checkpoint, the lock is released. Closing twice does nothing."""
@@ -599,14 +624,19 @@ class Array:
     ) -> Tuple[Any, Any, Dict[str, Any]]:
         """The ``k`` items of file ``items`` (a flash page each: 8 KiB on ``bluedbm``) nearest each query
         by Hamming distance, ties to the lowest index. ``queries``: bytes or a ``uint8`` numpy array of
-        one or more page-sized items. With ``lsh``, only items sharing a bit-sampling bucket with the
+        one or more page-sized items, or the path of a file of them. With ``lsh``, only items sharing a bit-sampling bucket with the
         query in one of ``lsh`` bands are compared. Placements as :meth:`fs_search`. With ``host-dram``, ``flash_share`` and ``disk_share``
         of the items are not in DRAM (§7.1's "DRAM + 10% flash", "DRAM + 5% disk"). Returns indices and distances (numpy arrays: 1-D for
         one query, ``(queries, k)`` for several; a list of 1-D arrays when LSH leaves some query fewer
         than ``k`` candidates) and the whole result."""
         import numpy as np
 
-        q = queries.tobytes() if hasattr(queries, "tobytes") else bytes(queries)
+        if isinstance(queries, (str, os.PathLike)):
+            # A query file, as `insitu bluedbm knn` takes (a path's own bytes were taken for a query).
+            with open(queries, "rb") as f:
+                q = f.read()
+        else:
+            q = queries.tobytes() if hasattr(queries, "tobytes") else bytes(queries)
         r = json.loads(
             self._inner.knn(items, q, k, lsh, lsh_bits, placement, node, threads, flash_share, disk_share)
         )
@@ -644,7 +674,13 @@ class Array:
 
             raise InvalidArgumentError("format= is for an edge file; these edges are in memory")
 
-        e = np.ascontiguousarray(np.asarray(edges, dtype=np.int64))
+        given = np.asarray(edges)
+        if given.size and given.dtype.kind not in "iu":
+            from .errors import InvalidArgumentError
+
+            # Floats would be cut to whole vertex ids without a word.
+            raise InvalidArgumentError(f"edges are integer vertex ids, not {given.dtype}")
+        e = np.ascontiguousarray(given.astype(np.int64))
         if e.ndim != 2 or e.shape[1] != 2:
             from .errors import InvalidArgumentError
 

@@ -97,9 +97,24 @@ def test_device_memory_budget_too_small_is_named(arr):
     assert "o.sorted" not in [o["name"] for o in arr.ls()]
 
 
-def test_a_second_open_is_locked_out(arr):
-    with pytest.raises(insitu.LockedError, match="in use by another insitu process, or by an array of this process"):
-        insitu.Array.open(arr.path, wait=0)
+def test_a_second_open_is_locked_out(arr, tmp_path):
+    # Open in this process: said at once, whatever the wait (a notebook cell run again waited for itself).
+    start = time.monotonic()
+    with pytest.raises(insitu.LockedError, match="already open in this process"):
+        insitu.Array.open(arr.path, wait=5)
+    assert time.monotonic() - start < 2
+    # Closed, it opens again; and a relative path is the array's wherever the process goes after.
+    arr.close()
+    here = os.getcwd()
+    os.chdir(os.path.dirname(arr.path))
+    try:
+        again = insitu.Array.open(os.path.basename(arr.path))
+    finally:
+        os.chdir(here)
+    with again:
+        assert os.path.isabs(again.path)
+        again.put("after-cd", b"x")
+        assert again.get("after-cd") == b"x"
 
 
 def test_errors_pickle_with_their_class_and_message(arr):

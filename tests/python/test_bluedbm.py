@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import json
 import random
+import os
 import subprocess
 
 import numpy as np
@@ -87,6 +88,17 @@ def test_nearest_neighbours_match_numpy_and_faiss(appliance):
         assert (idx == np.array(ref)).all() and (dist == np.array(ref_d)).all(), placement
     one_idx, one_dist, _ = appliance.knn("items", queries[0], k=3)
     assert list(one_idx) == list(ref[0][:3])
+    # A query file, by its path (as the CLI takes it), not the path's own bytes.
+    qfile = appliance.path + ".queries"
+    queries.tofile(qfile)
+    try:
+        from pathlib import Path
+
+        for q in [qfile, Path(qfile)]:
+            idx, _, _ = appliance.knn("items", q, k=5)
+            assert (idx == np.array(ref)).all()
+    finally:
+        os.remove(qfile)
     idx, _, r = appliance.knn("items", queries, k=1, lsh=8)
     assert list(idx[:, 0]) == [17, 150] and r["compared"] < 40
     # A tenth of the items on flash instead of DRAM (§7.1): the same answer, those pages read.
@@ -263,6 +275,9 @@ def test_a_graph_from_an_edge_file_is_the_graph_of_its_edges(appliance, tmp_path
         appliance.put_graph(tmp_path / "g.bin", "x", format="csv")
     with pytest.raises(insitu.errors.InvalidArgumentError, match="in memory"):
         appliance.put_graph(edges, "x", format="text")
+    # Vertex ids are integers: floats are refused, not cut to whole ids.
+    with pytest.raises(insitu.errors.InvalidArgumentError, match="integer vertex ids, not float64"):
+        appliance.put_graph(np.array([[0.5, 1.2]]), "x")
 
 
 def test_bfs_reaches_what_scipy_reaches(appliance):
