@@ -71,6 +71,10 @@ def test_string_search_agrees_on_every_placement(appliance, tmp_path):
         assert r["lines"] == len(lines)
     with pytest.raises(insitu.errors.InvalidArgumentError, match="empty"):
         appliance.fs_search("hay", b"")
+    # Threads as the CLI takes them, 1 to 1024 (0 ran on one and said so only in the result).
+    for threads in [0, 2000]:
+        with pytest.raises(insitu.errors.InvalidArgumentError, match="threads must be 1 to 1024"):
+            appliance.fs_search("hay", "abba", "host", threads=threads)
 
 
 def test_nearest_neighbours_match_numpy_and_faiss(appliance):

@@ -180,6 +180,20 @@ pub(crate) fn remote_hosts_s(
     storage_cpu_s(profile, most, most * page_size as u64)
 }
 
+/// Most host threads an application runs with (the CLI's `--threads`, Python's `threads=`).
+pub const MAX_THREADS: u32 = 1024;
+
+/// Refuses a thread count of 0 or past [`MAX_THREADS`] (Python's `threads=0` ran on one thread and said
+/// so only in its result).
+pub(crate) fn check_threads(threads: u32) -> Result<()> {
+    if !(1..=MAX_THREADS).contains(&threads) {
+        return Err(HostError::InvalidArgument(format!(
+            "--threads must be 1 to {MAX_THREADS}, not {threads}"
+        )));
+    }
+    Ok(())
+}
+
 /// Host threads the model runs: as many as asked, up to the host's cores.
 pub(crate) fn model_threads(profile: &Profile, threads: u32) -> u32 {
     threads.clamp(1, profile.host.cores.max(1))

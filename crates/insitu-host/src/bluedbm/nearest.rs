@@ -102,6 +102,7 @@ pub struct NearestResult {
 /// another) as `opts` says.
 pub fn nearest(fs: &Fs, name: &str, queries: &[u8], opts: NearestOptions) -> Result<NearestResult> {
     fs.check_node(opts.node)?;
+    apps::check_threads(opts.threads)?;
     let f = fs.file(name)?;
     let ps = fs.page_size();
     if f.size == 0 || f.size % ps as u64 != 0 {

@@ -61,6 +61,7 @@ struct Found {
 /// Searches file `name` for `needle` as `opts` says.
 pub fn search(fs: &Fs, name: &str, needle: &[u8], opts: SearchOptions) -> Result<SearchResult> {
     fs.check_node(opts.node)?;
+    apps::check_threads(opts.threads)?;
     let mp = MorrisPratt::new(needle).map_err(|e| HostError::InvalidArgument(e.to_string()))?;
     let f = fs.file(name)?;
     let ps = fs.page_size();
