@@ -270,15 +270,16 @@ class Array:
         cls,
         path: PathLike,
         devices: int = 4,
-        profile: str = "smartssd",
+        profile: Union[str, "os.PathLike[str]"] = "smartssd",
         *,
         capacity: Optional[Size] = None,
         stripe_unit: Optional[Size] = None,
-        topology: Optional[str] = None,
+        topology: Optional[Union[str, "os.PathLike[str]"]] = None,
         lanes: int = 1,
     ) -> "Array":
         """Creates an array of ``devices`` devices of ``profile`` (a built-in name, see :func:`profiles`,
-        or a TOML file) at ``path`` and opens it. ``capacity`` is per device (default: the profile's).
+        or a TOML file) at ``path`` and opens it. ``capacity`` is per device (default: the profile's);
+        ``stripe_unit`` the bytes of an object each device takes in turn (default: the profile's).
         With ``topology`` (``ring``, ``line``, ``mesh``, ``full`` or a TOML file) the devices are the nodes
         of a BlueDBM appliance cabled by it (the profile must have a storage network, as ``bluedbm``
         does), ``lanes`` cables between neighbours."""
@@ -289,11 +290,11 @@ class Array:
             _insitu._Array.create,
             path,
             devices,
-            profile,
+            os.fspath(profile),
             _size(capacity),
             _size(stripe_unit),
             None,
-            topology,
+            None if topology is None else os.fspath(topology),
             lanes,
         )
         arr = cls(inner)

@@ -41,6 +41,16 @@ def test_error_classes(tmp_path, arr):
         insitu.Array.create(arr.path, devices=1, profile="tiny")
     with pytest.raises(insitu.InvalidArgumentError, match="unknown profile"):
         insitu.Array.create(tmp_path / "b", profile="no-such-profile")
+    # A capacity that cannot be is the caller's mistake, as a bad name is.
+    with pytest.raises(insitu.InvalidArgumentError, match="smaller than one erase block"):
+        insitu.Array.create(tmp_path / "b", devices=1, profile="tiny", capacity=100)
+    with pytest.raises(insitu.InvalidArgumentError, match="no raw flash partition"):
+        arr.fs_put("f", b"abc")
+    # A profile file by its pathlib.Path, as by its name.
+    from pathlib import Path
+
+    toml = Path(__file__).resolve().parents[2] / "profiles" / "tiny.toml"
+    insitu.Array.create(tmp_path / "p", devices=1, profile=toml).close()
     assert not (tmp_path / "b").exists()
     with pytest.raises(insitu.InvalidArgumentError, match="invalid object name"):
         arr.put("../escape", b"x")

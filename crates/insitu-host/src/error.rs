@@ -176,7 +176,9 @@ fn device_kind(e: &DeviceError) -> ErrorKind {
         DeviceError::UnknownProfile { .. }
         | DeviceError::InvalidProfile { .. }
         | DeviceError::BadArgument { .. }
-        | DeviceError::FirmwareRefused { .. } => ErrorKind::InvalidArgument,
+        | DeviceError::FirmwareRefused { .. }
+        // An appliance's operation asked of an array whose profile has no raw flash: the caller's choice.
+        | DeviceError::NoRawFlash(_) => ErrorKind::InvalidArgument,
         DeviceError::ShutDown(_) | DeviceError::Disconnected(_) => ErrorKind::Offline,
         DeviceError::InUse(_) => ErrorKind::Locked,
         DeviceError::NotADevice(_) | DeviceError::RawFlashMissing(_) => ErrorKind::Corrupt,
@@ -187,7 +189,8 @@ fn device_kind(e: &DeviceError) -> ErrorKind {
 fn flash_kind(e: &FlashError) -> ErrorKind {
     match e {
         FlashError::DeviceFull { .. } => ErrorKind::DeviceFull,
-        FlashError::InvalidName { .. } => ErrorKind::InvalidArgument,
+        // A name, or a capacity (a geometry) the caller gave that cannot be.
+        FlashError::InvalidName { .. } | FlashError::InvalidGeometry(_) => ErrorKind::InvalidArgument,
         FlashError::AlreadyExists(_) => ErrorKind::AlreadyExists,
         FlashError::NotFound(_) => ErrorKind::NotFound,
         FlashError::Corrupt { .. } | FlashError::Version { .. } => ErrorKind::Corrupt,
