@@ -241,3 +241,11 @@ def test_messages_name_keyword_arguments_not_flags():
     assert w("a--b and -- alone and x --7") == "a--b and -- alone and x --7"
     assert w('no object named "--backup-old" (--device 2)') == 'no object named "--backup-old" (device 2)'
     assert w("run `insitu fsck --repair` or use --wait") == "run `insitu fsck --repair` or use wait"
+    # The CLI's commands as this package's calls.
+    assert w("make an appliance with `insitu init --nodes N --topology T`") == (
+        "make an appliance with `insitu.Array.create(path, devices=N, topology=T)`"
+    )
+    assert w("use --placement host, or --ids-only or --count-only") == (
+        "use placement host, or entries=False or count_only=True"
+    )
+    assert w("run `insitu selfsort generate` first") == "run `Array.selfsort_generate` first"

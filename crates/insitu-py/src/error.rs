@@ -73,7 +73,22 @@ pub fn to_py(e: HostError) -> PyErr {
 /// argument it is in Python (`entry_size`), and `insitu init` becomes `insitu.Array.create`. Text in
 /// double quotes (a name, a path) and in backticks (a command) is left as it is.
 pub fn in_python_words(message: &str) -> String {
-    let message = message.replace("`insitu init`", "`insitu.Array.create`");
+    // The CLI's commands a message names, as this package's calls (`insitu fsck --repair` has none: it
+    // stays a command, which runs on the same array).
+    let mut message = message.to_string();
+    for (cli, python) in [
+        ("`insitu init --nodes N --topology T`", "`insitu.Array.create(path, devices=N, topology=T)`"),
+        ("`insitu init`", "`insitu.Array.create`"),
+        ("`insitu selfsort config`", "`Array.selfsort_config`"),
+        ("`insitu selfsort generate`", "`Array.selfsort_generate`"),
+        ("`insitu fs ls`", "`Array.fs_ls`"),
+        ("`insitu fs put FILE`", "`Array.fs_put`"),
+        ("`insitu fs rm`", "`Array.fs_rm`"),
+        ("`insitu fsck` ", "`Array.fsck` "),
+        ("--ids-only or --count-only", "entries=False or count_only=True"),
+    ] {
+        message = message.replace(cli, python);
+    }
     let mut out = String::with_capacity(message.len());
     let (mut quoted, mut command) = (false, false);
     let mut rest = message.as_str();
