@@ -276,10 +276,12 @@ class Array:
         stripe_unit: Optional[Size] = None,
         topology: Optional[Union[str, "os.PathLike[str]"]] = None,
         lanes: int = 1,
+        host_profile: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> "Array":
         """Creates an array of ``devices`` devices of ``profile`` (a built-in name, see :func:`profiles`,
         or a TOML file) at ``path`` and opens it. ``capacity`` is per device (default: the profile's);
         ``stripe_unit`` the bytes of an object each device takes in turn (default: the profile's).
+        ``host_profile`` as for :meth:`open`.
         With ``topology`` (``ring``, ``line``, ``mesh``, ``full`` or a TOML file) the devices are the nodes
         of a BlueDBM appliance cabled by it (the profile must have a storage network, as ``bluedbm``
         does), ``lanes`` cables between neighbours."""
@@ -300,14 +302,24 @@ class Array:
         arr = cls(inner)
         _OPEN[path] = arr
         _warn_if_disk_short(arr)
+        host = host_profile or os.environ.get("INSITU_HOST_PROFILE")
+        if host:
+            # The host to model on is an open's, not stored: made, then opened on it.
+            arr.close()
+            return cls.open(path, host_profile=host)
         return arr
 
     @classmethod
-    def open(cls, path: PathLike, *, wait: float = 5.0) -> "Array":
+    def open(
+        cls, path: PathLike, *, wait: float = 5.0, host_profile: Optional[Union[str, "os.PathLike[str]"]] = None
+    ) -> "Array":
         """Opens the array at ``path``, recovering it after a crash. Waits up to ``wait`` seconds for
-        another process holding it."""
+        another process holding it. With ``host_profile`` (a built-in host, see :func:`profiles`, or a TOML
+        file; default: the ``INSITU_HOST_PROFILE`` environment variable, as the CLI's), host work is
+        modeled on that host instead of the one the array's profile names (not stored)."""
         path = _not_open_here(path)
-        inner, recovered = _insitu._Array.open(path, float(wait))
+        host = host_profile or os.environ.get("INSITU_HOST_PROFILE")
+        inner, recovered = _insitu._Array.open(path, float(wait), None, None if host is None else os.fspath(host))
         arr = cls(inner, json.loads(recovered) if recovered else None)
         _OPEN[path] = arr
         return arr

@@ -26,7 +26,7 @@ import socket
 import uuid
 import warnings
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -331,11 +331,16 @@ class Array(_EmbeddedArray):
 
     @classmethod
     def open(  # type: ignore[override]
-        cls, path: PathLike, *, wait: float = 5.0, start_timeout: float = 120.0
+        cls,
+        path: PathLike,
+        *,
+        wait: float = 5.0,
+        start_timeout: float = 120.0,
+        host_profile: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> "Array":
         """Opens the array at ``path``: starts every device's actor on the node recorded for it (refused at
         once if the cluster lacks that node or resource; :class:`~insitu.OfflineError` if they do not start
-        within ``start_timeout`` seconds)."""
+        within ``start_timeout`` seconds). ``host_profile`` as for :meth:`insitu.Array.open`."""
         if not ray.is_initialized():
             ray.init()
         path = os.path.abspath(os.fspath(path))
@@ -348,7 +353,10 @@ class Array(_EmbeddedArray):
         placement.setdefault("num_cpus", 1.0)
         actors = cls._start(path, slots, placement, create=False, timeout=start_timeout)
         try:
-            inner, recovered = _insitu._Array.open(path, float(wait), cls._connect(actors, slots))
+            host = host_profile or os.environ.get("INSITU_HOST_PROFILE")
+            inner, recovered = _insitu._Array.open(
+                path, float(wait), cls._connect(actors, slots), None if host is None else os.fspath(host)
+            )
         except BaseException:
             _kill(actors)
             raise

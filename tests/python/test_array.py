@@ -3,6 +3,7 @@ CLI and Python on one array, reports, and the GIL released while operators run."
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -249,3 +250,26 @@ def test_messages_name_keyword_arguments_not_flags():
         "use placement host, or entries=False or count_only=True"
     )
     assert w("run `insitu selfsort generate` first") == "run `Array.selfsort_generate` first"
+
+
+def test_host_work_is_modeled_on_the_host_asked_for(tmp_path, cli, monkeypatch):
+    """host_profile= (or INSITU_HOST_PROFILE, as the CLI reads it) models host work on another host: the
+    same figures as the CLI's --host-profile, and the array's own host otherwise."""
+    path = tmp_path / "a"
+    t = pa.table({"k": np.arange(3000, 0, -1, dtype=np.int64), "v": np.arange(3000, dtype=np.int64)})
+    with insitu.Array.create(path, devices=2, profile="tiny") as arr:
+        arr.put_table(t, "t", key="k")
+        _, own = arr.sort("t", "k", placement="host", out="own")
+    with insitu.Array.open(path, host_profile="skylake-sp-44") as arr:
+        _, other = arr.sort("t", "k", placement="host", out="other")
+    assert own.modeled["host"] != other.modeled["host"] == "skylake-sp-44"
+    monkeypatch.setenv("INSITU_HOST_PROFILE", "skylake-sp-44")
+    with insitu.Array.open(path) as arr:
+        _, env = arr.sort("t", "k", placement="host", out="env")
+    run = subprocess.run(
+        [cli, "--json", "--data", str(path), "sort", "t", "--key", "k", "--placement", "host", "--out", "cli"],
+        capture_output=True, text=True, check=True,
+    )
+    by_cli = json.loads(run.stdout)
+    assert env.modeled["host"] == by_cli["modeled"]["host"] == "skylake-sp-44"
+    assert env.modeled["time_s"] == pytest.approx(by_cli["modeled"]["time_s"]) == pytest.approx(other.modeled["time_s"])

@@ -155,22 +155,32 @@ impl PyArray {
     }
 
     /// Opens the array at `path` (recovering it), waiting up to `wait` seconds for another process to
-    /// release it; with `connect`, its devices are reached through messages (as for `create`). Returns
-    /// the array and what recovery did, as JSON.
+    /// release it; with `connect`, its devices are reached through messages (as for `create`); with
+    /// `host_profile` (a built-in host or a TOML file), host work is modeled on that host instead of the
+    /// one the array's profile names (not stored). Returns the array and what recovery did, as JSON.
     #[staticmethod]
-    #[pyo3(signature = (path, wait, connect=None))]
+    #[pyo3(signature = (path, wait, connect=None, host_profile=None))]
     fn open(
         py: Python<'_>,
         path: PathBuf,
         wait: f64,
         connect: Option<Py<PyAny>>,
+        host_profile: Option<&str>,
     ) -> PyResult<(PyArray, String)> {
         if !(0.0..=86_400.0).contains(&wait) {
             return Err(invalid(format!("wait must be 0 to 86400 seconds, got {wait}")));
         }
         let transport = connect.map_or(DeviceTransport::InProcess, served);
-        let opts =
-            OpenOptions { lock_wait: Duration::from_secs_f64(wait), transport, ..OpenOptions::default() };
+        let host = host_profile
+            .map(insitu_host::profile::HostProfile::load)
+            .transpose()
+            .map_err(crate::error::from_device)?;
+        let opts = OpenOptions {
+            lock_wait: Duration::from_secs_f64(wait),
+            transport,
+            host,
+            ..OpenOptions::default()
+        };
         let array = py.detach(|| Array::open(&path, opts)).map_err(to_py)?;
         let recovered = serde_json::to_string(array.open_report()).unwrap_or_default();
         Ok((PyArray::new(array), recovered))
