@@ -199,7 +199,9 @@ class _Checked:
 
         @functools.wraps(f)
         def call(*args: Any, **kwargs: Any) -> Any:
-            return _whole_numbers(name, f, *args, **kwargs)
+            # Named by the public method the user called (`put`), not the native one it calls (`put_bytes`).
+            caller = sys._getframe(1).f_code.co_name
+            return _whole_numbers(caller if not caller.startswith(("_", "<")) else name, f, *args, **kwargs)
 
         return call
 

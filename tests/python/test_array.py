@@ -73,6 +73,9 @@ def test_error_classes(tmp_path, arr):
     # A whole number out of range is refused by name, not by the conversion's bare OverflowError.
     with pytest.raises(insitu.InvalidArgumentError, match="create: a whole-number argument"):
         insitu.Array.create(tmp_path / "c", devices=-1, profile="tiny")
+    # Named by the method called (put), not the native one under it (put_bytes).
+    with pytest.raises(insitu.InvalidArgumentError, match="^put: a whole-number argument"):
+        arr.put("neg", b"x", device=-1)
     with pytest.raises(insitu.InvalidArgumentError, match="net_routes: a whole-number argument"):
         insitu.net_routes("ring", nodes=-1)
     # Messages name Python's keyword arguments, not the CLI's flags.
