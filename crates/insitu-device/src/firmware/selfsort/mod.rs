@@ -1,7 +1,7 @@
 //! The Self-Sorting SSD (Cavazos Quero, Lee, Kim, 2015) as resident firmware on every device's I/O path.
 //!
 //! The host configures an index over fixed-size records packed from an LBA (§III-E: by writing a command
-//! block to the command LBA, [`block`], or by the typed vendor commands of
+//! block to the command LBA, [`crate::protocol::block`], or by the typed vendor commands of
 //! [`crate::protocol::ConfigureIndex`] and its siblings), writes the records through the ordinary block
 //! interface, and reads the same LBAs back in key order (§III-D). The index is a B+tree in device memory
 //! ([`insitu_kernels::btree`], §III-C, fanout 128), built as records are written (sort-on-write) or by
