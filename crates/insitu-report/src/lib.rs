@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use insitu_host::figure::{fmt_value, paper_text, Figure, PaperFigures};
+use insitu_host::outfile::OutFile;
 
 /// The report's order of papers (others follow, by name).
 const ORDER: &[&str] = &["nascent", "psacs", "intersect", "selfsort", "bluedbm-net", "bluedbm-apps"];
@@ -35,6 +36,8 @@ pub enum ReportError {
     Plot { path: PathBuf, detail: String },
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Output(#[from] insitu_host::HostError),
 }
 
 pub type Result<T> = std::result::Result<T, ReportError>;
@@ -210,12 +213,12 @@ fn partial(path: &Path) -> PathBuf {
     }
 }
 
-/// Writes `path` whole or not at all: beside it first, then renamed into place, so that a run cut off
+/// Writes `path` whole or not at all, as every command's output is ([`OutFile`]), so that a run cut off
 /// leaves the previous figure (or none), never half of one, for `REPORT.md` to read.
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let part = partial(path);
-    std::fs::write(&part, bytes).map_err(io(&part))?;
-    std::fs::rename(&part, path).map_err(io(path))
+    let mut f = OutFile::create(path)?;
+    std::io::Write::write_all(&mut f, bytes).map_err(io(path))?;
+    Ok(f.commit()?)
 }
 
 fn anchor(pf: &PaperFigures, f: &Figure) -> String {
